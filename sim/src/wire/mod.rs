@@ -1,0 +1,1 @@
+//! Packet views (see wire/mod.rs).

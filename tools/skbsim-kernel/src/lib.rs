@@ -1,0 +1,1 @@
+//! OS-facing backend.
