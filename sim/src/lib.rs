@@ -1,8 +1,16 @@
 //! skbsim's model of the Linux virtual-networking datapath.
 //!
 //! No network I/O, no wall clock, no unseeded randomness: the same input gives the same
-//! bytes out on every run. Modules follow the kernel's own split.
+//! bytes out on every run. Modules follow the kernel's own split: the sk_buff (`skb`),
+//! the tun/tap device and its read path (`tun`), and the pipelines that drive a
+//! scenario's frames through them (`pipeline`).
 
+pub mod errno;
 pub mod pcap;
+pub mod pipeline;
+pub mod profile;
+pub mod scenario;
 pub mod skb;
+pub mod trace;
+pub mod tun;
 pub mod wire;

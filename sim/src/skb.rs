@@ -1,0 +1,651 @@
+//! The sk_buff model: a linear buffer with head/data/tail/end, a paged tail, and the
+//! metadata the datapath reads (include/linux/skbuff.h).
+//!
+//! Offsets follow the kernel: header offsets count from `head`, so a push or pull moves
+//! `data` without touching them. Every operation adds to [`OpCounters`]; the cost model
+//! reads them, so a copy or memmove that the kernel does must be counted here too.
+
+use std::fmt;
+
+/// ETH_HLEN (include/uapi/linux/if_ether.h).
+pub const ETH_HLEN: usize = 14;
+/// ETH_ALEN: one MAC address.
+pub const ETH_ALEN: usize = 6;
+/// VLAN_HLEN (include/linux/if_vlan.h): TPID + TCI.
+pub const VLAN_HLEN: usize = 4;
+/// NET_SKB_PAD on x86_64 (include/linux/skbuff.h): headroom a driver reserves.
+pub const NET_SKB_PAD: usize = 64;
+
+pub const ETH_P_IP: u16 = 0x0800;
+pub const ETH_P_IPV6: u16 = 0x86dd;
+pub const ETH_P_8021Q: u16 = 0x8100;
+pub const ETH_P_8021AD: u16 = 0x88a8;
+pub const ETH_P_TEB: u16 = 0x6558;
+
+/// skb->ip_summed (include/linux/skbuff.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IpSummed {
+    #[default]
+    None,
+    Unnecessary,
+    Complete,
+    Partial,
+}
+
+impl IpSummed {
+    pub fn kernel_name(self) -> &'static str {
+        match self {
+            IpSummed::None => "CHECKSUM_NONE",
+            IpSummed::Unnecessary => "CHECKSUM_UNNECESSARY",
+            IpSummed::Complete => "CHECKSUM_COMPLETE",
+            IpSummed::Partial => "CHECKSUM_PARTIAL",
+        }
+    }
+}
+
+/// skb_shinfo(skb)->gso_type bits (include/linux/skbuff.h, enum SKB_GSO_*).
+pub mod gso {
+    pub const TCPV4: u32 = 1 << 0;
+    pub const DODGY: u32 = 1 << 1;
+    pub const TCP_ECN: u32 = 1 << 2;
+    pub const TCP_FIXEDID: u32 = 1 << 3;
+    pub const TCPV6: u32 = 1 << 4;
+    pub const FCOE: u32 = 1 << 5;
+    pub const GRE: u32 = 1 << 6;
+    pub const GRE_CSUM: u32 = 1 << 7;
+    pub const IPXIP4: u32 = 1 << 8;
+    pub const IPXIP6: u32 = 1 << 9;
+    pub const UDP_TUNNEL: u32 = 1 << 10;
+    pub const UDP_TUNNEL_CSUM: u32 = 1 << 11;
+    pub const PARTIAL: u32 = 1 << 12;
+    pub const TUNNEL_REMCSUM: u32 = 1 << 13;
+    pub const SCTP: u32 = 1 << 14;
+    pub const ESP: u32 = 1 << 15;
+    pub const UDP: u32 = 1 << 16;
+    pub const UDP_L4: u32 = 1 << 17;
+    pub const FRAGLIST: u32 = 1 << 18;
+
+    const NAMES: [(u32, &str); 19] = [
+        (TCPV4, "TCPV4"),
+        (DODGY, "DODGY"),
+        (TCP_ECN, "TCP_ECN"),
+        (TCP_FIXEDID, "TCP_FIXEDID"),
+        (TCPV6, "TCPV6"),
+        (FCOE, "FCOE"),
+        (GRE, "GRE"),
+        (GRE_CSUM, "GRE_CSUM"),
+        (IPXIP4, "IPXIP4"),
+        (IPXIP6, "IPXIP6"),
+        (UDP_TUNNEL, "UDP_TUNNEL"),
+        (UDP_TUNNEL_CSUM, "UDP_TUNNEL_CSUM"),
+        (PARTIAL, "PARTIAL"),
+        (TUNNEL_REMCSUM, "TUNNEL_REMCSUM"),
+        (SCTP, "SCTP"),
+        (ESP, "ESP"),
+        (UDP, "UDP"),
+        (UDP_L4, "UDP_L4"),
+        (FRAGLIST, "FRAGLIST"),
+    ];
+
+    /// "TCPV4|DODGY", or "0" for none; unknown bits as hex.
+    pub fn names(bits: u32) -> String {
+        if bits == 0 {
+            return "0".to_string();
+        }
+        let mut out = Vec::new();
+        let mut rest = bits;
+        for (bit, name) in NAMES {
+            if bits & bit != 0 {
+                out.push(name.to_string());
+                rest &= !bit;
+            }
+        }
+        if rest != 0 {
+            out.push(format!("{rest:#x}"));
+        }
+        out.join("|")
+    }
+}
+
+/// A hardware-accelerated VLAN tag: skb->vlan_proto, skb->vlan_tci and the present bit
+/// (include/linux/if_vlan.h: __vlan_hwaccel_put_tag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VlanTag {
+    /// TPID in host order, e.g. 0x8100 or 0x88a8.
+    pub proto: u16,
+    pub tci: u16,
+}
+
+/// What the datapath did to bytes: the inputs of the cost model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpCounters {
+    /// Bytes copied from the skb (or a constructed header) into a user buffer.
+    pub bytes_copied_to_user: u64,
+    /// Bytes copied into skbs from outside (a written frame, a pcap record).
+    pub bytes_copied_in: u64,
+    /// Bytes moved inside a buffer (vlan_insert_tag's MAC memmove).
+    pub bytes_memmoved: u64,
+    /// Buffer allocations (alloc_skb, pskb_expand_head).
+    pub allocations: u64,
+    /// Bytes copied by reallocations (pskb_expand_head).
+    pub bytes_copied_realloc: u64,
+}
+
+impl OpCounters {
+    pub fn add(&mut self, other: &OpCounters) {
+        self.bytes_copied_to_user += other.bytes_copied_to_user;
+        self.bytes_copied_in += other.bytes_copied_in;
+        self.bytes_memmoved += other.bytes_memmoved;
+        self.allocations += other.allocations;
+        self.bytes_copied_realloc += other.bytes_copied_realloc;
+    }
+}
+
+impl fmt::Display for OpCounters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "copied_to_user {} copied_in {} memmoved {} allocations {} realloc_copied {}",
+            self.bytes_copied_to_user,
+            self.bytes_copied_in,
+            self.bytes_memmoved,
+            self.allocations,
+            self.bytes_copied_realloc
+        )
+    }
+}
+
+/// An skb operation that the kernel would refuse (skb_under_panic / skb_over_panic, or a
+/// pull past the linear data). The model reports it instead of panicking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkbError {
+    /// skb_push with too little headroom.
+    Under { need: usize, headroom: usize },
+    /// skb_put with too little tailroom.
+    Over { need: usize, tailroom: usize },
+    /// skb_pull beyond the linear data.
+    PullBeyondHead { need: usize, headlen: usize },
+}
+
+impl fmt::Display for SkbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkbError::Under { need, headroom } => {
+                write!(
+                    f,
+                    "skb_push of {need} bytes with {headroom} bytes of headroom"
+                )
+            }
+            SkbError::Over { need, tailroom } => {
+                write!(
+                    f,
+                    "skb_put of {need} bytes with {tailroom} bytes of tailroom"
+                )
+            }
+            SkbError::PullBeyondHead { need, headlen } => {
+                write!(f, "skb_pull of {need} bytes with {headlen} linear bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SkbError {}
+
+/// The socket buffer.
+///
+/// `buf[..]` is head..end; `data` and `tail` index into it. Bytes past the linear part
+/// (skb_shinfo frags, `data_len` in the kernel) are kept in `frags`, so `skb_headlen`
+/// and `len` differ exactly as they do in the kernel: tun reports skb_headlen as the
+/// vnet hdr_len of a GSO packet, so the split is visible to userspace.
+#[derive(Debug, Clone, Default)]
+pub struct SkBuff {
+    buf: Vec<u8>,
+    data: usize,
+    tail: usize,
+    frags: Vec<u8>,
+    /// skb->protocol in host order (the kernel stores it big-endian).
+    pub protocol: u16,
+    pub mac_header: Option<usize>,
+    pub network_header: Option<usize>,
+    pub transport_header: Option<usize>,
+    pub vlan: Option<VlanTag>,
+    pub ip_summed: IpSummed,
+    /// Offset of the checksum start from head (skb->csum_start).
+    pub csum_start: usize,
+    pub csum_offset: u16,
+    pub gso_size: u16,
+    pub gso_segs: u16,
+    pub gso_type: u32,
+    pub encapsulation: bool,
+    pub inner_mac_header: Option<usize>,
+    pub inner_network_header: Option<usize>,
+    pub inner_transport_header: Option<usize>,
+    pub ops: OpCounters,
+}
+
+impl SkBuff {
+    /// alloc_skb(size) + skb_reserve(headroom): an empty skb whose data starts `headroom`
+    /// bytes into a `headroom + size` byte buffer.
+    pub fn alloc(headroom: usize, size: usize) -> SkBuff {
+        let mut skb = SkBuff::default();
+        skb.reset(headroom, size);
+        skb
+    }
+
+    /// Reuse this skb's buffer as if freshly allocated (metadata cleared, op counters
+    /// kept). Lets a replay loop run without a heap allocation per frame while the cost
+    /// model still sees one alloc_skb per packet.
+    pub fn reset(&mut self, headroom: usize, size: usize) {
+        let ops = self.ops;
+        let mut buf = std::mem::take(&mut self.buf);
+        let mut frags = std::mem::take(&mut self.frags);
+        buf.clear();
+        buf.resize(headroom + size, 0);
+        frags.clear();
+        *self = SkBuff {
+            buf,
+            data: headroom,
+            tail: headroom,
+            frags,
+            ops,
+            ..SkBuff::default()
+        };
+        self.ops.allocations += 1;
+    }
+
+    /// An skb holding `frame` with `headroom` bytes before it, the first `headlen` bytes
+    /// linear and the rest paged. Counts the copy in.
+    pub fn from_frame(frame: &[u8], headroom: usize, headlen: usize) -> SkBuff {
+        let mut skb = SkBuff::default();
+        skb.ops = OpCounters::default();
+        skb.fill_from_frame(frame, headroom, headlen);
+        skb
+    }
+
+    /// [`SkBuff::from_frame`] into this skb's existing buffer.
+    pub fn fill_from_frame(&mut self, frame: &[u8], headroom: usize, headlen: usize) {
+        let headlen = headlen.min(frame.len());
+        self.reset(headroom, headlen);
+        self.buf[headroom..headroom + headlen].copy_from_slice(&frame[..headlen]);
+        self.tail = headroom + headlen;
+        self.frags.extend_from_slice(&frame[headlen..]);
+        self.ops.bytes_copied_in += frame.len() as u64;
+    }
+
+    /// skb->len: linear plus paged bytes.
+    pub fn len(&self) -> usize {
+        self.tail - self.data + self.frags.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// skb_headlen: the linear bytes.
+    pub fn headlen(&self) -> usize {
+        self.tail - self.data
+    }
+
+    /// skb->data_len: the paged bytes.
+    pub fn data_len(&self) -> usize {
+        self.frags.len()
+    }
+
+    /// skb_headroom.
+    pub fn headroom(&self) -> usize {
+        self.data
+    }
+
+    /// skb_tailroom (0 for a nonlinear skb, as in the kernel).
+    pub fn tailroom(&self) -> usize {
+        if self.frags.is_empty() {
+            self.buf.len() - self.tail
+        } else {
+            0
+        }
+    }
+
+    /// skb->data offset from head.
+    pub fn data_offset(&self) -> usize {
+        self.data
+    }
+
+    /// The linear bytes, data..tail.
+    pub fn linear(&self) -> &[u8] {
+        &self.buf[self.data..self.tail]
+    }
+
+    /// The paged bytes.
+    pub fn frags(&self) -> &[u8] {
+        &self.frags
+    }
+
+    /// Byte `i` of the packet (linear or paged), as skb_copy_bits would read it.
+    pub fn byte(&self, i: usize) -> Option<u8> {
+        let head = self.headlen();
+        if i < head {
+            Some(self.buf[self.data + i])
+        } else {
+            self.frags.get(i - head).copied()
+        }
+    }
+
+    /// The whole packet as one contiguous vector (test and trace use; not the hot path).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.len());
+        v.extend_from_slice(self.linear());
+        v.extend_from_slice(&self.frags);
+        v
+    }
+
+    /// skb_copy_datagram_iter(skb, offset, to, len) into `out`: copies packet bytes
+    /// `offset..offset+out.len()` across the linear/paged boundary and counts them.
+    /// Returns how many bytes were available and copied.
+    pub fn copy_bits_to_user(&mut self, offset: usize, out: &mut [u8]) -> usize {
+        let len = self.len();
+        if offset >= len {
+            return 0;
+        }
+        let n = out.len().min(len - offset);
+        let head = self.headlen();
+        let mut done = 0;
+        if offset < head {
+            let m = n.min(head - offset);
+            out[..m].copy_from_slice(&self.buf[self.data + offset..self.data + offset + m]);
+            done = m;
+        }
+        if done < n {
+            let start = offset + done - head;
+            out[done..n].copy_from_slice(&self.frags[start..start + n - done]);
+        }
+        self.ops.bytes_copied_to_user += n as u64;
+        n
+    }
+
+    /// skb_reserve: only valid on an empty skb, as in the kernel.
+    pub fn reserve(&mut self, n: usize) -> Result<(), SkbError> {
+        if self.tail + n > self.buf.len() {
+            return Err(SkbError::Over {
+                need: n,
+                tailroom: self.buf.len() - self.tail,
+            });
+        }
+        self.data += n;
+        self.tail += n;
+        Ok(())
+    }
+
+    /// skb_push: extend the data area at the front.
+    pub fn push(&mut self, n: usize) -> Result<&mut [u8], SkbError> {
+        if n > self.data {
+            return Err(SkbError::Under {
+                need: n,
+                headroom: self.data,
+            });
+        }
+        self.data -= n;
+        Ok(&mut self.buf[self.data..self.data + n])
+    }
+
+    /// skb_pull: remove bytes from the front of the linear data.
+    pub fn pull(&mut self, n: usize) -> Result<(), SkbError> {
+        if n > self.headlen() {
+            return Err(SkbError::PullBeyondHead {
+                need: n,
+                headlen: self.headlen(),
+            });
+        }
+        self.data += n;
+        Ok(())
+    }
+
+    /// skb_put: extend the linear data at the end (linear skbs only).
+    pub fn put(&mut self, n: usize) -> Result<&mut [u8], SkbError> {
+        if n > self.tailroom() {
+            return Err(SkbError::Over {
+                need: n,
+                tailroom: self.tailroom(),
+            });
+        }
+        let start = self.tail;
+        self.tail += n;
+        Ok(&mut self.buf[start..start + n])
+    }
+
+    /// skb_put_data: skb_put plus the copy in.
+    pub fn put_data(&mut self, bytes: &[u8]) -> Result<(), SkbError> {
+        self.put(bytes.len())?.copy_from_slice(bytes);
+        self.ops.bytes_copied_in += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// skb_reset_mac_header and friends: record header offsets from head.
+    pub fn reset_mac_header(&mut self) {
+        self.mac_header = Some(self.data);
+    }
+
+    pub fn set_network_header(&mut self, offset_from_data: usize) {
+        self.network_header = Some(self.data + offset_from_data);
+    }
+
+    pub fn set_transport_header(&mut self, offset_from_data: usize) {
+        self.transport_header = Some(self.data + offset_from_data);
+    }
+
+    /// skb_checksum_start_offset: csum_start relative to data (may be negative in the
+    /// kernel only for broken skbs; saturates here).
+    pub fn checksum_start_offset(&self) -> usize {
+        self.csum_start.saturating_sub(self.data)
+    }
+
+    /// Mark CHECKSUM_PARTIAL with the checksum starting `start_from_data` bytes into
+    /// the packet (skb_partial_csum_set, net/core/skbuff.c).
+    pub fn partial_csum_set(&mut self, start_from_data: usize, csum_offset: u16) {
+        self.ip_summed = IpSummed::Partial;
+        self.csum_start = self.data + start_from_data;
+        self.csum_offset = csum_offset;
+        self.transport_header = Some(self.csum_start);
+    }
+
+    /// skb_is_gso.
+    pub fn is_gso(&self) -> bool {
+        self.gso_size != 0
+    }
+
+    /// __vlan_hwaccel_put_tag (include/linux/if_vlan.h).
+    pub fn vlan_hwaccel_put_tag(&mut self, proto: u16, tci: u16) {
+        self.vlan = Some(VlanTag { proto, tci });
+    }
+
+    /// skb_vlan_untag (net/core/skbuff.c), the receive path's move of an in-band outer
+    /// tag into the hw-accel fields: read the tag after the MACs, pull it out with a
+    /// memmove of the 12 MAC bytes (skb_vlan_untag -> vlan_remove_tag ->
+    /// skb_pull_rcsum + vlan_set_encap_proto + skb_reset_mac_header). Returns false
+    /// (and leaves the skb alone) when the frame has no 802.1Q/802.1ad outer tag or is
+    /// too short, as the kernel would.
+    ///
+    /// The receive path works on an skb whose data points past the MAC header; this
+    /// model keeps data at the MAC header, so the net effect is the same 4 bytes gone
+    /// from offset 12 and the protocol set to the encapsulated EtherType.
+    pub fn vlan_untag(&mut self) -> bool {
+        if self.vlan.is_some() || self.headlen() < ETH_HLEN + VLAN_HLEN {
+            return false;
+        }
+        let d = self.data;
+        let tpid = u16::from_be_bytes([self.buf[d + 12], self.buf[d + 13]]);
+        if tpid != ETH_P_8021Q && tpid != ETH_P_8021AD {
+            return false;
+        }
+        let tci = u16::from_be_bytes([self.buf[d + 14], self.buf[d + 15]]);
+        let inner = u16::from_be_bytes([self.buf[d + 16], self.buf[d + 17]]);
+        self.buf.copy_within(d..d + 2 * ETH_ALEN, d + VLAN_HLEN);
+        self.ops.bytes_memmoved += (2 * ETH_ALEN) as u64;
+        self.data += VLAN_HLEN;
+        self.mac_header = Some(self.data);
+        self.vlan = Some(VlanTag { proto: tpid, tci });
+        // vlan_set_encap_proto: an EtherType >= ETH_P_802_3_MIN is taken as is.
+        self.protocol = inner;
+        true
+    }
+
+    /// __vlan_hwaccel_push_inside -> vlan_insert_tag_set_proto (include/linux/if_vlan.h):
+    /// the software insertion the 2013 patch avoided. skb_cow_head makes room when the
+    /// headroom is short (a reallocation and copy), skb_push(VLAN_HLEN), the two MACs are
+    /// memmoved 4 bytes to the front, the tag is written after them, skb->protocol becomes
+    /// the TPID, and the hw-accel tag is cleared.
+    pub fn vlan_hwaccel_push_inside(&mut self) {
+        let Some(tag) = self.vlan.take() else {
+            return;
+        };
+        if self.data < VLAN_HLEN {
+            self.expand_head(NET_SKB_PAD);
+        }
+        self.data -= VLAN_HLEN;
+        let d = self.data;
+        self.buf
+            .copy_within(d + VLAN_HLEN..d + VLAN_HLEN + 2 * ETH_ALEN, d);
+        self.ops.bytes_memmoved += (2 * ETH_ALEN) as u64;
+        self.buf[d + 12..d + 14].copy_from_slice(&tag.proto.to_be_bytes());
+        self.buf[d + 14..d + 16].copy_from_slice(&tag.tci.to_be_bytes());
+        if let Some(m) = self.mac_header.as_mut() {
+            *m = m.saturating_sub(VLAN_HLEN);
+        }
+        self.protocol = tag.proto;
+    }
+
+    /// pskb_expand_head(skb, nhead, 0): a new head with `extra` more bytes of headroom;
+    /// every header offset shifts with it.
+    fn expand_head(&mut self, extra: usize) {
+        let mut nbuf = vec![0u8; self.buf.len() + extra];
+        nbuf[extra..].copy_from_slice(&self.buf);
+        self.ops.allocations += 1;
+        self.ops.bytes_copied_realloc += (self.tail - self.data) as u64;
+        self.buf = nbuf;
+        self.data += extra;
+        self.tail += extra;
+        for h in [
+            &mut self.mac_header,
+            &mut self.network_header,
+            &mut self.transport_header,
+            &mut self.inner_mac_header,
+            &mut self.inner_network_header,
+            &mut self.inner_transport_header,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *h += extra;
+        }
+        if self.ip_summed == IpSummed::Partial {
+            self.csum_start += extra;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tagged_frame() -> Vec<u8> {
+        let mut f = vec![
+            0x02, 0, 0, 0, 0, 0x02, // dst
+            0x02, 0, 0, 0, 0, 0x01, // src
+            0x81, 0x00, 0x60, 0x64, // 802.1Q pcp 3 vid 100
+            0x08, 0x00, // IPv4
+        ];
+        f.extend_from_slice(&[0x45; 20]);
+        f
+    }
+
+    #[test]
+    fn push_pull_put_move_data_and_respect_limits() {
+        let mut skb = SkBuff::alloc(4, 8);
+        assert_eq!(skb.headroom(), 4);
+        skb.put_data(&[1, 2, 3]).unwrap();
+        assert_eq!(skb.linear(), &[1, 2, 3]);
+        skb.push(2).unwrap().copy_from_slice(&[9, 8]);
+        assert_eq!(skb.linear(), &[9, 8, 1, 2, 3]);
+        assert_eq!(
+            skb.push(3).unwrap_err(),
+            SkbError::Under {
+                need: 3,
+                headroom: 2
+            }
+        );
+        skb.pull(1).unwrap();
+        assert_eq!(skb.linear(), &[8, 1, 2, 3]);
+        assert!(skb.put(6).is_err());
+        assert_eq!(skb.ops.allocations, 1);
+        assert_eq!(skb.ops.bytes_copied_in, 3);
+    }
+
+    #[test]
+    fn untag_moves_the_outer_tag_into_hwaccel_and_memmoves_the_macs() {
+        let frame = tagged_frame();
+        let mut skb = SkBuff::from_frame(&frame, NET_SKB_PAD, frame.len());
+        assert!(skb.vlan_untag());
+        assert_eq!(
+            skb.vlan,
+            Some(VlanTag {
+                proto: 0x8100,
+                tci: 0x6064
+            })
+        );
+        assert_eq!(skb.protocol, ETH_P_IP);
+        assert_eq!(skb.len(), frame.len() - 4);
+        assert_eq!(&skb.linear()[..12], &frame[..12]);
+        assert_eq!(&skb.linear()[12..14], &[0x08, 0x00]);
+        assert_eq!(skb.ops.bytes_memmoved, 12);
+    }
+
+    #[test]
+    fn push_inside_restores_the_in_band_frame_and_sets_protocol_to_the_tpid() {
+        let frame = tagged_frame();
+        let mut skb = SkBuff::from_frame(&frame, NET_SKB_PAD, frame.len());
+        skb.vlan_untag();
+        skb.vlan_hwaccel_push_inside();
+        assert_eq!(skb.to_vec(), frame);
+        assert_eq!(skb.vlan, None);
+        assert_eq!(skb.protocol, ETH_P_8021Q);
+        assert_eq!(skb.ops.bytes_memmoved, 24);
+        assert_eq!(skb.ops.allocations, 1);
+    }
+
+    #[test]
+    fn push_inside_without_headroom_reallocates() {
+        let frame = tagged_frame();
+        let mut skb = SkBuff::from_frame(&frame, 0, frame.len());
+        skb.vlan_untag();
+        // Untag pulled 4 bytes, so there are exactly 4 of headroom: no realloc.
+        skb.vlan_hwaccel_push_inside();
+        assert_eq!(skb.ops.allocations, 1);
+        let mut skb = SkBuff::from_frame(&frame[4..], 0, frame.len() - 4);
+        skb.vlan_hwaccel_put_tag(0x88a8, 7);
+        skb.vlan_hwaccel_push_inside();
+        assert_eq!(skb.ops.allocations, 2);
+        assert_eq!(&skb.linear()[12..16], &[0x88, 0xa8, 0x00, 0x07]);
+    }
+
+    #[test]
+    fn copy_bits_crosses_the_linear_paged_boundary() {
+        let frame: Vec<u8> = (0..40u8).collect();
+        let mut skb = SkBuff::from_frame(&frame, 16, 10);
+        assert_eq!(skb.headlen(), 10);
+        assert_eq!(skb.data_len(), 30);
+        let mut out = [0u8; 6];
+        assert_eq!(skb.copy_bits_to_user(7, &mut out), 6);
+        assert_eq!(out, [7, 8, 9, 10, 11, 12]);
+        assert_eq!(skb.copy_bits_to_user(38, &mut out), 2);
+        assert_eq!(skb.copy_bits_to_user(40, &mut out), 0);
+        assert_eq!(skb.ops.bytes_copied_to_user, 8);
+        assert_eq!(skb.byte(39), Some(39));
+        assert_eq!(skb.byte(40), None);
+    }
+
+    #[test]
+    fn gso_names_are_kernel_names() {
+        assert_eq!(gso::names(gso::TCPV4 | gso::DODGY), "TCPV4|DODGY");
+        assert_eq!(gso::names(0), "0");
+        assert_eq!(gso::names(1 << 30), "0x40000000");
+    }
+}

@@ -1,1 +1,55 @@
-//! OS-facing backend.
+//! OS-facing backend of skbsim: everything that touches the real kernel.
+//!
+//! All work happens inside private network namespaces ([`Netns::run`]); constructors that
+//! create or configure devices refuse to run in the process's main namespace.
+//!
+//! - [`Netns`]: a fresh network namespace on a dedicated thread, `lo` up, IPv6 off.
+//! - [`TapConfig`] / [`Tap`]: `/dev/net/tun` queues and their ioctls.
+//! - [`Rtnl`]: `NETLINK_ROUTE` link operations and `IFLA_STATS64` counters.
+//! - [`Ethtool`]: netdev features by name through `SIOCETHTOOL`.
+//! - [`PacketSocket`]: AF_PACKET with `PACKET_AUXDATA`.
+//! - [`sysfs`]: per-device sysfs attributes through a private sysfs mount
+//!   ([`set_gro_flush_timeout`]).
+//! - [`genl::NetdevGenl`]: the netdev generic netlink family's NAPI objects.
+
+pub mod error;
+pub mod ethtool;
+pub mod genl;
+pub mod netlink;
+pub mod netns;
+pub mod packet;
+pub mod rtnl;
+pub mod sys;
+pub mod sysfs;
+pub mod tap;
+
+pub use error::{Cause, Errno, KernelError};
+pub use ethtool::{get_feature, set_feature, Ethtool, Feature};
+pub use netlink::{Nla, NlaValue};
+pub use netns::Netns;
+pub use packet::{AuxData, PacketSocket};
+pub use rtnl::{LinkInfo, LinkStats, Rtnl, XdpAttached};
+pub use sys::{current_netns_inode, in_private_netns, process_netns_inode};
+pub use sysfs::{gro_flush_timeout, set_gro_flush_timeout};
+pub use tap::{Tap, TapConfig, TunPi, VirtioNetHdr};
+
+/// `Ok(())` when this process can run the kernel backend: effective uid 0 and
+/// `/dev/net/tun` opens. Otherwise a one-line reason, for callers to skip or exit cleanly.
+/// (Opening `/dev/net/tun` creates nothing; a device exists only after `TUNSETIFF`.)
+pub fn privileges_ok() -> Result<(), String> {
+    // SAFETY: geteuid(2) has no arguments and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
+        return Err(format!(
+            "not root (euid {euid}); the kernel backend needs root"
+        ));
+    }
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")
+    {
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!("cannot open /dev/net/tun: {e}")),
+    }
+}

@@ -1,0 +1,70 @@
+//! The errno values the modelled paths return, named as in include/uapi/asm-generic/errno*.h.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Errno {
+    EIO,
+    EAGAIN,
+    ENOMEM,
+    EFAULT,
+    EINVAL,
+    ENOSPC,
+    ENXIO,
+    EOVERFLOW,
+    EBADFD,
+}
+
+impl Errno {
+    /// The x86_64 number.
+    pub fn code(self) -> i32 {
+        match self {
+            Errno::EIO => 5,
+            Errno::ENXIO => 6,
+            Errno::EAGAIN => 11,
+            Errno::ENOMEM => 12,
+            Errno::EFAULT => 14,
+            Errno::EINVAL => 22,
+            Errno::ENOSPC => 28,
+            Errno::EOVERFLOW => 75,
+            Errno::EBADFD => 77,
+        }
+    }
+
+    /// The errno for an x86_64 number, if modelled.
+    pub fn from_code(code: i32) -> Option<Errno> {
+        [
+            Errno::EIO,
+            Errno::ENXIO,
+            Errno::EAGAIN,
+            Errno::ENOMEM,
+            Errno::EFAULT,
+            Errno::EINVAL,
+            Errno::ENOSPC,
+            Errno::EOVERFLOW,
+            Errno::EBADFD,
+        ]
+        .into_iter()
+        .find(|e| e.code() == code)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Errno::EIO => "EIO",
+            Errno::ENXIO => "ENXIO",
+            Errno::EAGAIN => "EAGAIN",
+            Errno::ENOMEM => "ENOMEM",
+            Errno::EFAULT => "EFAULT",
+            Errno::EINVAL => "EINVAL",
+            Errno::ENOSPC => "ENOSPC",
+            Errno::EOVERFLOW => "EOVERFLOW",
+            Errno::EBADFD => "EBADFD",
+        }
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

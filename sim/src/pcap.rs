@@ -1,1 +1,0 @@
-//! pcap / pcapng streaming codec.

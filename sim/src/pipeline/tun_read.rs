@@ -1,0 +1,214 @@
+//! The `tun-read` pipeline: each input frame becomes an skb (frame_meta), goes down
+//! dev_queue_xmit to tun_net_xmit, and userspace reads the tap fd with the scenario's
+//! buffer sizes.
+
+use std::collections::VecDeque;
+
+use crate::errno::Errno;
+use crate::scenario::Scenario;
+use crate::skb::{OpCounters, SkBuff};
+use crate::tun::read::ReadOutcome;
+use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats, TUN_PI_LEN};
+
+use super::frame_meta::{build_skb, RecipeError};
+
+/// One read() by userspace: what the simulator and the real kernel can both show, plus
+/// what only the model knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadRecord {
+    /// The read's number, from 0.
+    pub read: usize,
+    /// The input frame it dequeued and that frame's timestamp, if it dequeued one.
+    pub frame: Option<(u64, u64)>,
+    pub buffer_len: usize,
+    /// What read() returned.
+    pub result: Result<usize, Errno>,
+    /// What userspace can see: the returned bytes; after an error, the buffer's PI and
+    /// vnet area as the kernel left it (a PI written before a vnet EINVAL shows here).
+    pub data: Vec<u8>,
+    /// Device counters after the read.
+    pub stats: TunStats,
+    /// Model-only detail (the skb, tun_put_user's return, op counts); None from the real
+    /// kernel, and ignored when the two are compared.
+    pub model: Option<ReadOutcome>,
+}
+
+impl ReadRecord {
+    /// The frame part of what userspace got (after PI and vnet), for the output pcap.
+    pub fn frame_bytes(&self, device: &TunConfig) -> &[u8] {
+        match self.result {
+            Ok(_) => &self.data[header_len(device).min(self.data.len())..],
+            Err(_) => &[],
+        }
+    }
+}
+
+/// Bytes before the frame in a read: the PI and the vnet area.
+pub fn header_len(device: &TunConfig) -> usize {
+    let pi = if device.no_pi { 0 } else { TUN_PI_LEN };
+    let vnet = if device.vnet_hdr { device.vnet_hdr_sz } else { 0 };
+    pi + vnet
+}
+
+/// What happened, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// tun_net_xmit dropped the frame: tx_ring full.
+    XmitDropped {
+        frame: u64,
+        ts_ns: u64,
+        stats: TunStats,
+    },
+    Read(ReadRecord),
+}
+
+/// A run of the pipeline for one scenario.
+#[derive(Debug)]
+pub struct TunReadRun<'s> {
+    scenario: &'s Scenario,
+    dev: TunDevice,
+    /// (input index, timestamp) of each queued skb, in ring order.
+    queued: VecDeque<(u64, u64)>,
+    buf: Vec<u8>,
+    reads: usize,
+    since_read: usize,
+    /// Op counts of every skb that has left the ring.
+    pub ops: OpCounters,
+    /// Whether to keep the returned bytes in each record (off for benchmarks).
+    pub record_bytes: bool,
+}
+
+impl<'s> TunReadRun<'s> {
+    pub fn new(scenario: &'s Scenario) -> TunReadRun<'s> {
+        TunReadRun {
+            scenario,
+            dev: TunDevice::new(scenario.device.clone()),
+            queued: VecDeque::new(),
+            buf: Vec::new(),
+            reads: 0,
+            since_read: 0,
+            ops: OpCounters::default(),
+            record_bytes: true,
+        }
+    }
+
+    pub fn stats(&self) -> TunStats {
+        self.dev.stats
+    }
+
+    /// Transmit input frame `index` to the tap, then read if the plan says so.
+    pub fn frame(
+        &mut self,
+        index: u64,
+        ts_ns: u64,
+        data: &[u8],
+        sink: &mut impl FnMut(Event),
+    ) -> Result<(), RecipeError> {
+        let mut skb = self.dev.spare_skb();
+        skb.ops = OpCounters::default();
+        let l3_only = self.scenario.device.kind == DeviceKind::Tun;
+        build_skb(&mut skb, data, self.scenario.recipe_for(index), l3_only)
+            .map_err(|e| RecipeError(format!("frame {index}: {}", e.0)))?;
+        if l3_only && skb.vlan.is_some() {
+            return Err(RecipeError(format!(
+                "frame {index}: a tun (IFF_TUN) device carries IP packets; set skb.vlan = \"inband\" or use an untagged frame"
+            )));
+        }
+        self.check_features(index, &skb)?;
+        if self.dev.xmit(skb) {
+            self.queued.push_back((index, ts_ns));
+        } else {
+            sink(Event::XmitDropped {
+                frame: index,
+                ts_ns,
+                stats: self.dev.stats,
+            });
+        }
+        self.since_read += 1;
+        if self.since_read >= self.scenario.reader.read_every {
+            self.since_read = 0;
+            self.drain(sink);
+        }
+        Ok(())
+    }
+
+    /// Read until the ring is empty.
+    pub fn finish(&mut self, sink: &mut impl FnMut(Event)) {
+        self.drain(sink);
+    }
+
+    fn drain(&mut self, sink: &mut impl FnMut(Event)) {
+        while self.dev.queued() > 0 {
+            let size = self.scenario.reader.buffer(self.reads);
+            self.buf.clear();
+            self.buf.resize(size, self.scenario.reader.fill);
+            let outcome = self
+                .dev
+                .read(&mut self.buf, &self.scenario.profile.tun_read);
+            let frame = if outcome.skb.is_some() {
+                self.queued.pop_front()
+            } else {
+                None
+            };
+            self.ops.add(&outcome.ops);
+            let visible = match outcome.result {
+                Ok(n) => n,
+                Err(_) => size.min(header_len(&self.scenario.device)),
+            };
+            let data = if self.record_bytes {
+                self.buf[..visible].to_vec()
+            } else {
+                Vec::new()
+            };
+            sink(Event::Read(ReadRecord {
+                read: self.reads,
+                frame,
+                buffer_len: size,
+                result: outcome.result,
+                data,
+                stats: self.dev.stats,
+                model: Some(outcome),
+            }));
+            self.reads += 1;
+        }
+    }
+
+    /// validate_xmit_skb would segment a GSO skb, or resolve a partial checksum, for a
+    /// device without the offload; skbsim does not model software GSO, so it refuses
+    /// such a scenario instead of showing bytes the kernel would not produce.
+    fn check_features(&self, index: u64, skb: &SkBuff) -> Result<(), RecipeError> {
+        use crate::skb::{gso, IpSummed};
+        let o = &self.scenario.device.offloads;
+        let need = |ok: bool, what: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(RecipeError(format!(
+                    "frame {index}: the skb is {what} but device.offloads lacks it; the kernel would fix it up in software (validate_xmit_skb), which is not modelled"
+                )))
+            }
+        };
+        if skb.ip_summed == IpSummed::Partial {
+            need(o.csum, "CHECKSUM_PARTIAL (needs \"csum\")")?;
+        }
+        if skb.is_gso() {
+            let t = skb.gso_type;
+            if t & gso::TCPV4 != 0 {
+                need(o.tso4, "GSO TCPV4 (needs \"tso4\")")?;
+            }
+            if t & gso::TCPV6 != 0 {
+                need(o.tso6, "GSO TCPV6 (needs \"tso6\")")?;
+            }
+            if t & gso::TCP_ECN != 0 {
+                need(o.tso_ecn, "GSO TCP_ECN (needs \"tso_ecn\")")?;
+            }
+            if t & gso::UDP_L4 != 0 {
+                need(o.uso4 || o.uso6, "GSO UDP_L4 (needs \"uso4\"/\"uso6\")")?;
+            }
+            if t & gso::UDP != 0 {
+                need(o.ufo, "GSO UDP (needs \"ufo\")")?;
+            }
+        }
+        Ok(())
+    }
+}

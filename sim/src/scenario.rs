@@ -1,0 +1,518 @@
+//! Scenario files: a pcap plus a small declarative TOML description of the path it is
+//! replayed through. Unknown keys and bad values are errors that name the file, the key
+//! and what is wrong.
+//!
+//! ```toml
+//! description = "802.1Q tag spliced back after the MACs for a PI reader"
+//! input = "../pcaps/vlan-8021q.pcap"     # relative to this file
+//! pipeline = "tun-read"
+//! profile = "linux-6.18"                 # default
+//! # sim_only = "why the real kernel here cannot run it"
+//!
+//! [device]
+//! kind = "tap"            # tap | tun
+//! no_pi = false
+//! vnet_hdr = true
+//! vnet_hdr_sz = 12
+//! vnet_be = false
+//! tx_vlan_offload = { ctag = true, stag = true }
+//! offloads = ["csum", "tso4"]   # csum tso4 tso6 tso_ecn ufo uso4 uso6
+//! tx_queue_len = 500
+//!
+//! [reader]
+//! buffers = [2048]        # read() sizes in order; the last one repeats
+//! fill = 0xee             # what the reader's buffer holds before each read
+//! read_every = 1          # read after every N frames are transmitted
+//!
+//! [skb]                   # how each frame's metadata arises before tun_net_xmit
+//! vlan = "hwaccel"        # hwaccel | inband
+//! checksum = "none"       # none | unnecessary | partial
+//! gso = "none"            # none | tcp | udp_l4 | ufo
+//! gso_size = 1448
+//! gso_ecn = false
+//! headlen = "all"         # all | headers | <bytes>
+//!
+//! [[skb.frame]]           # per-frame overrides, by input index
+//! index = 2
+//! checksum = "partial"
+//! ```
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::pipeline::frame_meta::{GsoKind, SkbRecipe};
+use crate::profile::KernelProfile;
+use crate::skb::IpSummed;
+use crate::tun::{
+    DeviceKind, Offloads, TunConfig, VnetEndian, DEFAULT_VNET_HDR_SZ, TUN_READQ_SIZE,
+};
+
+/// A scenario file that could not be used: `path: what is wrong`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Which simulated path a scenario replays through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Pipeline {
+    /// Frames transmitted to a tap and read by userspace: tun_net_xmit + tun_put_user.
+    #[serde(rename = "tun-read")]
+    TunRead,
+}
+
+impl Pipeline {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pipeline::TunRead => "tun-read",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    description: String,
+    input: PathBuf,
+    pipeline: Pipeline,
+    profile: Option<String>,
+    sim_only: Option<String>,
+    #[serde(default)]
+    device: RawDevice,
+    #[serde(default)]
+    reader: RawReader,
+    #[serde(default)]
+    skb: RawSkb,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDevice {
+    kind: Option<Kind>,
+    no_pi: Option<bool>,
+    vnet_hdr: Option<bool>,
+    vnet_hdr_sz: Option<usize>,
+    vnet_be: Option<bool>,
+    tx_vlan_offload: Option<RawVlanOffload>,
+    offloads: Option<Vec<Offload>>,
+    tx_queue_len: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    Tap,
+    Tun,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVlanOffload {
+    ctag: bool,
+    stag: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Offload {
+    Csum,
+    Tso4,
+    Tso6,
+    TsoEcn,
+    Ufo,
+    Uso4,
+    Uso6,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReader {
+    buffers: Option<Vec<usize>>,
+    fill: Option<u8>,
+    read_every: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum VlanMode {
+    Hwaccel,
+    Inband,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Checksum {
+    None,
+    Unnecessary,
+    Partial,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Gso {
+    None,
+    Tcp,
+    UdpL4,
+    Ufo,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Headlen {
+    Named(String),
+    Bytes(usize),
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSkbFields {
+    vlan: Option<VlanMode>,
+    checksum: Option<Checksum>,
+    gso: Option<Gso>,
+    gso_size: Option<u16>,
+    gso_ecn: Option<bool>,
+    headlen: Option<Headlen>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSkb {
+    #[serde(flatten)]
+    fields: RawSkbFields,
+    #[serde(default)]
+    frame: Vec<RawFrameOverride>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFrameOverride {
+    index: u64,
+    #[serde(flatten)]
+    fields: RawSkbFields,
+}
+
+/// How userspace reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReaderPlan {
+    /// read() buffer sizes in order; the last one repeats.
+    pub buffers: Vec<usize>,
+    /// Byte the buffer holds before each read.
+    pub fill: u8,
+    /// Read after every N transmitted frames (and at the end).
+    pub read_every: usize,
+}
+
+impl ReaderPlan {
+    /// The buffer size of the `n`th read.
+    pub fn buffer(&self, n: usize) -> usize {
+        self.buffers
+            .get(n)
+            .or(self.buffers.last())
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// A loaded, validated scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The scenario file.
+    pub path: PathBuf,
+    /// `<area>/<stem>`, e.g. `tun-read/vlan-8021q-pi`: names the golden directory.
+    pub name: String,
+    pub description: String,
+    /// The input pcap, resolved against the scenario's directory.
+    pub input: PathBuf,
+    pub pipeline: Pipeline,
+    pub profile: KernelProfile,
+    /// Why the real kernel here cannot run this scenario, if it cannot.
+    pub sim_only: Option<String>,
+    pub device: TunConfig,
+    pub reader: ReaderPlan,
+    /// The recipe for every frame, then per-frame overrides by input index.
+    pub skb: SkbRecipe,
+    pub skb_overrides: Vec<(u64, SkbRecipe)>,
+}
+
+impl Scenario {
+    /// Read and validate a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let err = |message: String| ScenarioError {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        Scenario::parse(path, &text)
+    }
+
+    /// Validate scenario `text` as if read from `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+        let err = |message: String| ScenarioError {
+            path: path.to_path_buf(),
+            message,
+        };
+        let raw: RawScenario = toml::from_str(text).map_err(|e| err(one_line_toml_error(&e)))?;
+        let profile = match &raw.profile {
+            None => KernelProfile::default(),
+            Some(name) => KernelProfile::by_name(name).map_err(|e| err(format!("profile: {e}")))?,
+        };
+        let device = device_config(&raw.device).map_err(&err)?;
+        let reader = ReaderPlan {
+            buffers: raw.reader.buffers.clone().unwrap_or_else(|| vec![65536]),
+            fill: raw.reader.fill.unwrap_or(0xee),
+            read_every: raw.reader.read_every.unwrap_or(1),
+        };
+        if reader.buffers.is_empty() {
+            return Err(err("reader.buffers: needs at least one size".into()));
+        }
+        if reader.buffers.last() == Some(&0) {
+            return Err(err(
+                "reader.buffers: the last size repeats, so it must be > 0 (read(0) never dequeues)"
+                    .into(),
+            ));
+        }
+        if reader.read_every == 0 {
+            return Err(err("reader.read_every: must be at least 1".into()));
+        }
+        // The receive path untags by default: that is how a tagged frame reaches a tap.
+        let base = SkbRecipe {
+            vlan_hwaccel: true,
+            ..SkbRecipe::default()
+        };
+        let skb = recipe(&raw.skb.fields, &base).map_err(|m| err(format!("skb.{m}")))?;
+        let mut skb_overrides = Vec::new();
+        for (i, o) in raw.skb.frame.iter().enumerate() {
+            let r = recipe(&o.fields, &skb).map_err(|m| err(format!("skb.frame[{i}].{m}")))?;
+            skb_overrides.push((o.index, r));
+        }
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let area = dir
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(Scenario {
+            path: path.to_path_buf(),
+            name: format!("{area}/{stem}"),
+            description: raw.description,
+            input: dir.join(&raw.input),
+            pipeline: raw.pipeline,
+            profile,
+            sim_only: raw.sim_only,
+            device,
+            reader,
+            skb,
+            skb_overrides,
+        })
+    }
+
+    /// The recipe for input frame `index`.
+    pub fn recipe_for(&self, index: u64) -> &SkbRecipe {
+        self.skb_overrides
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map(|(_, r)| r)
+            .unwrap_or(&self.skb)
+    }
+}
+
+/// toml's errors span several lines (a source excerpt); keep the message and the key.
+fn one_line_toml_error(e: &toml::de::Error) -> String {
+    let msg = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(span) => format!("{msg} (at byte {})", span.start),
+        None => msg,
+    }
+}
+
+fn device_config(d: &RawDevice) -> Result<TunConfig, String> {
+    let mut c = TunConfig::default();
+    if let Some(k) = d.kind {
+        c.kind = match k {
+            Kind::Tap => DeviceKind::Tap,
+            Kind::Tun => DeviceKind::Tun,
+        };
+    }
+    c.no_pi = d.no_pi.unwrap_or(false);
+    c.vnet_hdr = d.vnet_hdr.unwrap_or(false);
+    if let Some(sz) = d.vnet_hdr_sz {
+        // tun_vnet_ioctl: TUNSETVNETHDRSZ rejects sizes below sizeof(virtio_net_hdr).
+        if sz < DEFAULT_VNET_HDR_SZ {
+            return Err(format!(
+                "device.vnet_hdr_sz: {sz} is below 10, which TUNSETVNETHDRSZ refuses with EINVAL"
+            ));
+        }
+        if !c.vnet_hdr {
+            return Err("device.vnet_hdr_sz: set without vnet_hdr = true".into());
+        }
+        c.vnet_hdr_sz = sz;
+    }
+    if d.vnet_be == Some(true) {
+        c.vnet_endian = VnetEndian::Big;
+    }
+    if let Some(v) = &d.tx_vlan_offload {
+        c.tx_vlan_ctag = v.ctag;
+        c.tx_vlan_stag = v.stag;
+    }
+    for o in d.offloads.iter().flatten() {
+        let f = &mut c.offloads;
+        match o {
+            Offload::Csum => f.csum = true,
+            Offload::Tso4 => f.tso4 = true,
+            Offload::Tso6 => f.tso6 = true,
+            Offload::TsoEcn => f.tso_ecn = true,
+            Offload::Ufo => f.ufo = true,
+            Offload::Uso4 => f.uso4 = true,
+            Offload::Uso6 => f.uso6 = true,
+        }
+    }
+    if c.offloads != Offloads::default() && !c.offloads.csum {
+        // tun.c: set_offload ignores TSO/UFO/USO bits unless TUN_F_CSUM is set.
+        return Err("device.offloads: GSO offloads need \"csum\" too (tun.c: set_offload)".into());
+    }
+    if let Some(q) = d.tx_queue_len {
+        if q == 0 {
+            return Err("device.tx_queue_len: must be at least 1".into());
+        }
+        c.tx_queue_len = q;
+    } else {
+        c.tx_queue_len = TUN_READQ_SIZE;
+    }
+    Ok(c)
+}
+
+fn recipe(f: &RawSkbFields, base: &SkbRecipe) -> Result<SkbRecipe, String> {
+    let mut r = *base;
+    if let Some(v) = f.vlan {
+        r.vlan_hwaccel = matches!(v, VlanMode::Hwaccel);
+    }
+    if let Some(c) = f.checksum {
+        r.checksum = match c {
+            Checksum::None => IpSummed::None,
+            Checksum::Unnecessary => IpSummed::Unnecessary,
+            Checksum::Partial => IpSummed::Partial,
+        };
+    }
+    if let Some(g) = f.gso {
+        r.gso = match g {
+            Gso::None => GsoKind::None,
+            Gso::Tcp => GsoKind::Tcp,
+            Gso::UdpL4 => GsoKind::UdpL4,
+            Gso::Ufo => GsoKind::Ufo,
+        };
+        if r.gso != GsoKind::None && r.headlen.is_none() && f.headlen.is_none() {
+            // A sender's TSO skb has its headers linear and the payload in pages.
+            r.headlen = Some(None);
+        }
+    }
+    if let Some(s) = f.gso_size {
+        r.gso_size = s;
+    }
+    if let Some(e) = f.gso_ecn {
+        r.gso_ecn = e;
+    }
+    if let Some(h) = &f.headlen {
+        r.headlen = match h {
+            Headlen::Named(s) if s == "all" => None,
+            Headlen::Named(s) if s == "headers" => Some(None),
+            Headlen::Named(s) => {
+                return Err(format!(
+                    "headlen: \"{s}\" is not \"all\", \"headers\" or a byte count"
+                ))
+            }
+            Headlen::Bytes(n) => Some(Some(*n)),
+        };
+    }
+    if r.gso != GsoKind::None && r.gso_size == 0 {
+        return Err("gso_size: a GSO skb needs gso_size > 0".into());
+    }
+    if r.gso != GsoKind::None && r.checksum != IpSummed::Partial {
+        return Err(
+            "checksum: a GSO skb is always CHECKSUM_PARTIAL; set checksum = \"partial\"".into(),
+        );
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse(Path::new("scenarios/tun-read/x.toml"), text)
+    }
+
+    const MINIMAL: &str =
+        "description = \"d\"\ninput = \"../pcaps/a.pcap\"\npipeline = \"tun-read\"\n";
+
+    #[test]
+    fn minimal_scenario_gets_kernel_defaults() {
+        let s = parse(MINIMAL).unwrap();
+        assert_eq!(s.name, "tun-read/x");
+        assert_eq!(s.input, Path::new("scenarios/tun-read/../pcaps/a.pcap"));
+        assert_eq!(s.profile.name, "linux-6.18");
+        assert_eq!(s.device, TunConfig::default());
+        assert!(s.skb.vlan_hwaccel);
+        assert_eq!(s.reader.buffer(7), 65536);
+    }
+
+    #[test]
+    fn unknown_key_names_file_and_key() {
+        let e = parse(&format!("{MINIMAL}[device]\nno_pii = true\n")).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.starts_with("scenarios/tun-read/x.toml: "), "{msg}");
+        assert!(msg.contains("no_pii"), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+    }
+
+    #[test]
+    fn bad_values_are_explained() {
+        let cases = [
+            ("[device]\nvnet_hdr = true\nvnet_hdr_sz = 8\n", "below 10"),
+            ("profile = \"linux-2.4\"\n", "unknown kernel profile"),
+            ("[reader]\nbuffers = [100, 0]\n", "must be > 0"),
+            (
+                "[skb]\ngso = \"tcp\"\ngso_size = 1000\n",
+                "CHECKSUM_PARTIAL",
+            ),
+            ("[skb]\nheadlen = \"some\"\n", "headlen"),
+            ("[device]\noffloads = [\"tso4\"]\n", "csum"),
+            ("pipeline2 = 1\n", "pipeline2"),
+        ];
+        for (extra, want) in cases {
+            // Keys before any table header belong to the root table.
+            let text = if extra.starts_with('[') {
+                format!("{MINIMAL}{extra}")
+            } else {
+                format!("{extra}{MINIMAL}")
+            };
+            let msg = parse(&text).unwrap_err().to_string();
+            assert!(msg.contains(want), "{extra:?}: {msg}");
+        }
+    }
+
+    #[test]
+    fn per_frame_overrides_inherit_the_scenario_recipe() {
+        let s = parse(&format!(
+            "{MINIMAL}[skb]\nvlan = \"inband\"\n[[skb.frame]]\nindex = 2\nchecksum = \"unnecessary\"\n"
+        ))
+        .unwrap();
+        assert!(!s.recipe_for(0).vlan_hwaccel);
+        assert!(!s.recipe_for(2).vlan_hwaccel);
+        assert_eq!(s.recipe_for(2).checksum, IpSummed::Unnecessary);
+    }
+}

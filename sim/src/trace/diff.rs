@@ -1,0 +1,191 @@
+//! Field-level comparison of two traces: the first event and field where they part, so a
+//! reviewer reads "read 3, field pi: 0x0001 vs 0x0000" instead of a wall of text.
+
+use std::fmt;
+
+/// Where two traces first differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Divergence {
+    /// The event (block header key, e.g. `read 3 (frame 2, ts 1.000002000)`), or `header`.
+    pub event: String,
+    pub field: String,
+    pub left: String,
+    pub right: String,
+}
+
+impl fmt::Display for Divergence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "first difference at `{}`, field `{}`:\n  - {}\n  + {}",
+            self.event, self.field, self.left, self.right
+        )
+    }
+}
+
+#[derive(Debug)]
+struct Block<'a> {
+    event: &'a str,
+    fields: Vec<(String, &'a str)>,
+}
+
+fn split_kv(line: &str) -> (String, &str) {
+    let t = line.trim_start();
+    match t.split_once(": ") {
+        Some((k, v)) => {
+            // Hexdump lines ("0010: 45 00 ...") are fields of the `bytes` dump.
+            if k.len() == 4 && k.chars().all(|c| c.is_ascii_hexdigit()) {
+                (format!("bytes+{k}"), v)
+            } else {
+                (k.to_string(), v)
+            }
+        }
+        None => match t.strip_suffix(':') {
+            Some(k) => (k.to_string(), ""),
+            None => (t.to_string(), ""),
+        },
+    }
+}
+
+fn blocks(text: &str) -> Vec<Block<'_>> {
+    let mut out: Vec<Block<'_>> = Vec::new();
+    let mut current: Option<Block<'_>> = None;
+    let mut first = true;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            if let Some(b) = current.take() {
+                out.push(b);
+            }
+            first = false;
+            continue;
+        }
+        let indented = line.starts_with(' ');
+        if current.is_none() {
+            if first {
+                current = Some(Block {
+                    event: "header",
+                    fields: Vec::new(),
+                });
+            } else {
+                let (event, value) = line.split_once(": ").unwrap_or((line, ""));
+                current = Some(Block {
+                    event,
+                    fields: vec![("result".to_string(), value)],
+                });
+                continue;
+            }
+        }
+        if let Some(b) = current.as_mut() {
+            let _ = indented;
+            let (k, v) = split_kv(line);
+            b.fields.push((k, v));
+        }
+    }
+    if let Some(b) = current {
+        out.push(b);
+    }
+    out
+}
+
+/// The first difference between traces `left` and `right`, ignoring fields named in
+/// `ignore` (model-only fields when comparing with the real kernel).
+pub fn first_divergence(left: &str, right: &str, ignore: &[&str]) -> Option<Divergence> {
+    let (a, b) = (blocks(left), blocks(right));
+    let keep = |f: &&(String, &str)| {
+        !ignore
+            .iter()
+            .any(|i| f.0 == *i || f.0.starts_with(&format!("{i}+")))
+    };
+    for (ba, bb) in a.iter().zip(b.iter()) {
+        if ba.event != bb.event {
+            return Some(Divergence {
+                event: ba.event.to_string(),
+                field: "event".into(),
+                left: ba.event.to_string(),
+                right: bb.event.to_string(),
+            });
+        }
+        let fa: Vec<_> = ba.fields.iter().filter(keep).collect();
+        let fb: Vec<_> = bb.fields.iter().filter(keep).collect();
+        for i in 0..fa.len().max(fb.len()) {
+            match (fa.get(i), fb.get(i)) {
+                (Some(x), Some(y)) if x == y => continue,
+                (Some(x), Some(y)) if x.0 == y.0 => {
+                    return Some(Divergence {
+                        event: ba.event.to_string(),
+                        field: x.0.clone(),
+                        left: x.1.to_string(),
+                        right: y.1.to_string(),
+                    })
+                }
+                (x, y) => {
+                    let show = |f: Option<&&(String, &str)>| match f {
+                        Some(f) => format!("{}: {}", f.0, f.1),
+                        None => "(absent)".to_string(),
+                    };
+                    let field = x.or(y).map(|f| f.0.clone()).unwrap_or_default();
+                    return Some(Divergence {
+                        event: ba.event.to_string(),
+                        field,
+                        left: show(x),
+                        right: show(y),
+                    });
+                }
+            }
+        }
+    }
+    if a.len() != b.len() {
+        let extra = |v: &[Block<'_>], n: usize| {
+            v.get(n)
+                .map(|b| b.event.to_string())
+                .unwrap_or_else(|| "(no more events)".into())
+        };
+        let n = a.len().min(b.len());
+        return Some(Divergence {
+            event: extra(if a.len() > n { &a } else { &b }, n),
+            field: "event".into(),
+            left: extra(&a, n),
+            right: extra(&b, n),
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "scenario: x\nprofile: linux-6.18\n\nread 0 (frame 0, ts 1.0): buffer 100 -> 64\n  pi: flags 0x0000 proto 0x0800\n  bytes:\n    0000: 00 01\n    0010: 02 03\n\ntotals: reads 1\n";
+
+    #[test]
+    fn identical_traces_have_no_divergence() {
+        assert_eq!(first_divergence(A, A, &[]), None);
+    }
+
+    #[test]
+    fn names_the_event_and_field() {
+        let b = A.replace("flags 0x0000", "flags 0x0001");
+        let d = first_divergence(A, &b, &[]).unwrap();
+        assert_eq!(d.event, "read 0 (frame 0, ts 1.0)");
+        assert_eq!(d.field, "pi");
+        assert_eq!(d.left, "flags 0x0000 proto 0x0800");
+        assert_eq!(d.right, "flags 0x0001 proto 0x0800");
+        let b = A.replace("0010: 02 03", "0010: 02 04");
+        assert_eq!(first_divergence(A, &b, &[]).unwrap().field, "bytes+0010");
+        let b = A.replace("-> 64", "-> 60");
+        assert_eq!(first_divergence(A, &b, &[]).unwrap().field, "result");
+        let b = A.replace("linux-6.18", "linux-3.12");
+        let d = first_divergence(A, &b, &[]).unwrap();
+        assert_eq!((d.event.as_str(), d.field.as_str()), ("header", "profile"));
+    }
+
+    #[test]
+    fn ignored_fields_do_not_count_and_missing_events_do() {
+        let b = A.replace("flags 0x0000", "flags 0x0001");
+        assert_eq!(first_divergence(A, &b, &["pi"]), None);
+        let short = A.replace("\ntotals: reads 1\n", "");
+        let d = first_divergence(A, &short, &[]).unwrap();
+        assert_eq!(d.event, "totals");
+        assert_eq!(d.right, "(no more events)");
+    }
+}

@@ -1,0 +1,11 @@
+//! The canonical trace: what a scenario did, laid out for a reviewer to read and for
+//! `skbsim diff` to compare field by field. The real-kernel arm writes the same format.
+//!
+//! Layout: a header of `key: value` lines, then one block per event that starts at
+//! column 0 (`read 3 (frame 2, ts ...)`), with indented `key: value` fields under it,
+//! then the totals. Blank lines separate blocks.
+
+pub mod diff;
+mod render;
+
+pub use render::{describe_device, render_tun_read, trace_json, TraceHeader, MODEL_ONLY_FIELDS};

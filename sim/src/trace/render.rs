@@ -1,0 +1,388 @@
+//! Rendering the tun-read trace as text and JSON.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::pipeline::tun_read::{Event, ReadRecord};
+use crate::scenario::Scenario;
+use crate::skb::{gso, OpCounters};
+use crate::tun::read::SkbInfo;
+use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, TUN_PI_LEN};
+use crate::wire::summary::{describe, describe_vlan_tci};
+use crate::wire::tun_pi::TunPi;
+use crate::wire::virtio_net_hdr::{
+    flags_names, gso_type_name, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_LEN,
+};
+
+/// The lines above the events.
+#[derive(Debug, Clone)]
+pub struct TraceHeader {
+    pub scenario: String,
+    pub description: String,
+    pub backend: String,
+    pub profile: String,
+    pub device: String,
+    pub reader: String,
+    pub input: String,
+}
+
+impl TraceHeader {
+    /// The header for `scenario` run on `backend` ("sim" or "tap").
+    pub fn for_scenario(scenario: &Scenario, backend: &str) -> TraceHeader {
+        let r = &scenario.reader;
+        let buffers: Vec<String> = r.buffers.iter().map(|b| b.to_string()).collect();
+        TraceHeader {
+            scenario: scenario.name.clone(),
+            description: scenario.description.clone(),
+            backend: backend.to_string(),
+            profile: scenario.profile.name.to_string(),
+            device: describe_device(&scenario.device),
+            reader: format!(
+                "buffers [{}] fill {:#04x} read_every {}",
+                buffers.join(", "),
+                r.fill,
+                r.read_every
+            ),
+            input: scenario
+                .input
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// "tap pi vnet_hdr 12 le tx-vlan ctag on stag on offloads csum,tso4 tx_queue_len 500"
+pub fn describe_device(c: &TunConfig) -> String {
+    let mut s = String::from(match c.kind {
+        DeviceKind::Tap => "tap",
+        DeviceKind::Tun => "tun",
+    });
+    s.push_str(if c.no_pi { " no_pi" } else { " pi" });
+    if c.vnet_hdr {
+        let e = match c.vnet_endian {
+            VnetEndian::Little => "le",
+            VnetEndian::Big => "be",
+        };
+        let _ = write!(s, " vnet_hdr {} {e}", c.vnet_hdr_sz);
+    }
+    let _ = write!(
+        s,
+        " tx-vlan ctag {} stag {}",
+        on_off(c.tx_vlan_ctag),
+        on_off(c.tx_vlan_stag)
+    );
+    let o = &c.offloads;
+    let names: Vec<&str> = [
+        (o.csum, "csum"),
+        (o.tso4, "tso4"),
+        (o.tso6, "tso6"),
+        (o.tso_ecn, "tso_ecn"),
+        (o.ufo, "ufo"),
+        (o.uso4, "uso4"),
+        (o.uso6, "uso6"),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, n)| n)
+    .collect();
+    if !names.is_empty() {
+        let _ = write!(s, " offloads {}", names.join(","));
+    }
+    let _ = write!(s, " tx_queue_len {}", c.tx_queue_len);
+    s
+}
+
+fn ts(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+fn counters(s: &TunStats) -> String {
+    format!(
+        "tx_packets {} tx_bytes {} tx_dropped {} rx_packets {} rx_bytes {} rx_dropped {}",
+        s.tx_packets, s.tx_bytes, s.tx_dropped, s.rx_packets, s.rx_bytes, s.rx_dropped
+    )
+}
+
+fn skb_line(k: &SkbInfo) -> String {
+    let mut s = format!(
+        "len {} headlen {} protocol {:#06x}",
+        k.len, k.headlen, k.protocol
+    );
+    if let Some(v) = k.vlan {
+        let _ = write!(s, " hwaccel-tag {}", describe_vlan_tci(v.proto, v.tci));
+    }
+    let _ = write!(s, " {}", k.ip_summed.kernel_name());
+    if k.ip_summed == crate::skb::IpSummed::Partial {
+        let _ = write!(
+            s,
+            " csum_start {} csum_offset {}",
+            k.csum_start, k.csum_offset
+        );
+    }
+    if k.gso_size != 0 {
+        let _ = write!(
+            s,
+            " gso {} size {} segs {}",
+            gso::names(k.gso_type),
+            k.gso_size,
+            k.gso_segs
+        );
+    }
+    s
+}
+
+/// Bytes dumped in full; longer reads show their head and tail (the output pcap keeps
+/// every byte and is compared byte for byte).
+const HEXDUMP_FULL: usize = 256;
+
+fn hexdump(out: &mut String, data: &[u8]) {
+    let line = |out: &mut String, off: usize, chunk: &[u8]| {
+        let _ = write!(out, "    {off:04x}:");
+        for b in chunk {
+            let _ = write!(out, " {b:02x}");
+        }
+        out.push('\n');
+    };
+    if data.len() <= HEXDUMP_FULL {
+        for (i, chunk) in data.chunks(16).enumerate() {
+            line(out, i * 16, chunk);
+        }
+        return;
+    }
+    for (i, chunk) in data[..128].chunks(16).enumerate() {
+        line(out, i * 16, chunk);
+    }
+    let tail = (data.len() - 1) / 16 * 16;
+    let _ = writeln!(out, "    ...: {} bytes not shown (all in the output pcap)", tail - 128);
+    line(out, tail, &data[tail..]);
+}
+
+/// PI and vnet header as userspace sees them in `data`.
+struct Decoded {
+    pi: Option<(u16, u16)>,
+    vnet: Option<(VirtioNetHdrRepr, Vec<u8>)>,
+}
+
+fn decode(r: &ReadRecord, dev: &TunConfig) -> Decoded {
+    let mut pos = 0;
+    let mut d = Decoded {
+        pi: None,
+        vnet: None,
+    };
+    if !dev.no_pi {
+        if let Ok(pi) = TunPi::new_checked(&r.data[..]) {
+            d.pi = Some((pi.flags(), pi.proto()));
+        }
+        pos = TUN_PI_LEN;
+    }
+    if dev.vnet_hdr && r.result.is_ok() && r.data.len() >= pos + dev.vnet_hdr_sz {
+        let area = &r.data[pos..pos + dev.vnet_hdr_sz];
+        if let Ok(view) = VirtioNetHdr::new_checked(area, VnetHdrLayout::Basic, dev.vnet_endian) {
+            if let Ok(h) = VirtioNetHdrRepr::parse(&view) {
+                d.vnet = Some((h, area[VIRTIO_NET_HDR_LEN..].to_vec()));
+            }
+        }
+    }
+    d
+}
+
+fn render_read(out: &mut String, r: &ReadRecord, dev: &TunConfig) {
+    let result = match r.result {
+        Ok(n) => n.to_string(),
+        Err(e) => e.name().to_string(),
+    };
+    match r.frame {
+        Some((f, t)) => {
+            let _ = writeln!(
+                out,
+                "read {} (frame {f}, ts {}): buffer {} -> {result}",
+                r.read,
+                ts(t),
+                r.buffer_len
+            );
+        }
+        None => {
+            let _ = writeln!(out, "read {}: buffer {} -> {result}", r.read, r.buffer_len);
+        }
+    }
+    if let Some(k) = r.model.as_ref().and_then(|m| m.skb.as_ref()) {
+        let _ = writeln!(out, "  skb: {}", skb_line(k));
+    }
+    let d = decode(r, dev);
+    if let Some((flags, proto)) = d.pi {
+        let strip = if flags & crate::tun::TUN_PKT_STRIP != 0 {
+            " (TUN_PKT_STRIP)"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "  pi: flags {flags:#06x}{strip} proto {proto:#06x}");
+    }
+    if let Some((h, pad)) = &d.vnet {
+        let _ = writeln!(
+            out,
+            "  vnet: flags {} gso_type {} hdr_len {} gso_size {} csum_start {} csum_offset {}",
+            flags_names(h.flags),
+            gso_type_name(h.gso_type),
+            h.hdr_len,
+            h.gso_size,
+            h.csum_start,
+            h.csum_offset
+        );
+        if !pad.is_empty() {
+            let zero = pad.iter().all(|b| *b == 0);
+            let _ = writeln!(
+                out,
+                "  vnet_pad: {} bytes {}",
+                pad.len(),
+                if zero { "zero" } else { "not zeroed" }
+            );
+        }
+    }
+    if let Some(m) = &r.model {
+        if m.skb.is_some() {
+            match m.put_user_ret {
+                Some(ret) => {
+                    let _ = writeln!(out, "  put_user: {ret}");
+                    let _ = writeln!(out, "  frame: {} of {} bytes", m.frame_copied, m.frame_len);
+                }
+                None => {
+                    let _ = writeln!(out, "  put_user: EINVAL, skb freed, no counter moves");
+                }
+            }
+        } else if r.buffer_len == 0 {
+            let _ = writeln!(out, "  note: read(0) returns 0 and leaves the frame queued");
+        }
+    }
+    if r.result.is_ok_and(|n| n > 0) {
+        let _ = writeln!(out, "  summary: {}", describe(r.frame_bytes(dev)));
+    }
+    if let Some(m) = &r.model {
+        if m.skb.is_some() {
+            let _ = writeln!(out, "  ops: {}", m.ops);
+        }
+    }
+    let _ = writeln!(out, "  counters: {}", counters(&r.stats));
+    if !r.data.is_empty() {
+        out.push_str("  bytes:\n");
+        hexdump(out, &r.data);
+    }
+}
+
+/// Trace fields only the model knows; a comparison with the real kernel skips them.
+pub const MODEL_ONLY_FIELDS: [&str; 6] = ["backend", "skb", "put_user", "frame", "ops", "note"];
+
+/// The text trace of a tun-read run.
+pub fn render_tun_read(
+    header: &TraceHeader,
+    device: &TunConfig,
+    events: &[Event],
+    stats: &TunStats,
+    ops: Option<&OpCounters>,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "scenario: {}", header.scenario);
+    let _ = writeln!(out, "description: {}", header.description);
+    let _ = writeln!(out, "backend: {}", header.backend);
+    let _ = writeln!(out, "profile: {}", header.profile);
+    let _ = writeln!(out, "device: {}", header.device);
+    let _ = writeln!(out, "reader: {}", header.reader);
+    let _ = writeln!(out, "input: {}", header.input);
+    let mut reads = 0;
+    let mut drops = 0;
+    for e in events {
+        out.push('\n');
+        match e {
+            Event::XmitDropped {
+                frame,
+                ts_ns,
+                stats,
+            } => {
+                drops += 1;
+                let _ = writeln!(
+                    out,
+                    "xmit-drop (frame {frame}, ts {}): tx_ring full",
+                    ts(*ts_ns)
+                );
+                let _ = writeln!(out, "  counters: {}", counters(stats));
+            }
+            Event::Read(r) => {
+                reads += 1;
+                render_read(&mut out, r, device);
+            }
+        }
+    }
+    out.push('\n');
+    let _ = writeln!(out, "totals: reads {reads} xmit_drops {drops}");
+    let _ = writeln!(out, "  counters: {}", counters(stats));
+    if let Some(ops) = ops {
+        let _ = writeln!(out, "  ops: {ops}");
+    }
+    out
+}
+
+fn stats_json(s: &TunStats) -> Value {
+    json!({
+        "tx_packets": s.tx_packets, "tx_bytes": s.tx_bytes, "tx_dropped": s.tx_dropped,
+        "rx_packets": s.rx_packets, "rx_bytes": s.rx_bytes, "rx_dropped": s.rx_dropped,
+    })
+}
+
+/// The same trace for machines.
+pub fn trace_json(header: &TraceHeader, device: &TunConfig, events: &[Event], stats: &TunStats) -> Value {
+    let events: Vec<Value> = events
+        .iter()
+        .map(|e| match e {
+            Event::XmitDropped {
+                frame,
+                ts_ns,
+                stats,
+            } => json!({"event": "xmit-drop", "frame": frame, "ts_ns": ts_ns, "counters": stats_json(stats)}),
+            Event::Read(r) => {
+                let d = decode(r, device);
+                let m = r.model.as_ref();
+                json!({
+                    "event": "read",
+                    "read": r.read,
+                    "frame": r.frame.map(|f| f.0),
+                    "ts_ns": r.frame.map(|f| f.1),
+                    "buffer": r.buffer_len,
+                    "result": match r.result { Ok(n) => json!(n), Err(e) => json!(e.name()) },
+                    "pi": d.pi.map(|(f, p)| json!({"flags": f, "proto": p})),
+                    "vnet": d.vnet.as_ref().map(|(h, pad)| json!({
+                        "flags": h.flags, "gso_type": h.gso_type, "hdr_len": h.hdr_len,
+                        "gso_size": h.gso_size, "csum_start": h.csum_start,
+                        "csum_offset": h.csum_offset, "pad": pad.len(),
+                    })),
+                    "model": m.map(|m| json!({
+                        "skb": m.skb.as_ref().map(skb_line),
+                        "put_user": m.put_user_ret,
+                        "frame_len": m.frame_len,
+                        "frame_copied": m.frame_copied,
+                    })),
+                    "counters": stats_json(&r.stats),
+                    "bytes": r.data.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+                })
+            }
+        })
+        .collect();
+    json!({
+        "scenario": header.scenario,
+        "backend": header.backend,
+        "profile": header.profile,
+        "device": header.device,
+        "reader": header.reader,
+        "input": header.input,
+        "events": events,
+        "counters": stats_json(stats),
+    })
+}

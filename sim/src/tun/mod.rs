@@ -1,0 +1,176 @@
+//! The tun/tap device (drivers/net/tun.c): its configuration, its counters, the per-queue
+//! tx_ring that holds packets for userspace, and the transmit side that fills it.
+//!
+//! The read path (what read() on the fd returns) is in [`read`]; the vnet header that
+//! precedes a frame is derived in [`vnet`].
+
+pub mod read;
+pub mod vnet;
+
+use std::collections::VecDeque;
+
+use crate::skb::{SkBuff, ETH_P_8021AD, ETH_P_8021Q};
+
+/// TUN_READQ_SIZE: the default tx_queue_len, and so the tx_ring size (tun.c).
+pub const TUN_READQ_SIZE: usize = 500;
+/// Default and minimum TUNSETVNETHDRSZ (tun_vnet.h: tun_vnet_ioctl rejects < 10).
+pub const DEFAULT_VNET_HDR_SZ: usize = 10;
+/// sizeof(struct tun_pi).
+pub const TUN_PI_LEN: usize = 4;
+/// TUN_PKT_STRIP (include/uapi/linux/if_tun.h).
+pub const TUN_PKT_STRIP: u16 = 0x0001;
+
+/// IFF_TAP (Ethernet frames) or IFF_TUN (IP packets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeviceKind {
+    #[default]
+    Tap,
+    Tun,
+}
+
+/// Byte order of the 16-bit vnet fields (tun_vnet.h: tun_vnet_is_little_endian): Little
+/// on x86 or with TUNSETVNETLE, Big with TUNSETVNETBE.
+pub use crate::wire::virtio_net_hdr::Endian as VnetEndian;
+
+/// TUNSETOFFLOAD bits that became device features (tun.c: set_offload). Only the ones
+/// that decide what reaches tun_put_user are modelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Offloads {
+    /// TUN_F_CSUM: NETIF_F_HW_CSUM, so CHECKSUM_PARTIAL skbs reach the reader.
+    pub csum: bool,
+    /// TUN_F_TSO4: NETIF_F_TSO.
+    pub tso4: bool,
+    /// TUN_F_TSO6: NETIF_F_TSO6.
+    pub tso6: bool,
+    /// TUN_F_TSO_ECN: NETIF_F_TSO_ECN.
+    pub tso_ecn: bool,
+    /// TUN_F_UFO (3.12 era UFO; later kernels only accept it for compatibility).
+    pub ufo: bool,
+    /// TUN_F_USO4 / TUN_F_USO6: NETIF_F_GSO_UDP_L4 (v6.2).
+    pub uso4: bool,
+    pub uso6: bool,
+}
+
+/// The device as userspace configured it with TUNSETIFF and friends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TunConfig {
+    pub kind: DeviceKind,
+    /// IFF_NO_PI.
+    pub no_pi: bool,
+    /// IFF_VNET_HDR.
+    pub vnet_hdr: bool,
+    /// TUNSETVNETHDRSZ.
+    pub vnet_hdr_sz: usize,
+    pub vnet_endian: VnetEndian,
+    /// NETIF_F_HW_VLAN_CTAG_TX ("tx-vlan-hw-insert", ethtool's txvlan): on by default.
+    pub tx_vlan_ctag: bool,
+    /// NETIF_F_HW_VLAN_STAG_TX ("tx-vlan-stag-hw-insert"): on by default.
+    pub tx_vlan_stag: bool,
+    pub offloads: Offloads,
+    /// dev->tx_queue_len: the tx_ring size.
+    pub tx_queue_len: usize,
+}
+
+impl Default for TunConfig {
+    fn default() -> Self {
+        TunConfig {
+            kind: DeviceKind::Tap,
+            no_pi: false,
+            vnet_hdr: false,
+            vnet_hdr_sz: DEFAULT_VNET_HDR_SZ,
+            vnet_endian: VnetEndian::Little,
+            tx_vlan_ctag: true,
+            tx_vlan_stag: true,
+            offloads: Offloads::default(),
+            tx_queue_len: TUN_READQ_SIZE,
+        }
+    }
+}
+
+/// The counters `ip -s link` shows for the device (tun.c: tun_net_get_stats64 adds
+/// rx_frame_errors to the core and per-cpu software stats).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TunStats {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub rx_dropped: u64,
+    pub rx_frame_errors: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_dropped: u64,
+}
+
+/// A tun/tap device with one queue.
+#[derive(Debug, Clone, Default)]
+pub struct TunDevice {
+    pub config: TunConfig,
+    pub stats: TunStats,
+    tx_ring: VecDeque<SkBuff>,
+    /// Freed skbs kept for reuse, so a replay does not hit the allocator per packet
+    /// (the cost model still counts one allocation per skb).
+    spare: Vec<SkBuff>,
+}
+
+impl TunDevice {
+    pub fn new(config: TunConfig) -> TunDevice {
+        TunDevice {
+            config,
+            stats: TunStats::default(),
+            tx_ring: VecDeque::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// Packets waiting for userspace.
+    pub fn queued(&self) -> usize {
+        self.tx_ring.len()
+    }
+
+    /// netif_skb_features + validate_xmit_vlan (net/core/dev.c): a device that cannot
+    /// insert this tag in hardware gets it in software before ndo_start_xmit, through
+    /// __vlan_hwaccel_push_inside. This is the path the 2013 patch took tun off.
+    fn validate_xmit_vlan(&self, skb: &mut SkBuff) {
+        if let Some(tag) = skb.vlan {
+            let capable = match tag.proto {
+                ETH_P_8021Q => self.config.tx_vlan_ctag,
+                ETH_P_8021AD => self.config.tx_vlan_stag,
+                _ => false,
+            };
+            if !capable {
+                skb.vlan_hwaccel_push_inside();
+            }
+        }
+    }
+
+    /// dev_queue_xmit down to tun_net_xmit: validate the skb for the device's features,
+    /// then queue it on tx_ring. A full ring drops it (tx_dropped += 1,
+    /// SKB_DROP_REASON_FULL_RING). tx_packets/tx_bytes are counted on read, not here.
+    /// Returns whether the skb was queued.
+    pub fn xmit(&mut self, mut skb: SkBuff) -> bool {
+        self.validate_xmit_vlan(&mut skb);
+        if self.tx_ring.len() >= self.config.tx_queue_len {
+            self.stats.tx_dropped += 1;
+            self.free(skb);
+            return false;
+        }
+        self.tx_ring.push_back(skb);
+        true
+    }
+
+    /// An skb to fill: a freed one if there is one.
+    pub fn spare_skb(&mut self) -> SkBuff {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// kfree_skb / consume_skb: keep the buffer for reuse.
+    pub(crate) fn free(&mut self, skb: SkBuff) {
+        if self.spare.len() < 4 {
+            self.spare.push(skb);
+        }
+    }
+
+    /// ptr_ring_consume: the next packet for the reader.
+    pub(crate) fn pop(&mut self) -> Option<SkBuff> {
+        self.tx_ring.pop_front()
+    }
+}

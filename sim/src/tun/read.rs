@@ -1,0 +1,236 @@
+//! What read() on a tun/tap fd returns: tun_chr_read_iter -> tun_do_read -> tun_put_user
+//! (drivers/net/tun.c), for skbs. Rules: shared/spec/kernel-datapath.md §1.2, R1.3-R1.13.
+
+use crate::errno::Errno;
+use crate::profile::{PutUserAccounting, StripRule, TunReadRules};
+use crate::skb::{IpSummed, OpCounters, SkBuff, VlanTag, ETH_ALEN, VLAN_HLEN};
+
+use crate::wire::virtio_net_hdr::{VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_LEN};
+
+use super::vnet::vnet_hdr_from_skb;
+use super::{TunDevice, TUN_PI_LEN, TUN_PKT_STRIP};
+
+/// The skb as tun_put_user saw it: the metadata a trace reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SkbInfo {
+    pub len: usize,
+    pub headlen: usize,
+    pub protocol: u16,
+    pub vlan: Option<VlanTag>,
+    pub ip_summed: IpSummed,
+    /// skb_checksum_start_offset (from data), meaningful for CHECKSUM_PARTIAL.
+    pub csum_start: usize,
+    pub csum_offset: u16,
+    pub gso_type: u32,
+    pub gso_size: u16,
+    pub gso_segs: u16,
+}
+
+impl SkbInfo {
+    fn of(skb: &SkBuff) -> SkbInfo {
+        SkbInfo {
+            len: skb.len(),
+            headlen: skb.headlen(),
+            protocol: skb.protocol,
+            vlan: skb.vlan,
+            ip_summed: skb.ip_summed,
+            csum_start: skb.checksum_start_offset(),
+            csum_offset: skb.csum_offset,
+            gso_type: skb.gso_type,
+            gso_size: skb.gso_size,
+            gso_segs: skb.gso_segs,
+        }
+    }
+}
+
+/// Everything one read() did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadOutcome {
+    /// What read() returned to userspace.
+    pub result: Result<usize, Errno>,
+    /// tun_put_user's own return value (the recvmsg/vhost view), when it succeeded.
+    pub put_user_ret: Option<usize>,
+    /// The skb that was dequeued, if any.
+    pub skb: Option<SkbInfo>,
+    /// tun_pi as written (flags, proto), if written (it is written before a vnet EINVAL).
+    pub pi: Option<(u16, u16)>,
+    /// The vnet header as written, and vnet_hdr_sz.
+    pub vnet: Option<(VirtioNetHdrRepr, usize)>,
+    /// Where the frame starts in the buffer.
+    pub frame_offset: usize,
+    /// The frame's logical length: skb->len plus the spliced tag.
+    pub frame_len: usize,
+    /// Frame bytes actually copied into the buffer.
+    pub frame_copied: usize,
+    /// The skb's operation counts, from allocation to this read.
+    pub ops: OpCounters,
+}
+
+impl ReadOutcome {
+    fn nothing(result: Result<usize, Errno>) -> ReadOutcome {
+        ReadOutcome {
+            result,
+            put_user_ret: None,
+            skb: None,
+            pi: None,
+            vnet: None,
+            frame_offset: 0,
+            frame_len: 0,
+            frame_copied: 0,
+            ops: OpCounters::default(),
+        }
+    }
+}
+
+impl TunDevice {
+    /// read(fd, buf, buf.len()) on a non-blocking fd. `buf` keeps whatever bytes it held
+    /// where the kernel writes nothing (the pre-6.15 vnet padding shows this).
+    pub fn read(&mut self, buf: &mut [u8], rules: &TunReadRules) -> ReadOutcome {
+        // tun_do_read: an empty iov returns 0 before touching the ring.
+        if buf.is_empty() {
+            return ReadOutcome::nothing(Ok(0));
+        }
+        let Some(mut skb) = self.pop() else {
+            return ReadOutcome::nothing(Err(Errno::EAGAIN));
+        };
+        let mut out = self.put_user(&mut skb, buf, rules);
+        // tun_chr_read_iter: ret = min_t(ssize_t, ret, len).
+        out.result = out
+            .put_user_ret
+            .map(|r| r.min(buf.len()))
+            .ok_or(Errno::EINVAL);
+        out.ops = skb.ops;
+        self.free(skb);
+        out
+    }
+
+    /// tun_put_user. `put_user_ret` is None on -EINVAL (the skb is freed and no counter
+    /// moves, not even tx_dropped: R1.10).
+    fn put_user(&mut self, skb: &mut SkBuff, buf: &mut [u8], rules: &TunReadRules) -> ReadOutcome {
+        let mut out = ReadOutcome::nothing(Err(Errno::EINVAL));
+        out.skb = Some(SkbInfo::of(skb));
+        let vlan_hlen = if skb.vlan.is_some() { VLAN_HLEN } else { 0 };
+        let vnet_hdr_sz = if self.config.vnet_hdr {
+            self.config.vnet_hdr_sz
+        } else {
+            0
+        };
+        let mut pos = 0;
+
+        // R1.5: the PI. Written before the vnet checks, so it stays in the buffer even
+        // when the vnet area then fails with -EINVAL.
+        if !self.config.no_pi {
+            if buf.len() < TUN_PI_LEN {
+                return out;
+            }
+            let strip = match rules.strip {
+                StripRule::BufferShorterThanTotal => {
+                    buf.len() < TUN_PI_LEN + vnet_hdr_sz + skb.len() + vlan_hlen
+                }
+                StripRule::BufferMinusPiShorterThanSkbLen => buf.len() - TUN_PI_LEN < skb.len(),
+            };
+            let flags = if strip { TUN_PKT_STRIP } else { 0 };
+            // flags is a host-order __u16 (x86: little-endian); proto is __be16.
+            buf[0..2].copy_from_slice(&flags.to_le_bytes());
+            buf[2..4].copy_from_slice(&skb.protocol.to_be_bytes());
+            skb.ops.bytes_copied_to_user += TUN_PI_LEN as u64;
+            out.pi = Some((flags, skb.protocol));
+            pos = TUN_PI_LEN;
+        }
+
+        // R1.7-R1.9: the vnet area.
+        if vnet_hdr_sz > 0 {
+            if buf.len() - pos < vnet_hdr_sz {
+                return out;
+            }
+            let Ok(hdr) = vnet_hdr_from_skb(skb, vlan_hlen, rules) else {
+                return out;
+            };
+            let endian = if rules.vnet_endian_selectable {
+                self.config.vnet_endian
+            } else {
+                super::VnetEndian::Little
+            };
+            // tun writes struct virtio_net_hdr (10 bytes); the padding rule is the
+            // profile's, so only the real bytes are emitted here.
+            let real = &mut buf[pos..pos + VIRTIO_NET_HDR_LEN];
+            if hdr
+                .emit_padded(real, VIRTIO_NET_HDR_LEN, VnetHdrLayout::Basic, endian)
+                .is_err()
+            {
+                return out;
+            }
+            skb.ops.bytes_copied_to_user += VIRTIO_NET_HDR_LEN as u64;
+            if rules.vnet_pad_zero {
+                // iov_iter_zero since 4adf74971018 (v6.15); before, iov_iter_advance.
+                buf[pos + VIRTIO_NET_HDR_LEN..pos + vnet_hdr_sz].fill(0);
+            }
+            out.vnet = Some((hdr, vnet_hdr_sz));
+            pos += vnet_hdr_sz;
+        }
+
+        out.frame_offset = pos;
+        out.frame_len = skb.len() + vlan_hlen;
+        let room = buf.len() - pos;
+        let copied = match (rules.accounting, skb.vlan) {
+            (PutUserAccounting::FullLength, tag) => self.copy_frame(skb, tag, &mut buf[pos..]),
+            (PutUserAccounting::BytesWritten312, tag) => {
+                let room = room.min(skb.len() + vlan_hlen);
+                self.copy_frame(skb, tag, &mut buf[pos..pos + room])
+            }
+        };
+        out.frame_copied = copied;
+
+        self.stats.tx_packets += 1;
+        match rules.accounting {
+            PutUserAccounting::FullLength => {
+                // R1.10: the full length, truncated or not, without PI or vnet bytes.
+                self.stats.tx_bytes += (skb.len() + vlan_hlen) as u64;
+                out.put_user_ret = Some(pos + skb.len() + vlan_hlen);
+            }
+            PutUserAccounting::BytesWritten312 => {
+                // R1.12: tx_bytes += the final `len`: for a tagged skb the MACs and the
+                // tag were subtracted from it on the way, and a buffer that ends inside
+                // them leaves it at 0.
+                let counted = match skb.vlan {
+                    Some(_) => copied.saturating_sub(2 * ETH_ALEN + VLAN_HLEN),
+                    None => copied,
+                };
+                self.stats.tx_bytes += counted as u64;
+                out.put_user_ret = Some(pos + copied);
+            }
+        }
+        out
+    }
+
+    /// The frame copy of tun_put_user: untagged, the whole skb; tagged, the two MACs,
+    /// then the 4-byte tag built from skb->vlan_proto and the TCI (big-endian), then the
+    /// rest. Each step stops when the buffer is full, so the tag can be cut short.
+    fn copy_frame(&mut self, skb: &mut SkBuff, tag: Option<VlanTag>, dst: &mut [u8]) -> usize {
+        let Some(tag) = tag else {
+            return skb.copy_bits_to_user(0, dst);
+        };
+        let vlan_offset = 2 * ETH_ALEN;
+        let macs = dst.len().min(vlan_offset);
+        let mut n = skb.copy_bits_to_user(0, &mut dst[..macs]);
+        if n < vlan_offset || n == dst.len() {
+            return n;
+        }
+        let mut veth = [0u8; VLAN_HLEN];
+        veth[..2].copy_from_slice(&tag.proto.to_be_bytes());
+        veth[2..].copy_from_slice(&tag.tci.to_be_bytes());
+        let t = (dst.len() - n).min(VLAN_HLEN);
+        dst[n..n + t].copy_from_slice(&veth[..t]);
+        skb.ops.bytes_copied_to_user += t as u64;
+        n += t;
+        if n == dst.len() {
+            return n;
+        }
+        n += skb.copy_bits_to_user(vlan_offset, &mut dst[n..]);
+        n
+    }
+}
+
+#[cfg(test)]
+#[path = "read_tests.rs"]
+mod tests;

@@ -1,0 +1,679 @@
+//! One-line, deterministic summaries of Ethernet frames for traces, tcpdump-like:
+//!
+//! ```text
+//! 02:00:00:00:00:01 > 02:00:00:00:00:02, IPv4 10.0.0.1 > 10.0.0.2, TCP 1000 > 80 [A] seq 1 ack 0 win 512 len 100
+//! ```
+//!
+//! The datapath under test produces malformed and truncated frames on purpose, so
+//! [`describe`] must never panic. pnet_packet views are used only for their fixed-size
+//! fields (their `new` checks exactly those); every variable length (IHL, TCP data
+//! offset, UDP length, IPv6 extension headers, GRE options) is bounds-checked here and
+//! sliced with `get`, because pnet's option/payload getters trust those lengths.
+
+use std::fmt::Write as _;
+
+use pnet_packet::arp::ArpPacket;
+use pnet_packet::ethernet::EthernetPacket;
+use pnet_packet::ipv4::Ipv4Packet;
+use pnet_packet::ipv6::Ipv6Packet;
+use pnet_packet::tcp::TcpPacket;
+use pnet_packet::udp::UdpPacket;
+use pnet_packet::vlan::VlanPacket;
+
+use super::gre::Gre;
+use super::{be16_at, be32_at};
+use super::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1, ETH_P_TEB};
+
+/// How many tunnels deep `inner:` summaries go before eliding the rest.
+pub const MAX_DEPTH: usize = 2;
+/// How many stacked VLAN tags are shown before giving up (a frame of repeated TPIDs
+/// would otherwise give a line as long as the frame).
+pub const MAX_VLAN_TAGS: usize = 8;
+
+/// ETH_HLEN (include/uapi/linux/if_ether.h).
+const ETH_HLEN: usize = 14;
+/// VLAN_HLEN (include/linux/if_vlan.h).
+const VLAN_HLEN: usize = 4;
+/// ETH_P_802_3_MIN (include/uapi/linux/if_ether.h): below it the field is a length.
+const ETH_P_802_3_MIN: u16 = 0x0600;
+/// IANA_VXLAN_UDP_PORT (include/net/vxlan.h).
+const VXLAN_PORT: u16 = 4789;
+/// sizeof(struct vxlanhdr) (include/net/vxlan.h).
+const VXLAN_HLEN: usize = 8;
+/// VXLAN_HF_VNI, the "I" flag saying the VNI is valid (include/net/vxlan.h: BIT(27) of
+/// the first big-endian word, so 0x08 in its first byte).
+const VXLAN_HF_VNI: u8 = 0x08;
+/// sizeof(struct icmphdr) and sizeof(struct icmp6hdr).
+const ICMP_HLEN: usize = 8;
+
+// IPPROTO_* (include/uapi/linux/in.h, in6.h).
+const IPPROTO_HOPOPTS: u8 = 0;
+const IPPROTO_ICMP: u8 = 1;
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+const IPPROTO_ROUTING: u8 = 43;
+const IPPROTO_FRAGMENT: u8 = 44;
+const IPPROTO_GRE: u8 = 47;
+const IPPROTO_AH: u8 = 51;
+const IPPROTO_ICMPV6: u8 = 58;
+const IPPROTO_DSTOPTS: u8 = 60;
+
+/// Summarises an Ethernet frame on one line. Never panics, whatever the bytes.
+pub fn describe(frame: &[u8]) -> String {
+    let mut out = String::new();
+    ethernet(frame, 0, &mut out);
+    out
+}
+
+/// A VLAN tag as "802.1Q pcp 3 dei 0 vid 100" ("802.1Q vid 100" when pcp and dei are
+/// 0), for tags in the frame and for hw-accelerated ones (skb->vlan_proto/vlan_tci).
+/// The TCI layout is include/linux/if_vlan.h: VLAN_PRIO_MASK, VLAN_CFI_MASK, VLAN_VID_MASK.
+pub fn describe_vlan_tci(tpid: u16, tci: u16) -> String {
+    let name = tpid_name(tpid);
+    let (pcp, dei, vid) = (tci >> 13, (tci >> 12) & 1, tci & 0x0fff);
+    if pcp == 0 && dei == 0 {
+        format!("{name} vid {vid}")
+    } else {
+        format!("{name} pcp {pcp} dei {dei} vid {vid}")
+    }
+}
+
+fn tpid_name(tpid: u16) -> String {
+    match tpid {
+        ETH_P_8021Q => "802.1Q".to_string(),
+        ETH_P_8021AD => "802.1ad".to_string(),
+        ETH_P_QINQ1 => "QinQ".to_string(),
+        other => format!("vlan 0x{other:04x}"),
+    }
+}
+
+fn is_vlan_tpid(ethertype: u16) -> bool {
+    matches!(ethertype, ETH_P_8021Q | ETH_P_8021AD | ETH_P_QINQ1)
+}
+
+fn ethertype_name(ethertype: u16) -> String {
+    match ethertype {
+        ETH_P_IP => "IPv4".to_string(),
+        ETH_P_IPV6 => "IPv6".to_string(),
+        ETH_P_ARP => "ARP".to_string(),
+        ETH_P_TEB => "TEB".to_string(),
+        other => format!("0x{other:04x}"),
+    }
+}
+
+/// Starts a new ", "-separated part, except at the very start or right after "inner: ".
+fn sep(out: &mut String) {
+    if !out.is_empty() && !out.ends_with(": ") {
+        out.push_str(", ");
+    }
+}
+
+/// Writes one ", "-separated part. Writing to a String cannot fail, so the
+/// fmt::Result is ignored here and in the other `write!`s below.
+macro_rules! part {
+    ($out:expr, $($fmt:tt)*) => {{
+        sep($out);
+        let _ = write!($out, $($fmt)*);
+    }};
+}
+
+fn truncated(out: &mut String, what: &str, needed: usize, present: usize) {
+    part!(
+        out,
+        "truncated {what} ({needed} bytes needed, {present} present)"
+    );
+}
+
+/// Runs `f` on an encapsulated packet one level deeper, or elides it at MAX_DEPTH.
+fn inner(out: &mut String, depth: usize, buf: &[u8], f: fn(&[u8], usize, &mut String)) {
+    sep(out);
+    out.push_str("inner: ");
+    if depth >= MAX_DEPTH {
+        let _ = write!(out, "{} bytes not shown (depth limit)", buf.len());
+    } else {
+        f(buf, depth + 1, out);
+    }
+}
+
+fn ethernet(frame: &[u8], depth: usize, out: &mut String) {
+    let Some(eth) = EthernetPacket::new(frame) else {
+        part!(out, "truncated Ethernet ({} bytes)", frame.len());
+        return;
+    };
+    part!(out, "{} > {}", eth.get_source(), eth.get_destination());
+    let rest = frame.get(ETH_HLEN..).unwrap_or(&[]);
+    network(eth.get_ethertype().0, rest, depth, out);
+}
+
+/// VLAN tags, then the network layer named by `ethertype` (net/ethernet/eth.c:
+/// eth_type_trans; net/core/flow_dissector.c walks tags the same way).
+fn network(mut ethertype: u16, mut rest: &[u8], depth: usize, out: &mut String) {
+    let mut tags = 0;
+    while is_vlan_tpid(ethertype) {
+        if tags == MAX_VLAN_TAGS {
+            part!(out, "more VLAN tags not shown, {} bytes", rest.len());
+            return;
+        }
+        let Some(vlan) = VlanPacket::new(rest) else {
+            return truncated(out, &tpid_name(ethertype), VLAN_HLEN, rest.len());
+        };
+        let tci = u16::from(vlan.get_priority_code_point().0) << 13
+            | u16::from(vlan.get_drop_eligible_indicator()) << 12
+            | vlan.get_vlan_identifier();
+        sep(out);
+        out.push_str(&describe_vlan_tci(ethertype, tci));
+        ethertype = vlan.get_ethertype().0;
+        rest = rest.get(VLAN_HLEN..).unwrap_or(&[]);
+        tags += 1;
+    }
+    match ethertype {
+        ETH_P_IP => ipv4(rest, depth, out),
+        ETH_P_IPV6 => ipv6(rest, depth, out),
+        ETH_P_ARP => arp(rest, out),
+        len if len < ETH_P_802_3_MIN => part!(out, "802.3 length {len} len {}", rest.len()),
+        other => part!(out, "ethertype 0x{other:04x} len {}", rest.len()),
+    }
+}
+
+fn arp(buf: &[u8], out: &mut String) {
+    let Some(arp) = ArpPacket::new(buf) else {
+        return truncated(out, "ARP", 28, buf.len());
+    };
+    let (spa, tpa) = (arp.get_sender_proto_addr(), arp.get_target_proto_addr());
+    match arp.get_operation().0 {
+        1 => part!(out, "ARP who-has {tpa} tell {spa}"),
+        2 => part!(out, "ARP reply {spa} is-at {}", arp.get_sender_hw_addr()),
+        op => part!(out, "ARP op {op}"),
+    }
+}
+
+fn ipv4(buf: &[u8], depth: usize, out: &mut String) {
+    let Some(ip) = Ipv4Packet::new(buf) else {
+        return truncated(out, "IPv4", 20, buf.len());
+    };
+    part!(out, "IPv4 {} > {}", ip.get_source(), ip.get_destination());
+    if ip.get_version() != 4 {
+        let _ = write!(out, " bad version {}", ip.get_version());
+        return;
+    }
+    // include/uapi/linux/ip.h: struct iphdr; ihl counts 32-bit words.
+    let ihl = usize::from(ip.get_header_length()) * 4;
+    if ihl < 20 {
+        let _ = write!(out, " bad ihl {ihl}");
+        return;
+    }
+    if ihl > buf.len() {
+        return truncated(out, "IPv4 options", ihl, buf.len());
+    }
+    let mut total = usize::from(ip.get_total_length());
+    if total == 0 {
+        // BIG TCP / GSO: tot_len 0 means "the rest of the skb" (include/net/ip.h:
+        // iph_totlen).
+        out.push_str(" tot_len 0");
+        total = buf.len();
+    }
+    if total < ihl {
+        let _ = write!(out, " bad total length {total}");
+        return;
+    }
+    if total > buf.len() {
+        let _ = write!(out, " len {total} ({} present)", buf.len());
+    }
+    // Frame padding past tot_len is not part of the datagram (ip_rcv_core trims it).
+    let payload = buf.get(ihl..total.min(buf.len())).unwrap_or(&[]);
+    // include/net/ip.h: IP_MF 0x2000, IP_OFFSET 0x1fff (in 8-byte units).
+    let more = ip.get_flags() & 0b001 != 0;
+    let offset = usize::from(ip.get_fragment_offset()) * 8;
+    if more || offset != 0 {
+        let plus = if more { "+" } else { "" };
+        let _ = write!(
+            out,
+            " frag id {} off {offset}{plus}",
+            ip.get_identification()
+        );
+    }
+    let proto = ip.get_next_level_protocol().0;
+    if offset != 0 {
+        part!(out, "{} fragment len {}", proto_name(proto), payload.len());
+        return;
+    }
+    transport(proto, payload, depth, out);
+}
+
+fn ipv6(buf: &[u8], depth: usize, out: &mut String) {
+    let Some(ip) = Ipv6Packet::new(buf) else {
+        return truncated(out, "IPv6", 40, buf.len());
+    };
+    part!(out, "IPv6 {} > {}", ip.get_source(), ip.get_destination());
+    if ip.get_version() != 6 {
+        let _ = write!(out, " bad version {}", ip.get_version());
+        return;
+    }
+    let avail = buf.len().saturating_sub(40);
+    let plen = usize::from(ip.get_payload_length());
+    if plen > avail {
+        let _ = write!(out, " len {plen} ({avail} present)");
+    }
+    // payload_len 0 is a BIG TCP jumbogram (include/net/ipv6.h: ipv6_has_hopopt_jumbo):
+    // the real length is the buffer's.
+    let end = if plen == 0 { avail } else { plen.min(avail) };
+    let p = buf.get(40..40 + end).unwrap_or(&[]);
+    let mut nh = ip.get_next_header().0;
+    let mut off = 0usize;
+    // Extension headers (include/uapi/linux/ipv6.h: struct ipv6_opt_hdr, frag_hdr;
+    // include/net/ipv6.h: ipv6_optlen, ipv6_authlen); bounded like ipv6_skip_exthdr.
+    for _ in 0..8 {
+        let ext_len = match nh {
+            IPPROTO_HOPOPTS | IPPROTO_ROUTING | IPPROTO_DSTOPTS => {
+                p.get(off + 1).map(|l| (usize::from(*l) + 1) * 8)
+            }
+            IPPROTO_AH => p.get(off + 1).map(|l| (usize::from(*l) + 2) * 4),
+            IPPROTO_FRAGMENT => Some(8),
+            _ => break,
+        };
+        let rest = p.len() - off.min(p.len());
+        let Some(ext_len) = ext_len.filter(|l| *l <= rest) else {
+            let needed = ext_len.unwrap_or(2);
+            return truncated(out, "IPv6 extension header", needed, rest);
+        };
+        let next = p.get(off).copied().unwrap_or(0);
+        if nh == IPPROTO_FRAGMENT {
+            let fo = be16_at(p, off + 2).unwrap_or(0);
+            let (frag_off, more) = (usize::from(fo & 0xfff8), fo & 1 != 0);
+            let id = be32_at(p, off + 4).unwrap_or(0);
+            let plus = if more { "+" } else { "" };
+            let _ = write!(out, " frag id {id} off {frag_off}{plus}");
+            if frag_off != 0 {
+                let len = p.len() - (off + 8);
+                part!(out, "{} fragment len {len}", proto_name(next));
+                return;
+            }
+        }
+        nh = next;
+        off += ext_len;
+    }
+    transport(nh, p.get(off..).unwrap_or(&[]), depth, out);
+}
+
+fn proto_name(proto: u8) -> String {
+    match proto {
+        IPPROTO_ICMP => "ICMP".to_string(),
+        IPPROTO_TCP => "TCP".to_string(),
+        IPPROTO_UDP => "UDP".to_string(),
+        IPPROTO_GRE => "GRE".to_string(),
+        IPPROTO_ICMPV6 => "ICMPv6".to_string(),
+        other => format!("proto {other}"),
+    }
+}
+
+fn transport(proto: u8, buf: &[u8], depth: usize, out: &mut String) {
+    match proto {
+        IPPROTO_TCP => tcp(buf, out),
+        IPPROTO_UDP => udp(buf, depth, out),
+        IPPROTO_GRE => gre(buf, depth, out),
+        IPPROTO_ICMP | IPPROTO_ICMPV6 => {
+            let name = proto_name(proto);
+            match (buf.first(), buf.get(1)) {
+                (Some(t), Some(c)) if buf.len() >= ICMP_HLEN => {
+                    let len = buf.len() - ICMP_HLEN;
+                    part!(out, "{name} type {t} code {c} len {len}");
+                }
+                _ => truncated(out, &name, ICMP_HLEN, buf.len()),
+            }
+        }
+        other => part!(out, "{} len {}", proto_name(other), buf.len()),
+    }
+}
+
+/// TCP flag letters, bit 0 (FIN) first as tcpdump orders them, with 'A' for ACK
+/// (include/net/tcp.h: TCPHDR_FIN .. TCPHDR_CWR).
+fn tcp_flags(flags: u8) -> String {
+    let s: String = "FSRPAUEW"
+        .chars()
+        .enumerate()
+        .filter(|(i, _)| flags & (1 << i) != 0)
+        .map(|(_, c)| c)
+        .collect();
+    if s.is_empty() {
+        "none".to_string()
+    } else {
+        s
+    }
+}
+
+fn tcp(buf: &[u8], out: &mut String) {
+    let Some(tcp) = TcpPacket::new(buf) else {
+        return truncated(out, "TCP", 20, buf.len());
+    };
+    part!(
+        out,
+        "TCP {} > {} [{}] seq {} ack {} win {}",
+        tcp.get_source(),
+        tcp.get_destination(),
+        tcp_flags(tcp.get_flags()),
+        tcp.get_sequence(),
+        tcp.get_acknowledgement(),
+        tcp.get_window()
+    );
+    // include/uapi/linux/tcp.h: struct tcphdr; doff counts 32-bit words.
+    let doff = usize::from(tcp.get_data_offset()) * 4;
+    if doff < 20 {
+        let _ = write!(out, " bad data offset {doff}");
+    } else if doff > buf.len() {
+        truncated(out, "TCP options", doff, buf.len());
+    } else {
+        let _ = write!(out, " len {}", buf.len() - doff);
+    }
+}
+
+fn udp(buf: &[u8], depth: usize, out: &mut String) {
+    let Some(udp) = UdpPacket::new(buf) else {
+        return truncated(out, "UDP", 8, buf.len());
+    };
+    let (sport, dport) = (udp.get_source(), udp.get_destination());
+    part!(out, "UDP {sport} > {dport}");
+    let ulen = usize::from(udp.get_length());
+    if ulen < 8 {
+        let _ = write!(out, " bad len {ulen}");
+        return;
+    }
+    let _ = write!(out, " len {}", ulen - 8);
+    if ulen > buf.len() {
+        let _ = write!(out, " ({} present)", buf.len() - 8);
+    }
+    let payload = buf.get(8..ulen.min(buf.len())).unwrap_or(&[]);
+    if dport == VXLAN_PORT {
+        vxlan(payload, depth, out);
+    }
+}
+
+fn vxlan(buf: &[u8], depth: usize, out: &mut String) {
+    // include/net/vxlan.h: struct vxlanhdr { vx_flags; vx_vni } with the VNI in the
+    // top 24 bits of vx_vni.
+    let (Some(flags), Some(vni)) = (buf.first(), be32_at(buf, 4)) else {
+        return truncated(out, "VXLAN", VXLAN_HLEN, buf.len());
+    };
+    part!(out, "VXLAN vni {}", vni >> 8);
+    if flags & VXLAN_HF_VNI == 0 {
+        out.push_str(" (I flag clear)");
+    }
+    inner(out, depth, buf.get(VXLAN_HLEN..).unwrap_or(&[]), ethernet);
+}
+
+fn gre(buf: &[u8], depth: usize, out: &mut String) {
+    let Ok(gre) = Gre::new_checked(buf) else {
+        // header_len() only reads the flags word, which Gre reads as 0 when absent.
+        let needed = Gre::new_unchecked(buf).header_len();
+        return truncated(out, "GRE", needed, buf.len());
+    };
+    sep(out);
+    out.push_str("GRE");
+    if gre.version() != 0 {
+        let _ = write!(out, "v{}", gre.version());
+    }
+    let mut opts = Vec::new();
+    if let (true, Some(c)) = (gre.checksum_present(), gre.checksum()) {
+        let bad = if gre.verify_checksum() { "" } else { " bad" };
+        opts.push(format!("C csum 0x{c:04x}{bad}"));
+    }
+    if gre.routing_present() {
+        opts.push("R".to_string());
+    }
+    if let Some(k) = gre.key() {
+        opts.push(format!("K key 0x{k:x}"));
+    }
+    if let Some(s) = gre.sequence() {
+        opts.push(format!("S seq {s}"));
+    }
+    if let Some(a) = gre.ack_number() {
+        opts.push(format!("A ack {a}"));
+    }
+    if !opts.is_empty() {
+        let _ = write!(out, " [{}]", opts.join(" "));
+    }
+    let proto = gre.protocol();
+    let _ = write!(out, " {}", ethertype_name(proto));
+    let payload = gre.payload();
+    if gre.routing_present() {
+        // RFC 1701 source route entries precede the payload; not modelled.
+        let _ = write!(out, " len {}", payload.len());
+        return;
+    }
+    match proto {
+        ETH_P_TEB => inner(out, depth, payload, ethernet),
+        ETH_P_IP => inner(out, depth, payload, ipv4),
+        ETH_P_IPV6 => inner(out, depth, payload, ipv6),
+        _ => {
+            let _ = write!(out, " len {}", payload.len());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // dst 02:00:00:00:00:02, src 02:00:00:00:00:01; the ethertype follows separately.
+    const MACS: [u8; 12] = [2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
+    const A_TO_B: &str = "02:00:00:00:00:01 > 02:00:00:00:00:02";
+    const IP4: [u8; 2] = [0x08, 0x00];
+    // TCP 1000 > 80, seq 1, ack 0, doff 5, ACK, win 512.
+    const TCP_ACK: [u8; 20] = [
+        0x03, 0xe8, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10, 0x02, 0x00, 0, 0, 0, 0,
+    ];
+    // TCP 1000 > 80, seq 100, ack 0, doff 5, SYN, win 65535.
+    const TCP_SYN: [u8; 20] = [
+        0x03, 0xe8, 0x00, 0x50, 0, 0, 0, 100, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0,
+    ];
+    // UDP 5000 > 53, length 28 (20 bytes of payload).
+    const UDP_DNS: [u8; 8] = [0x13, 0x88, 0x00, 0x35, 0x00, 0x1c, 0, 0];
+    // IPv6 header, payload length 20, TCP, fe80::1 > fe80::2.
+    const IP6_TCP: [u8; 40] = [
+        0x60, 0, 0, 0, 0x00, 0x14, 6, 64, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+        0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
+    ];
+
+    /// IPv4 header 10.0.0.1 > 10.0.0.2 with tot_len and protocol patched in.
+    fn ipv4_hdr(tot_len: u16, proto: u8) -> Vec<u8> {
+        let t = tot_len.to_be_bytes();
+        vec![
+            0x45, 0, t[0], t[1], 0, 1, 0x40, 0, 64, proto, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+        ]
+    }
+
+    /// IPv4 UDP 5000 > 53 with 20 bytes of payload (48 bytes).
+    fn ip_udp() -> Vec<u8> {
+        [&ipv4_hdr(48, 17)[..], &UDP_DNS, &[0u8; 20]].concat()
+    }
+
+    fn tcp_frame() -> Vec<u8> {
+        [&MACS[..], &IP4, &ipv4_hdr(140, 6), &TCP_ACK, &[0u8; 100]].concat()
+    }
+
+    fn vlan_udp_frame() -> Vec<u8> {
+        [&MACS[..], &[0x81, 0x00, 0x60, 0x64, 0x08, 0x00], &ip_udp()].concat() // pcp 3 vid 100
+    }
+
+    fn qinq_ipv6_frame() -> Vec<u8> {
+        // 802.1ad vid 10, 802.1Q vid 20, then IPv6.
+        let tags = [0x88, 0xa8, 0x00, 0x0a, 0x81, 0x00, 0x00, 0x14, 0x86, 0xdd];
+        [&MACS[..], &tags, &IP6_TCP, &TCP_SYN].concat()
+    }
+
+    /// gretap: outer IPv4 192.168.0.1 > .2, GRE K key 42 TEB, then `inner`.
+    fn gretap(inner: &[u8]) -> Vec<u8> {
+        let mut ip = ipv4_hdr(u16::try_from(28 + inner.len()).expect("small"), 47);
+        ip[12..20].copy_from_slice(&[192, 168, 0, 1, 192, 168, 0, 2]);
+        let gre = [0x20, 0x00, 0x65, 0x58, 0, 0, 0, 0x2a];
+        [&MACS[..], &IP4, &ip, &gre, inner].concat()
+    }
+
+    fn vxlan_frame() -> Vec<u8> {
+        let inner = [&MACS[..], &[0x88, 0xcc], &[0u8; 4]].concat();
+        let ulen = u16::try_from(16 + inner.len()).expect("small");
+        let u = ulen.to_be_bytes();
+        let udp = [0xc0, 0x00, 0x12, 0xb5, u[0], u[1], 0, 0]; // 49152 > 4789
+        let vx = [0x08, 0, 0, 0, 0x00, 0x00, 0x2a, 0x00]; // I flag, vni 42
+        let ip = ipv4_hdr(20 + ulen, 17);
+        [&MACS[..], &IP4, &ip, &udp, &vx, &inner].concat()
+    }
+
+    #[test]
+    fn tcp_over_ipv4() {
+        let want = ", IPv4 10.0.0.1 > 10.0.0.2, TCP 1000 > 80 [A] seq 1 ack 0 win 512 len 100";
+        assert_eq!(describe(&tcp_frame()), format!("{A_TO_B}{want}"));
+        let mut big = tcp_frame();
+        big[16..18].copy_from_slice(&[0, 0]);
+        assert!(describe(&big).contains("10.0.0.2 tot_len 0, TCP 1000 > 80"));
+        assert_eq!(
+            (tcp_flags(0x12), tcp_flags(0x19), tcp_flags(0)),
+            ("SA".into(), "FPA".into(), "none".into())
+        );
+    }
+
+    #[test]
+    fn vlan_udp() {
+        let want = ", 802.1Q pcp 3 dei 0 vid 100, IPv4 10.0.0.1 > 10.0.0.2, UDP 5000 > 53 len 20";
+        assert_eq!(describe(&vlan_udp_frame()), format!("{A_TO_B}{want}"));
+        for (tpid, tci, want) in [
+            (0x8100, 0x6064, "802.1Q pcp 3 dei 0 vid 100"),
+            (0x88a8, 0x1005, "802.1ad pcp 0 dei 1 vid 5"),
+            (0x9100, 7, "QinQ vid 7"),
+            (0x1234, 7, "vlan 0x1234 vid 7"),
+        ] {
+            assert_eq!(describe_vlan_tci(tpid, tci), want);
+        }
+    }
+
+    #[test]
+    fn qinq_ipv6() {
+        let want = ", 802.1ad vid 10, 802.1Q vid 20, IPv6 fe80::1 > fe80::2, \
+                    TCP 1000 > 80 [S] seq 100 ack 0 win 65535 len 0";
+        assert_eq!(describe(&qinq_ipv6_frame()), format!("{A_TO_B}{want}"));
+    }
+
+    #[test]
+    fn gretap_recurses() {
+        let inner = [&MACS[..], &IP4, &ip_udp()].concat();
+        let want = format!(
+            "{A_TO_B}, IPv4 192.168.0.1 > 192.168.0.2, GRE [K key 0x2a] TEB, inner: {A_TO_B}, \
+             IPv4 10.0.0.1 > 10.0.0.2, UDP 5000 > 53 len 20"
+        );
+        assert_eq!(describe(&gretap(&inner)), want);
+        // Three levels of gretap: the third inner frame is elided.
+        let s = describe(&gretap(&gretap(&gretap(&inner))));
+        assert_eq!(s.matches("inner: ").count(), 3, "{s}");
+        assert!(
+            s.ends_with("inner: 62 bytes not shown (depth limit)"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn vxlan() {
+        let want = ", IPv4 10.0.0.1 > 10.0.0.2, UDP 49152 > 4789 len 26, VXLAN vni 42, inner: ";
+        let s = describe(&vxlan_frame());
+        assert_eq!(s, format!("{A_TO_B}{want}{A_TO_B}, ethertype 0x88cc len 4"));
+    }
+
+    #[test]
+    fn unknown_and_truncated() {
+        let lldp = [&MACS[..], &[0x88, 0xcc], &[0u8; 46]].concat();
+        assert_eq!(
+            describe(&lldp),
+            format!("{A_TO_B}, ethertype 0x88cc len 46")
+        );
+        let short = [&MACS[..], &IP4, &[0x45u8; 7]].concat();
+        let want = ", truncated IPv4 (20 bytes needed, 7 present)";
+        assert_eq!(describe(&short), format!("{A_TO_B}{want}"));
+        assert_eq!(describe(&MACS[..6]), "truncated Ethernet (6 bytes)");
+        assert_eq!(describe(&[]), "truncated Ethernet (0 bytes)");
+        let tag_cut = [&MACS[..], &[0x81, 0x00, 0x00]].concat();
+        let want = ", truncated 802.1Q (4 bytes needed, 1 present)";
+        assert_eq!(describe(&tag_cut), format!("{A_TO_B}{want}"));
+        let arp = [&MACS[..], &[0x08, 0x06, 0, 1, 8, 0, 6, 4, 0, 1], &MACS[6..]].concat();
+        let arp = [&arp[..], &[10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 10, 0, 0, 2]].concat();
+        assert_eq!(
+            describe(&arp),
+            format!("{A_TO_B}, ARP who-has 10.0.0.2 tell 10.0.0.1")
+        );
+    }
+
+    #[test]
+    fn inconsistent_lengths_do_not_panic() {
+        // IHL 15 (60 bytes) with only 20 present; pnet's options getter would panic.
+        let mut f = tcp_frame();
+        f.truncate(34);
+        f[14] = 0x4f;
+        let want =
+            ", IPv4 10.0.0.1 > 10.0.0.2, truncated IPv4 options (60 bytes needed, 20 present)";
+        assert_eq!(describe(&f), format!("{A_TO_B}{want}"));
+        // TCP data offset 15 (60 bytes): fits in 120 bytes, not in 40.
+        let mut f = tcp_frame();
+        f[34 + 12] = 0xf0;
+        assert!(describe(&f).ends_with("win 512 len 60"));
+        f.truncate(34 + 40);
+        assert!(describe(&f).ends_with("truncated TCP options (60 bytes needed, 40 present)"));
+        // UDP length larger than the datagram.
+        let mut f = vlan_udp_frame();
+        f[18 + 20 + 5] = 0xff;
+        assert!(describe(&f).ends_with("UDP 5000 > 53 len 247 (20 present)"));
+    }
+
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005);
+            self.0 = self.0.wrapping_add(1_442_695_040_888_963_407);
+            self.0 >> 33
+        }
+        fn byte(&mut self) -> u8 {
+            self.next().to_le_bytes()[0]
+        }
+    }
+
+    #[test]
+    fn fuzz_never_panics_and_is_deterministic() {
+        let inner = [&MACS[..], &IP4, &ip_udp()].concat();
+        let frames = [
+            tcp_frame(),
+            vlan_udp_frame(),
+            qinq_ipv6_frame(),
+            gretap(&inner),
+            gretap(&gretap(&qinq_ipv6_frame())),
+            vxlan_frame(),
+        ];
+        let mut rng = Lcg(42);
+        for frame in &frames {
+            for len in 0..=frame.len() {
+                assert_eq!(describe(&frame[..len]), describe(&frame[..len]));
+            }
+            // Single-byte corruptions of the valid frame, at every position.
+            for pos in 0..frame.len() {
+                let mut f = frame.clone();
+                f[pos] = rng.byte();
+                let _ = describe(&f);
+                f.truncate(pos + 1);
+                let _ = describe(&f);
+            }
+        }
+        for _ in 0..2000 {
+            let len = usize::from(rng.byte()) % 200;
+            let mut f: Vec<u8> = (0..len).map(|_| rng.byte()).collect();
+            // Steer some random frames past the magic values the parsers dispatch on.
+            if len > 38 && rng.next().is_multiple_of(2) {
+                let ip4 = rng.next().is_multiple_of(2);
+                f[12..15].copy_from_slice(if ip4 {
+                    &[0x08, 0x00, 0x45]
+                } else {
+                    &[0x86, 0xdd, 0x60]
+                });
+                f[if ip4 { 23 } else { 20 }] = [6, 17, 47, 1, 44, 0][usize::from(rng.byte()) % 6];
+                if rng.next().is_multiple_of(2) {
+                    f[36..38].copy_from_slice(&[0x12, 0xb5]); // UDP dport 4789 behind IPv4
+                }
+            }
+            let _ = describe(&f);
+        }
+    }
+}

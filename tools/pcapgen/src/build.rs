@@ -1,0 +1,487 @@
+//! Builds frame bytes from a resolved [`FrameSpec`] with pnet_packet's mutable packets.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use pnet_packet::ethernet::{EtherType, MutableEthernetPacket};
+use pnet_packet::ip::IpNextHeaderProtocol;
+use pnet_packet::ipv4::{self, Ipv4Flags, MutableIpv4Packet};
+use pnet_packet::ipv6::MutableIpv6Packet;
+use pnet_packet::tcp::{self, MutableTcpPacket};
+use pnet_packet::udp::{self, MutableUdpPacket};
+use pnet_packet::vlan::{ClassOfService, MutableVlanPacket};
+use serde::Deserialize;
+use sim::pcap::MAX_CAPLEN;
+
+const ETH_P_IP: u16 = 0x0800;
+const ETH_P_IPV6: u16 = 0x86dd;
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+/// RFC 3692 experimental protocol number: IPv4 without TCP/UDP.
+const IPPROTO_EXPERIMENT: u8 = 253;
+/// IPv6 "no next header".
+const IPPROTO_NONE: u8 = 59;
+
+/// What to put in a checksum field.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Csum {
+    /// The correct value.
+    #[default]
+    Good,
+    /// The correct value with bit 8 flipped (never 0, so UDP still claims a checksum).
+    Bad,
+    /// 0 (for UDP over IPv4: "no checksum").
+    Zero,
+    /// TCP/UDP only: the folded pseudo-header sum, not complemented, as the kernel
+    /// leaves it in a CHECKSUM_PARTIAL skb for the device (or virtio) to finish.
+    Partial,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VlanTag {
+    pub tpid: u16,
+    pub pcp: u8,
+    pub dei: u8,
+    pub vid: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ipv4Spec {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub ttl: u8,
+    pub id: u16,
+    pub tos: u8,
+    pub df: bool,
+    pub proto: Option<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ipv6Spec {
+    pub src: Ipv6Addr,
+    pub dst: Ipv6Addr,
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+    pub flow_label: u32,
+    pub next_header: Option<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum L3 {
+    /// No IP header: the payload follows the (explicit) ethertype.
+    None,
+    V4(Ipv4Spec),
+    V6(Ipv6Spec),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpSpec {
+    pub sport: u16,
+    pub dport: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: u8,
+    pub window: u16,
+    pub urg: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UdpSpec {
+    pub sport: u16,
+    pub dport: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum L4 {
+    None,
+    Tcp(TcpSpec),
+    Udp(UdpSpec),
+}
+
+/// A frame with every default filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameSpec {
+    pub dst: [u8; 6],
+    pub src: [u8; 6],
+    /// Outermost first.
+    pub vlans: Vec<VlanTag>,
+    /// Overrides the ethertype `l3` implies (required when `l3` is `None`).
+    pub ethertype: Option<u16>,
+    pub l3: L3,
+    pub l4: L4,
+    /// Payload bytes after the last header; byte i is `i as u8`.
+    pub payload_len: usize,
+    /// Zero-pad the frame to at least this length (padding is outside the IP length).
+    pub pad_to: usize,
+    pub ip_csum: Csum,
+    pub l4_csum: Csum,
+}
+
+fn short(what: &str) -> String {
+    format!("internal error: buffer too short for the {what} header")
+}
+
+/// Builds `spec` into `out` (cleared first). Errors name the length that does not fit.
+pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
+    let l2 = 14 + 4 * spec.vlans.len();
+    let l3_hdr = match spec.l3 {
+        L3::None => 0,
+        L3::V4(_) => 20,
+        L3::V6(_) => 40,
+    };
+    let l4_hdr = match spec.l4 {
+        L4::None => 0,
+        L4::Tcp(_) => 20,
+        L4::Udp(_) => 8,
+    };
+    let l4_len = l4_hdr + spec.payload_len;
+    let l3_len = l3_hdr + l4_len;
+    let len = l2 + l3_len;
+    if len.max(spec.pad_to) > MAX_CAPLEN as usize {
+        return Err(format!(
+            "the frame would be {} bytes, more than the {MAX_CAPLEN}-byte snaplen",
+            len.max(spec.pad_to)
+        ));
+    }
+    let ip_limit = match spec.l3 {
+        L3::V4(_) => Some(("IPv4 total length", l3_len)),
+        L3::V6(_) => Some(("IPv6 payload length", l4_len)),
+        L3::None => None,
+    };
+    if let Some((what, n)) = ip_limit.filter(|(_, n)| *n > 0xffff) {
+        return Err(format!("{what} {n} does not fit in 16 bits"));
+    }
+    out.clear();
+    out.resize(len.max(spec.pad_to), 0);
+    let payload_at = l2 + l3_hdr + l4_hdr;
+    for (i, b) in out[payload_at..len].iter_mut().enumerate() {
+        *b = i as u8;
+    }
+
+    let inner_type = spec.ethertype.unwrap_or(match spec.l3 {
+        L3::V6(_) => ETH_P_IPV6,
+        _ => ETH_P_IP,
+    });
+    let mut eth = MutableEthernetPacket::new(&mut out[..l2]).ok_or_else(|| short("Ethernet"))?;
+    eth.set_destination(spec.dst.into());
+    eth.set_source(spec.src.into());
+    eth.set_ethertype(EtherType(spec.vlans.first().map_or(inner_type, |t| t.tpid)));
+    for (i, tag) in spec.vlans.iter().enumerate() {
+        let next = spec.vlans.get(i + 1).map_or(inner_type, |t| t.tpid);
+        let at = 14 + 4 * i;
+        let mut v = MutableVlanPacket::new(&mut out[at..at + 4]).ok_or_else(|| short("VLAN"))?;
+        v.set_priority_code_point(ClassOfService::new(tag.pcp));
+        v.set_drop_eligible_indicator(tag.dei);
+        v.set_vlan_identifier(tag.vid);
+        v.set_ethertype(EtherType(next));
+    }
+
+    let proto = match spec.l4 {
+        L4::Tcp(_) => Some(IPPROTO_TCP),
+        L4::Udp(_) => Some(IPPROTO_UDP),
+        L4::None => None,
+    };
+    let l4_at = l2 + l3_hdr;
+    let l4_bytes = &mut out[l4_at..l4_at + l4_len];
+    match &spec.l3 {
+        L3::None => {}
+        L3::V4(ip) => {
+            let p = IpNextHeaderProtocol(ip.proto.or(proto).unwrap_or(IPPROTO_EXPERIMENT));
+            let pseudo = sum_words(&ip.src.octets()) + sum_words(&ip.dst.octets());
+            fill_l4(spec, l4_bytes, p, pseudo, |t, u| match (t, u) {
+                (Some(t), _) => tcp::ipv4_checksum(&t.to_immutable(), &ip.src, &ip.dst),
+                (_, Some(u)) => udp::ipv4_checksum(&u.to_immutable(), &ip.src, &ip.dst),
+                _ => 0,
+            })?;
+            let mut h =
+                MutableIpv4Packet::new(&mut out[l2..l2 + l3_len]).ok_or_else(|| short("IPv4"))?;
+            h.set_version(4);
+            h.set_header_length(5);
+            h.set_dscp(ip.tos >> 2);
+            h.set_ecn(ip.tos & 3);
+            h.set_total_length(l3_len as u16);
+            h.set_identification(ip.id);
+            h.set_flags(if ip.df { Ipv4Flags::DontFragment } else { 0 });
+            h.set_fragment_offset(0);
+            h.set_ttl(ip.ttl);
+            h.set_next_level_protocol(p);
+            h.set_source(ip.src);
+            h.set_destination(ip.dst);
+            let good = ipv4::checksum(&h.to_immutable());
+            h.set_checksum(pick(spec.ip_csum, good, 0));
+        }
+        L3::V6(ip) => {
+            let p = IpNextHeaderProtocol(ip.next_header.or(proto).unwrap_or(IPPROTO_NONE));
+            let pseudo = sum_words(&ip.src.octets()) + sum_words(&ip.dst.octets());
+            fill_l4(spec, l4_bytes, p, pseudo, |t, u| match (t, u) {
+                (Some(t), _) => tcp::ipv6_checksum(&t.to_immutable(), &ip.src, &ip.dst),
+                (_, Some(u)) => udp::ipv6_checksum(&u.to_immutable(), &ip.src, &ip.dst),
+                _ => 0,
+            })?;
+            let mut h =
+                MutableIpv6Packet::new(&mut out[l2..l2 + l3_len]).ok_or_else(|| short("IPv6"))?;
+            h.set_version(6);
+            h.set_traffic_class(ip.traffic_class);
+            h.set_flow_label(ip.flow_label);
+            h.set_payload_length(l4_len as u16);
+            h.set_next_header(p);
+            h.set_hop_limit(ip.hop_limit);
+            h.set_source(ip.src);
+            h.set_destination(ip.dst);
+        }
+    }
+    Ok(())
+}
+
+/// Writes the TCP/UDP header into `l4` (header + payload) and its checksum.
+/// `full` computes the correct checksum with pnet; `pseudo_addrs` is the sum of the
+/// address words, for "partial".
+fn fill_l4(
+    spec: &FrameSpec,
+    l4: &mut [u8],
+    proto: IpNextHeaderProtocol,
+    pseudo_addrs: u32,
+    full: impl Fn(Option<&MutableTcpPacket>, Option<&MutableUdpPacket>) -> u16,
+) -> Result<(), String> {
+    let partial = fold(pseudo_addrs + u32::from(proto.0) + l4.len() as u32);
+    let l4_len = l4.len() as u16;
+    match &spec.l4 {
+        L4::None => {}
+        L4::Tcp(t) => {
+            let mut h = MutableTcpPacket::new(l4).ok_or_else(|| short("TCP"))?;
+            h.set_source(t.sport);
+            h.set_destination(t.dport);
+            h.set_sequence(t.seq);
+            h.set_acknowledgement(t.ack);
+            h.set_data_offset(5);
+            h.set_flags(t.flags);
+            h.set_window(t.window);
+            h.set_urgent_ptr(t.urg);
+            let good = full(Some(&h), None);
+            h.set_checksum(pick(spec.l4_csum, good, partial));
+        }
+        L4::Udp(u) => {
+            let mut h = MutableUdpPacket::new(l4).ok_or_else(|| short("UDP"))?;
+            h.set_source(u.sport);
+            h.set_destination(u.dport);
+            h.set_length(l4_len);
+            // RFC 768: a computed 0 is sent as all ones.
+            let good = match full(None, Some(&h)) {
+                0 => 0xffff,
+                c => c,
+            };
+            h.set_checksum(pick(spec.l4_csum, good, partial));
+        }
+    }
+    Ok(())
+}
+
+fn pick(c: Csum, good: u16, partial: u16) -> u16 {
+    match c {
+        Csum::Good => good,
+        Csum::Zero => 0,
+        Csum::Partial => partial,
+        Csum::Bad => match good ^ 0x0100 {
+            0 => good ^ 0x0200,
+            b => b,
+        },
+    }
+}
+
+fn sum_words(b: &[u8]) -> u32 {
+    b.chunks(2)
+        .map(|w| u32::from(w[0]) << 8 | u32::from(w.get(1).copied().unwrap_or(0)))
+        .sum()
+}
+
+fn fold(mut s: u32) -> u16 {
+    while s > 0xffff {
+        s = (s >> 16) + (s & 0xffff);
+    }
+    s as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub fn spec(l3: L3, l4: L4, payload_len: usize) -> FrameSpec {
+        FrameSpec {
+            dst: [2, 0, 0, 0, 0, 2],
+            src: [2, 0, 0, 0, 0, 1],
+            vlans: Vec::new(),
+            ethertype: None,
+            l3,
+            l4,
+            payload_len,
+            pad_to: 0,
+            ip_csum: Csum::Good,
+            l4_csum: Csum::Good,
+        }
+    }
+
+    fn v4() -> L3 {
+        L3::V4(Ipv4Spec {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(10, 0, 0, 2),
+            ttl: 64,
+            id: 1,
+            tos: 0,
+            df: true,
+            proto: None,
+        })
+    }
+
+    fn v6() -> L3 {
+        L3::V6(Ipv6Spec {
+            src: "fd00::1".parse().expect("addr"),
+            dst: "fd00::2".parse().expect("addr"),
+            hop_limit: 64,
+            traffic_class: 0,
+            flow_label: 0,
+            next_header: None,
+        })
+    }
+
+    fn tcp() -> L4 {
+        L4::Tcp(TcpSpec {
+            sport: 1000,
+            dport: 80,
+            seq: 1,
+            ack: 0,
+            flags: 0x10,
+            window: 512,
+            urg: 0,
+        })
+    }
+
+    fn udp() -> L4 {
+        L4::Udp(UdpSpec {
+            sport: 5000,
+            dport: 53,
+        })
+    }
+
+    /// Independent ones-complement sum, folded.
+    fn ones(parts: &[&[u8]]) -> u16 {
+        let mut s: u64 = 0;
+        for p in parts {
+            for w in p.chunks(2) {
+                s += u64::from(w[0]) << 8 | u64::from(*w.get(1).unwrap_or(&0));
+            }
+        }
+        while s > 0xffff {
+            s = (s >> 16) + (s & 0xffff);
+        }
+        s as u16
+    }
+
+    fn built(s: &FrameSpec) -> Vec<u8> {
+        let mut out = Vec::new();
+        build(s, &mut out).expect("builds");
+        out
+    }
+
+    #[test]
+    fn ipv4_tcp_checksums_verify() {
+        for payload in [0, 1, 100, 1400, 4000] {
+            let f = built(&spec(v4(), tcp(), payload));
+            assert_eq!(f.len(), 54 + payload);
+            assert_eq!(&f[12..14], &[0x08, 0x00]);
+            let ip = &f[14..34];
+            assert_eq!(ip[0], 0x45);
+            assert_eq!(u16::from_be_bytes([ip[2], ip[3]]) as usize, 40 + payload);
+            assert_eq!(ip[6], 0x40, "DF");
+            assert_eq!(ones(&[ip]), 0xffff, "IPv4 header checksum");
+            let l4 = &f[34..];
+            let len = (l4.len() as u16).to_be_bytes();
+            let pseudo = [&ip[12..20], &[0, 6], &len[..]].concat();
+            assert_eq!(
+                ones(&[&pseudo, l4]),
+                0xffff,
+                "TCP checksum, payload {payload}"
+            );
+            assert_eq!(l4[12], 0x50);
+            assert_eq!(l4[13], 0x10);
+            assert!(l4[20..].iter().enumerate().all(|(i, b)| *b == i as u8));
+        }
+    }
+
+    #[test]
+    fn ipv6_udp_checksum_verifies() {
+        for payload in [0, 7, 200] {
+            let f = built(&spec(v6(), udp(), payload));
+            assert_eq!(&f[12..14], &[0x86, 0xdd]);
+            let ip = &f[14..54];
+            assert_eq!(ip[6], 17);
+            let l4 = &f[54..];
+            let len = (l4.len() as u32).to_be_bytes();
+            let pseudo = [&ip[8..40], &len[..], &[0, 0, 0, 17]].concat();
+            assert_eq!(ones(&[&pseudo, l4]), 0xffff);
+            assert_eq!(u16::from_be_bytes([l4[4], l4[5]]) as usize, 8 + payload);
+        }
+    }
+
+    #[test]
+    fn vlan_tags_land_at_offset_12_in_order() {
+        let mut s = spec(v4(), udp(), 10);
+        s.vlans = vec![
+            VlanTag {
+                tpid: 0x88a8,
+                pcp: 0,
+                dei: 0,
+                vid: 10,
+            },
+            VlanTag {
+                tpid: 0x8100,
+                pcp: 7,
+                dei: 1,
+                vid: 4095,
+            },
+        ];
+        let f = built(&s);
+        assert_eq!(
+            &f[12..22],
+            &[0x88, 0xa8, 0x00, 0x0a, 0x81, 0x00, 0xff, 0xff, 0x08, 0x00]
+        );
+        assert_eq!(f[22], 0x45);
+        assert_eq!(f.len(), 22 + 20 + 8 + 10);
+    }
+
+    #[test]
+    fn bad_zero_partial_and_padding() {
+        let mut s = spec(v4(), udp(), 4);
+        s.pad_to = 60;
+        let good = built(&s);
+        assert_eq!(good.len(), 60);
+        assert!(good[46..].iter().all(|b| *b == 0), "padding is zeros");
+        assert_eq!(
+            u16::from_be_bytes([good[16], good[17]]),
+            32,
+            "padding is outside IP"
+        );
+        s.ip_csum = Csum::Bad;
+        s.l4_csum = Csum::Bad;
+        let bad = built(&s);
+        assert_ne!(ones(&[&bad[14..34]]), 0xffff);
+        assert_ne!(bad[40..42], good[40..42]);
+        assert_ne!(bad[40..42], [0, 0]);
+        s.l4_csum = Csum::Zero;
+        assert_eq!(built(&s)[40..42], [0, 0]);
+        s.l4_csum = Csum::Partial;
+        let p = built(&s);
+        let pseudo = [&p[26..34], &[0, 17, 0, 12]].concat();
+        assert_eq!(u16::from_be_bytes([p[40], p[41]]), ones(&[&pseudo]));
+    }
+
+    #[test]
+    fn raw_l3_and_limits() {
+        let mut s = spec(L3::None, L4::None, 46);
+        s.ethertype = Some(0x88cc);
+        let f = built(&s);
+        assert_eq!(f.len(), 60);
+        assert_eq!(&f[12..15], &[0x88, 0xcc, 0]);
+        let e = build(&spec(v4(), udp(), 70_000), &mut Vec::new()).expect_err("too long");
+        assert_eq!(e, "IPv4 total length 70028 does not fit in 16 bits");
+    }
+}

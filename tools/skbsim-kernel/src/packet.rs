@@ -1,0 +1,261 @@
+//! AF_PACKET raw sockets bound to one device, with `PACKET_AUXDATA` (VLAN tag the kernel
+//! holds out of band, original length, checksum status).
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
+
+use crate::error::{Errno, ErrnoExt, KernelError};
+use crate::sys::{cvt, cvt_len, ensure_private_netns, owned_fd, poll_one, setsockopt_int};
+
+const ETH_P_ALL: u16 = 0x0003;
+const SOL_PACKET: libc::c_int = 263;
+const PACKET_AUXDATA: libc::c_int = 8;
+
+/// `TP_STATUS_*` bits of [`AuxData::status`].
+pub mod tp_status {
+    /// The checksum is not computed yet (CHECKSUM_PARTIAL).
+    pub const CSUMNOTREADY: u32 = 0x08;
+    /// `vlan_tci` is valid.
+    pub const VLAN_VALID: u32 = 0x10;
+    /// `vlan_tpid` is valid.
+    pub const VLAN_TPID_VALID: u32 = 0x40;
+    /// The checksum was verified.
+    pub const CSUM_VALID: u32 = 0x80;
+    /// GSO TCP.
+    pub const GSO_TCP: u32 = 0x100;
+}
+
+/// `sll_pkttype` values.
+pub mod pkttype {
+    /// To us.
+    pub const HOST: u8 = 0;
+    /// Broadcast.
+    pub const BROADCAST: u8 = 1;
+    /// Multicast.
+    pub const MULTICAST: u8 = 2;
+    /// To someone else (what a write into a tap with a foreign dst MAC looks like).
+    pub const OTHERHOST: u8 = 3;
+    /// Sent by this host.
+    pub const OUTGOING: u8 = 4;
+}
+
+/// Per-frame metadata: `struct tpacket_auxdata` plus the `sockaddr_ll` fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AuxData {
+    /// `tp_status` (see [`tp_status`]).
+    pub status: u32,
+    /// `tp_len`: the frame's full length (the skb length from the MAC header).
+    pub len: u32,
+    /// `tp_snaplen`: how much was copied.
+    pub snaplen: u32,
+    /// `tp_mac`.
+    pub mac: u16,
+    /// `tp_net`: offset of the network header.
+    pub net: u16,
+    /// `tp_vlan_tci`, meaningful when `vlan_valid`.
+    pub vlan_tci: u16,
+    /// `tp_vlan_tpid` (0x8100, 0x88a8), meaningful when `vlan_tpid_valid`.
+    pub vlan_tpid: u16,
+    /// `TP_STATUS_VLAN_VALID`: the kernel held a tag out of band (`skb->vlan_tci`).
+    pub vlan_valid: bool,
+    /// `TP_STATUS_VLAN_TPID_VALID`.
+    pub vlan_tpid_valid: bool,
+    /// `sll_pkttype` (see [`pkttype`]).
+    pub pkttype: u8,
+    /// `sll_protocol` (= `skb->protocol`), host-order value.
+    pub protocol: u16,
+    /// `sll_ifindex`.
+    pub ifindex: u32,
+    /// Whether the frame was longer than the receive buffer.
+    pub truncated: bool,
+}
+
+/// An AF_PACKET `SOCK_RAW` socket bound to one ifindex with `ETH_P_ALL`: it sees frames in
+/// both directions on that device (but not its own sends).
+#[derive(Debug)]
+pub struct PacketSocket {
+    fd: OwnedFd,
+    ifindex: u32,
+    timeout: Option<Duration>,
+    buf: Vec<u8>,
+}
+
+impl PacketSocket {
+    /// Bind to `ifindex` (in the calling thread's namespace; refused in the main one). The
+    /// socket is created with protocol 0 so that it receives nothing before `bind`.
+    /// Receives wait up to 1 s by default (see [`PacketSocket::set_timeout`]).
+    pub fn bind(ifindex: u32) -> Result<Self, KernelError> {
+        let op = format!("AF_PACKET bind ifindex {ifindex}");
+        ensure_private_netns(&op)?;
+        // SAFETY: socket(2) with constant arguments; the result is checked.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        let fd = owned_fd(fd).op(|| format!("{op}: socket"))?;
+        setsockopt_int(fd.as_fd(), SOL_PACKET, PACKET_AUXDATA, 1)
+            .op(|| format!("{op}: PACKET_AUXDATA"))?;
+        let addr = sockaddr_ll(ifindex, ETH_P_ALL);
+        // SAFETY: `addr` is a sockaddr_ll whose size is passed with it.
+        let ret = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        cvt(ret).op(|| op.clone())?;
+        Ok(PacketSocket {
+            fd,
+            ifindex,
+            timeout: Some(Duration::from_secs(1)),
+            buf: vec![0u8; 1 << 18],
+        })
+    }
+
+    /// How long [`PacketSocket::recv`] waits: `Some(Duration::ZERO)` polls, `None` blocks.
+    pub fn set_timeout(&mut self, timeout: Option<Duration>) {
+        self.timeout = timeout;
+    }
+
+    /// The bound ifindex.
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    /// Next frame and its metadata, or `None` after the timeout.
+    pub fn recv(&mut self) -> Result<Option<(Vec<u8>, AuxData)>, KernelError> {
+        let timeout = self.timeout;
+        self.recv_timeout(timeout)
+    }
+
+    /// Like [`PacketSocket::recv`] with an explicit timeout.
+    pub fn recv_timeout(
+        &mut self,
+        timeout: Option<Duration>,
+    ) -> Result<Option<(Vec<u8>, AuxData)>, KernelError> {
+        let op = || format!("AF_PACKET recv on ifindex {}", self.ifindex);
+        if !poll_one(self.fd.as_fd(), libc::POLLIN, timeout).op(op)? {
+            return Ok(None);
+        }
+        // SAFETY: an all-zero sockaddr_ll is a valid value to be overwritten.
+        let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        let mut cbuf = [0u64; 16];
+        let mut iov = libc::iovec {
+            iov_base: self.buf.as_mut_ptr().cast(),
+            iov_len: self.buf.len(),
+        };
+        // SAFETY: an all-zero msghdr is valid; the pointers are filled in below.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_name = (&mut from as *mut libc::sockaddr_ll).cast();
+        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cbuf.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&cbuf);
+        // SAFETY: msg points at live buffers (name, one iovec into self.buf, control) whose
+        // sizes are recorded in msg. MSG_DONTWAIT: poll said a frame is ready.
+        let n = unsafe {
+            libc::recvmsg(
+                self.fd.as_raw_fd(),
+                &mut msg,
+                libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+            )
+        };
+        let n = match cvt_len(n) {
+            Ok(n) => n,
+            Err(Errno::EAGAIN) => return Ok(None),
+            Err(e) => return Err(KernelError::sys(op(), e)),
+        };
+        let mut aux = AuxData {
+            pkttype: from.sll_pkttype,
+            protocol: u16::from_be(from.sll_protocol),
+            ifindex: from.sll_ifindex as u32,
+            truncated: n > self.buf.len(),
+            ..AuxData::default()
+        };
+        // SAFETY: msg was filled by recvmsg; CMSG_FIRSTHDR/NXTHDR stay within msg_control.
+        let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+        while !cmsg.is_null() {
+            // SAFETY: cmsg is non-null and points into cbuf, as returned by CMSG_*HDR.
+            let c = unsafe { &*cmsg };
+            let need = std::mem::size_of::<libc::tpacket_auxdata>() as u32;
+            // SAFETY: CMSG_LEN only computes a length from its argument.
+            let min_len = unsafe { libc::CMSG_LEN(need) } as usize;
+            if c.cmsg_level == SOL_PACKET && c.cmsg_type == PACKET_AUXDATA && c.cmsg_len >= min_len
+            {
+                // SAFETY: the kernel put a struct tpacket_auxdata (20 bytes) in this cmsg's
+                // data; read it unaligned.
+                let a: libc::tpacket_auxdata =
+                    unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()) };
+                aux.status = a.tp_status;
+                aux.len = a.tp_len;
+                aux.snaplen = a.tp_snaplen;
+                aux.mac = a.tp_mac;
+                aux.net = a.tp_net;
+                aux.vlan_tci = a.tp_vlan_tci;
+                aux.vlan_tpid = a.tp_vlan_tpid;
+                aux.vlan_valid = a.tp_status & tp_status::VLAN_VALID != 0;
+                aux.vlan_tpid_valid = a.tp_status & tp_status::VLAN_TPID_VALID != 0;
+            }
+            // SAFETY: walking the same control buffer.
+            cmsg = unsafe { libc::CMSG_NXTHDR(&msg, cmsg) };
+        }
+        let copied = n.min(self.buf.len());
+        Ok(Some((self.buf[..copied].to_vec(), aux)))
+    }
+
+    /// Receive and discard what is queued now; returns how many frames.
+    pub fn drain(&mut self) -> Result<usize, KernelError> {
+        let mut n = 0;
+        while self.recv_timeout(Some(Duration::ZERO))?.is_some() {
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Transmit `frame` (a full Ethernet frame) on the bound device. `skb->protocol` is
+    /// parsed from the frame's ethertype (the socket is bound with ETH_P_ALL).
+    pub fn send(&self, frame: &[u8]) -> Result<usize, KernelError> {
+        // SAFETY: `frame` is a readable slice of the given length.
+        let n = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+        cvt_len(n).op(|| format!("AF_PACKET send on ifindex {}", self.ifindex))
+    }
+
+    /// Transmit with an explicit `sll_protocol`, which becomes `skb->protocol` whatever the
+    /// frame's ethertype says (and so `pi.proto` on a tap reader).
+    pub fn send_with_protocol(&self, frame: &[u8], protocol: u16) -> Result<usize, KernelError> {
+        let addr = sockaddr_ll(self.ifindex, protocol);
+        // SAFETY: `frame` is readable for its length; `addr` is a sockaddr_ll whose size is
+        // passed with it.
+        let n = unsafe {
+            libc::sendto(
+                self.fd.as_raw_fd(),
+                frame.as_ptr().cast(),
+                frame.len(),
+                0,
+                (&addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        cvt_len(n).op(|| {
+            format!(
+                "AF_PACKET sendto proto {protocol:#06x} on ifindex {}",
+                self.ifindex
+            )
+        })
+    }
+}
+
+impl AsFd for PacketSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+fn sockaddr_ll(ifindex: u32, protocol: u16) -> libc::sockaddr_ll {
+    // SAFETY: an all-zero sockaddr_ll is valid; the relevant fields are set below.
+    let mut a: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    a.sll_family = libc::AF_PACKET as u16;
+    a.sll_protocol = protocol.to_be();
+    a.sll_ifindex = ifindex as i32;
+    a.sll_halen = 6;
+    a
+}

@@ -1,0 +1,559 @@
+//! TUN/TAP devices through `/dev/net/tun` and raw ioctls.
+
+use std::ffi::CStr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
+
+use crate::error::{Errno, ErrnoExt, KernelError};
+use crate::sys::{
+    ctl_socket, cvt, cvt_len, ensure_private_netns, ifindex_of, ifname_array, ifname_from_array,
+    owned_fd, poll_one, set_if_up, IfreqFlags,
+};
+
+/// `TUNSETIFF` = `_IOW('T', 202, int)`.
+pub const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+/// `TUNSETOFFLOAD` = `_IOW('T', 208, unsigned int)`.
+pub const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
+/// `TUNSETSNDBUF` = `_IOW('T', 212, int)`.
+pub const TUNSETSNDBUF: libc::c_ulong = 0x4004_54d4;
+/// `TUNGETVNETHDRSZ` = `_IOR('T', 215, int)`.
+pub const TUNGETVNETHDRSZ: libc::c_ulong = 0x8004_54d7;
+/// `TUNSETVNETHDRSZ` = `_IOW('T', 216, int)`.
+pub const TUNSETVNETHDRSZ: libc::c_ulong = 0x4004_54d8;
+/// `TUNSETQUEUE` = `_IOW('T', 217, int)`.
+pub const TUNSETQUEUE: libc::c_ulong = 0x4004_54d9;
+/// `TUNSETVNETLE` = `_IOW('T', 220, int)`.
+pub const TUNSETVNETLE: libc::c_ulong = 0x4004_54dc;
+/// `TUNSETVNETBE` = `_IOW('T', 222, int)`.
+pub const TUNSETVNETBE: libc::c_ulong = 0x4004_54de;
+/// `TUNGETFEATURES` = `_IOR('T', 207, unsigned int)`.
+pub const TUNGETFEATURES: libc::c_ulong = 0x8004_54cf;
+/// `TUNGETIFF` = `_IOR('T', 210, unsigned int)`.
+pub const TUNGETIFF: libc::c_ulong = 0x8004_54d2;
+
+/// `IFF_*` flags of `TUNSETIFF`.
+pub mod iff {
+    /// Layer 3 device.
+    pub const TUN: u16 = 0x0001;
+    /// Ethernet device.
+    pub const TAP: u16 = 0x0002;
+    /// Receive path through NAPI.
+    pub const NAPI: u16 = 0x0010;
+    /// NAPI with frags (`napi_gro_frags`).
+    pub const NAPI_FRAGS: u16 = 0x0020;
+    /// Several queues (fds) per device.
+    pub const MULTI_QUEUE: u16 = 0x0100;
+    /// `TUNSETQUEUE`: attach this fd's queue.
+    pub const ATTACH_QUEUE: u16 = 0x0200;
+    /// `TUNSETQUEUE`: detach this fd's queue.
+    pub const DETACH_QUEUE: u16 = 0x0400;
+    /// No 4-byte `struct tun_pi` before each frame.
+    pub const NO_PI: u16 = 0x1000;
+    /// A `virtio_net_hdr` before each frame.
+    pub const VNET_HDR: u16 = 0x4000;
+}
+
+/// `TUN_F_*` offload bits of `TUNSETOFFLOAD`.
+pub mod tun_f {
+    /// The reader handles partial checksums.
+    pub const CSUM: u32 = 0x01;
+    /// TCPv4 segmentation offload.
+    pub const TSO4: u32 = 0x02;
+    /// TCPv6 segmentation offload.
+    pub const TSO6: u32 = 0x04;
+    /// TSO with ECN.
+    pub const TSO_ECN: u32 = 0x08;
+    /// UDP fragmentation offload.
+    pub const UFO: u32 = 0x10;
+    /// UDPv4 segmentation offload.
+    pub const USO4: u32 = 0x20;
+    /// UDPv6 segmentation offload.
+    pub const USO6: u32 = 0x40;
+}
+
+/// How to create a tun/tap queue. `Default` is a tap with `IFF_NO_PI`, blocking, nothing else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TapConfig {
+    /// Device name; `None` lets the kernel pick (`tap%d` / `tun%d`).
+    pub name: Option<String>,
+    /// `IFF_TAP` (Ethernet) when true, `IFF_TUN` (IP) when false.
+    pub tap: bool,
+    /// `IFF_NO_PI`.
+    pub no_pi: bool,
+    /// `IFF_VNET_HDR`.
+    pub vnet_hdr: bool,
+    /// `IFF_NAPI`.
+    pub napi: bool,
+    /// `IFF_NAPI_FRAGS` (needs `napi`).
+    pub napi_frags: bool,
+    /// `IFF_MULTI_QUEUE`.
+    pub multi_queue: bool,
+    /// Open with `O_NONBLOCK` (native XDP on tap only runs for non-blocking writes).
+    pub nonblocking: bool,
+}
+
+impl Default for TapConfig {
+    fn default() -> Self {
+        TapConfig {
+            name: None,
+            tap: true,
+            no_pi: true,
+            vnet_hdr: false,
+            napi: false,
+            napi_frags: false,
+            multi_queue: false,
+            nonblocking: false,
+        }
+    }
+}
+
+impl TapConfig {
+    /// A tap named `name` with `IFF_NO_PI`.
+    pub fn tap(name: &str) -> Self {
+        TapConfig {
+            name: Some(name.to_string()),
+            ..TapConfig::default()
+        }
+    }
+
+    /// A tun (layer 3) device named `name` with `IFF_NO_PI`.
+    pub fn tun(name: &str) -> Self {
+        TapConfig {
+            name: Some(name.to_string()),
+            tap: false,
+            ..TapConfig::default()
+        }
+    }
+
+    /// Set `IFF_NO_PI`.
+    pub fn no_pi(mut self, on: bool) -> Self {
+        self.no_pi = on;
+        self
+    }
+    /// Set `IFF_VNET_HDR`.
+    pub fn vnet_hdr(mut self, on: bool) -> Self {
+        self.vnet_hdr = on;
+        self
+    }
+    /// Set `IFF_NAPI`.
+    pub fn napi(mut self, on: bool) -> Self {
+        self.napi = on;
+        self
+    }
+    /// Set `IFF_NAPI_FRAGS`.
+    pub fn napi_frags(mut self, on: bool) -> Self {
+        self.napi_frags = on;
+        self
+    }
+    /// Set `IFF_MULTI_QUEUE`.
+    pub fn multi_queue(mut self, on: bool) -> Self {
+        self.multi_queue = on;
+        self
+    }
+    /// Open with `O_NONBLOCK`.
+    pub fn nonblocking(mut self, on: bool) -> Self {
+        self.nonblocking = on;
+        self
+    }
+
+    /// The `ifr_flags` this config passes to `TUNSETIFF`.
+    pub fn iff_flags(&self) -> u16 {
+        let mut f = if self.tap { iff::TAP } else { iff::TUN };
+        for (on, bit) in [
+            (self.no_pi, iff::NO_PI),
+            (self.vnet_hdr, iff::VNET_HDR),
+            (self.napi, iff::NAPI),
+            (self.napi_frags, iff::NAPI_FRAGS),
+            (self.multi_queue, iff::MULTI_QUEUE),
+        ] {
+            if on {
+                f |= bit;
+            }
+        }
+        f
+    }
+
+    /// Open `/dev/net/tun` and `TUNSETIFF`. Refused in the process's main network
+    /// namespace. With `multi_queue` and an existing name, this attaches one more queue.
+    pub fn open(&self) -> Result<Tap, KernelError> {
+        let label = self.name.as_deref().unwrap_or("<auto>");
+        let op = format!("TUNSETIFF on {label}");
+        ensure_private_netns(&op)?;
+        let ctl = ctl_socket(&op)?;
+        let mut oflags = libc::O_RDWR | libc::O_CLOEXEC;
+        if self.nonblocking {
+            oflags |= libc::O_NONBLOCK;
+        }
+        let path: &CStr = c"/dev/net/tun";
+        // SAFETY: `path` is a NUL-terminated constant string.
+        let fd = unsafe { libc::open(path.as_ptr(), oflags) };
+        let fd = owned_fd(fd).op(|| "open /dev/net/tun".to_string())?;
+        let name = match &self.name {
+            Some(n) => ifname_array(&op, n)?,
+            None => [0u8; 16],
+        };
+        let mut req = IfreqFlags::new(name, self.iff_flags() as libc::c_short);
+        // SAFETY: TUNSETIFF reads and writes back a 40-byte ifreq that lives for the call.
+        let ret = unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF, &mut req) };
+        cvt(ret).op(|| op.clone())?;
+        let name = ifname_from_array(&req.name);
+        let ifindex = ifindex_of(ctl.as_fd(), &name)?;
+        Ok(Tap {
+            fd,
+            ctl,
+            name,
+            ifindex,
+            flags: self.iff_flags(),
+        })
+    }
+}
+
+/// One queue (fd) of a tun/tap device. Closing the fd (Drop) removes a non-persistent
+/// device once its last queue is gone.
+///
+/// Reads and writes return the raw errno so that expected kernel answers (`EINVAL` for a
+/// buffer shorter than the PI, `EAGAIN` on an empty non-blocking queue, `EIO` when down)
+/// stay distinguishable from failures.
+#[derive(Debug)]
+pub struct Tap {
+    fd: OwnedFd,
+    /// An AF_INET socket in the tap's namespace, for name-based ioctls.
+    ctl: OwnedFd,
+    name: String,
+    ifindex: u32,
+    flags: u16,
+}
+
+impl Tap {
+    /// The device name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The ifindex (looked up when the device was created).
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    /// The `IFF_*` flags it was created with.
+    pub fn iff_flags(&self) -> u16 {
+        self.flags
+    }
+
+    /// Whether `struct tun_pi` precedes each frame.
+    pub fn has_pi(&self) -> bool {
+        self.flags & iff::NO_PI == 0
+    }
+
+    /// Whether a virtio-net header precedes each frame.
+    pub fn has_vnet_hdr(&self) -> bool {
+        self.flags & iff::VNET_HDR != 0
+    }
+
+    fn ioctl_int_ptr(
+        &self,
+        what: &str,
+        req: libc::c_ulong,
+        value: libc::c_int,
+    ) -> Result<(), KernelError> {
+        let mut v = value;
+        // SAFETY: these TUN ioctls read one int through the pointer, which lives for the call.
+        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), req, &mut v) };
+        cvt(ret).op(|| format!("{what} on {}", self.name))?;
+        Ok(())
+    }
+
+    /// `TUNSETVNETHDRSZ` (10, 12, 20, 24, 4096 accepted here; below 10 is EINVAL).
+    pub fn set_vnet_hdr_sz(&self, size: i32) -> Result<(), KernelError> {
+        self.ioctl_int_ptr("TUNSETVNETHDRSZ", TUNSETVNETHDRSZ, size)
+    }
+
+    /// `TUNGETVNETHDRSZ`.
+    pub fn vnet_hdr_sz(&self) -> Result<i32, KernelError> {
+        let mut v: libc::c_int = 0;
+        // SAFETY: TUNGETVNETHDRSZ writes one int through the pointer.
+        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), TUNGETVNETHDRSZ, &mut v) };
+        cvt(ret).op(|| format!("TUNGETVNETHDRSZ on {}", self.name))?;
+        Ok(v)
+    }
+
+    /// `TUNSETOFFLOAD` with `TUN_F_*` bits (see [`tun_f`]).
+    pub fn set_offload(&self, flags: u32) -> Result<(), KernelError> {
+        // SAFETY: TUNSETOFFLOAD takes the flags by value, no pointer.
+        let ret =
+            unsafe { libc::ioctl(self.fd.as_raw_fd(), TUNSETOFFLOAD, flags as libc::c_ulong) };
+        cvt(ret).op(|| format!("TUNSETOFFLOAD {flags:#x} on {}", self.name))?;
+        Ok(())
+    }
+
+    /// `TUNSETVNETLE`: virtio header in little endian (legacy big-endian guests).
+    pub fn set_vnet_le(&self, on: bool) -> Result<(), KernelError> {
+        self.ioctl_int_ptr("TUNSETVNETLE", TUNSETVNETLE, on as libc::c_int)
+    }
+
+    /// `TUNSETVNETBE` (EINVAL unless the kernel has `CONFIG_TUN_VNET_CROSS_LE`).
+    pub fn set_vnet_be(&self, on: bool) -> Result<(), KernelError> {
+        self.ioctl_int_ptr("TUNSETVNETBE", TUNSETVNETBE, on as libc::c_int)
+    }
+
+    /// `TUNSETSNDBUF`. Note: once set, native XDP on this tap falls back to generic.
+    pub fn set_sndbuf(&self, bytes: i32) -> Result<(), KernelError> {
+        self.ioctl_int_ptr("TUNSETSNDBUF", TUNSETSNDBUF, bytes)
+    }
+
+    /// `TUNSETQUEUE` with `IFF_ATTACH_QUEUE` or `IFF_DETACH_QUEUE` (multi-queue only).
+    pub fn set_queue_attached(&self, attached: bool) -> Result<(), KernelError> {
+        let flags = if attached {
+            iff::ATTACH_QUEUE
+        } else {
+            iff::DETACH_QUEUE
+        };
+        let op = format!("TUNSETQUEUE {flags:#x} on {}", self.name);
+        let mut req = IfreqFlags::new([0; 16], flags as libc::c_short);
+        // SAFETY: TUNSETQUEUE reads an ifreq that lives for the call.
+        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), TUNSETQUEUE, &mut req) };
+        cvt(ret).op(|| op)?;
+        Ok(())
+    }
+
+    /// `TUNGETFEATURES`: the `IFF_*` flags the driver supports (0x7173 here).
+    pub fn features(&self) -> Result<u32, KernelError> {
+        let mut v: libc::c_uint = 0;
+        // SAFETY: TUNGETFEATURES writes one unsigned int through the pointer.
+        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), TUNGETFEATURES, &mut v) };
+        cvt(ret).op(|| format!("TUNGETFEATURES on {}", self.name))?;
+        Ok(v)
+    }
+
+    /// `TUNGETIFF`: the flags the kernel holds for this queue.
+    pub fn get_iff(&self) -> Result<u16, KernelError> {
+        let mut req = IfreqFlags::new([0; 16], 0);
+        // SAFETY: TUNGETIFF writes into an ifreq that lives for the call.
+        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), TUNGETIFF, &mut req) };
+        cvt(ret).op(|| format!("TUNGETIFF on {}", self.name))?;
+        Ok(req.flags as u16)
+    }
+
+    /// Bring the device up (`SIOCSIFFLAGS`, in the namespace the tap was created in).
+    pub fn set_up(&self) -> Result<(), KernelError> {
+        set_if_up(self.ctl.as_fd(), &self.name, true)
+    }
+
+    /// Bring the device down.
+    pub fn set_down(&self) -> Result<(), KernelError> {
+        set_if_up(self.ctl.as_fd(), &self.name, false)
+    }
+
+    /// Toggle `O_NONBLOCK` on the queue fd.
+    pub fn set_nonblocking(&self, on: bool) -> Result<(), KernelError> {
+        crate::sys::set_nonblocking(self.fd.as_fd(), on)
+            .op(|| format!("fcntl O_NONBLOCK={on} on {}", self.name))
+    }
+
+    /// One `read(2)`: PI (if any), vnet header (if any), frame, truncated to `buf`.
+    pub fn read(&self, buf: &mut [u8]) -> Result<usize, Errno> {
+        // SAFETY: `buf` is a writable slice of the given length.
+        let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        cvt_len(n)
+    }
+
+    /// One `readv(2)` into several buffers.
+    pub fn readv(&self, bufs: &mut [&mut [u8]]) -> Result<usize, Errno> {
+        let iov: Vec<libc::iovec> = bufs
+            .iter_mut()
+            .map(|b| libc::iovec {
+                iov_base: b.as_mut_ptr().cast(),
+                iov_len: b.len(),
+            })
+            .collect();
+        // SAFETY: every iovec points into a distinct live mutable slice borrowed for the call.
+        let n = unsafe { libc::readv(self.fd.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int) };
+        cvt_len(n)
+    }
+
+    /// One `write(2)`: the buffer must carry the PI and vnet header this queue expects.
+    pub fn write(&self, buf: &[u8]) -> Result<usize, Errno> {
+        // SAFETY: `buf` is a readable slice of the given length.
+        let n = unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
+        cvt_len(n)
+    }
+
+    /// One `writev(2)`.
+    pub fn writev(&self, bufs: &[&[u8]]) -> Result<usize, Errno> {
+        let iov: Vec<libc::iovec> = bufs
+            .iter()
+            .map(|b| libc::iovec {
+                iov_base: b.as_ptr() as *mut libc::c_void,
+                iov_len: b.len(),
+            })
+            .collect();
+        // SAFETY: every iovec points into a live slice; writev only reads through them.
+        let n =
+            unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int) };
+        cvt_len(n)
+    }
+
+    /// Wait until the queue has a frame to read (or `timeout` passes: `Ok(false)`).
+    pub fn wait_readable(&self, timeout: Duration) -> Result<bool, Errno> {
+        poll_one(self.fd.as_fd(), libc::POLLIN, Some(timeout))
+    }
+
+    /// Wait up to `timeout` for a frame, then read it; `Ok(None)` if none arrived.
+    pub fn read_timeout(&self, buf: &mut [u8], timeout: Duration) -> Result<Option<usize>, Errno> {
+        if !self.wait_readable(timeout)? {
+            return Ok(None);
+        }
+        self.read(buf).map(Some)
+    }
+
+    /// Read and discard everything queued now; returns how many frames.
+    pub fn drain(&self) -> Result<usize, Errno> {
+        let mut buf = vec![0u8; 1 << 17];
+        let mut n = 0;
+        while self.wait_readable(Duration::ZERO)? {
+            self.read(&mut buf)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Another queue of the same multi-queue device.
+    pub fn open_queue(&self, nonblocking: bool) -> Result<Tap, KernelError> {
+        TapConfig {
+            name: Some(self.name.clone()),
+            tap: self.flags & iff::TAP != 0,
+            no_pi: self.flags & iff::NO_PI != 0,
+            vnet_hdr: self.flags & iff::VNET_HDR != 0,
+            napi: self.flags & iff::NAPI != 0,
+            napi_frags: self.flags & iff::NAPI_FRAGS != 0,
+            multi_queue: self.flags & iff::MULTI_QUEUE != 0,
+            nonblocking,
+        }
+        .open()
+    }
+}
+
+impl AsFd for Tap {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl AsRawFd for Tap {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// `struct tun_pi`: `flags` in host order, `proto` as the big-endian ethertype value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TunPi {
+    /// `TUN_PKT_STRIP` (0x0001) when the frame did not fit the read buffer.
+    pub flags: u16,
+    /// `skb->protocol` (ethertype value, e.g. 0x0800).
+    pub proto: u16,
+}
+
+impl TunPi {
+    /// `TUN_PKT_STRIP`.
+    pub const PKT_STRIP: u16 = 0x0001;
+
+    /// Parse the first 4 bytes.
+    pub fn parse(b: &[u8]) -> Option<TunPi> {
+        let b = b.get(..4)?;
+        Some(TunPi {
+            flags: u16::from_ne_bytes([b[0], b[1]]),
+            proto: u16::from_be_bytes([b[2], b[3]]),
+        })
+    }
+
+    /// The 4 wire bytes.
+    pub fn to_bytes(self) -> [u8; 4] {
+        let f = self.flags.to_ne_bytes();
+        let p = self.proto.to_be_bytes();
+        [f[0], f[1], p[0], p[1]]
+    }
+}
+
+/// `struct virtio_net_hdr` (+ `num_buffers` for the 12-byte mrg_rxbuf form), little endian
+/// as a modern (virtio 1.0 / x86) reader sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VirtioNetHdr {
+    /// `VIRTIO_NET_HDR_F_NEEDS_CSUM` (1), `_DATA_VALID` (2), `_RSC_INFO` (4).
+    pub flags: u8,
+    /// `VIRTIO_NET_HDR_GSO_NONE` 0, `TCPV4` 1, `UDP` 3, `TCPV6` 4, `UDP_L4` 5, `| ECN` 0x80.
+    pub gso_type: u8,
+    /// Length of the headers to copy into each segment.
+    pub hdr_len: u16,
+    /// Payload bytes per segment.
+    pub gso_size: u16,
+    /// Where checksumming starts.
+    pub csum_start: u16,
+    /// Where the checksum goes, from `csum_start`.
+    pub csum_offset: u16,
+    /// `num_buffers` (12-byte header only).
+    pub num_buffers: Option<u16>,
+}
+
+impl VirtioNetHdr {
+    /// Parse a 10-byte header (or 12 when `b` has 12+ bytes and `with_num_buffers`).
+    pub fn parse(b: &[u8], with_num_buffers: bool) -> Option<VirtioNetHdr> {
+        let h = b.get(..10)?;
+        let le = |i: usize| u16::from_le_bytes([h[i], h[i + 1]]);
+        Some(VirtioNetHdr {
+            flags: h[0],
+            gso_type: h[1],
+            hdr_len: le(2),
+            gso_size: le(4),
+            csum_start: le(6),
+            csum_offset: le(8),
+            num_buffers: if with_num_buffers {
+                b.get(10..12).map(|n| u16::from_le_bytes([n[0], n[1]]))
+            } else {
+                None
+            },
+        })
+    }
+
+    /// Serialize to `size` bytes (10, 12, or more: zero padded).
+    pub fn to_bytes(&self, size: usize) -> Vec<u8> {
+        let mut v = vec![0u8; size.max(10)];
+        v[0] = self.flags;
+        v[1] = self.gso_type;
+        v[2..4].copy_from_slice(&self.hdr_len.to_le_bytes());
+        v[4..6].copy_from_slice(&self.gso_size.to_le_bytes());
+        v[6..8].copy_from_slice(&self.csum_start.to_le_bytes());
+        v[8..10].copy_from_slice(&self.csum_offset.to_le_bytes());
+        if let (Some(n), true) = (self.num_buffers, size >= 12) {
+            v[10..12].copy_from_slice(&n.to_le_bytes());
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip() {
+        let pi = TunPi {
+            flags: TunPi::PKT_STRIP,
+            proto: 0x86dd,
+        };
+        assert_eq!(TunPi::parse(&pi.to_bytes()), Some(pi));
+        assert_eq!(&pi.to_bytes()[2..], &[0x86, 0xdd]);
+        let h = VirtioNetHdr {
+            flags: 1,
+            gso_type: 1,
+            hdr_len: 54,
+            gso_size: 1460,
+            csum_start: 34,
+            csum_offset: 16,
+            num_buffers: Some(1),
+        };
+        assert_eq!(VirtioNetHdr::parse(&h.to_bytes(12), true), Some(h));
+        assert_eq!(h.to_bytes(10).len(), 10);
+        assert_eq!(TapConfig::default().iff_flags(), iff::TAP | iff::NO_PI);
+    }
+}

@@ -1,0 +1,122 @@
+//! gro_flush_timeout through a private sysfs mount, the netdev genl NAPI view of a tap, and
+//! the GRO result it enables ("GRO on tap" in the observations).
+
+mod common;
+
+use common::*;
+use skbsim_kernel::genl::NetdevGenl;
+use skbsim_kernel::{
+    gro_flush_timeout, set_feature, set_gro_flush_timeout, KernelError, Netns, PacketSocket, Tap,
+    TapConfig,
+};
+
+#[test]
+fn gro_flush_timeout_set_and_read_back_in_the_namespace_only() {
+    require_privileges!();
+    let host_names = ip_link_names();
+    Netns::run(|ns| {
+        let tap = ns.tap_up(&TapConfig::tap("skbt0").napi(true))?;
+        assert_eq!(gro_flush_timeout("skbt0")?, 0);
+        set_gro_flush_timeout("skbt0", 1_000_000)?;
+        assert_eq!(gro_flush_timeout("skbt0")?, 1_000_000);
+        // This thread's /sys is still the host's: the mount was private to a helper thread.
+        assert!(!std::path::Path::new("/sys/class/net/skbt0").exists());
+
+        let mut genl = NetdevGenl::new()?;
+        let napis = genl.napis(Some(tap.ifindex()))?;
+        let all = genl.napis(None)?;
+        eprintln!("netdev napi-get for the IFF_NAPI tap: {napis:?}; whole namespace: {all:?}");
+        assert!(
+            napis.is_empty(),
+            "tap NAPI has no NAPI id, so napi-set cannot reach it"
+        );
+        let e = genl
+            .set_napi_gro_flush_timeout(12345, 1_000_000)
+            .unwrap_err();
+        eprintln!("napi-set on an unknown id: {e}");
+        assert!(e.errno().is_some(), "{e}");
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(ip_link_names(), host_names);
+}
+
+const SRC: [u8; 4] = [10, 0, 0, 1];
+const DST: [u8; 4] = [10, 0, 0, 2];
+
+fn segments(n: usize, mss: usize, bad: Option<usize>) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            let payload = vec![(i as u8).wrapping_mul(7); mss];
+            let seq = 1000 + (i * mss) as u32;
+            let l4 = tcp(SRC, DST, 40000, 5201, seq, &payload, bad == Some(i));
+            eth(MAC_B, MAC_A, 0x0800, &ipv4(SRC, DST, 6, &l4))
+        })
+        .collect()
+}
+
+/// Write the segments and return the lengths the stack delivered (AF_PACKET on the tap).
+fn delivered(
+    tap: &Tap,
+    sniff: &mut PacketSocket,
+    segs: &[Vec<u8>],
+) -> Result<Vec<usize>, KernelError> {
+    sniff.drain()?;
+    for s in segs {
+        assert_eq!(tap.write(s), Ok(s.len()));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut lens = Vec::new();
+    while let Some((f, aux)) = sniff.recv_timeout(Some(std::time::Duration::from_millis(100)))? {
+        lens.push(aux.len.max(f.len() as u32) as usize);
+    }
+    Ok(lens)
+}
+
+#[test]
+fn napi_tap_merges_ten_segments_only_with_a_flush_timeout() {
+    require_privileges!();
+    Netns::run(|ns| {
+        let tap = ns.tap_up(&TapConfig::tap("skbt0").napi(true))?;
+        let mut sniff = PacketSocket::bind(tap.ifindex())?;
+        let segs = segments(10, 1400, None);
+
+        let lens = delivered(&tap, &mut sniff, &segs)?;
+        eprintln!("IFF_NAPI, gro_flush_timeout 0: {lens:?}");
+        assert_eq!(lens.len(), 10);
+
+        set_gro_flush_timeout("skbt0", 1_000_000)?;
+        let lens = delivered(&tap, &mut sniff, &segs)?;
+        eprintln!("IFF_NAPI, gro_flush_timeout 1ms: {lens:?}");
+        assert_eq!(lens, vec![14054]);
+
+        set_feature("skbt0", "gro", false)?;
+        let lens = delivered(&tap, &mut sniff, &segs)?;
+        eprintln!("IFF_NAPI, timeout, gro off: {lens:?}");
+        assert_eq!(lens.len(), 10);
+        set_feature("skbt0", "gro", true)?;
+
+        let lens = delivered(&tap, &mut sniff, &segments(10, 1400, Some(4)))?;
+        eprintln!("IFF_NAPI, timeout, bad checksum on segment 4: {lens:?}");
+        // The bad segment goes up alone, before the merged segments 0-3 (flushed on the
+        // flow's mismatch), then 5-9 merge.
+        assert_eq!(lens, vec![1454, 5654, 7054]);
+
+        for (label, cfg) in [
+            ("no IFF_NAPI", TapConfig::tap("skbt1")),
+            (
+                "IFF_NAPI_FRAGS",
+                TapConfig::tap("skbt2").napi(true).napi_frags(true),
+            ),
+        ] {
+            let t = ns.tap_up(&cfg)?;
+            set_gro_flush_timeout(t.name(), 1_000_000)?;
+            let mut s = PacketSocket::bind(t.ifindex())?;
+            let lens = delivered(&t, &mut s, &segs)?;
+            eprintln!("{label}, timeout 1ms: {lens:?}");
+            assert_eq!(lens.len(), 10, "{label}");
+        }
+        Ok(())
+    })
+    .unwrap();
+}

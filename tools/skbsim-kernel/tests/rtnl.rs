@@ -1,0 +1,63 @@
+//! NETLINK_ROUTE link operations.
+
+mod common;
+
+use skbsim_kernel::{Cause, Errno, Netns, TapConfig};
+
+#[test]
+fn links_bridge_veth_mtu_address_delete() {
+    require_privileges!();
+    Netns::run(|ns| {
+        let tap = ns.tap(&TapConfig::tap("skbt0"))?;
+        let br = ns.bridge("skbtbr", &[tap.ifindex()])?;
+        let rt = ns.rtnl();
+        let (v0, v1) = rt.create_veth("skbtv0", "skbtv1")?;
+        rt.set_mtu(v0, 9000)?;
+        rt.set_address(v0, [0x02, 0, 0, 0, 0, 0x42])?;
+        rt.set_master(v1, Some(br))?;
+        let l0 = rt.link(v0)?;
+        let l1 = rt.link_by_name("skbtv1")?;
+        let lt = rt.link(tap.ifindex())?;
+        let lb = rt.link(br)?;
+        eprintln!("{l0:?}\n{lt:?}");
+        assert_eq!(l0.kind.as_deref(), Some("veth"));
+        assert_eq!(l0.mtu, Some(9000));
+        assert_eq!(l0.address.as_deref(), Some(&[0x02, 0, 0, 0, 0, 0x42][..]));
+        assert_eq!(l1.master, Some(br));
+        assert_eq!(lt.master, Some(br));
+        assert_eq!(lt.kind.as_deref(), Some("tun"));
+        assert_eq!(lb.kind.as_deref(), Some("bridge"));
+        assert!(lb.is_up());
+        assert!(!lt.is_up());
+        rt.set_master(v1, None)?;
+        assert_eq!(rt.link(v1)?.master, None);
+
+        // Errors carry the op, the errno and the kernel's extended-ack text.
+        let e = rt.create_bridge("skbtbr").unwrap_err();
+        eprintln!("duplicate bridge: {e}");
+        assert!(e.is_errno(Errno::EEXIST), "{e}");
+        let e = rt.create_link("skbtx", "no-such-kind", &[]).unwrap_err();
+        eprintln!("unknown kind: {e}");
+        assert!(e.errno().is_some(), "{e}");
+        let e = rt.link_by_name("skbtnone").unwrap_err();
+        assert!(e.is_errno(Errno::ENODEV), "{e}");
+        let e = rt.set_mtu(v0, 10).unwrap_err();
+        eprintln!("mtu 10: {e}");
+        assert!(
+            matches!(
+                e.cause,
+                Cause::Errno {
+                    errno: Errno::EINVAL,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+
+        rt.delete_link(v0)?;
+        assert!(rt.link(v1).is_err());
+        assert_eq!(rt.links()?.len(), 3, "lo, skbt0, skbtbr");
+        Ok(())
+    })
+    .unwrap();
+}

@@ -1,0 +1,11 @@
+//! The skbsim command line as a library, so the integration tests drive exactly what the
+//! binary runs.
+
+pub mod bench;
+pub mod cli_error;
+pub mod diff;
+pub mod golden;
+pub mod progress;
+pub mod replay;
+pub mod runner;
+pub mod suite;

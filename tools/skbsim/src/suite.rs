@@ -1,0 +1,193 @@
+//! `skbsim run` and `skbsim bless` over a set of scenarios.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::json;
+use sim::scenario::Scenario;
+
+use crate::cli_error::CliError;
+use crate::golden::{self, Verdict};
+use crate::progress;
+use crate::runner::run_sim;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Scenario files or directories (searched recursively for *.toml; `pcaps`
+    /// directories hold inputs, not scenarios).
+    #[arg(default_value = "scenarios")]
+    pub paths: Vec<PathBuf>,
+    /// Run only shard K of N (1-based), split by a stable hash of the scenario name.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Golden root (default: the `golden` directory beside `scenarios`).
+    #[arg(long)]
+    pub golden: Option<PathBuf>,
+    /// Print results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Check,
+    Bless,
+}
+
+/// Every scenario file under `paths`, sorted, without duplicates.
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out)?;
+        } else if p.is_file() {
+            out.push(p.clone());
+        } else {
+            return Err(CliError(format!("{}: no such file or directory", p.display())));
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), CliError> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| CliError(format!("{}: cannot list: {e}", dir.display())))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| CliError(format!("{}: cannot list: {e}", dir.display())))?
+            .path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == "pcaps") {
+                continue;
+            }
+            walk(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "toml") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Parse "K/N" (1 <= K <= N).
+pub fn parse_shard(s: &str) -> Result<(u64, u64), CliError> {
+    let bad = || CliError(format!("--shard {s}: expected K/N with 1 <= K <= N"));
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u64, u64) = (k.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+    if k == 0 || n == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// FNV-1a: a hash that is the same on every machine and every run.
+pub fn stable_hash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+pub fn in_shard(name: &str, shard: Option<(u64, u64)>) -> bool {
+    match shard {
+        None => true,
+        Some((k, n)) => stable_hash(name) % n == k - 1,
+    }
+}
+
+pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
+    let shard = args.shard.as_deref().map(parse_shard).transpose()?;
+    let files = discover(&args.paths)?;
+    let mut scenarios = Vec::new();
+    for f in &files {
+        let s = Scenario::load(f)?;
+        if in_shard(&s.name, shard) {
+            scenarios.push(s);
+        }
+    }
+    if scenarios.is_empty() {
+        return Err(CliError(format!(
+            "no scenarios found in {}",
+            args.paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let pb = progress::bar(scenarios.len() as u64, if mode == Mode::Bless { "blessing" } else { "replaying" });
+    let mut results = Vec::new();
+    let mut failed = 0;
+    for s in &scenarios {
+        pb.set_message(s.name.clone());
+        let out = run_sim(s, Some(&pb))?;
+        let dir = golden::golden_dir(s, args.golden.as_deref());
+        let verdict = match mode {
+            Mode::Bless => {
+                golden::bless(&dir, &out)?;
+                None
+            }
+            Mode::Check => Some(golden::check(&dir, &out)?),
+        };
+        pb.inc(1);
+        let (status, detail) = match &verdict {
+            None => ("blessed", None),
+            Some(Verdict::Pass) => ("pass", None),
+            Some(Verdict::Missing(p)) => (
+                "missing",
+                Some(format!("{}: no golden (run `skbsim bless {}`)", p.display(), s.path.display())),
+            ),
+            Some(Verdict::Mismatch(d)) => ("fail", Some(d.clone())),
+        };
+        if matches!(status, "fail" | "missing") {
+            failed += 1;
+        }
+        if !args.json {
+            pb.suspend(|| {
+                println!("{status:>7}  {}  ({} frames)", s.name, out.frames);
+                if let Some(d) = &detail {
+                    for line in d.lines() {
+                        println!("         {line}");
+                    }
+                }
+            });
+        }
+        results.push(json!({"scenario": s.name, "status": status, "frames": out.frames, "detail": detail}));
+    }
+    pb.finish_and_clear();
+    let passed = results.len() - failed;
+    if args.json {
+        println!(
+            "{}",
+            json!({"results": results, "passed": passed, "failed": failed})
+        );
+    } else if mode == Mode::Check {
+        println!("{passed} passed, {failed} failed");
+    } else {
+        println!("blessed {} scenarios", results.len());
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_partition_the_suite() {
+        let names: Vec<String> = (0..50).map(|i| format!("tun-read/s{i}")).collect();
+        let mut seen = 0;
+        for k in 1..=3 {
+            seen += names.iter().filter(|n| in_shard(n, Some((k, 3)))).count();
+        }
+        assert_eq!(seen, 50);
+        assert!(parse_shard("0/3").is_err());
+        assert!(parse_shard("4/3").is_err());
+        assert_eq!(parse_shard("2/3").unwrap(), (2, 3));
+    }
+}
