@@ -257,7 +257,6 @@ impl SkBuff {
     /// linear and the rest paged. Counts the copy in.
     pub fn from_frame(frame: &[u8], headroom: usize, headlen: usize) -> SkBuff {
         let mut skb = SkBuff::default();
-        skb.ops = OpCounters::default();
         skb.fill_from_frame(frame, headroom, headlen);
         skb
     }
@@ -265,8 +264,9 @@ impl SkBuff {
     /// [`SkBuff::from_frame`] into this skb's existing buffer.
     pub fn fill_from_frame(&mut self, frame: &[u8], headroom: usize, headlen: usize) {
         let headlen = headlen.min(frame.len());
-        self.reset(headroom, headlen);
-        self.buf[headroom..headroom + headlen].copy_from_slice(&frame[..headlen]);
+        self.reset(headroom, 0);
+        // reset() sized the buffer to the headroom; append rather than zero-fill and copy.
+        self.buf.extend_from_slice(&frame[..headlen]);
         self.tail = headroom + headlen;
         self.frags.extend_from_slice(&frame[headlen..]);
         self.ops.bytes_copied_in += frame.len() as u64;

@@ -3,7 +3,7 @@
 //! # Why a codec of our own instead of the `pcap-file` crate
 //!
 //! Both formats are small and fully specified (pcap: the libpcap savefile format;
-//! pcapng: draft-ietf-opsawg-pcapng), and owning the ~600 lines buys three things:
+//! pcapng: draft-ietf-opsawg-pcapng), and owning the thousand-odd lines buys three things:
 //!
 //! * **Correctness.** `pcap-file` 2.x ignores `if_tsresol`, so pcapng timestamps
 //!   are wrong unless a file happens to say 10^-9; 3.0 is a release candidate that
@@ -20,7 +20,12 @@
 //!   compacted in place, and [`PcapReader::next_frame`] hands out slices of it: no
 //!   copy per frame beyond the kernel's, no allocation per frame, and memory bounded
 //!   by the largest record (256 KiB caplen, 1 MiB pcapng block) whatever the file's
-//!   size.
+//!   size. On `pcapgen bench --frames 1000000` (60..1514-byte frames, 762 on
+//!   average, file in the page cache, release build, 2-core EPYC) it reads ~90-95
+//!   ns/frame (pcapng ~107), about what the kernel takes to copy the bytes out of the
+//!   page cache (`dd bs=512K` alone: 100-130 ms for the 778 MB); `pcap-file`
+//!   3.0.0-rc.3 took 123-190 ns/frame on the same file. 60-byte frames from memory:
+//!   ~22 ns/frame (pcap), ~29 (pcapng). Writing costs ~3.5 ns/frame of our own.
 //!
 //! Only Ethernet (LINKTYPE_ETHERNET = 1) captures are accepted: skbsim replays what a
 //! tap device carries. The writer emits classic pcap with the nanosecond magic

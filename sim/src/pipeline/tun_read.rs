@@ -51,6 +51,8 @@ pub fn header_len(device: &TunConfig) -> usize {
 }
 
 /// What happened, in order.
+// Each event is moved once, into the sink; boxing the large variant would allocate per read.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     /// tun_net_xmit dropped the frame: tx_ring full.
@@ -140,11 +142,16 @@ impl<'s> TunReadRun<'s> {
     fn drain(&mut self, sink: &mut impl FnMut(Event)) {
         while self.dev.queued() > 0 {
             let size = self.scenario.reader.buffer(self.reads);
-            self.buf.clear();
-            self.buf.resize(size, self.scenario.reader.fill);
+            let fill = self.scenario.reader.fill;
+            // The buffer holds `fill` wherever the kernel did not write. Only the PI and
+            // vnet area can hold visible bytes the kernel skipped (the pre-6.15 vnet
+            // padding, the buffer after an EINVAL): the frame bytes are written up to the
+            // returned length. So only that area is refilled after each read.
+            self.buf.resize(size, fill);
             let outcome = self
                 .dev
                 .read(&mut self.buf, &self.scenario.profile.tun_read);
+            let written = size.min(header_len(&self.scenario.device));
             let frame = if outcome.skb.is_some() {
                 self.queued.pop_front()
             } else {
@@ -169,6 +176,7 @@ impl<'s> TunReadRun<'s> {
                 stats: self.dev.stats,
                 model: Some(outcome),
             }));
+            self.buf[..written].fill(fill);
             self.reads += 1;
         }
     }

@@ -105,10 +105,13 @@ pub struct TunStats {
 pub struct TunDevice {
     pub config: TunConfig,
     pub stats: TunStats,
-    tx_ring: VecDeque<SkBuff>,
+    /// Boxed so that queueing moves a pointer, not the whole sk_buff.
+    tx_ring: VecDeque<Box<SkBuff>>,
     /// Freed skbs kept for reuse, so a replay does not hit the allocator per packet
-    /// (the cost model still counts one allocation per skb).
-    spare: Vec<SkBuff>,
+    /// (the cost model still counts one allocation per skb). Boxed so that recycling
+    /// hands back the same heap block the ring held.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<SkBuff>>,
 }
 
 impl TunDevice {
@@ -146,7 +149,8 @@ impl TunDevice {
     /// then queue it on tx_ring. A full ring drops it (tx_dropped += 1,
     /// SKB_DROP_REASON_FULL_RING). tx_packets/tx_bytes are counted on read, not here.
     /// Returns whether the skb was queued.
-    pub fn xmit(&mut self, mut skb: SkBuff) -> bool {
+    pub fn xmit(&mut self, skb: impl Into<Box<SkBuff>>) -> bool {
+        let mut skb = skb.into();
         self.validate_xmit_vlan(&mut skb);
         if self.tx_ring.len() >= self.config.tx_queue_len {
             self.stats.tx_dropped += 1;
@@ -158,19 +162,19 @@ impl TunDevice {
     }
 
     /// An skb to fill: a freed one if there is one.
-    pub fn spare_skb(&mut self) -> SkBuff {
+    pub fn spare_skb(&mut self) -> Box<SkBuff> {
         self.spare.pop().unwrap_or_default()
     }
 
     /// kfree_skb / consume_skb: keep the buffer for reuse.
-    pub(crate) fn free(&mut self, skb: SkBuff) {
+    pub(crate) fn free(&mut self, skb: Box<SkBuff>) {
         if self.spare.len() < 4 {
             self.spare.push(skb);
         }
     }
 
     /// ptr_ring_consume: the next packet for the reader.
-    pub(crate) fn pop(&mut self) -> Option<SkBuff> {
+    pub(crate) fn pop(&mut self) -> Option<Box<SkBuff>> {
         self.tx_ring.pop_front()
     }
 }

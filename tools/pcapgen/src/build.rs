@@ -134,9 +134,10 @@ pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
         L4::Tcp(_) => 20,
         L4::Udp(_) => 8,
     };
-    let l4_len = l4_hdr + spec.payload_len;
-    let l3_len = l3_hdr + l4_len;
-    let len = l2 + l3_len;
+    // Saturating: absurd payload lengths must fail the size check, not overflow.
+    let l4_len = spec.payload_len.saturating_add(l4_hdr);
+    let l3_len = l4_len.saturating_add(l3_hdr);
+    let len = l3_len.saturating_add(l2);
     if len.max(spec.pad_to) > MAX_CAPLEN as usize {
         return Err(format!(
             "the frame would be {} bytes, more than the {MAX_CAPLEN}-byte snaplen",
@@ -483,5 +484,7 @@ mod tests {
         assert_eq!(&f[12..15], &[0x88, 0xcc, 0]);
         let e = build(&spec(v4(), udp(), 70_000), &mut Vec::new()).expect_err("too long");
         assert_eq!(e, "IPv4 total length 70028 does not fit in 16 bits");
+        let e = build(&spec(v6(), tcp(), usize::MAX), &mut Vec::new()).expect_err("huge");
+        assert!(e.starts_with("the frame would be"), "{e}");
     }
 }

@@ -32,9 +32,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use serde::Deserialize;
-use sim::pcap::PcapFormat;
+use sim::pcap::{PcapFormat, MAX_CAPLEN};
 
 use crate::build::{Csum, FrameSpec, Ipv4Spec, Ipv6Spec, TcpSpec, UdpSpec, VlanTag, L3, L4};
+use crate::locate;
 
 /// A description file, as written.
 #[derive(Debug, Deserialize)]
@@ -219,6 +220,8 @@ pub const DEFAULT_SRC_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 pub const DEFAULT_DST_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
 pub const DEFAULT_START_NS: u64 = 1_000_000_000;
 pub const DEFAULT_INTERVAL_NS: u64 = 1_000;
+/// Frames one description may produce (they are planned in memory).
+pub const MAX_FRAMES: usize = 1_000_000;
 
 /// One frame to write: its timestamp and what it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -253,98 +256,8 @@ pub fn load(path: &Path) -> Result<Resolved, String> {
 
 /// Parses and resolves description text; `name` is what errors call it.
 pub fn parse(text: &str, name: &str) -> Result<Resolved, String> {
-    let desc: Desc = toml::from_str(text).map_err(|e| toml_error(text, name, &e))?;
+    let desc: Desc = toml::from_str(text).map_err(|e| locate::toml_error(text, name, &e))?;
     resolve(&desc, text, name)
-}
-
-/// Formats a TOML/serde error as `file:line:col: [[frame]] K: key `a.b`: message`.
-fn toml_error(text: &str, name: &str, e: &toml::de::Error) -> String {
-    let msg = e.message().trim().replace('\n', " ");
-    let Some(span) = e.span() else {
-        return format!("{name}: {msg}");
-    };
-    let pos = span.start.min(text.len());
-    let before = &text[..pos];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let col = before[line_start..].chars().count() + 1;
-    let mut out = format!("{name}:{line}:{col}: ");
-    if let Some(k) = frame_at(text, pos) {
-        out += &format!("[[frame]] {k}: ");
-    }
-    // For an unknown field the span is the key itself: name its parent table.
-    let path = key_path(&before[line_start..], !msg.starts_with("unknown field"));
-    if !path.is_empty() {
-        out += &format!("key `{}`: ", path.join("."));
-    }
-    out + &msg
-}
-
-/// Index of the `[[frame]]` table that contains byte `pos`, if any.
-fn frame_at(text: &str, pos: usize) -> Option<usize> {
-    let mut k = None;
-    let mut off = 0;
-    for line in text.split_inclusive('\n') {
-        if off > pos {
-            break;
-        }
-        let t = line.trim_start();
-        if t.starts_with("[[frame]]") {
-            k = Some(k.map_or(0, |k| k + 1));
-        } else if t.starts_with('[') && !t.starts_with("[frame.") {
-            k = None;
-        }
-        off += line.len();
-    }
-    k
-}
-
-/// Line number (1-based) of the `k`-th `[[frame]]` header.
-fn frame_line(text: &str, k: usize) -> Option<usize> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| l.trim_start().starts_with("[[frame]]"))
-        .nth(k)
-        .map(|(i, _)| i + 1)
-}
-
-/// The dotted key whose value starts at the end of `prefix` (one line of TOML), or
-/// without `leaf` the inline table being written there.
-fn key_path(prefix: &str, leaf: bool) -> Vec<String> {
-    let mut stack: Vec<String> = Vec::new();
-    let mut token = String::new();
-    let mut last: Option<String> = None;
-    let mut in_str: Option<char> = None;
-    for c in prefix.chars() {
-        if let Some(q) = in_str {
-            if c == q {
-                in_str = None;
-            }
-            continue;
-        }
-        match c {
-            '"' | '\'' => in_str = Some(c),
-            '=' => last = Some(std::mem::take(&mut token).trim().to_string()),
-            '{' | '[' => {
-                stack.push(last.take().unwrap_or_default());
-                token.clear();
-            }
-            '}' | ']' => {
-                stack.pop();
-                token.clear();
-            }
-            ',' => {
-                last = None;
-                token.clear();
-            }
-            _ => token.push(c),
-        }
-    }
-    if leaf {
-        stack.extend(last);
-    }
-    stack.retain(|k| !k.is_empty());
-    stack
 }
 
 fn resolve(desc: &Desc, text: &str, name: &str) -> Result<Resolved, String> {
@@ -353,12 +266,18 @@ fn resolve(desc: &Desc, text: &str, name: &str) -> Result<Resolved, String> {
     let mut frames = Vec::new();
     for (k, f) in desc.frame.iter().enumerate() {
         let at = |key: &str, msg: String| {
-            let line = frame_line(text, k).map_or(String::new(), |l| format!(":{l}"));
+            let line = locate::frame_line(text, k).map_or(String::new(), |l| format!(":{l}"));
             format!("{name}{line}: [[frame]] {k}: key `{key}`: {msg}")
         };
         let count = f.count.unwrap_or(1);
         if count == 0 {
             return Err(at("count", "must be at least 1".into()));
+        }
+        if frames.len() + count as usize > MAX_FRAMES {
+            return Err(at(
+                "count",
+                format!("a description makes at most {MAX_FRAMES} frames (use `pcapgen bench`)"),
+            ));
         }
         let body = resolve_frame(f, &desc.defaults).map_err(|(key, msg)| at(key, msg))?;
         for rep in 0..count {
@@ -423,7 +342,15 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
                 "cannot be combined with `raw` (raw gives the exact frame)".into(),
             ));
         }
-        return parse_hex(hex).map(Body::Raw).map_err(|m| ("raw", m));
+        let bytes = parse_hex(hex).map_err(|m| ("raw", m))?;
+        if bytes.len() > MAX_CAPLEN as usize {
+            let n = bytes.len();
+            return Err((
+                "raw",
+                format!("{n} bytes is more than the {MAX_CAPLEN}-byte snaplen"),
+            ));
+        }
+        return Ok(Body::Raw(bytes));
     }
     let mut vlans = Vec::new();
     for (i, v) in f.vlan.iter().flatten().enumerate() {
@@ -572,97 +499,4 @@ fn hex_byte(pair: &[u8]) -> Option<u8> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn err(text: &str) -> String {
-        match parse(text, "t.toml") {
-            Ok(r) => panic!("expected an error, got {} frames", r.frames.len()),
-            Err(e) => {
-                assert!(!e.contains('\n'), "one line: {e}");
-                e
-            }
-        }
-    }
-
-    #[test]
-    fn unknown_key_names_the_key_frame_and_line() {
-        let e = err(
-            "[[frame]]\nethertype = 0x88cc\n\n[[frame]]\nipv4 = { src = \"10.0.0.1\", ttl2 = 3 }\n",
-        );
-        assert!(e.starts_with("t.toml:5:"), "{e}");
-        assert!(
-            e.contains("[[frame]] 1: key `ipv4`: unknown field `ttl2`"),
-            "{e}"
-        );
-        let e = err("[defaults]\nsrc_mack = \"02:00:00:00:00:01\"\n");
-        assert!(e.starts_with("t.toml:2:1: unknown field `src_mack`"), "{e}");
-        let e = err("colour = 1\n");
-        assert!(e.contains("unknown field `colour`"), "{e}");
-    }
-
-    #[test]
-    fn bad_values_name_the_key() {
-        let e = err("[[frame]]\nipv4 = { src = \"10.0.0\" }\n");
-        assert!(
-            e.contains("[[frame]] 0: key `ipv4.src`: invalid IPv4 address syntax"),
-            "{e}"
-        );
-        let e = err("[[frame]]\nvlan = [{ vid = 5000 }]\nipv4 = {}\n");
-        assert_eq!(
-            e,
-            "t.toml:1: [[frame]] 0: key `vlan`: tag 0: vid 5000 is out of range 0..=4095"
-        );
-        let e = err("[[frame]]\nsrc_mac = \"02:00:00:00:00\"\nethertype = 1\n");
-        assert!(
-            e.contains("key `src_mac`: MAC address \"02:00:00:00:00\""),
-            "{e}"
-        );
-        let e = err("[[frame]]\nipv4 = {}\ntcp = { sport = 1, dport = 2, flags = \"SX\" }\n");
-        assert!(e.contains("key `tcp.flags`: TCP flags \"SX\""), "{e}");
-        let e = err("[[frame]]\nipv4 = {}\ntcp = { dport = 2 }\n");
-        assert!(e.contains("key `tcp`: missing field `sport`"), "{e}");
-        let e = err("[[frame]]\nraw = \"0102\"\npayload = 3\n");
-        assert!(
-            e.contains("key `payload`: cannot be combined with `raw`"),
-            "{e}"
-        );
-        let e = err("[[frame]]\nraw = \"01x2\"\n");
-        assert!(e.contains("key `raw`: byte 1: \"x2\" is not hex"), "{e}");
-        let e = err("[[frame]]\npayload = 3\n");
-        assert!(e.contains("key `ethertype`: a frame needs"), "{e}");
-        let e = err("[[frame]]\nethertype = 0x88cc\nudp = { sport = 1, dport = 2 }\n");
-        assert!(e.contains("key `udp`: needs `ipv4` or `ipv6`"), "{e}");
-        let e = err("[[frame]]\nipv4 = {}\nudp = { sport = 1, dport = 2 }\ntcp_csum = \"bad\"\n");
-        assert!(
-            e.contains("key `tcp_csum`: only applies to a `tcp` frame"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn defaults_count_and_timestamps() {
-        let r = parse(
-            "start_ns = 5\ninterval_ns = 10\n[defaults]\nsrc_mac = \"02:00:00:00:00:aa\"\n\
-             [[frame]]\nipv4 = { id = 7 }\ntcp = { sport = 1, dport = 2, seq = 100, flags = \"S\" }\n\
-             payload = 10\ncount = 3\n[[frame]]\nraw = \"aabb\"\n",
-            "t.toml",
-        )
-        .expect("valid");
-        assert_eq!(r.format, PcapFormat::Pcap);
-        let ts: Vec<u64> = r.frames.iter().map(|f| f.ts_ns).collect();
-        assert_eq!(ts, [5, 15, 25, 35]);
-        assert_eq!(r.frames[3].entry, 1);
-        assert_eq!(r.frames[3].body, Body::Raw(vec![0xaa, 0xbb]));
-        let Body::Built(s) = &r.frames[2].body else {
-            panic!("built frame expected");
-        };
-        assert_eq!(s.src, [2, 0, 0, 0, 0, 0xaa]);
-        assert_eq!(s.dst, DEFAULT_DST_MAC);
-        let (L3::V4(ip), L4::Tcp(t)) = (&s.l3, &s.l4) else {
-            panic!("ipv4/tcp expected");
-        };
-        assert_eq!((ip.id, t.seq), (9, 100 + 2 * 11), "SYN counts one");
-        assert_eq!(ip.src, Ipv4Addr::new(10, 0, 0, 1));
-    }
-}
+mod tests;

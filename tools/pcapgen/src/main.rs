@@ -5,6 +5,7 @@
 mod bench;
 mod build;
 mod desc;
+mod locate;
 
 use std::ffi::OsString;
 use std::fs;

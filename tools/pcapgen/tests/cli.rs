@@ -60,11 +60,21 @@ fn build_then_check_detects_a_change() {
     assert_eq!(frames.len(), 2);
     assert_eq!(frames[1].ts_ns, 1_000_001_000);
     assert_eq!(pcapgen(&["--check", d, o]).status.code(), Some(0));
-    std::fs::write(&desc, "[[frame]]\nipv4 = {}\nudp = { sport = 1, dport = 2 }\n")
-        .expect("rewrite desc");
+    std::fs::write(
+        &desc,
+        "[[frame]]\nipv4 = {}\nudp = { sport = 1, dport = 2 }\n",
+    )
+    .expect("rewrite desc");
     let check = pcapgen(&["--check", d, o]);
     assert_eq!(check.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&check.stderr).contains("differs from what"));
+    cleanup(&[&desc, &out]);
+}
+
+fn cleanup(paths: &[&Path]) {
+    for p in paths {
+        let _ = std::fs::remove_file(p);
+    }
 }
 
 #[test]
@@ -76,23 +86,38 @@ fn errors_are_one_line_with_status_2() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("bad.toml:2:16: [[frame]] 0: key `ipv4.ttl`"), "{err}");
+    assert!(
+        err.contains("bad.toml:2:16: [[frame]] 0: key `ipv4.ttl`"),
+        "{err}"
+    );
     let out = pcapgen(&["/nonexistent.toml", "-o", "/tmp/x.pcap"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.toml: cannot read"));
     assert_eq!(pcapgen(&["--frobnicate"]).status.code(), Some(2));
+    cleanup(&[&desc]);
 }
 
 #[test]
 fn bench_is_deterministic() {
     let (a, b) = (tmp("a.pcap"), tmp("b.pcap"));
     for p in [&a, &b] {
-        let out = pcapgen(&["bench", "--frames", "2000", "-o", p.to_str().expect("utf-8")]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = pcapgen(&[
+            "bench",
+            "--frames",
+            "2000",
+            "-o",
+            p.to_str().expect("utf-8"),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let bytes = std::fs::read(&a).expect("read a");
     assert_eq!(bytes, std::fs::read(&b).expect("read b"));
     let frames = sim::pcap::read_all(&a).expect("reads");
     assert_eq!(frames.len(), 2000);
     assert!(frames.iter().all(|f| (60..=1514).contains(&f.data.len())));
+    cleanup(&[&a, &b]);
 }

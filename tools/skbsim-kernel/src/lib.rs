@@ -11,7 +11,10 @@
 //! - [`sysfs`]: per-device sysfs attributes through a private sysfs mount
 //!   ([`set_gro_flush_timeout`]).
 //! - [`genl::NetdevGenl`]: the netdev generic netlink family's NAPI objects.
+//! - [`arm`]: scenarios replayed through the real kernel ([`arm::run_tun_read`]) and the
+//!   real tx-VLAN-offload benchmark ([`arm::vlan_offload_bench`]).
 
+pub mod arm;
 pub mod error;
 pub mod ethtool;
 pub mod genl;

@@ -163,6 +163,17 @@ impl Netns {
         Ok(br)
     }
 
+    /// Like [`Netns::bridge`], but with multicast snooping off so that the bridge itself
+    /// never sends a frame out of its ports (see [`Rtnl::create_quiet_bridge`]).
+    pub fn quiet_bridge(&mut self, name: &str, ports: &[u32]) -> Result<u32, KernelError> {
+        let br = self.rtnl.create_quiet_bridge(name)?;
+        for &p in ports {
+            self.rtnl.set_master(p, Some(br))?;
+        }
+        self.rtnl.set_up(br, true)?;
+        Ok(br)
+    }
+
     /// Run a command inside this namespace and return its stdout (for diagnostics such as
     /// `ip -d link`). The child inherits the calling thread's namespace.
     pub fn command_output(&self, program: &str, args: &[&str]) -> Result<String, KernelError> {

@@ -25,6 +25,8 @@ const IFLA_XDP: u16 = 43;
 const IFLA_GRO_MAX_SIZE: u16 = 58;
 
 const IFLA_INFO_KIND: u16 = 1;
+/// `IFLA_BR_MCAST_SNOOPING` inside a bridge's `IFLA_INFO_DATA`.
+const IFLA_BR_MCAST_SNOOPING: u16 = 23;
 const IFLA_INFO_DATA: u16 = 2;
 const VETH_INFO_PEER: u16 = 1;
 
@@ -438,6 +440,21 @@ impl Rtnl {
     /// A plain bridge (no VLAN filtering, STP off: ports forward as soon as they are up).
     pub fn create_bridge(&mut self, name: &str) -> Result<u32, KernelError> {
         self.create_link(name, "bridge", &[])
+    }
+
+    /// A plain bridge that sends nothing of its own: also multicast snooping off
+    /// (`IFLA_BR_MCAST_SNOOPING` 0). With snooping on (the default), a bridge that goes up
+    /// joins the all-snoopers group 224.0.0.106 and floods IGMPv3 reports
+    /// (01:00:5e:00:00:16) out of every port within seconds, which a reader on a port
+    /// would read as frames nobody wrote.
+    pub fn create_quiet_bridge(&mut self, name: &str) -> Result<u32, KernelError> {
+        self.create_link(name, "bridge", &[Nla::u8(IFLA_BR_MCAST_SNOOPING, 0)])
+    }
+
+    /// Set `tx_queue_len` (`IFLA_TXQLEN`); for a tun/tap this resizes its tx_ring.
+    pub fn set_txqlen(&mut self, ifindex: u32, len: u32) -> Result<(), KernelError> {
+        let op = format!("RTM_SETLINK ifindex {ifindex} txqueuelen {len}");
+        self.set_link(&op, ifindex, 0, 0, &[Nla::u32(IFLA_TXQLEN, len)])
     }
 
     /// A veth pair; returns both ifindexes.

@@ -1,12 +1,37 @@
-//! Running one scenario on the simulated backend: pcap in, trace and output pcap out.
+//! Running one scenario on a backend: pcap in, trace and output pcap out. The simulator
+//! (`sim`) and the real kernel (`tap`, through `skbsim_kernel::arm`) produce the same
+//! events, rendered by the same functions.
 
 use indicatif::ProgressBar;
 use sim::pcap::{PcapFormat, PcapReader, PcapWriter};
 use sim::pipeline::tun_read::{Event, TunReadRun};
 use sim::scenario::{Pipeline, Scenario};
+use sim::skb::OpCounters;
 use sim::trace::{render_tun_read, trace_json, TraceHeader};
+use sim::tun::TunStats;
+use skbsim_kernel::arm::{self, ArmError};
 
 use crate::cli_error::CliError;
+
+/// Where a scenario is replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// The deterministic model.
+    Sim,
+    /// The real kernel: a writer tap bridged to the tap under test, in a private namespace
+    /// (needs root and /dev/net/tun).
+    Tap,
+}
+
+impl Backend {
+    /// The name the trace header shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sim => "sim",
+            Backend::Tap => "tap",
+        }
+    }
+}
 
 /// What one replay produced.
 #[derive(Debug)]
@@ -19,6 +44,31 @@ pub struct ScenarioOutput {
     pub pcap: Vec<u8>,
     /// Input frames replayed.
     pub frames: u64,
+    /// What the real arm noticed that the trace cannot show (empty for the simulator).
+    pub notes: Vec<String>,
+}
+
+impl From<ArmError> for CliError {
+    fn from(e: ArmError) -> Self {
+        CliError(e.to_string())
+    }
+}
+
+/// `Ok(())` when the `tap` backend can run here; otherwise the one-line reason (exit 2).
+pub fn tap_ready() -> Result<(), CliError> {
+    skbsim_kernel::privileges_ok().map_err(|why| CliError(format!("--backend tap: {why}")))
+}
+
+/// Replay `scenario` on `backend`.
+pub fn run_backend(
+    scenario: &Scenario,
+    backend: Backend,
+    progress: Option<&ProgressBar>,
+) -> Result<ScenarioOutput, CliError> {
+    match backend {
+        Backend::Sim => run_sim(scenario, progress),
+        Backend::Tap => run_tap(scenario),
+    }
 }
 
 /// Replay `scenario` on the simulator. Bad input (pcap, frame, metadata recipe) is an
@@ -26,6 +76,20 @@ pub struct ScenarioOutput {
 pub fn run_sim(scenario: &Scenario, progress: Option<&ProgressBar>) -> Result<ScenarioOutput, CliError> {
     match scenario.pipeline {
         Pipeline::TunRead => run_tun_read(scenario, progress),
+    }
+}
+
+/// Replay `scenario` through the real kernel. Kernel failures name the operation
+/// ("TUNSETVNETBE on skbdut: Invalid argument (EINVAL)").
+pub fn run_tap(scenario: &Scenario) -> Result<ScenarioOutput, CliError> {
+    match scenario.pipeline {
+        Pipeline::TunRead => {
+            let real = arm::run_tun_read(scenario).map_err(|e| match e {
+                ArmError::Kernel(k) => CliError(format!("{}: {k}", scenario.name)),
+                other => CliError(format!("{}: {other}", scenario.name)),
+            })?;
+            output(scenario, Backend::Tap, &real.events, &real.stats, None, real.frames, real.notes)
+        }
     }
 }
 
@@ -47,13 +111,26 @@ fn run_tun_read(scenario: &Scenario, progress: Option<&ProgressBar>) -> Result<S
         }
     }
     run.finish(&mut sink);
-    let header = TraceHeader::for_scenario(scenario, "sim");
     let stats = run.stats();
+    output(scenario, Backend::Sim, &events, &stats, Some(&run.ops), frames, Vec::new())
+}
+
+/// Render events into the trace, its JSON and the output pcap.
+fn output(
+    scenario: &Scenario,
+    backend: Backend,
+    events: &[Event],
+    stats: &TunStats,
+    ops: Option<&OpCounters>,
+    frames: u64,
+    notes: Vec<String>,
+) -> Result<ScenarioOutput, CliError> {
+    let header = TraceHeader::for_scenario(scenario, backend.name());
     let device = &scenario.device;
-    let trace = render_tun_read(&header, device, &events, &stats, Some(&run.ops));
-    let json = trace_json(&header, device, &events, &stats);
+    let trace = render_tun_read(&header, device, events, stats, ops);
+    let json = trace_json(&header, device, events, stats);
     let mut writer = PcapWriter::new(Vec::new(), PcapFormat::Pcap)?;
-    for e in &events {
+    for e in events {
         if let Event::Read(r) = e {
             if let (Ok(_), Some((_, ts))) = (r.result, r.frame) {
                 writer.write_frame(ts, r.frame_bytes(device))?;
@@ -66,5 +143,6 @@ fn run_tun_read(scenario: &Scenario, progress: Option<&ProgressBar>) -> Result<S
         json,
         pcap,
         frames,
+        notes,
     })
 }

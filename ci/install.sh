@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Everything skbsim's CI and tests need on a fresh machine of this kind (Debian with the
+# Rust toolchain from rustup). Idempotent: a second run installs nothing.
+set -euo pipefail
+
+need_apt=()
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  else
+    echo "ci/install.sh: missing ${need_apt[*]} and not root to install them" >&2
+    exit 2
+  fi
+fi
+
+for component in rustfmt clippy; do
+  if ! rustup component list --installed 2>/dev/null | grep -q "^${component}"; then
+    rustup component add "$component"
+  fi
+done

@@ -1,0 +1,717 @@
+//! The eBPF instruction set: raw 8-byte instructions, their decoding into [`Op`]s, and
+//! [`Program`], a validated instruction stream plus the maps it references.
+//!
+//! Encoding per include/uapi/linux/bpf.h and
+//! Documentation/bpf/standardization/instruction-set.rst. Decoding also performs the
+//! structural checks of the verifier (opcodes, registers, jump targets, constant
+//! division by zero, shift ranges, helper numbers, a final exit or jump), so that a
+//! [`Program`] never holds an instruction the interpreter cannot execute.
+
+use super::helpers;
+use super::maps::{MapRef, Maps};
+use super::BpfError;
+
+pub const BPF_LD: u8 = 0x00;
+pub const BPF_LDX: u8 = 0x01;
+pub const BPF_ST: u8 = 0x02;
+pub const BPF_STX: u8 = 0x03;
+pub const BPF_ALU: u8 = 0x04;
+pub const BPF_JMP: u8 = 0x05;
+pub const BPF_JMP32: u8 = 0x06;
+pub const BPF_ALU64: u8 = 0x07;
+
+pub const BPF_W: u8 = 0x00;
+pub const BPF_H: u8 = 0x08;
+pub const BPF_B: u8 = 0x10;
+pub const BPF_DW: u8 = 0x18;
+
+pub const BPF_IMM: u8 = 0x00;
+pub const BPF_ABS: u8 = 0x20;
+pub const BPF_IND: u8 = 0x40;
+pub const BPF_MEM: u8 = 0x60;
+pub const BPF_MEMSX: u8 = 0x80;
+pub const BPF_ATOMIC: u8 = 0xc0;
+
+pub const BPF_K: u8 = 0x00;
+pub const BPF_X: u8 = 0x08;
+
+pub const BPF_ADD: u8 = 0x00;
+pub const BPF_SUB: u8 = 0x10;
+pub const BPF_MUL: u8 = 0x20;
+pub const BPF_DIV: u8 = 0x30;
+pub const BPF_OR: u8 = 0x40;
+pub const BPF_AND: u8 = 0x50;
+pub const BPF_LSH: u8 = 0x60;
+pub const BPF_RSH: u8 = 0x70;
+pub const BPF_NEG: u8 = 0x80;
+pub const BPF_MOD: u8 = 0x90;
+pub const BPF_XOR: u8 = 0xa0;
+pub const BPF_MOV: u8 = 0xb0;
+pub const BPF_ARSH: u8 = 0xc0;
+pub const BPF_END: u8 = 0xd0;
+pub const BPF_TO_LE: u8 = 0x00;
+pub const BPF_TO_BE: u8 = 0x08;
+
+pub const BPF_JA: u8 = 0x00;
+pub const BPF_JEQ: u8 = 0x10;
+pub const BPF_JGT: u8 = 0x20;
+pub const BPF_JGE: u8 = 0x30;
+pub const BPF_JSET: u8 = 0x40;
+pub const BPF_JNE: u8 = 0x50;
+pub const BPF_JSGT: u8 = 0x60;
+pub const BPF_JSGE: u8 = 0x70;
+pub const BPF_CALL: u8 = 0x80;
+pub const BPF_EXIT: u8 = 0x90;
+pub const BPF_JLT: u8 = 0xa0;
+pub const BPF_JLE: u8 = 0xb0;
+pub const BPF_JSLT: u8 = 0xc0;
+pub const BPF_JSLE: u8 = 0xd0;
+
+/// Atomic operations, in `imm` of a `BPF_STX | BPF_ATOMIC` instruction.
+pub const BPF_FETCH: i32 = 0x01;
+pub const BPF_XCHG: i32 = 0xe0 | BPF_FETCH;
+pub const BPF_CMPXCHG: i32 = 0xf0 | BPF_FETCH;
+
+/// `src_reg` of an ld_imm64: `imm` is a map (fd, here the program's map slot).
+pub const BPF_PSEUDO_MAP_FD: u8 = 1;
+/// `src_reg` of an ld_imm64: address of map value 0 of `imm`, plus the second `imm`.
+pub const BPF_PSEUDO_MAP_VALUE: u8 = 2;
+/// fd_array variants of the two above.
+pub const BPF_PSEUDO_MAP_IDX: u8 = 5;
+pub const BPF_PSEUDO_MAP_IDX_VALUE: u8 = 6;
+/// `src_reg` of a call: bpf-to-bpf call, `imm` is the relative target.
+pub const BPF_PSEUDO_CALL: u8 = 1;
+
+/// One raw 8-byte instruction (`struct bpf_insn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Insn {
+    pub code: u8,
+    pub dst: u8,
+    pub src: u8,
+    pub off: i16,
+    pub imm: i32,
+}
+
+impl Insn {
+    pub fn new(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+        Insn { code, dst, src, off, imm }
+    }
+
+    /// Little-endian host layout, as on x86_64: dst_reg in the low nibble of byte 1.
+    pub fn from_bytes(b: [u8; 8]) -> Insn {
+        Insn {
+            code: b[0],
+            dst: b[1] & 0x0f,
+            src: b[1] >> 4,
+            off: i16::from_le_bytes([b[2], b[3]]),
+            imm: i32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+        }
+    }
+
+    pub fn to_bytes(self) -> [u8; 8] {
+        let o = self.off.to_le_bytes();
+        let i = self.imm.to_le_bytes();
+        [self.code, (self.dst & 0x0f) | (self.src << 4), o[0], o[1], i[0], i[1], i[2], i[3]]
+    }
+
+    pub fn class(self) -> u8 {
+        self.code & 0x07
+    }
+}
+
+/// Split a byte string into instructions.
+pub fn parse_insns(bytes: &[u8]) -> Result<Vec<Insn>, BpfError> {
+    if bytes.len() % 8 != 0 {
+        return Err(BpfError::invalid(bytes.len() / 8, format!("{} bytes is not a whole number of instructions", bytes.len())));
+    }
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|c| Insn::from_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect())
+}
+
+/// The bytes of an instruction stream.
+pub fn insns_to_bytes(insns: &[Insn]) -> Vec<u8> {
+    insns.iter().flat_map(|i| i.to_bytes()).collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AluOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    SDiv,
+    Or,
+    And,
+    Lsh,
+    Rsh,
+    Neg,
+    Mod,
+    SMod,
+    Xor,
+    Mov,
+    Arsh,
+}
+
+/// Second operand: a register, or the immediate sign-extended to 64 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Src {
+    Reg(u8),
+    Imm(i64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cond {
+    Eq,
+    Gt,
+    Ge,
+    Set,
+    Ne,
+    Sgt,
+    Sge,
+    Lt,
+    Le,
+    Slt,
+    Sle,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemSize {
+    B,
+    H,
+    W,
+    DW,
+}
+
+impl MemSize {
+    pub fn bytes(self) -> usize {
+        match self {
+            MemSize::B => 1,
+            MemSize::H => 2,
+            MemSize::W => 4,
+            MemSize::DW => 8,
+        }
+    }
+
+    fn from_code(code: u8) -> MemSize {
+        match code & 0x18 {
+            BPF_W => MemSize::W,
+            BPF_H => MemSize::H,
+            BPF_B => MemSize::B,
+            _ => MemSize::DW,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicOp {
+    Add,
+    Or,
+    And,
+    Xor,
+    Xchg,
+    CmpXchg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteOrder {
+    /// BPF_TO_LE: on a little-endian host, truncation to the width.
+    Le,
+    /// BPF_TO_BE: byte swap of the low `bits`, zero-extended.
+    Be,
+    /// v4 `BPF_ALU64 | BPF_END`: unconditional byte swap.
+    Swap,
+}
+
+/// A decoded instruction. Jump targets are absolute instruction indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Alu64 { op: AluOp, dst: u8, src: Src },
+    Alu32 { op: AluOp, dst: u8, src: Src },
+    MovSx { wide: bool, dst: u8, src: u8, bits: u8 },
+    End { order: ByteOrder, dst: u8, bits: u8 },
+    LdImm64 { dst: u8, imm: u64 },
+    LdMap { dst: u8, slot: u32 },
+    LdMapValue { dst: u8, slot: u32, off: u32 },
+    Ldx { size: MemSize, sx: bool, dst: u8, src: u8, off: i16 },
+    St { size: MemSize, dst: u8, off: i16, imm: i64 },
+    Stx { size: MemSize, dst: u8, src: u8, off: i16 },
+    Atomic { size: MemSize, op: AtomicOp, fetch: bool, dst: u8, src: u8, off: i16 },
+    Ja { target: u32 },
+    Jmp { cond: Cond, wide: bool, dst: u8, src: Src, target: u32 },
+    Call { helper: u32 },
+    CallLocal { target: u32 },
+    Exit,
+    /// Second slot of an ld_imm64; never executed (jumps into it are refused).
+    Pad,
+}
+
+fn alu_op(code: u8, off: i16, pc: usize) -> Result<AluOp, BpfError> {
+    let signed = match off {
+        0 => false,
+        1 if matches!(code & 0xf0, BPF_DIV | BPF_MOD) => true,
+        _ => return Err(BpfError::invalid(pc, format!("ALU op {code:#04x} with offset {off}"))),
+    };
+    Ok(match code & 0xf0 {
+        BPF_ADD => AluOp::Add,
+        BPF_SUB => AluOp::Sub,
+        BPF_MUL => AluOp::Mul,
+        BPF_DIV if signed => AluOp::SDiv,
+        BPF_DIV => AluOp::Div,
+        BPF_OR => AluOp::Or,
+        BPF_AND => AluOp::And,
+        BPF_LSH => AluOp::Lsh,
+        BPF_RSH => AluOp::Rsh,
+        BPF_NEG => AluOp::Neg,
+        BPF_MOD if signed => AluOp::SMod,
+        BPF_MOD => AluOp::Mod,
+        BPF_XOR => AluOp::Xor,
+        BPF_MOV => AluOp::Mov,
+        BPF_ARSH => AluOp::Arsh,
+        _ => return Err(BpfError::invalid(pc, format!("unknown ALU op {code:#04x}"))),
+    })
+}
+
+fn cond(code: u8, pc: usize) -> Result<Cond, BpfError> {
+    Ok(match code & 0xf0 {
+        BPF_JEQ => Cond::Eq,
+        BPF_JGT => Cond::Gt,
+        BPF_JGE => Cond::Ge,
+        BPF_JSET => Cond::Set,
+        BPF_JNE => Cond::Ne,
+        BPF_JSGT => Cond::Sgt,
+        BPF_JSGE => Cond::Sge,
+        BPF_JLT => Cond::Lt,
+        BPF_JLE => Cond::Le,
+        BPF_JSLT => Cond::Slt,
+        BPF_JSLE => Cond::Sle,
+        _ => return Err(BpfError::invalid(pc, format!("unknown jump op {code:#04x}"))),
+    })
+}
+
+fn reg(r: u8, pc: usize, write: bool) -> Result<u8, BpfError> {
+    if r > 10 || (write && r == 10) {
+        let what = if r > 10 { "invalid register" } else { "frame pointer is read-only:" };
+        return Err(BpfError::invalid(pc, format!("{what} r{r}")));
+    }
+    Ok(r)
+}
+
+/// Decode and validate an instruction stream that references `nmaps` maps.
+pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
+    let n = insns.len();
+    if n == 0 {
+        return Err(BpfError::invalid(0, "empty program"));
+    }
+    let mut ops = Vec::with_capacity(n);
+    let mut pc = 0;
+    // (pc of the jump, relative offset) to check once every slot is known.
+    let mut jumps: Vec<(usize, i64)> = Vec::new();
+    while pc < n {
+        let i = insns[pc];
+        let code = i.code;
+        let src_operand = |pc| -> Result<Src, BpfError> {
+            if code & BPF_X != 0 {
+                if i.imm != 0 {
+                    return Err(BpfError::invalid(pc, "register operand with non-zero imm"));
+                }
+                Ok(Src::Reg(reg(i.src, pc, false)?))
+            } else {
+                if i.src != 0 {
+                    return Err(BpfError::invalid(pc, "immediate operand with non-zero src_reg"));
+                }
+                Ok(Src::Imm(i64::from(i.imm)))
+            }
+        };
+        let op = match i.class() {
+            BPF_ALU | BPF_ALU64 => {
+                let wide = i.class() == BPF_ALU64;
+                let dst = reg(i.dst, pc, true)?;
+                match code & 0xf0 {
+                    BPF_END => {
+                        let bits = match i.imm {
+                            16 | 32 | 64 => i.imm as u8,
+                            b => return Err(BpfError::invalid(pc, format!("byte swap of {b} bits"))),
+                        };
+                        let order = match (wide, code & BPF_X) {
+                            (false, BPF_TO_LE) => ByteOrder::Le,
+                            (false, _) => ByteOrder::Be,
+                            (true, BPF_TO_LE) => ByteOrder::Swap,
+                            (true, _) => return Err(BpfError::invalid(pc, "BPF_ALU64|BPF_END|BPF_X is reserved")),
+                        };
+                        if i.src != 0 || i.off != 0 {
+                            return Err(BpfError::invalid(pc, "byte swap with src_reg or offset"));
+                        }
+                        Op::End { order, dst, bits }
+                    }
+                    BPF_MOV if i.off != 0 => {
+                        let bits = match (i.off, wide) {
+                            (8 | 16, _) | (32, true) => i.off as u8,
+                            _ => return Err(BpfError::invalid(pc, format!("movsx from {} bits", i.off))),
+                        };
+                        match src_operand(pc)? {
+                            Src::Reg(src) => Op::MovSx { wide, dst, src, bits },
+                            Src::Imm(_) => return Err(BpfError::invalid(pc, "movsx needs a register source")),
+                        }
+                    }
+                    _ => {
+                        let op = alu_op(code, i.off, pc)?;
+                        let src = if op == AluOp::Neg {
+                            if code & BPF_X != 0 || i.src != 0 || i.imm != 0 {
+                                return Err(BpfError::invalid(pc, "neg takes no operand"));
+                            }
+                            Src::Imm(0)
+                        } else {
+                            src_operand(pc)?
+                        };
+                        if let Src::Imm(imm) = src {
+                            let width = if wide { 64 } else { 32 };
+                            match op {
+                                AluOp::Div | AluOp::SDiv | AluOp::Mod | AluOp::SMod if imm == 0 => {
+                                    return Err(BpfError::invalid(pc, "division by zero"));
+                                }
+                                AluOp::Lsh | AluOp::Rsh | AluOp::Arsh if !(0..width).contains(&imm) => {
+                                    return Err(BpfError::invalid(pc, format!("invalid shift {imm}")));
+                                }
+                                _ => {}
+                            }
+                        }
+                        if wide {
+                            Op::Alu64 { op, dst, src }
+                        } else {
+                            Op::Alu32 { op, dst, src }
+                        }
+                    }
+                }
+            }
+            BPF_JMP | BPF_JMP32 => {
+                let wide = i.class() == BPF_JMP;
+                match code & 0xf0 {
+                    BPF_JA => {
+                        if code & BPF_X != 0 || i.src != 0 || i.dst != 0 {
+                            return Err(BpfError::invalid(pc, "malformed ja"));
+                        }
+                        // JMP32|JA is the v4 long jump with the offset in imm.
+                        let rel = if wide { i64::from(i.off) } else { i64::from(i.imm) };
+                        jumps.push((pc, rel));
+                        Op::Ja { target: 0 }
+                    }
+                    BPF_CALL if wide => {
+                        if code & BPF_X != 0 || i.dst != 0 || i.off != 0 {
+                            return Err(BpfError::invalid(pc, "malformed call"));
+                        }
+                        match i.src {
+                            0 => {
+                                let id = i.imm as u32;
+                                if !helpers::is_supported(id) {
+                                    return Err(BpfError::invalid(pc, format!("unknown or unsupported helper #{}", i.imm)));
+                                }
+                                Op::Call { helper: id }
+                            }
+                            BPF_PSEUDO_CALL => {
+                                jumps.push((pc, i64::from(i.imm)));
+                                Op::CallLocal { target: 0 }
+                            }
+                            s => return Err(BpfError::invalid(pc, format!("call with src_reg {s} (kfuncs are not supported)"))),
+                        }
+                    }
+                    BPF_EXIT if wide => {
+                        if code & BPF_X != 0 || i.src != 0 || i.dst != 0 || i.off != 0 || i.imm != 0 {
+                            return Err(BpfError::invalid(pc, "malformed exit"));
+                        }
+                        Op::Exit
+                    }
+                    _ => {
+                        let cond = cond(code, pc)?;
+                        let dst = reg(i.dst, pc, false)?;
+                        let src = src_operand(pc)?;
+                        jumps.push((pc, i64::from(i.off)));
+                        Op::Jmp { cond, wide, dst, src, target: 0 }
+                    }
+                }
+            }
+            BPF_LD => {
+                if code != BPF_LD | BPF_IMM | BPF_DW {
+                    let what = match code & 0xe0 {
+                        BPF_ABS | BPF_IND => "legacy packet loads (BPF_ABS/BPF_IND) are not allowed in XDP",
+                        _ => "unknown BPF_LD instruction",
+                    };
+                    return Err(BpfError::invalid(pc, what));
+                }
+                let dst = reg(i.dst, pc, true)?;
+                let Some(&hi) = insns.get(pc + 1) else {
+                    return Err(BpfError::invalid(pc, "ld_imm64 without its second slot"));
+                };
+                if hi.code != 0 || hi.dst != 0 || hi.src != 0 || hi.off != 0 || i.off != 0 {
+                    return Err(BpfError::invalid(pc + 1, "malformed second slot of ld_imm64"));
+                }
+                let slot = i.imm as u32;
+                let check_slot = || {
+                    if (slot as usize) < nmaps {
+                        Ok(())
+                    } else {
+                        Err(BpfError::invalid(pc, format!("map slot {slot} out of range ({nmaps} maps)")))
+                    }
+                };
+                let op = match i.src {
+                    0 => Op::LdImm64 { dst, imm: u64::from(i.imm as u32) | (u64::from(hi.imm as u32) << 32) },
+                    BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_IDX => {
+                        check_slot()?;
+                        if hi.imm != 0 {
+                            return Err(BpfError::invalid(pc, "map reference with a non-zero second imm"));
+                        }
+                        Op::LdMap { dst, slot }
+                    }
+                    BPF_PSEUDO_MAP_VALUE | BPF_PSEUDO_MAP_IDX_VALUE => {
+                        check_slot()?;
+                        Op::LdMapValue { dst, slot, off: hi.imm as u32 }
+                    }
+                    s => return Err(BpfError::invalid(pc, format!("ld_imm64 with unsupported src_reg {s}"))),
+                };
+                ops.push(op);
+                ops.push(Op::Pad);
+                pc += 2;
+                continue;
+            }
+            BPF_LDX => {
+                let sx = match code & 0xe0 {
+                    BPF_MEM => false,
+                    BPF_MEMSX if code & 0x18 != BPF_DW => true,
+                    _ => return Err(BpfError::invalid(pc, format!("unknown load {code:#04x}"))),
+                };
+                if i.imm != 0 {
+                    return Err(BpfError::invalid(pc, "load with non-zero imm"));
+                }
+                Op::Ldx {
+                    size: MemSize::from_code(code),
+                    sx,
+                    dst: reg(i.dst, pc, true)?,
+                    src: reg(i.src, pc, false)?,
+                    off: i.off,
+                }
+            }
+            BPF_ST => {
+                if code & 0xe0 != BPF_MEM || i.src != 0 {
+                    return Err(BpfError::invalid(pc, format!("unknown store {code:#04x}")));
+                }
+                Op::St { size: MemSize::from_code(code), dst: reg(i.dst, pc, false)?, off: i.off, imm: i64::from(i.imm) }
+            }
+            _ => {
+                // BPF_STX
+                let size = MemSize::from_code(code);
+                let dst = reg(i.dst, pc, false)?;
+                let src = reg(i.src, pc, false)?;
+                match code & 0xe0 {
+                    BPF_MEM if i.imm == 0 => Op::Stx { size, dst, src, off: i.off },
+                    BPF_ATOMIC if matches!(size, MemSize::W | MemSize::DW) => {
+                        let fetch = i.imm & BPF_FETCH != 0;
+                        let op = match i.imm {
+                            BPF_XCHG => AtomicOp::Xchg,
+                            BPF_CMPXCHG => AtomicOp::CmpXchg,
+                            imm => match (imm & !BPF_FETCH) as u8 {
+                                BPF_ADD => AtomicOp::Add,
+                                BPF_OR => AtomicOp::Or,
+                                BPF_AND => AtomicOp::And,
+                                BPF_XOR => AtomicOp::Xor,
+                                _ => return Err(BpfError::invalid(pc, format!("unknown atomic op {imm:#x}"))),
+                            },
+                        };
+                        if op == AtomicOp::CmpXchg && src == 0 {
+                            return Err(BpfError::invalid(pc, "cmpxchg with r0 as the new value"));
+                        }
+                        Op::Atomic { size, op, fetch, dst, src, off: i.off }
+                    }
+                    _ => return Err(BpfError::invalid(pc, format!("unknown store {code:#04x} imm {:#x}", i.imm))),
+                }
+            }
+        };
+        ops.push(op);
+        pc += 1;
+    }
+    for (at, rel) in jumps {
+        let target = at as i64 + 1 + rel;
+        if target < 0 || target >= n as i64 || ops[target as usize] == Op::Pad {
+            return Err(BpfError::invalid(at, format!("jump out of range or into ld_imm64 (to {target})")));
+        }
+        let t = target as u32;
+        match &mut ops[at] {
+            Op::Ja { target } | Op::Jmp { target, .. } | Op::CallLocal { target } => *target = t,
+            _ => {}
+        }
+    }
+    match ops[n - 1] {
+        Op::Exit | Op::Ja { .. } => Ok(ops),
+        _ => Err(BpfError::invalid(n - 1, "last insn is not an exit or jmp")),
+    }
+}
+
+/// A validated program: its instructions, decoded ops and the maps it references.
+///
+/// Map references inside the instructions (ld_imm64 with src_reg 1/2/5/6) carry the
+/// index of a [`MapRef`] in [`Program::map_refs`]. [`Program::bind_maps`] resolves those
+/// names against a [`Maps`] set before the program runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    pub name: String,
+    pub license: String,
+    insns: Vec<Insn>,
+    ops: Vec<Op>,
+    map_refs: Vec<MapRef>,
+    bound: Vec<u32>,
+}
+
+impl Program {
+    pub fn new(name: &str, insns: Vec<Insn>, map_refs: Vec<MapRef>) -> Result<Program, BpfError> {
+        let ops = decode(&insns, map_refs.len())?;
+        Ok(Program { name: name.to_string(), license: "GPL".to_string(), insns, ops, map_refs, bound: Vec::new() })
+    }
+
+    /// A program from raw instruction bytes (as in `BPF_PROG_LOAD`'s `insns`).
+    pub fn from_bytes(name: &str, bytes: &[u8], map_refs: Vec<MapRef>) -> Result<Program, BpfError> {
+        Program::new(name, parse_insns(bytes)?, map_refs)
+    }
+
+    pub fn insns(&self) -> &[Insn] {
+        &self.insns
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        insns_to_bytes(&self.insns)
+    }
+
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    pub fn map_refs(&self) -> &[MapRef] {
+        &self.map_refs
+    }
+
+    /// Number of instruction slots (an ld_imm64 counts two).
+    pub fn len(&self) -> usize {
+        self.insns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.insns.is_empty()
+    }
+
+    /// Resolve each referenced map by name in `maps`, creating the ones that carry a
+    /// [`MapSpec`](super::maps::MapSpec) and do not exist yet (as libbpf reuses pinned
+    /// maps). An existing map must match the spec.
+    pub fn bind_maps(&mut self, maps: &mut Maps) -> Result<(), BpfError> {
+        let mut bound = Vec::with_capacity(self.map_refs.len());
+        for r in &self.map_refs {
+            bound.push(maps.resolve(r)?);
+        }
+        self.bound = bound;
+        Ok(())
+    }
+
+    /// The [`Maps`] index bound to map slot `slot`.
+    pub fn bound_map(&self, slot: u32) -> Result<u32, BpfError> {
+        match self.bound.get(slot as usize) {
+            Some(&i) => Ok(i),
+            None => {
+                let map = self.map_refs.get(slot as usize).map_or_else(|| format!("slot {slot}"), |r| r.name.clone());
+                Err(BpfError::Unbound { map })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ins(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+        Insn::new(code, dst, src, off, imm)
+    }
+    const EXIT: Insn = Insn { code: BPF_JMP | BPF_EXIT, dst: 0, src: 0, off: 0, imm: 0 };
+
+    #[test]
+    fn bytes_round_trip() {
+        // llvm-objdump: "61 12 04 00 00 00 00 00  r2 = *(u32 *)(r1 + 4)"
+        let i = Insn::from_bytes([0x61, 0x12, 0x04, 0, 0, 0, 0, 0]);
+        assert_eq!(i, ins(BPF_LDX | BPF_MEM | BPF_W, 2, 1, 4, 0));
+        assert_eq!(i.to_bytes(), [0x61, 0x12, 0x04, 0, 0, 0, 0, 0]);
+        // "07 02 00 00 fc ff ff ff  r2 += -4"
+        let j = Insn::from_bytes([0x07, 0x02, 0, 0, 0xfc, 0xff, 0xff, 0xff]);
+        assert_eq!((j.class(), j.dst, j.imm), (BPF_ALU64, 2, -4));
+        assert!(parse_insns(&[0; 12]).is_err());
+        assert_eq!(parse_insns(&insns_to_bytes(&[i, j])).unwrap(), vec![i, j]);
+    }
+
+    #[test]
+    fn decodes_every_class() {
+        let p = [
+            ins(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, -1),
+            ins(BPF_ALU | BPF_ADD | BPF_X, 0, 1, 0, 0),
+            ins(BPF_ALU64 | BPF_DIV | BPF_X, 0, 1, 1, 0),
+            ins(BPF_ALU64 | BPF_MOV | BPF_X, 0, 1, 16, 0),
+            ins(BPF_ALU | BPF_END | BPF_TO_BE, 0, 0, 0, 16),
+            ins(BPF_ALU64 | BPF_END, 0, 0, 0, 64),
+            ins(BPF_ALU64 | BPF_NEG, 0, 0, 0, 0),
+            ins(BPF_LD | BPF_IMM | BPF_DW, 3, 0, 0, 1),
+            ins(0, 0, 0, 0, 2),
+            ins(BPF_LDX | BPF_MEMSX | BPF_H, 2, 10, -2, 0),
+            ins(BPF_ST | BPF_MEM | BPF_B, 10, 0, -1, 7),
+            ins(BPF_STX | BPF_ATOMIC | BPF_DW, 10, 1, -8, i32::from(BPF_ADD) | BPF_FETCH),
+            ins(BPF_JMP32 | BPF_JSLT | BPF_K, 0, 0, 1, 5),
+            ins(BPF_JMP | BPF_CALL, 0, 0, 0, 5),
+            EXIT,
+        ];
+        let ops = decode(&p, 0).unwrap();
+        assert_eq!(ops[0], Op::Alu64 { op: AluOp::Mov, dst: 0, src: Src::Imm(-1) });
+        assert_eq!(ops[1], Op::Alu32 { op: AluOp::Add, dst: 0, src: Src::Reg(1) });
+        assert_eq!(ops[2], Op::Alu64 { op: AluOp::SDiv, dst: 0, src: Src::Reg(1) });
+        assert_eq!(ops[3], Op::MovSx { wide: true, dst: 0, src: 1, bits: 16 });
+        assert_eq!(ops[4], Op::End { order: ByteOrder::Be, dst: 0, bits: 16 });
+        assert_eq!(ops[5], Op::End { order: ByteOrder::Swap, dst: 0, bits: 64 });
+        assert_eq!(ops[7], Op::LdImm64 { dst: 3, imm: 0x2_0000_0001 });
+        assert_eq!(ops[8], Op::Pad);
+        assert_eq!(ops[9], Op::Ldx { size: MemSize::H, sx: true, dst: 2, src: 10, off: -2 });
+        assert_eq!(ops[11], Op::Atomic { size: MemSize::DW, op: AtomicOp::Add, fetch: true, dst: 10, src: 1, off: -8 });
+        assert_eq!(ops[12], Op::Jmp { cond: Cond::Slt, wide: false, dst: 0, src: Src::Imm(5), target: 14 });
+        assert_eq!(ops[13], Op::Call { helper: 5 });
+    }
+
+    fn refused(p: &[Insn], why: &str) {
+        match decode(p, 1) {
+            Err(BpfError::Invalid { reason, .. }) => assert!(reason.contains(why), "{reason:?} lacks {why:?}"),
+            other => panic!("expected refusal ({why}), got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn refuses_what_the_verifier_refuses() {
+        refused(&[ins(0xff, 0, 0, 0, 0), EXIT], "unknown");
+        refused(&[ins(BPF_ALU64 | BPF_MOV | BPF_K, 11, 0, 0, 0), EXIT], "invalid register");
+        refused(&[ins(BPF_ALU64 | BPF_MOV | BPF_K, 10, 0, 0, 0), EXIT], "read-only");
+        refused(&[ins(BPF_ALU64 | BPF_DIV | BPF_K, 0, 0, 0, 0), EXIT], "division by zero");
+        refused(&[ins(BPF_ALU | BPF_LSH | BPF_K, 0, 0, 0, 32), EXIT], "invalid shift");
+        refused(&[ins(BPF_JMP | BPF_JA, 0, 0, 5, 0), EXIT], "out of range");
+        refused(&[ins(BPF_JMP | BPF_JA, 0, 0, 1, 0), ins(BPF_LD | BPF_DW, 0, 0, 0, 0), ins(0, 0, 0, 0, 0), EXIT], "into ld_imm64");
+        refused(&[ins(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0)], "last insn");
+        refused(&[ins(BPF_LD | BPF_DW, 1, 1, 0, 3), ins(0, 0, 0, 0, 0), EXIT], "map slot 3");
+        refused(&[ins(BPF_LD | BPF_ABS | BPF_W, 0, 0, 0, 0), EXIT], "BPF_ABS");
+        refused(&[ins(BPF_JMP | BPF_CALL, 0, 0, 0, 9999), EXIT], "helper #9999");
+        refused(&[ins(BPF_STX | BPF_ATOMIC | BPF_B, 10, 1, -1, 0), EXIT], "unknown store");
+        refused(&[ins(BPF_ALU | BPF_END | BPF_TO_LE, 0, 0, 0, 8), EXIT], "byte swap of 8");
+        refused(&[], "empty");
+    }
+
+    #[test]
+    fn program_reports_unbound_maps() {
+        let p = Program::new(
+            "t",
+            vec![ins(BPF_LD | BPF_DW, 1, BPF_PSEUDO_MAP_FD, 0, 0), ins(0, 0, 0, 0, 0), EXIT],
+            vec![MapRef::named("counters")],
+        )
+        .unwrap();
+        assert_eq!(p.len(), 3);
+        assert_eq!(p.bound_map(0), Err(BpfError::Unbound { map: "counters".into() }));
+        assert_eq!(p.to_bytes().len(), 24);
+    }
+}

@@ -1,0 +1,46 @@
+//! Real-kernel arms: a scenario replayed through real devices in a private namespace,
+//! producing the same events the simulator produces, so one renderer writes both traces
+//! and `skbsim conform` compares them field by field.
+//!
+//! - [`tun_read`]: the `tun-read` pipeline (a writer tap bridged to the tap under test).
+//! - [`bench`]: real frames/s through that path, tx VLAN offload on vs off.
+
+pub mod bench;
+pub mod tun_read;
+
+use std::fmt;
+
+use crate::error::KernelError;
+
+pub use bench::{vlan_offload_bench, BenchFrame, VlanBench, VlanBenchConfig, VlanModeResult};
+pub use tun_read::{expressible, run_tun_read, RealTunRead, WriterKind};
+
+/// Why a real-kernel arm could not produce a trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArmError {
+    /// A kernel operation failed; displays as `op: cause`.
+    Kernel(KernelError),
+    /// The scenario's input is unusable (pcap, frame, metadata recipe): `file: problem`.
+    Input(String),
+    /// The scenario asks for something the real kernel here cannot be made to do; the
+    /// scenario needs `sim_only = "<this reason>"`.
+    Unsupported(String),
+}
+
+impl fmt::Display for ArmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArmError::Kernel(e) => write!(f, "{e}"),
+            ArmError::Input(m) => f.write_str(m),
+            ArmError::Unsupported(m) => write!(f, "the real kernel here cannot run this: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for ArmError {}
+
+impl From<KernelError> for ArmError {
+    fn from(e: KernelError) -> Self {
+        ArmError::Kernel(e)
+    }
+}

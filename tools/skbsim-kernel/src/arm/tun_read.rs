@@ -1,0 +1,623 @@
+//! The real `tun-read` arm: every input frame is written into a writer tap, the kernel's
+//! receive path and a plain bridge carry it to the tap under test (B, configured from the
+//! scenario's `[device]`), and B's fd is read with the scenario's buffers. The result is
+//! the same [`Event`] list the simulator produces (with `model: None`), so the same
+//! renderer writes both traces.
+//!
+//! # How the skb the scenario asks for is made (verified on 6.18)
+//! The skb that reaches B is built by the writer's `tun_get_user` from a virtio-net header
+//! written in front of the frame, then the receive path untags it (an outer 802.1Q/802.1ad
+//! tag always becomes the hw-accel tag) and the bridge hands it to B's `tun_net_xmit`:
+//! - `checksum = "partial"`: `VIRTIO_NET_HDR_F_NEEDS_CSUM`, `csum_start` = L4 offset in the
+//!   frame as written (tag included), `csum_offset` 16 (TCP) or 6 (UDP). The untag keeps
+//!   `csum_start` pointing at the same byte, so B reports it 4 higher again.
+//! - `checksum = "unnecessary"`: a `DATA_VALID` flag in the written header is ignored by
+//!   `tun_get_user` (B reads flags 0). What does produce `CHECKSUM_UNNECESSARY` is GRO: an
+//!   `IFF_NAPI` writer with GRO on validates the TCP/UDP checksum
+//!   (`skb_gro_incr_csum_unnecessary`) and, with `gro_flush_timeout` 0, flushes every write
+//!   on its own, unmerged. Those frames go through the [`WriterKind::Gro`] writer.
+//! - GSO (`gso = "tcp" | "udp_l4"`): `gso_type`/`gso_size` in the header; the kernel marks
+//!   the skb `SKB_GSO_DODGY` and B (with the matching `TUN_F_*` offload) still receives it
+//!   whole, not segmented. `hdr_len` read from B is `skb_headlen`, which a blocking
+//!   `IFF_TAP` writer does not control: `tun_alloc_skb` makes the whole frame linear
+//!   whenever it fits a page (a 3042-byte USO frame reads back with hdr_len 3042, not 42),
+//!   and only larger frames get a linear part of `hdr_len`. So frames with an explicit
+//!   `headlen` (every GSO frame: its default is "headers") go through the
+//!   [`WriterKind::Frags`] writer: `IFF_NAPI_FRAGS` with GRO off, written with `writev`
+//!   whose second iovec is exactly the linear part (`tun_napi_alloc_frags` puts the first
+//!   data iovec in the linear area and the rest in page frags).
+//! - Everything else goes through the [`WriterKind::Plain`] writer: blocking
+//!   `IFF_TAP|IFF_NO_PI|IFF_VNET_HDR`, the `tun_alloc_skb` path.
+//!
+//! # Reading
+//! B is non-blocking. After every `reader.read_every` frames, B is read until `EAGAIN`
+//! (that final `EAGAIN` is not a read of the trace and does not use up a buffer size); a
+//! zero-size read is only issued while `poll` says a frame is queued, like the simulator,
+//! which reads only while its ring is non-empty. Bridge forwarding is synchronous inside
+//! the writer's `write()` (B is readable when `write()` returns, for all three writers),
+//! but the first read of a batch still waits up to [`FORWARD_WAIT`] for safety.
+//! A consuming read (anything but `read(0)`) takes the next written frame's (index, ts).
+//! After each write, B's `tx_dropped` is checked: a rise means `tun_net_xmit` found the
+//! tx_ring full, reported as [`Event::XmitDropped`] like the simulator's.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use sim::errno::Errno as SimErrno;
+use sim::pcap::PcapReader;
+use sim::pipeline::frame_meta::{build_skb, layout, GsoKind, SkbRecipe};
+use sim::pipeline::tun_read::{header_len, Event, ReadRecord};
+use sim::profile::KernelProfile;
+use sim::scenario::{Pipeline, Scenario};
+use sim::skb::{IpSummed, SkBuff, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
+use sim::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, TUN_READQ_SIZE};
+
+use super::ArmError;
+use crate::error::{Cause, Errno, KernelError};
+use crate::ethtool::Ethtool;
+use crate::netns::Netns;
+use crate::rtnl::LinkStats;
+use crate::tap::{tun_f, Tap, TapConfig, VirtioNetHdr};
+
+/// How long the first read after a write waits for the frame to reach B.
+pub const FORWARD_WAIT: Duration = Duration::from_secs(1);
+
+/// The tap under test.
+pub const DUT_NAME: &str = "skbdut";
+/// The bridge between the writers and the tap under test.
+pub const BRIDGE_NAME: &str = "skbbr";
+
+const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
+const VIRTIO_NET_HDR_F_DATA_VALID: u8 = 2;
+const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
+const VIRTIO_NET_HDR_GSO_UDP: u8 = 3;
+const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
+const VIRTIO_NET_HDR_GSO_UDP_L4: u8 = 5;
+const VIRTIO_NET_HDR_GSO_ECN: u8 = 0x80;
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+/// The writers' virtio-net header: the basic 10 bytes, little endian.
+const WRITER_VNET_LEN: usize = 10;
+
+/// Which writer tap builds a frame's skb (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WriterKind {
+    /// Blocking `IFF_TAP|IFF_NO_PI|IFF_VNET_HDR`: `tun_alloc_skb`.
+    Plain,
+    /// `IFF_NAPI|IFF_NAPI_FRAGS`, GRO off, `writev` split at the linear length.
+    Frags,
+    /// `IFF_NAPI`, GRO on: checksums validated into `CHECKSUM_UNNECESSARY`.
+    Gro,
+}
+
+impl WriterKind {
+    /// The writer for a frame built per `recipe`.
+    pub fn for_recipe(recipe: &SkbRecipe) -> WriterKind {
+        if recipe.checksum == IpSummed::Unnecessary {
+            WriterKind::Gro
+        } else if recipe.headlen.is_some() || recipe.gso != GsoKind::None {
+            WriterKind::Frags
+        } else {
+            WriterKind::Plain
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            WriterKind::Plain => "skbwplain",
+            WriterKind::Frags => "skbwfrags",
+            WriterKind::Gro => "skbwgro",
+        }
+    }
+
+    fn config(self) -> TapConfig {
+        let c = TapConfig::tap(self.name()).vnet_hdr(true);
+        match self {
+            WriterKind::Plain => c,
+            WriterKind::Frags => c.napi(true).napi_frags(true),
+            WriterKind::Gro => c.napi(true),
+        }
+    }
+}
+
+/// What the real arm produced for one scenario.
+#[derive(Debug, Clone)]
+pub struct RealTunRead {
+    /// The events, in order, `model: None` on every read.
+    pub events: Vec<Event>,
+    /// B's counters at the end.
+    pub stats: TunStats,
+    /// Input frames written.
+    pub frames: u64,
+    /// Things worth knowing that the trace cannot say (a frame that never reached B, a
+    /// frame B delivered that nobody wrote, which writers were used).
+    pub notes: Vec<String>,
+}
+
+/// `Ok(())` when the real kernel here can express `scenario` (checked without touching
+/// the kernel, except for the pcap); otherwise the reason, fit for `sim_only = "..."`.
+/// Kernel refusals (e.g. `TUNSETVNETBE`) show up only when the arm runs.
+pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
+    let host = KernelProfile::default();
+    if scenario.profile.name != host.name {
+        return Err(ArmError::Unsupported(format!(
+            "profile {} is not the host kernel's ({})",
+            scenario.profile.name, host.name
+        )));
+    }
+    match scenario.pipeline {
+        Pipeline::TunRead => {}
+    }
+    if scenario.device.kind == DeviceKind::Tun {
+        return Err(ArmError::Unsupported(
+            "an IFF_TUN reader: the real arm bridges Ethernet taps, and a tun device needs a routed path"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Replay `scenario` through the real kernel in a fresh namespace.
+pub fn run_tun_read(scenario: &Scenario) -> Result<RealTunRead, ArmError> {
+    expressible(scenario)?;
+    // Open the pcap before building anything: an unreadable input is an input error.
+    let reader = PcapReader::open(&scenario.input).map_err(|e| ArmError::Input(e.to_string()))?;
+    drop(reader);
+    Netns::run(|ns| Ok(replay(ns, scenario)))?
+}
+
+fn kerr(op: String, e: Errno) -> ArmError {
+    ArmError::Kernel(KernelError::sys(op, e))
+}
+
+fn tun_stats(s: &LinkStats) -> TunStats {
+    TunStats {
+        rx_packets: s.rx_packets,
+        rx_bytes: s.rx_bytes,
+        rx_dropped: s.rx_dropped,
+        rx_frame_errors: s.rx_frame_errors,
+        tx_packets: s.tx_packets,
+        tx_bytes: s.tx_bytes,
+        tx_dropped: s.tx_dropped,
+    }
+}
+
+fn offload_bits(dev: &TunConfig) -> u32 {
+    let o = &dev.offloads;
+    [
+        (o.csum, tun_f::CSUM),
+        (o.tso4, tun_f::TSO4),
+        (o.tso6, tun_f::TSO6),
+        (o.tso_ecn, tun_f::TSO_ECN),
+        (o.ufo, tun_f::UFO),
+        (o.uso4, tun_f::USO4),
+        (o.uso6, tun_f::USO6),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .fold(0, |acc, (_, bit)| acc | bit)
+}
+
+/// Create and configure the tap under test from the scenario's `[device]`; it starts down.
+pub fn open_dut(ns: &mut Netns, dev: &TunConfig) -> Result<Tap, KernelError> {
+    let b = TapConfig::tap(DUT_NAME)
+        .no_pi(dev.no_pi)
+        .vnet_hdr(dev.vnet_hdr)
+        .nonblocking(true)
+        .open()?;
+    if dev.vnet_hdr && dev.vnet_hdr_sz != WRITER_VNET_LEN {
+        let sz = i32::try_from(dev.vnet_hdr_sz).map_err(|_| {
+            KernelError::new(
+                format!("TUNSETVNETHDRSZ on {DUT_NAME}"),
+                Cause::Protocol(format!("size {} does not fit an int", dev.vnet_hdr_sz)),
+            )
+        })?;
+        b.set_vnet_hdr_sz(sz)?;
+    }
+    if dev.vnet_endian == VnetEndian::Big {
+        b.set_vnet_be(true)?;
+    }
+    let bits = offload_bits(dev);
+    if bits != 0 {
+        b.set_offload(bits)?;
+    }
+    let mut et = Ethtool::new()?;
+    for (feature, on) in [
+        ("tx-vlan-hw-insert", dev.tx_vlan_ctag),
+        ("tx-vlan-stag-hw-insert", dev.tx_vlan_stag),
+    ] {
+        if et.get_feature(DUT_NAME, feature)? != on {
+            et.set_feature(DUT_NAME, feature, on)?;
+        }
+    }
+    if dev.tx_queue_len != TUN_READQ_SIZE {
+        let len = u32::try_from(dev.tx_queue_len).map_err(|_| {
+            KernelError::new(
+                format!("RTM_SETLINK {DUT_NAME} txqueuelen"),
+                Cause::Protocol(format!("{} does not fit a u32", dev.tx_queue_len)),
+            )
+        })?;
+        ns.rtnl().set_txqlen(b.ifindex(), len)?;
+    }
+    Ok(b)
+}
+
+/// Open a writer tap (up, not yet bridged).
+fn open_writer(ns: &mut Netns, kind: WriterKind) -> Result<Tap, KernelError> {
+    let w = ns.tap_up(&kind.config())?;
+    if kind == WriterKind::Frags {
+        // GRO would validate checksums (CHECKSUM_NONE -> UNNECESSARY); keep the skb as
+        // written.
+        Ethtool::new()?.set_feature(kind.name(), "rx-gro", false)?;
+    }
+    Ok(w)
+}
+
+/// The outer tag, if the frame has an 802.1Q/802.1ad one the receive path would untag.
+fn outer_vlan_tpid(frame: &[u8]) -> Option<u16> {
+    let tpid = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    (matches!(tpid, ETH_P_8021Q | ETH_P_8021AD) && frame.len() >= 18).then_some(tpid)
+}
+
+/// The virtio-net header and the linear length a writer needs for `frame` per `recipe`.
+/// Offsets are of the frame as written (with its tags in-band).
+fn writer_header(
+    frame: &[u8],
+    recipe: &SkbRecipe,
+    index: u64,
+) -> Result<(VirtioNetHdr, Option<usize>), String> {
+    let lay = layout(frame).ok_or_else(|| format!("frame {index}: no Ethernet header"))?;
+    let mut h = VirtioNetHdr::default();
+    match recipe.checksum {
+        IpSummed::Partial => {
+            h.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+            h.csum_start = u16::try_from(lay.l4_offset)
+                .map_err(|_| format!("frame {index}: L4 offset beyond 65535"))?;
+            h.csum_offset = match lay.l4_proto {
+                Some(IPPROTO_TCP) => 16,
+                Some(IPPROTO_UDP) => 6,
+                _ => return Err(format!("frame {index}: checksum = \"partial\" needs TCP or UDP")),
+            };
+        }
+        IpSummed::Unnecessary => h.flags = VIRTIO_NET_HDR_F_DATA_VALID,
+        _ => {}
+    }
+    let untag = recipe.vlan_hwaccel && outer_vlan_tpid(frame).is_some();
+    let shift = if untag { 4 } else { 0 };
+    // The linear length of the frame as written: the recipe's headlen counts the skb after
+    // the untag, which removes the 4 tag bytes from the linear part.
+    let linear = match recipe.headlen {
+        None => None,
+        Some(None) => Some(
+            lay.headers_len()
+                .ok_or_else(|| format!("frame {index}: headlen = \"headers\" needs a complete TCP or UDP header"))?,
+        ),
+        Some(Some(n)) => Some((n + shift).min(frame.len())),
+    };
+    if recipe.gso != GsoKind::None {
+        let base = match (recipe.gso, lay.l4_proto, lay.l3_proto) {
+            (GsoKind::Tcp, Some(IPPROTO_TCP), ETH_P_IP) => VIRTIO_NET_HDR_GSO_TCPV4,
+            (GsoKind::Tcp, Some(IPPROTO_TCP), ETH_P_IPV6) => VIRTIO_NET_HDR_GSO_TCPV6,
+            (GsoKind::UdpL4, Some(IPPROTO_UDP), _) => VIRTIO_NET_HDR_GSO_UDP_L4,
+            (GsoKind::Ufo, Some(IPPROTO_UDP), _) => VIRTIO_NET_HDR_GSO_UDP,
+            (kind, l4, _) => {
+                return Err(format!(
+                    "frame {index}: gso = {kind:?} does not fit IP protocol {l4:?}"
+                ))
+            }
+        };
+        h.gso_type = base
+            | if recipe.gso_ecn {
+                VIRTIO_NET_HDR_GSO_ECN
+            } else {
+                0
+            };
+        h.gso_size = recipe.gso_size;
+        let hdr = linear.unwrap_or(frame.len());
+        h.hdr_len =
+            u16::try_from(hdr).map_err(|_| format!("frame {index}: hdr_len beyond 65535"))?;
+    }
+    Ok((h, linear))
+}
+
+struct Writers {
+    taps: Vec<(WriterKind, Tap)>,
+}
+
+impl Writers {
+    fn get(&self, kind: WriterKind) -> Option<&Tap> {
+        self.taps.iter().find(|(k, _)| *k == kind).map(|(_, t)| t)
+    }
+
+    /// With several writers on the bridge, each gets flooded copies of the others'
+    /// frames; throw them away so no queue fills.
+    fn drain(&self) -> Result<(), ArmError> {
+        if self.taps.len() > 1 {
+            for (_, t) in &self.taps {
+                t.drain()
+                    .map_err(|e| kerr(format!("drain flooded frames from {}", t.name()), e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Replay<'s> {
+    scenario: &'s Scenario,
+    dut: Tap,
+    writers: Writers,
+    events: Vec<Event>,
+    /// (index, ts) of each frame written and not yet read, in order.
+    pending: VecDeque<(u64, u64)>,
+    reads: usize,
+    since_read: usize,
+    last: LinkStats,
+    notes: Vec<String>,
+    buf: Vec<u8>,
+}
+
+fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> {
+    let input_err = |m: String| ArmError::Input(format!("{}: {m}", scenario.input.display()));
+    // Which writers the scenario needs: one pass over the recipes.
+    let mut kinds = vec![WriterKind::for_recipe(&scenario.skb)];
+    kinds.extend(
+        scenario
+            .skb_overrides
+            .iter()
+            .map(|(_, r)| WriterKind::for_recipe(r)),
+    );
+    kinds.sort();
+    kinds.dedup();
+
+    let dut = open_dut(ns, &scenario.device)?;
+    let mut taps = Vec::new();
+    for k in &kinds {
+        taps.push((*k, open_writer(ns, *k)?));
+    }
+    ns.rtnl().set_up(dut.ifindex(), true)?;
+    let mut ports: Vec<u32> = taps.iter().map(|(_, t)| t.ifindex()).collect();
+    ports.push(dut.ifindex());
+    ns.quiet_bridge(BRIDGE_NAME, &ports)?;
+
+    let mut notes = Vec::new();
+    let stray = dut
+        .drain()
+        .map_err(|e| kerr(format!("drain {DUT_NAME} before the replay"), e))?;
+    if stray > 0 {
+        notes.push(format!(
+            "{stray} frame(s) nobody wrote were queued on {DUT_NAME} before the replay and were discarded"
+        ));
+    }
+    let last = ns.rtnl().stats(dut.ifindex())?;
+    let mut run = Replay {
+        scenario,
+        dut,
+        writers: Writers { taps },
+        events: Vec::new(),
+        pending: VecDeque::new(),
+        reads: 0,
+        since_read: 0,
+        last,
+        notes,
+        buf: Vec::new(),
+    };
+    if kinds.len() > 1 || kinds[0] != WriterKind::Plain {
+        let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+        run.notes.push(format!("writers: {}", names.join(", ")));
+    }
+
+    let mut reader =
+        PcapReader::open(&scenario.input).map_err(|e| ArmError::Input(e.to_string()))?;
+    let mut frames = 0u64;
+    let mut wire = Vec::new();
+    while let Some(frame) = reader.next_frame() {
+        let frame = frame.map_err(|e| ArmError::Input(e.to_string()))?;
+        let (index, ts, data) = (frame.index, frame.ts_ns, frame.data);
+        let recipe = scenario.recipe_for(index);
+        // The simulator's own checks of the recipe against the frame, so both arms refuse
+        // the same input with the same words.
+        build_skb(&mut SkBuff::default(), data, recipe, false)
+            .map_err(|e| input_err(format!("frame {index}: {}", e.0)))?;
+        if let (false, Some(tpid)) = (recipe.vlan_hwaccel, outer_vlan_tpid(data)) {
+            return Err(ArmError::Unsupported(format!(
+                "frame {index}: skb.vlan = \"inband\" with an outer {tpid:#06x} tag; the receive path always moves that tag out of band"
+            )));
+        }
+        let (hdr, linear) = writer_header(data, recipe, index).map_err(input_err)?;
+        let kind = WriterKind::for_recipe(recipe);
+        let w = run.writers.get(kind).ok_or_else(|| {
+            ArmError::Kernel(KernelError::new(
+                "select writer tap",
+                Cause::NotFound(kind.name().to_string()),
+            ))
+        })?;
+        wire.clear();
+        wire.extend_from_slice(&hdr.to_bytes(WRITER_VNET_LEN));
+        let total = WRITER_VNET_LEN + data.len();
+        let op = || {
+            format!(
+                "write of frame {index} ({} bytes + {WRITER_VNET_LEN}-byte vnet header) into {}",
+                data.len(),
+                w.name()
+            )
+        };
+        let written = match (kind, linear) {
+            (WriterKind::Frags, Some(l)) if l < data.len() => {
+                w.writev(&[&wire, &data[..l], &data[l..]])
+            }
+            _ => {
+                wire.extend_from_slice(data);
+                w.write(&wire)
+            }
+        }
+        .map_err(|e| kerr(op(), e))?;
+        if written != total {
+            return Err(ArmError::Kernel(KernelError::new(
+                op(),
+                Cause::Protocol(format!("short write: {written} of {total} bytes")),
+            )));
+        }
+        frames += 1;
+        let now = ns.rtnl().stats(run.dut.ifindex())?;
+        if now.tx_dropped > run.last.tx_dropped {
+            run.events.push(Event::XmitDropped {
+                frame: index,
+                ts_ns: ts,
+                stats: tun_stats(&now),
+            });
+        } else {
+            run.pending.push_back((index, ts));
+        }
+        run.last = now;
+        run.since_read += 1;
+        if run.since_read >= scenario.reader.read_every {
+            run.since_read = 0;
+            run.drain(ns)?;
+        }
+    }
+    run.drain(ns)?;
+    let stats = tun_stats(&ns.rtnl().stats(run.dut.ifindex())?);
+    if !run.pending.is_empty() {
+        let lost: Vec<String> = run.pending.iter().map(|(i, _)| i.to_string()).collect();
+        run.notes.push(format!(
+            "frame(s) {} were written but never read from {DUT_NAME}",
+            lost.join(", ")
+        ));
+    }
+    Ok(RealTunRead {
+        events: run.events,
+        stats,
+        frames,
+        notes: run.notes,
+    })
+}
+
+impl Replay<'_> {
+    /// Read B until `EAGAIN`, one [`Event::Read`] per read.
+    fn drain(&mut self, ns: &mut Netns) -> Result<(), ArmError> {
+        let plan = &self.scenario.reader;
+        let dev = &self.scenario.device;
+        let poll_op = || format!("poll on {DUT_NAME}");
+        if !self.pending.is_empty() {
+            self.dut
+                .wait_readable(FORWARD_WAIT)
+                .map_err(|e| kerr(poll_op(), e))?;
+        }
+        // A backstop against a read that neither consumes nor fails.
+        let limit = self.reads + 4 * (self.pending.len() + plan.buffers.len()) + 64;
+        loop {
+            let size = plan.buffer(self.reads);
+            if size == 0
+                && !self
+                    .dut
+                    .wait_readable(Duration::ZERO)
+                    .map_err(|e| kerr(poll_op(), e))?
+            {
+                break;
+            }
+            self.buf.clear();
+            self.buf.resize(size, plan.fill);
+            let result = match self.dut.read(&mut self.buf) {
+                Err(Errno::EAGAIN) => break,
+                Ok(n) => Ok(n),
+                Err(e) => Err(SimErrno::from_code(e.0).ok_or_else(|| {
+                    kerr(
+                        format!(
+                            "read {} ({size}-byte buffer) on {DUT_NAME}: an errno the trace format cannot show",
+                            self.reads
+                        ),
+                        e,
+                    )
+                })?),
+            };
+            let consumed = !(size == 0 && result == Ok(0));
+            let frame = if consumed {
+                let f = self.pending.pop_front();
+                if f.is_none() {
+                    self.notes.push(format!(
+                        "read {} got a frame nobody wrote (or one written frame came out as several)",
+                        self.reads
+                    ));
+                }
+                f
+            } else {
+                None
+            };
+            let visible = match result {
+                Ok(n) => n,
+                Err(_) => size.min(header_len(dev)),
+            };
+            let now = ns.rtnl().stats(self.dut.ifindex())?;
+            self.events.push(Event::Read(ReadRecord {
+                read: self.reads,
+                frame,
+                buffer_len: size,
+                result,
+                data: self.buf[..visible].to_vec(),
+                stats: tun_stats(&now),
+                model: None,
+            }));
+            self.last = now;
+            self.reads += 1;
+            if self.reads > limit {
+                return Err(ArmError::Kernel(KernelError::new(
+                    format!("read loop on {DUT_NAME}"),
+                    Cause::Protocol(format!(
+                        "{} reads without EAGAIN; the reader plan never drains the queue",
+                        self.reads
+                    )),
+                )));
+            }
+        }
+        self.writers.drain()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 802.1Q vid 100, IPv4/UDP, 8-byte payload.
+    fn tagged_udp() -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x81, 0, 0, 100, 8, 0];
+        f.extend_from_slice(&[0x45, 0, 0, 36, 0, 1, 0x40, 0, 64, 17, 0, 0]);
+        f.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        f.extend_from_slice(&[0x13, 0x88, 0x13, 0x89, 0, 16, 0, 0]);
+        f.extend_from_slice(&[0xab; 8]);
+        f
+    }
+
+    #[test]
+    fn writer_header_counts_offsets_in_the_frame_as_written() {
+        let f = tagged_udp();
+        let r = SkbRecipe {
+            vlan_hwaccel: true,
+            checksum: IpSummed::Partial,
+            gso: GsoKind::UdpL4,
+            gso_size: 4,
+            headlen: Some(None),
+            ..SkbRecipe::default()
+        };
+        let (h, linear) = writer_header(&f, &r, 0).unwrap();
+        assert_eq!((h.flags, h.csum_start, h.csum_offset), (1, 38, 6));
+        assert_eq!((h.gso_type, h.gso_size, h.hdr_len), (5, 4, 46));
+        assert_eq!(linear, Some(46));
+        assert_eq!(WriterKind::for_recipe(&r), WriterKind::Frags);
+        let r = SkbRecipe {
+            headlen: Some(Some(20)),
+            ..r
+        };
+        assert_eq!(writer_header(&f, &r, 0).unwrap().1, Some(24));
+        let plain = SkbRecipe {
+            vlan_hwaccel: true,
+            ..SkbRecipe::default()
+        };
+        assert_eq!(writer_header(&f, &plain, 0).unwrap().0, VirtioNetHdr::default());
+        assert_eq!(WriterKind::for_recipe(&plain), WriterKind::Plain);
+        let valid = SkbRecipe {
+            checksum: IpSummed::Unnecessary,
+            ..plain
+        };
+        assert_eq!(WriterKind::for_recipe(&valid), WriterKind::Gro);
+    }
+}
