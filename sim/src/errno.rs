@@ -13,6 +13,9 @@ pub enum Errno {
     ENXIO,
     EOVERFLOW,
     EBADFD,
+    EMSGSIZE,
+    EOPNOTSUPP,
+    ENETDOWN,
 }
 
 impl Errno {
@@ -28,6 +31,9 @@ impl Errno {
             Errno::ENOSPC => 28,
             Errno::EOVERFLOW => 75,
             Errno::EBADFD => 77,
+            Errno::EMSGSIZE => 90,
+            Errno::EOPNOTSUPP => 95,
+            Errno::ENETDOWN => 100,
         }
     }
 
@@ -43,6 +49,9 @@ impl Errno {
             Errno::ENOSPC,
             Errno::EOVERFLOW,
             Errno::EBADFD,
+            Errno::EMSGSIZE,
+            Errno::EOPNOTSUPP,
+            Errno::ENETDOWN,
         ]
         .into_iter()
         .find(|e| e.code() == code)
@@ -59,6 +68,9 @@ impl Errno {
             Errno::ENOSPC => "ENOSPC",
             Errno::EOVERFLOW => "EOVERFLOW",
             Errno::EBADFD => "EBADFD",
+            Errno::EMSGSIZE => "EMSGSIZE",
+            Errno::EOPNOTSUPP => "EOPNOTSUPP",
+            Errno::ENETDOWN => "ENETDOWN",
         }
     }
 }

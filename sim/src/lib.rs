@@ -2,10 +2,13 @@
 //!
 //! No network I/O, no wall clock, no unseeded randomness: the same input gives the same
 //! bytes out on every run. Modules follow the kernel's own split: the sk_buff (`skb`),
-//! the tun/tap device and its read path (`tun`), and the pipelines that drive a
+//! the tun/tap device and its read and write paths (`tun`), XDP on it (`xdp`, running the
+//! program in the safe eBPF VM of `bpf`), and the pipelines that drive a
 //! scenario's frames through them (`pipeline`).
 
+pub mod bpf;
 pub mod errno;
+pub mod net;
 pub mod pcap;
 pub mod pipeline;
 pub mod profile;
@@ -14,3 +17,4 @@ pub mod skb;
 pub mod trace;
 pub mod tun;
 pub mod wire;
+pub mod xdp;

@@ -49,11 +49,37 @@ pub struct TunReadRules {
     pub vnet_endian_selectable: bool,
 }
 
+/// The rules of the tun write path with XDP (drivers/net/tun.c: tun_get_user,
+/// tun_build_skb, tun_xdp_act; shared/spec/kernel-datapath.md §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TunWriteRules {
+    /// XDP on tap exists (761876c857cb "tap: XDP support", v4.14).
+    pub xdp: bool,
+    /// XDP_TX goes through ndo_xdp_xmit and comes back as an xdp_frame (59655a5b6c83
+    /// "tuntap: XDP_TX can use native XDP", v4.17); before, through the generic TX
+    /// helper on a fresh skb, read back with a PI.
+    pub xdp_tx_native: bool,
+    /// tun_can_build_skb counts XDP_PACKET_HEADROOM unconditionally (2023 syzbot fix):
+    /// frames up to 3456 bytes; before, up to 3712.
+    pub build_skb_counts_xdp_headroom: bool,
+    /// "tun: add missing rx stats accounting in tun_xdp_act" and "tun: fix missing
+    /// dropped counter in tun_xdp_act" (v6.8): rx stats on TX/REDIRECT success,
+    /// rx_dropped on their errors.
+    pub xdp_act_rx_stats: bool,
+    /// 4.19 tested IFF_UP first and counted nothing; later kernels test it before
+    /// delivery and count rx_dropped.
+    pub down_check_first: bool,
+    /// tun_build_skb prepares the xdp_buff with metadata support (xdp_prepare_buff(...,
+    /// true), v4.20+); 4.19 called xdp_set_data_meta_invalid.
+    pub xdp_meta: bool,
+}
+
 /// One modelled kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelProfile {
     pub name: &'static str,
     pub tun_read: TunReadRules,
+    pub tun_write: TunWriteRules,
 }
 
 /// Linux 6.18: the machines' kernel ([CUR] plus [CUR+] fixes).
@@ -68,6 +94,14 @@ pub const LINUX_6_18: KernelProfile = KernelProfile {
         uso_on_read: true,
         vnet_endian_selectable: true,
     },
+    tun_write: TunWriteRules {
+        xdp: true,
+        xdp_tx_native: true,
+        build_skb_counts_xdp_headroom: true,
+        xdp_act_rx_stats: true,
+        down_check_first: false,
+        xdp_meta: true,
+    },
 };
 
 /// Linux 4.19 ([4.19]): as 6.18 on the read path except that the vnet padding is skipped
@@ -78,6 +112,25 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
         vnet_pad_zero: false,
         uso_on_read: false,
         ..LINUX_6_18.tun_read
+    },
+    tun_write: TunWriteRules {
+        xdp: true,
+        xdp_tx_native: true,
+        build_skb_counts_xdp_headroom: false,
+        xdp_act_rx_stats: false,
+        down_check_first: true,
+        xdp_meta: false,
+    },
+};
+
+/// Linux 4.16: XDP on tap, but XDP_TX still through the generic TX helper (before
+/// 59655a5b6c83): the frame comes back as an skb, read with a PI.
+pub const LINUX_4_16: KernelProfile = KernelProfile {
+    name: "linux-4.16",
+    tun_read: LINUX_4_19.tun_read,
+    tun_write: TunWriteRules {
+        xdp_tx_native: false,
+        ..LINUX_4_19.tun_write
     },
 };
 
@@ -93,10 +146,18 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
         uso_on_read: false,
         vnet_endian_selectable: false,
     },
+    tun_write: TunWriteRules {
+        xdp: false,
+        xdp_tx_native: false,
+        build_skb_counts_xdp_headroom: false,
+        xdp_act_rx_stats: false,
+        down_check_first: true,
+        xdp_meta: false,
+    },
 };
 
 /// Every profile, default first.
-pub const PROFILES: [KernelProfile; 3] = [LINUX_6_18, LINUX_4_19, LINUX_3_12];
+pub const PROFILES: [KernelProfile; 4] = [LINUX_6_18, LINUX_4_19, LINUX_4_16, LINUX_3_12];
 
 impl KernelProfile {
     /// The profile named `name`, or an error listing the known names.
@@ -141,6 +202,6 @@ mod tests {
     fn lookup_by_name_and_unknown_names_list_the_choices() {
         assert_eq!(KernelProfile::by_name("linux-3.12").unwrap(), LINUX_3_12);
         let err = KernelProfile::by_name("linux-2.6").unwrap_err().to_string();
-        assert!(err.contains("linux-6.18, linux-4.19, linux-3.12"), "{err}");
+        assert!(err.contains("linux-6.18, linux-4.19, linux-4.16, linux-3.12"), "{err}");
     }
 }

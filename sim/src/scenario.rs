@@ -70,12 +70,17 @@ pub enum Pipeline {
     /// Frames transmitted to a tap and read by userspace: tun_net_xmit + tun_put_user.
     #[serde(rename = "tun-read")]
     TunRead,
+    /// Frames written by userspace into a tap, optionally through an XDP program:
+    /// tun_get_user, tun_build_skb, tun_xdp_act, generic XDP.
+    #[serde(rename = "tap-write")]
+    TapWrite,
 }
 
 impl Pipeline {
     pub fn name(self) -> &'static str {
         match self {
             Pipeline::TunRead => "tun-read",
+            Pipeline::TapWrite => "tap-write",
         }
     }
 }
@@ -94,6 +99,54 @@ struct RawScenario {
     reader: RawReader,
     #[serde(default)]
     skb: RawSkb,
+    writer: Option<RawWriter>,
+    xdp: Option<RawXdp>,
+    redirect: Option<RawDevice>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWriter {
+    nonblocking: Option<bool>,
+    vnet: Option<RawVnet>,
+    pi_proto: Option<u16>,
+    #[serde(default)]
+    write: Vec<RawWriteOverride>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVnet {
+    flags: Option<u8>,
+    gso_type: Option<u8>,
+    hdr_len: Option<u16>,
+    gso_size: Option<u16>,
+    csum_start: Option<u16>,
+    csum_offset: Option<u16>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWriteOverride {
+    index: u64,
+    truncate: Option<usize>,
+    nonblocking: Option<bool>,
+    vnet: Option<RawVnet>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawXdp {
+    program: PathBuf,
+    section: Option<String>,
+    mode: XdpModeName,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum XdpModeName {
+    Native,
+    Generic,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -107,6 +160,11 @@ struct RawDevice {
     tx_vlan_offload: Option<RawVlanOffload>,
     offloads: Option<Vec<Offload>>,
     tx_queue_len: Option<usize>,
+    up: Option<bool>,
+    napi: Option<bool>,
+    napi_frags: Option<bool>,
+    sndbuf: Option<bool>,
+    mtu: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -224,6 +282,42 @@ impl ReaderPlan {
     }
 }
 
+/// The vnet header a writer puts before each frame (host values; the byte order is the
+/// device's).
+pub type WriterVnet = crate::wire::virtio_net_hdr::VirtioNetHdrRepr;
+
+/// How userspace writes into the tap (the `tap-write` pipeline).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WriterPlan {
+    pub nonblocking: bool,
+    pub vnet: WriterVnet,
+    /// tun_pi.proto for PI writes; None: the frame's EtherType.
+    pub pi_proto: Option<u16>,
+    /// Per-write overrides by input index: (index, truncate to N bytes, nonblocking, vnet).
+    pub overrides: Vec<WriteOverride>,
+}
+
+/// One write's deviation from the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOverride {
+    pub index: u64,
+    /// Write only the first N bytes of the composed PI + vnet + frame.
+    pub truncate: Option<usize>,
+    pub nonblocking: Option<bool>,
+    pub vnet: Option<WriterVnet>,
+}
+
+/// The XDP program a scenario attaches to the written tap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XdpSpec {
+    /// `.o` (clang -target bpf ELF) or `.s` (skbsim eBPF assembly), resolved against the
+    /// scenario's directory.
+    pub program: PathBuf,
+    /// ELF section of the program (default "xdp").
+    pub section: String,
+    pub mode: crate::xdp::XdpMode,
+}
+
 /// A loaded, validated scenario.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -243,6 +337,12 @@ pub struct Scenario {
     /// The recipe for every frame, then per-frame overrides by input index.
     pub skb: SkbRecipe,
     pub skb_overrides: Vec<(u64, SkbRecipe)>,
+    /// The writer (tap-write).
+    pub writer: WriterPlan,
+    /// The attached XDP program (tap-write).
+    pub xdp: Option<XdpSpec>,
+    /// A second tap, the redirect target (tap-write); ifindex 3, the device under test 2.
+    pub redirect: Option<TunConfig>,
 }
 
 impl Scenario {
@@ -305,6 +405,29 @@ impl Scenario {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let writer = writer_plan(raw.writer.as_ref()).map_err(|m| err(format!("writer.{m}")))?;
+        let xdp = raw.xdp.as_ref().map(|x| XdpSpec {
+            program: dir.join(&x.program),
+            section: x.section.clone().unwrap_or_else(|| "xdp".to_string()),
+            mode: match x.mode {
+                XdpModeName::Native => crate::xdp::XdpMode::Native,
+                XdpModeName::Generic => crate::xdp::XdpMode::Generic,
+            },
+        });
+        if xdp.is_some() && !profile.tun_write.xdp {
+            return Err(err(format!("xdp: {} has no XDP on tap (v4.14)", profile.name)));
+        }
+        let redirect = match &raw.redirect {
+            Some(d) => Some(device_config(d).map_err(|m| err(format!("redirect.{}", m.trim_start_matches("device."))))?),
+            None => None,
+        };
+        let wants_write = raw.pipeline == Pipeline::TapWrite;
+        if !wants_write && (raw.writer.is_some() || raw.xdp.is_some() || raw.redirect.is_some()) {
+            return Err(err(format!(
+                "[writer], [xdp] and [redirect] belong to the tap-write pipeline, not {}",
+                raw.pipeline.name()
+            )));
+        }
         Ok(Scenario {
             path: path.to_path_buf(),
             name: format!("{area}/{stem}"),
@@ -317,7 +440,23 @@ impl Scenario {
             reader,
             skb,
             skb_overrides,
+            writer,
+            xdp,
+            redirect,
         })
+    }
+
+    /// The write plan for input frame `index`: (truncate, nonblocking, vnet).
+    pub fn write_for(&self, index: u64) -> (Option<usize>, bool, WriterVnet) {
+        let w = &self.writer;
+        match w.overrides.iter().find(|o| o.index == index) {
+            Some(o) => (
+                o.truncate,
+                o.nonblocking.unwrap_or(w.nonblocking),
+                o.vnet.unwrap_or(w.vnet),
+            ),
+            None => (None, w.nonblocking, w.vnet),
+        }
     }
 
     /// The recipe for input frame `index`.
@@ -337,6 +476,39 @@ fn one_line_toml_error(e: &toml::de::Error) -> String {
         Some(span) => format!("{msg} (at byte {})", span.start),
         None => msg,
     }
+}
+
+fn vnet_of(v: &RawVnet) -> WriterVnet {
+    WriterVnet {
+        flags: v.flags.unwrap_or(0),
+        gso_type: v.gso_type.unwrap_or(0),
+        hdr_len: v.hdr_len.unwrap_or(0),
+        gso_size: v.gso_size.unwrap_or(0),
+        csum_start: v.csum_start.unwrap_or(0),
+        csum_offset: v.csum_offset.unwrap_or(0),
+        ..WriterVnet::default()
+    }
+}
+
+fn writer_plan(w: Option<&RawWriter>) -> Result<WriterPlan, String> {
+    let Some(w) = w else {
+        return Ok(WriterPlan::default());
+    };
+    Ok(WriterPlan {
+        nonblocking: w.nonblocking.unwrap_or(false),
+        vnet: w.vnet.as_ref().map(vnet_of).unwrap_or_default(),
+        pi_proto: w.pi_proto,
+        overrides: w
+            .write
+            .iter()
+            .map(|o| WriteOverride {
+                index: o.index,
+                truncate: o.truncate,
+                nonblocking: o.nonblocking,
+                vnet: o.vnet.as_ref().map(vnet_of),
+            })
+            .collect(),
+    })
 }
 
 fn device_config(d: &RawDevice) -> Result<TunConfig, String> {
@@ -383,6 +555,13 @@ fn device_config(d: &RawDevice) -> Result<TunConfig, String> {
     if c.offloads != Offloads::default() && !c.offloads.csum {
         // tun.c: set_offload ignores TSO/UFO/USO bits unless TUN_F_CSUM is set.
         return Err("device.offloads: GSO offloads need \"csum\" too (tun.c: set_offload)".into());
+    }
+    c.up = d.up.unwrap_or(true);
+    c.napi = d.napi.unwrap_or(false);
+    c.napi_frags = d.napi_frags.unwrap_or(false);
+    c.sndbuf_set = d.sndbuf.unwrap_or(false);
+    if let Some(m) = d.mtu {
+        c.mtu = m;
     }
     if let Some(q) = d.tx_queue_len {
         if q == 0 {

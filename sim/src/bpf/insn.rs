@@ -94,7 +94,13 @@ pub struct Insn {
 
 impl Insn {
     pub fn new(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
-        Insn { code, dst, src, off, imm }
+        Insn {
+            code,
+            dst,
+            src,
+            off,
+            imm,
+        }
     }
 
     /// Little-endian host layout, as on x86_64: dst_reg in the low nibble of byte 1.
@@ -111,7 +117,16 @@ impl Insn {
     pub fn to_bytes(self) -> [u8; 8] {
         let o = self.off.to_le_bytes();
         let i = self.imm.to_le_bytes();
-        [self.code, (self.dst & 0x0f) | (self.src << 4), o[0], o[1], i[0], i[1], i[2], i[3]]
+        [
+            self.code,
+            (self.dst & 0x0f) | (self.src << 4),
+            o[0],
+            o[1],
+            i[0],
+            i[1],
+            i[2],
+            i[3],
+        ]
     }
 
     pub fn class(self) -> u8 {
@@ -121,8 +136,14 @@ impl Insn {
 
 /// Split a byte string into instructions.
 pub fn parse_insns(bytes: &[u8]) -> Result<Vec<Insn>, BpfError> {
-    if bytes.len() % 8 != 0 {
-        return Err(BpfError::invalid(bytes.len() / 8, format!("{} bytes is not a whole number of instructions", bytes.len())));
+    if !bytes.len().is_multiple_of(8) {
+        return Err(BpfError::invalid(
+            bytes.len() / 8,
+            format!(
+                "{} bytes is not a whole number of instructions",
+                bytes.len()
+            ),
+        ));
     }
     Ok(bytes
         .chunks_exact(8)
@@ -227,21 +248,83 @@ pub enum ByteOrder {
 /// A decoded instruction. Jump targets are absolute instruction indexes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
-    Alu64 { op: AluOp, dst: u8, src: Src },
-    Alu32 { op: AluOp, dst: u8, src: Src },
-    MovSx { wide: bool, dst: u8, src: u8, bits: u8 },
-    End { order: ByteOrder, dst: u8, bits: u8 },
-    LdImm64 { dst: u8, imm: u64 },
-    LdMap { dst: u8, slot: u32 },
-    LdMapValue { dst: u8, slot: u32, off: u32 },
-    Ldx { size: MemSize, sx: bool, dst: u8, src: u8, off: i16 },
-    St { size: MemSize, dst: u8, off: i16, imm: i64 },
-    Stx { size: MemSize, dst: u8, src: u8, off: i16 },
-    Atomic { size: MemSize, op: AtomicOp, fetch: bool, dst: u8, src: u8, off: i16 },
-    Ja { target: u32 },
-    Jmp { cond: Cond, wide: bool, dst: u8, src: Src, target: u32 },
-    Call { helper: u32 },
-    CallLocal { target: u32 },
+    Alu64 {
+        op: AluOp,
+        dst: u8,
+        src: Src,
+    },
+    Alu32 {
+        op: AluOp,
+        dst: u8,
+        src: Src,
+    },
+    MovSx {
+        wide: bool,
+        dst: u8,
+        src: u8,
+        bits: u8,
+    },
+    End {
+        order: ByteOrder,
+        dst: u8,
+        bits: u8,
+    },
+    LdImm64 {
+        dst: u8,
+        imm: u64,
+    },
+    LdMap {
+        dst: u8,
+        slot: u32,
+    },
+    LdMapValue {
+        dst: u8,
+        slot: u32,
+        off: u32,
+    },
+    Ldx {
+        size: MemSize,
+        sx: bool,
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    St {
+        size: MemSize,
+        dst: u8,
+        off: i16,
+        imm: i64,
+    },
+    Stx {
+        size: MemSize,
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    Atomic {
+        size: MemSize,
+        op: AtomicOp,
+        fetch: bool,
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    Ja {
+        target: u32,
+    },
+    Jmp {
+        cond: Cond,
+        wide: bool,
+        dst: u8,
+        src: Src,
+        target: u32,
+    },
+    Call {
+        helper: u32,
+    },
+    CallLocal {
+        target: u32,
+    },
     Exit,
     /// Second slot of an ld_imm64; never executed (jumps into it are refused).
     Pad,
@@ -251,7 +334,12 @@ fn alu_op(code: u8, off: i16, pc: usize) -> Result<AluOp, BpfError> {
     let signed = match off {
         0 => false,
         1 if matches!(code & 0xf0, BPF_DIV | BPF_MOD) => true,
-        _ => return Err(BpfError::invalid(pc, format!("ALU op {code:#04x} with offset {off}"))),
+        _ => {
+            return Err(BpfError::invalid(
+                pc,
+                format!("ALU op {code:#04x} with offset {off}"),
+            ))
+        }
     };
     Ok(match code & 0xf0 {
         BPF_ADD => AluOp::Add,
@@ -286,13 +374,22 @@ fn cond(code: u8, pc: usize) -> Result<Cond, BpfError> {
         BPF_JLE => Cond::Le,
         BPF_JSLT => Cond::Slt,
         BPF_JSLE => Cond::Sle,
-        _ => return Err(BpfError::invalid(pc, format!("unknown jump op {code:#04x}"))),
+        _ => {
+            return Err(BpfError::invalid(
+                pc,
+                format!("unknown jump op {code:#04x}"),
+            ))
+        }
     })
 }
 
 fn reg(r: u8, pc: usize, write: bool) -> Result<u8, BpfError> {
     if r > 10 || (write && r == 10) {
-        let what = if r > 10 { "invalid register" } else { "frame pointer is read-only:" };
+        let what = if r > 10 {
+            "invalid register"
+        } else {
+            "frame pointer is read-only:"
+        };
         return Err(BpfError::invalid(pc, format!("{what} r{r}")));
     }
     Ok(r)
@@ -319,7 +416,10 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                 Ok(Src::Reg(reg(i.src, pc, false)?))
             } else {
                 if i.src != 0 {
-                    return Err(BpfError::invalid(pc, "immediate operand with non-zero src_reg"));
+                    return Err(BpfError::invalid(
+                        pc,
+                        "immediate operand with non-zero src_reg",
+                    ));
                 }
                 Ok(Src::Imm(i64::from(i.imm)))
             }
@@ -332,13 +432,20 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                     BPF_END => {
                         let bits = match i.imm {
                             16 | 32 | 64 => i.imm as u8,
-                            b => return Err(BpfError::invalid(pc, format!("byte swap of {b} bits"))),
+                            b => {
+                                return Err(BpfError::invalid(pc, format!("byte swap of {b} bits")))
+                            }
                         };
                         let order = match (wide, code & BPF_X) {
                             (false, BPF_TO_LE) => ByteOrder::Le,
                             (false, _) => ByteOrder::Be,
                             (true, BPF_TO_LE) => ByteOrder::Swap,
-                            (true, _) => return Err(BpfError::invalid(pc, "BPF_ALU64|BPF_END|BPF_X is reserved")),
+                            (true, _) => {
+                                return Err(BpfError::invalid(
+                                    pc,
+                                    "BPF_ALU64|BPF_END|BPF_X is reserved",
+                                ))
+                            }
                         };
                         if i.src != 0 || i.off != 0 {
                             return Err(BpfError::invalid(pc, "byte swap with src_reg or offset"));
@@ -348,11 +455,23 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                     BPF_MOV if i.off != 0 => {
                         let bits = match (i.off, wide) {
                             (8 | 16, _) | (32, true) => i.off as u8,
-                            _ => return Err(BpfError::invalid(pc, format!("movsx from {} bits", i.off))),
+                            _ => {
+                                return Err(BpfError::invalid(
+                                    pc,
+                                    format!("movsx from {} bits", i.off),
+                                ))
+                            }
                         };
                         match src_operand(pc)? {
-                            Src::Reg(src) => Op::MovSx { wide, dst, src, bits },
-                            Src::Imm(_) => return Err(BpfError::invalid(pc, "movsx needs a register source")),
+                            Src::Reg(src) => Op::MovSx {
+                                wide,
+                                dst,
+                                src,
+                                bits,
+                            },
+                            Src::Imm(_) => {
+                                return Err(BpfError::invalid(pc, "movsx needs a register source"))
+                            }
                         }
                     }
                     _ => {
@@ -371,8 +490,13 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                                 AluOp::Div | AluOp::SDiv | AluOp::Mod | AluOp::SMod if imm == 0 => {
                                     return Err(BpfError::invalid(pc, "division by zero"));
                                 }
-                                AluOp::Lsh | AluOp::Rsh | AluOp::Arsh if !(0..width).contains(&imm) => {
-                                    return Err(BpfError::invalid(pc, format!("invalid shift {imm}")));
+                                AluOp::Lsh | AluOp::Rsh | AluOp::Arsh
+                                    if !(0..width).contains(&imm) =>
+                                {
+                                    return Err(BpfError::invalid(
+                                        pc,
+                                        format!("invalid shift {imm}"),
+                                    ));
                                 }
                                 _ => {}
                             }
@@ -393,7 +517,11 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                             return Err(BpfError::invalid(pc, "malformed ja"));
                         }
                         // JMP32|JA is the v4 long jump with the offset in imm.
-                        let rel = if wide { i64::from(i.off) } else { i64::from(i.imm) };
+                        let rel = if wide {
+                            i64::from(i.off)
+                        } else {
+                            i64::from(i.imm)
+                        };
                         jumps.push((pc, rel));
                         Op::Ja { target: 0 }
                     }
@@ -405,7 +533,10 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                             0 => {
                                 let id = i.imm as u32;
                                 if !helpers::is_supported(id) {
-                                    return Err(BpfError::invalid(pc, format!("unknown or unsupported helper #{}", i.imm)));
+                                    return Err(BpfError::invalid(
+                                        pc,
+                                        format!("unknown or unsupported helper #{}", i.imm),
+                                    ));
                                 }
                                 Op::Call { helper: id }
                             }
@@ -413,11 +544,17 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                                 jumps.push((pc, i64::from(i.imm)));
                                 Op::CallLocal { target: 0 }
                             }
-                            s => return Err(BpfError::invalid(pc, format!("call with src_reg {s} (kfuncs are not supported)"))),
+                            s => {
+                                return Err(BpfError::invalid(
+                                    pc,
+                                    format!("call with src_reg {s} (kfuncs are not supported)"),
+                                ))
+                            }
                         }
                     }
                     BPF_EXIT if wide => {
-                        if code & BPF_X != 0 || i.src != 0 || i.dst != 0 || i.off != 0 || i.imm != 0 {
+                        if code & BPF_X != 0 || i.src != 0 || i.dst != 0 || i.off != 0 || i.imm != 0
+                        {
                             return Err(BpfError::invalid(pc, "malformed exit"));
                         }
                         Op::Exit
@@ -427,14 +564,22 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                         let dst = reg(i.dst, pc, false)?;
                         let src = src_operand(pc)?;
                         jumps.push((pc, i64::from(i.off)));
-                        Op::Jmp { cond, wide, dst, src, target: 0 }
+                        Op::Jmp {
+                            cond,
+                            wide,
+                            dst,
+                            src,
+                            target: 0,
+                        }
                     }
                 }
             }
             BPF_LD => {
                 if code != BPF_LD | BPF_IMM | BPF_DW {
                     let what = match code & 0xe0 {
-                        BPF_ABS | BPF_IND => "legacy packet loads (BPF_ABS/BPF_IND) are not allowed in XDP",
+                        BPF_ABS | BPF_IND => {
+                            "legacy packet loads (BPF_ABS/BPF_IND) are not allowed in XDP"
+                        }
                         _ => "unknown BPF_LD instruction",
                     };
                     return Err(BpfError::invalid(pc, what));
@@ -444,30 +589,51 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                     return Err(BpfError::invalid(pc, "ld_imm64 without its second slot"));
                 };
                 if hi.code != 0 || hi.dst != 0 || hi.src != 0 || hi.off != 0 || i.off != 0 {
-                    return Err(BpfError::invalid(pc + 1, "malformed second slot of ld_imm64"));
+                    return Err(BpfError::invalid(
+                        pc + 1,
+                        "malformed second slot of ld_imm64",
+                    ));
                 }
                 let slot = i.imm as u32;
                 let check_slot = || {
                     if (slot as usize) < nmaps {
                         Ok(())
                     } else {
-                        Err(BpfError::invalid(pc, format!("map slot {slot} out of range ({nmaps} maps)")))
+                        Err(BpfError::invalid(
+                            pc,
+                            format!("map slot {slot} out of range ({nmaps} maps)"),
+                        ))
                     }
                 };
                 let op = match i.src {
-                    0 => Op::LdImm64 { dst, imm: u64::from(i.imm as u32) | (u64::from(hi.imm as u32) << 32) },
+                    0 => Op::LdImm64 {
+                        dst,
+                        imm: u64::from(i.imm as u32) | (u64::from(hi.imm as u32) << 32),
+                    },
                     BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_IDX => {
                         check_slot()?;
                         if hi.imm != 0 {
-                            return Err(BpfError::invalid(pc, "map reference with a non-zero second imm"));
+                            return Err(BpfError::invalid(
+                                pc,
+                                "map reference with a non-zero second imm",
+                            ));
                         }
                         Op::LdMap { dst, slot }
                     }
                     BPF_PSEUDO_MAP_VALUE | BPF_PSEUDO_MAP_IDX_VALUE => {
                         check_slot()?;
-                        Op::LdMapValue { dst, slot, off: hi.imm as u32 }
+                        Op::LdMapValue {
+                            dst,
+                            slot,
+                            off: hi.imm as u32,
+                        }
                     }
-                    s => return Err(BpfError::invalid(pc, format!("ld_imm64 with unsupported src_reg {s}"))),
+                    s => {
+                        return Err(BpfError::invalid(
+                            pc,
+                            format!("ld_imm64 with unsupported src_reg {s}"),
+                        ))
+                    }
                 };
                 ops.push(op);
                 ops.push(Op::Pad);
@@ -495,7 +661,12 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                 if code & 0xe0 != BPF_MEM || i.src != 0 {
                     return Err(BpfError::invalid(pc, format!("unknown store {code:#04x}")));
                 }
-                Op::St { size: MemSize::from_code(code), dst: reg(i.dst, pc, false)?, off: i.off, imm: i64::from(i.imm) }
+                Op::St {
+                    size: MemSize::from_code(code),
+                    dst: reg(i.dst, pc, false)?,
+                    off: i.off,
+                    imm: i64::from(i.imm),
+                }
             }
             _ => {
                 // BPF_STX
@@ -503,7 +674,12 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                 let dst = reg(i.dst, pc, false)?;
                 let src = reg(i.src, pc, false)?;
                 match code & 0xe0 {
-                    BPF_MEM if i.imm == 0 => Op::Stx { size, dst, src, off: i.off },
+                    BPF_MEM if i.imm == 0 => Op::Stx {
+                        size,
+                        dst,
+                        src,
+                        off: i.off,
+                    },
                     BPF_ATOMIC if matches!(size, MemSize::W | MemSize::DW) => {
                         let fetch = i.imm & BPF_FETCH != 0;
                         let op = match i.imm {
@@ -514,15 +690,32 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                                 BPF_OR => AtomicOp::Or,
                                 BPF_AND => AtomicOp::And,
                                 BPF_XOR => AtomicOp::Xor,
-                                _ => return Err(BpfError::invalid(pc, format!("unknown atomic op {imm:#x}"))),
+                                _ => {
+                                    return Err(BpfError::invalid(
+                                        pc,
+                                        format!("unknown atomic op {imm:#x}"),
+                                    ))
+                                }
                             },
                         };
                         if op == AtomicOp::CmpXchg && src == 0 {
                             return Err(BpfError::invalid(pc, "cmpxchg with r0 as the new value"));
                         }
-                        Op::Atomic { size, op, fetch, dst, src, off: i.off }
+                        Op::Atomic {
+                            size,
+                            op,
+                            fetch,
+                            dst,
+                            src,
+                            off: i.off,
+                        }
                     }
-                    _ => return Err(BpfError::invalid(pc, format!("unknown store {code:#04x} imm {:#x}", i.imm))),
+                    _ => {
+                        return Err(BpfError::invalid(
+                            pc,
+                            format!("unknown store {code:#04x} imm {:#x}", i.imm),
+                        ))
+                    }
                 }
             }
         };
@@ -532,7 +725,10 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
     for (at, rel) in jumps {
         let target = at as i64 + 1 + rel;
         if target < 0 || target >= n as i64 || ops[target as usize] == Op::Pad {
-            return Err(BpfError::invalid(at, format!("jump out of range or into ld_imm64 (to {target})")));
+            return Err(BpfError::invalid(
+                at,
+                format!("jump out of range or into ld_imm64 (to {target})"),
+            ));
         }
         let t = target as u32;
         match &mut ops[at] {
@@ -564,11 +760,22 @@ pub struct Program {
 impl Program {
     pub fn new(name: &str, insns: Vec<Insn>, map_refs: Vec<MapRef>) -> Result<Program, BpfError> {
         let ops = decode(&insns, map_refs.len())?;
-        Ok(Program { name: name.to_string(), license: "GPL".to_string(), insns, ops, map_refs, bound: Vec::new() })
+        Ok(Program {
+            name: name.to_string(),
+            license: "GPL".to_string(),
+            insns,
+            ops,
+            map_refs,
+            bound: Vec::new(),
+        })
     }
 
     /// A program from raw instruction bytes (as in `BPF_PROG_LOAD`'s `insns`).
-    pub fn from_bytes(name: &str, bytes: &[u8], map_refs: Vec<MapRef>) -> Result<Program, BpfError> {
+    pub fn from_bytes(
+        name: &str,
+        bytes: &[u8],
+        map_refs: Vec<MapRef>,
+    ) -> Result<Program, BpfError> {
         Program::new(name, parse_insns(bytes)?, map_refs)
     }
 
@@ -614,7 +821,10 @@ impl Program {
         match self.bound.get(slot as usize) {
             Some(&i) => Ok(i),
             None => {
-                let map = self.map_refs.get(slot as usize).map_or_else(|| format!("slot {slot}"), |r| r.name.clone());
+                let map = self
+                    .map_refs
+                    .get(slot as usize)
+                    .map_or_else(|| format!("slot {slot}"), |r| r.name.clone());
                 Err(BpfError::Unbound { map })
             }
         }
@@ -628,7 +838,13 @@ mod tests {
     fn ins(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
         Insn::new(code, dst, src, off, imm)
     }
-    const EXIT: Insn = Insn { code: BPF_JMP | BPF_EXIT, dst: 0, src: 0, off: 0, imm: 0 };
+    const EXIT: Insn = Insn {
+        code: BPF_JMP | BPF_EXIT,
+        dst: 0,
+        src: 0,
+        off: 0,
+        imm: 0,
+    };
 
     #[test]
     fn bytes_round_trip() {
@@ -657,29 +873,114 @@ mod tests {
             ins(0, 0, 0, 0, 2),
             ins(BPF_LDX | BPF_MEMSX | BPF_H, 2, 10, -2, 0),
             ins(BPF_ST | BPF_MEM | BPF_B, 10, 0, -1, 7),
-            ins(BPF_STX | BPF_ATOMIC | BPF_DW, 10, 1, -8, i32::from(BPF_ADD) | BPF_FETCH),
+            ins(
+                BPF_STX | BPF_ATOMIC | BPF_DW,
+                10,
+                1,
+                -8,
+                i32::from(BPF_ADD) | BPF_FETCH,
+            ),
             ins(BPF_JMP32 | BPF_JSLT | BPF_K, 0, 0, 1, 5),
             ins(BPF_JMP | BPF_CALL, 0, 0, 0, 5),
             EXIT,
         ];
         let ops = decode(&p, 0).unwrap();
-        assert_eq!(ops[0], Op::Alu64 { op: AluOp::Mov, dst: 0, src: Src::Imm(-1) });
-        assert_eq!(ops[1], Op::Alu32 { op: AluOp::Add, dst: 0, src: Src::Reg(1) });
-        assert_eq!(ops[2], Op::Alu64 { op: AluOp::SDiv, dst: 0, src: Src::Reg(1) });
-        assert_eq!(ops[3], Op::MovSx { wide: true, dst: 0, src: 1, bits: 16 });
-        assert_eq!(ops[4], Op::End { order: ByteOrder::Be, dst: 0, bits: 16 });
-        assert_eq!(ops[5], Op::End { order: ByteOrder::Swap, dst: 0, bits: 64 });
-        assert_eq!(ops[7], Op::LdImm64 { dst: 3, imm: 0x2_0000_0001 });
+        assert_eq!(
+            ops[0],
+            Op::Alu64 {
+                op: AluOp::Mov,
+                dst: 0,
+                src: Src::Imm(-1)
+            }
+        );
+        assert_eq!(
+            ops[1],
+            Op::Alu32 {
+                op: AluOp::Add,
+                dst: 0,
+                src: Src::Reg(1)
+            }
+        );
+        assert_eq!(
+            ops[2],
+            Op::Alu64 {
+                op: AluOp::SDiv,
+                dst: 0,
+                src: Src::Reg(1)
+            }
+        );
+        assert_eq!(
+            ops[3],
+            Op::MovSx {
+                wide: true,
+                dst: 0,
+                src: 1,
+                bits: 16
+            }
+        );
+        assert_eq!(
+            ops[4],
+            Op::End {
+                order: ByteOrder::Be,
+                dst: 0,
+                bits: 16
+            }
+        );
+        assert_eq!(
+            ops[5],
+            Op::End {
+                order: ByteOrder::Swap,
+                dst: 0,
+                bits: 64
+            }
+        );
+        assert_eq!(
+            ops[7],
+            Op::LdImm64 {
+                dst: 3,
+                imm: 0x2_0000_0001
+            }
+        );
         assert_eq!(ops[8], Op::Pad);
-        assert_eq!(ops[9], Op::Ldx { size: MemSize::H, sx: true, dst: 2, src: 10, off: -2 });
-        assert_eq!(ops[11], Op::Atomic { size: MemSize::DW, op: AtomicOp::Add, fetch: true, dst: 10, src: 1, off: -8 });
-        assert_eq!(ops[12], Op::Jmp { cond: Cond::Slt, wide: false, dst: 0, src: Src::Imm(5), target: 14 });
+        assert_eq!(
+            ops[9],
+            Op::Ldx {
+                size: MemSize::H,
+                sx: true,
+                dst: 2,
+                src: 10,
+                off: -2
+            }
+        );
+        assert_eq!(
+            ops[11],
+            Op::Atomic {
+                size: MemSize::DW,
+                op: AtomicOp::Add,
+                fetch: true,
+                dst: 10,
+                src: 1,
+                off: -8
+            }
+        );
+        assert_eq!(
+            ops[12],
+            Op::Jmp {
+                cond: Cond::Slt,
+                wide: false,
+                dst: 0,
+                src: Src::Imm(5),
+                target: 14
+            }
+        );
         assert_eq!(ops[13], Op::Call { helper: 5 });
     }
 
     fn refused(p: &[Insn], why: &str) {
         match decode(p, 1) {
-            Err(BpfError::Invalid { reason, .. }) => assert!(reason.contains(why), "{reason:?} lacks {why:?}"),
+            Err(BpfError::Invalid { reason, .. }) => {
+                assert!(reason.contains(why), "{reason:?} lacks {why:?}")
+            }
             other => panic!("expected refusal ({why}), got {other:?}"),
         }
     }
@@ -687,18 +988,53 @@ mod tests {
     #[test]
     fn refuses_what_the_verifier_refuses() {
         refused(&[ins(0xff, 0, 0, 0, 0), EXIT], "unknown");
-        refused(&[ins(BPF_ALU64 | BPF_MOV | BPF_K, 11, 0, 0, 0), EXIT], "invalid register");
-        refused(&[ins(BPF_ALU64 | BPF_MOV | BPF_K, 10, 0, 0, 0), EXIT], "read-only");
-        refused(&[ins(BPF_ALU64 | BPF_DIV | BPF_K, 0, 0, 0, 0), EXIT], "division by zero");
-        refused(&[ins(BPF_ALU | BPF_LSH | BPF_K, 0, 0, 0, 32), EXIT], "invalid shift");
+        refused(
+            &[ins(BPF_ALU64 | BPF_MOV | BPF_K, 11, 0, 0, 0), EXIT],
+            "invalid register",
+        );
+        refused(
+            &[ins(BPF_ALU64 | BPF_MOV | BPF_K, 10, 0, 0, 0), EXIT],
+            "read-only",
+        );
+        refused(
+            &[ins(BPF_ALU64 | BPF_DIV | BPF_K, 0, 0, 0, 0), EXIT],
+            "division by zero",
+        );
+        refused(
+            &[ins(BPF_ALU | BPF_LSH | BPF_K, 0, 0, 0, 32), EXIT],
+            "invalid shift",
+        );
         refused(&[ins(BPF_JMP | BPF_JA, 0, 0, 5, 0), EXIT], "out of range");
-        refused(&[ins(BPF_JMP | BPF_JA, 0, 0, 1, 0), ins(BPF_LD | BPF_DW, 0, 0, 0, 0), ins(0, 0, 0, 0, 0), EXIT], "into ld_imm64");
+        refused(
+            &[
+                ins(BPF_JMP | BPF_JA, 0, 0, 1, 0),
+                ins(BPF_LD | BPF_DW, 0, 0, 0, 0),
+                ins(0, 0, 0, 0, 0),
+                EXIT,
+            ],
+            "into ld_imm64",
+        );
         refused(&[ins(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0)], "last insn");
-        refused(&[ins(BPF_LD | BPF_DW, 1, 1, 0, 3), ins(0, 0, 0, 0, 0), EXIT], "map slot 3");
-        refused(&[ins(BPF_LD | BPF_ABS | BPF_W, 0, 0, 0, 0), EXIT], "BPF_ABS");
-        refused(&[ins(BPF_JMP | BPF_CALL, 0, 0, 0, 9999), EXIT], "helper #9999");
-        refused(&[ins(BPF_STX | BPF_ATOMIC | BPF_B, 10, 1, -1, 0), EXIT], "unknown store");
-        refused(&[ins(BPF_ALU | BPF_END | BPF_TO_LE, 0, 0, 0, 8), EXIT], "byte swap of 8");
+        refused(
+            &[ins(BPF_LD | BPF_DW, 1, 1, 0, 3), ins(0, 0, 0, 0, 0), EXIT],
+            "map slot 3",
+        );
+        refused(
+            &[ins(BPF_LD | BPF_ABS | BPF_W, 0, 0, 0, 0), EXIT],
+            "BPF_ABS",
+        );
+        refused(
+            &[ins(BPF_JMP | BPF_CALL, 0, 0, 0, 9999), EXIT],
+            "helper #9999",
+        );
+        refused(
+            &[ins(BPF_STX | BPF_ATOMIC | BPF_B, 10, 1, -1, 0), EXIT],
+            "unknown store",
+        );
+        refused(
+            &[ins(BPF_ALU | BPF_END | BPF_TO_LE, 0, 0, 0, 8), EXIT],
+            "byte swap of 8",
+        );
         refused(&[], "empty");
     }
 
@@ -706,12 +1042,21 @@ mod tests {
     fn program_reports_unbound_maps() {
         let p = Program::new(
             "t",
-            vec![ins(BPF_LD | BPF_DW, 1, BPF_PSEUDO_MAP_FD, 0, 0), ins(0, 0, 0, 0, 0), EXIT],
+            vec![
+                ins(BPF_LD | BPF_DW, 1, BPF_PSEUDO_MAP_FD, 0, 0),
+                ins(0, 0, 0, 0, 0),
+                EXIT,
+            ],
             vec![MapRef::named("counters")],
         )
         .unwrap();
         assert_eq!(p.len(), 3);
-        assert_eq!(p.bound_map(0), Err(BpfError::Unbound { map: "counters".into() }));
+        assert_eq!(
+            p.bound_map(0),
+            Err(BpfError::Unbound {
+                map: "counters".into()
+            })
+        );
         assert_eq!(p.to_bytes().len(), 24);
     }
 }

@@ -72,7 +72,13 @@ pub struct MapSpec {
 
 impl MapSpec {
     pub fn new(map_type: MapType, key_size: u32, value_size: u32, max_entries: u32) -> MapSpec {
-        MapSpec { map_type, key_size, value_size, max_entries, map_flags: 0 }
+        MapSpec {
+            map_type,
+            key_size,
+            value_size,
+            max_entries,
+            map_flags: 0,
+        }
     }
 
     /// ARRAY with `__u32` keys.
@@ -95,20 +101,30 @@ impl MapSpec {
             return Err("max_entries, key_size and value_size must be non-zero (EINVAL)".into());
         }
         match s.map_type {
-            MapType::Array | MapType::PercpuArray | MapType::Devmap | MapType::DevmapHash if s.key_size != 4 => {
+            MapType::Array | MapType::PercpuArray | MapType::Devmap | MapType::DevmapHash
+                if s.key_size != 4 =>
+            {
                 return Err(format!("key_size {} must be 4 (EINVAL)", s.key_size));
             }
             MapType::Devmap | MapType::DevmapHash if s.value_size != 4 && s.value_size != 8 => {
-                return Err(format!("devmap value_size {} must be 4 or 8 (EINVAL)", s.value_size));
+                return Err(format!(
+                    "devmap value_size {} must be 4 or 8 (EINVAL)",
+                    s.value_size
+                ));
             }
             MapType::Hash if s.key_size > MAX_KEY_SIZE => {
-                return Err(format!("key_size {} above {MAX_KEY_SIZE} (E2BIG)", s.key_size));
+                return Err(format!(
+                    "key_size {} above {MAX_KEY_SIZE} (E2BIG)",
+                    s.key_size
+                ));
             }
             _ => {}
         }
-        let total = u64::from(s.max_entries) * stride(s.value_size) as u64;
+        let total = u64::from(s.max_entries) * window(s.value_size);
         if total > MAP_VALUE_STRIDE {
-            return Err(format!("{total} bytes of values exceed the {MAP_VALUE_STRIDE:#x}-byte window"));
+            return Err(format!(
+                "{total} bytes of value windows exceed the {MAP_VALUE_STRIDE:#x}-byte map window"
+            ));
         }
         Ok(())
     }
@@ -116,6 +132,12 @@ impl MapSpec {
 
 fn stride(value_size: u32) -> usize {
     (value_size as usize).div_ceil(8) * 8
+}
+
+/// Address space per value as the program sees it: twice the value size rounded up to a
+/// power of two, so that a pointer walking off one value hits a gap, not the next value.
+fn window(value_size: u32) -> u64 {
+    u64::from(value_size).next_power_of_two() * 2
 }
 
 /// A program's reference to a map: by name, with the definition when the program
@@ -131,12 +153,20 @@ pub struct MapRef {
 impl MapRef {
     /// A reference to a map that must already exist in the [`Maps`] set.
     pub fn named(name: &str) -> MapRef {
-        MapRef { name: name.to_string(), spec: None, init: None }
+        MapRef {
+            name: name.to_string(),
+            spec: None,
+            init: None,
+        }
     }
 
     /// A reference that creates the map if the set has none of that name.
     pub fn defined(name: &str, spec: MapSpec) -> MapRef {
-        MapRef { name: name.to_string(), spec: Some(spec), init: None }
+        MapRef {
+            name: name.to_string(),
+            spec: Some(spec),
+            init: None,
+        }
     }
 }
 
@@ -188,7 +218,11 @@ enum Index {
     /// DEVMAP: a slot exists when an ifindex was stored there.
     Slots(Vec<bool>),
     /// HASH, DEVMAP_HASH: key -> slot; freed slots are reused lowest first.
-    Hash { keys: BTreeMap<Vec<u8>, u32>, free: Vec<u32>, used: u32 },
+    Hash {
+        keys: BTreeMap<Vec<u8>, u32>,
+        free: Vec<u32>,
+        used: u32,
+    },
 }
 
 /// One map and its values.
@@ -203,15 +237,31 @@ pub struct Map {
 
 impl Map {
     fn new(name: &str, spec: MapSpec) -> Result<Map, BpfError> {
-        spec.check().map_err(|reason| BpfError::Map { map: name.to_string(), reason })?;
+        spec.check().map_err(|reason| BpfError::Map {
+            map: name.to_string(),
+            reason,
+        })?;
         let stride = stride(spec.value_size);
         let n = spec.max_entries as usize;
         let (values, index) = match spec.map_type {
             MapType::Array | MapType::PercpuArray => (vec![0; n * stride], Index::Array),
             MapType::Devmap => (vec![0; n * stride], Index::Slots(vec![false; n])),
-            MapType::Hash | MapType::DevmapHash => (Vec::new(), Index::Hash { keys: BTreeMap::new(), free: Vec::new(), used: 0 }),
+            MapType::Hash | MapType::DevmapHash => (
+                Vec::new(),
+                Index::Hash {
+                    keys: BTreeMap::new(),
+                    free: Vec::new(),
+                    used: 0,
+                },
+            ),
         };
-        Ok(Map { name: name.to_string(), spec, stride, values, index })
+        Ok(Map {
+            name: name.to_string(),
+            spec,
+            stride,
+            values,
+            index,
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -240,8 +290,13 @@ impl Map {
         (k < self.spec.max_entries as usize).then_some(k)
     }
 
-    /// Offset of the value for `key` in the value storage (the program's lookup).
-    pub(crate) fn value_offset(&self, key: &[u8]) -> Option<usize> {
+    /// Offset of the value for `key` from the map's base address (the program's lookup).
+    pub(crate) fn value_offset(&self, key: &[u8]) -> Option<u64> {
+        let slot = self.slot_of(key)?;
+        Some(slot as u64 * window(self.spec.value_size))
+    }
+
+    fn slot_of(&self, key: &[u8]) -> Option<usize> {
         if key.len() != self.spec.key_size as usize {
             return None;
         }
@@ -250,7 +305,7 @@ impl Map {
             Index::Slots(present) => self.array_index(key).filter(|&i| present[i])?,
             Index::Hash { keys, .. } => *keys.get(key)? as usize,
         };
-        Some(slot * self.stride)
+        Some(slot)
     }
 
     /// The value stored for `key` (BPF_MAP_LOOKUP_ELEM).
@@ -258,8 +313,10 @@ impl Map {
         if key.len() != self.spec.key_size as usize {
             return Err(MapErr::Inval);
         }
-        let off = self.value_offset(key).ok_or(MapErr::NoEnt)?;
-        self.values.get(off..off + self.spec.value_size as usize).ok_or(MapErr::NoEnt)
+        let off = self.slot_of(key).ok_or(MapErr::NoEnt)? * self.stride;
+        self.values
+            .get(off..off + self.spec.value_size as usize)
+            .ok_or(MapErr::NoEnt)
     }
 
     /// Lookup with a `__u32` key.
@@ -275,13 +332,16 @@ impl Map {
 
     /// The ifindex a devmap holds at `key` (what __dev_map_lookup_elem finds).
     pub(crate) fn dev_ifindex(&self, key: u32) -> Option<u32> {
-        let v = self.lookup_u32(key).ok()?;
+        let v = self.lookup_u32(key)?;
         Some(u32::from_le_bytes(v.get(..4)?.try_into().ok()?))
     }
 
     /// BPF_MAP_UPDATE_ELEM semantics (arraymap.c, hashtab.c, devmap.c).
     pub fn update(&mut self, key: &[u8], value: &[u8], flags: u64) -> Result<(), MapErr> {
-        if key.len() != self.spec.key_size as usize || value.len() != self.spec.value_size as usize || flags > BPF_EXIST {
+        if key.len() != self.spec.key_size as usize
+            || value.len() != self.spec.value_size as usize
+            || flags > BPF_EXIST
+        {
             return Err(MapErr::Inval);
         }
         let mut value = value.to_vec();
@@ -367,36 +427,61 @@ impl Map {
     /// Every present element as (key, value), arrays by index, hashes by key bytes.
     pub fn dump(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         let vs = self.spec.value_size as usize;
-        let val = |slot: usize| self.values.get(slot * self.stride..slot * self.stride + vs).unwrap_or(&[]).to_vec();
+        let val = |slot: usize| {
+            self.values
+                .get(slot * self.stride..slot * self.stride + vs)
+                .unwrap_or(&[])
+                .to_vec()
+        };
         match &self.index {
-            Index::Array => (0..self.spec.max_entries).map(|k| (k.to_le_bytes().to_vec(), val(k as usize))).collect(),
-            Index::Slots(p) => {
-                (0..self.spec.max_entries).filter(|&k| p[k as usize]).map(|k| (k.to_le_bytes().to_vec(), val(k as usize))).collect()
-            }
-            Index::Hash { keys, .. } => keys.iter().map(|(k, &s)| (k.clone(), val(s as usize))).collect(),
+            Index::Array => (0..self.spec.max_entries)
+                .map(|k| (k.to_le_bytes().to_vec(), val(k as usize)))
+                .collect(),
+            Index::Slots(p) => (0..self.spec.max_entries)
+                .filter(|&k| p[k as usize])
+                .map(|k| (k.to_le_bytes().to_vec(), val(k as usize)))
+                .collect(),
+            Index::Hash { keys, .. } => keys
+                .iter()
+                .map(|(k, &s)| (k.clone(), val(s as usize)))
+                .collect(),
         }
     }
 
-    /// Program access to `len` bytes at `off` of the value storage: inside one value of
-    /// an allocated slot, and not a write into a read-only map.
-    pub(crate) fn value_mem(&mut self, off: u64, len: usize, write: bool) -> Result<&mut [u8], &'static str> {
-        let stride = self.stride as u64;
-        let within = off % stride;
+    /// Program access to `len` bytes at `off` from the map's base address: inside one
+    /// value of an allocated slot, and not a write into a read-only map.
+    pub(crate) fn value_mem(
+        &mut self,
+        off: u64,
+        len: usize,
+        write: bool,
+    ) -> Result<&mut [u8], &'static str> {
+        let win = window(self.spec.value_size);
+        let (slot, within) = (off / win, off % win);
         if within + len as u64 > u64::from(self.spec.value_size) {
             return Err("outside the map value");
         }
-        if write && (self.spec.map_type.is_devmap() || self.spec.map_flags & BPF_F_RDONLY_PROG != 0) {
+        if write && (self.spec.map_type.is_devmap() || self.spec.map_flags & BPF_F_RDONLY_PROG != 0)
+        {
             return Err("map is read-only for the program");
         }
-        let start = off as usize;
-        self.values.get_mut(start..start + len).ok_or("no such map value")
+        let start = (slot * self.stride as u64 + within) as usize;
+        self.values
+            .get_mut(start..start + len)
+            .ok_or("no such map value")
     }
 }
 
 /// Devmap values are `struct bpf_devmap_val { u32 ifindex; int prog_fd; }` (4 or 8
 /// bytes). Returns the ifindex; the stored program id is 0.
 fn check_devmap_value(value: &mut [u8], allow_clear: bool) -> Result<u32, MapErr> {
-    let ifindex = u32::from_le_bytes(value.get(..4).ok_or(MapErr::Inval)?.try_into().map_err(|_| MapErr::Inval)?);
+    let ifindex = u32::from_le_bytes(
+        value
+            .get(..4)
+            .ok_or(MapErr::Inval)?
+            .try_into()
+            .map_err(|_| MapErr::Inval)?,
+    );
     if let Some(fd) = value.get_mut(4..8) {
         let prog_fd = i32::from_le_bytes([fd[0], fd[1], fd[2], fd[3]]);
         if ifindex == 0 && allow_clear && prog_fd > -1 {
@@ -425,7 +510,10 @@ impl Maps {
     /// Create a map; names are unique within the set.
     pub fn create(&mut self, name: &str, spec: MapSpec) -> Result<u32, BpfError> {
         if self.names.contains_key(name) {
-            return Err(BpfError::Map { map: name.to_string(), reason: "a map of that name exists".into() });
+            return Err(BpfError::Map {
+                map: name.to_string(),
+                reason: "a map of that name exists".into(),
+            });
         }
         let map = Map::new(name, spec)?;
         let idx = self.maps.len() as u32;
@@ -448,7 +536,9 @@ impl Maps {
             }
             return Ok(idx);
         }
-        let spec = r.spec.clone().ok_or_else(|| BpfError::Unbound { map: r.name.clone() })?;
+        let spec = r.spec.clone().ok_or_else(|| BpfError::Unbound {
+            map: r.name.clone(),
+        })?;
         let idx = self.create(&r.name, spec)?;
         if let (Some(init), Some(m)) = (&r.init, self.maps.get_mut(idx as usize)) {
             let n = init.len().min(m.values.len());
@@ -515,11 +605,19 @@ mod tests {
         assert_eq!(a.delete(&k(0)), Err(MapErr::Inval));
         assert_eq!(a.lookup(&k(9)), Err(MapErr::NoEnt));
         assert_eq!(a.dump().len(), 4);
-        assert_eq!(a.value_offset(&k(2)), Some(16));
-        assert!(a.value_mem(16, 8, true).is_ok());
-        assert!(a.value_mem(20, 8, false).is_err());
+        // 8-byte values sit 16 bytes apart for the program: the gap catches overruns.
+        assert_eq!(a.value_offset(&k(2)), Some(32));
+        assert_eq!(a.value_mem(32, 8, true).map(|v| v.to_vec()), Ok(vec![0; 8]));
+        assert!(a.value_mem(36, 8, false).is_err());
+        assert!(a.value_mem(40, 1, false).is_err());
+        assert_eq!(
+            a.value_mem(48, 8, false).map(|v| v.to_vec()),
+            Ok(9u64.to_le_bytes().to_vec())
+        );
         assert!(m.create("counters", MapSpec::array(8, 4)).is_err());
-        assert!(m.create("bad", MapSpec::new(MapType::Array, 8, 8, 4)).is_err());
+        assert!(m
+            .create("bad", MapSpec::new(MapType::Array, 8, 8, 4))
+            .is_err());
         assert!(m.create("zero", MapSpec::array(8, 0)).is_err());
     }
 
@@ -541,7 +639,13 @@ mod tests {
         // Slot 0 was freed by the delete and is reused.
         assert_eq!(h.value_offset(&k(3)), Some(0));
         let d = h.dump();
-        assert_eq!(d, vec![(k(2).to_vec(), k(20).to_vec()), (k(3).to_vec(), k(30).to_vec())]);
+        assert_eq!(
+            d,
+            vec![
+                (k(2).to_vec(), k(20).to_vec()),
+                (k(3).to_vec(), k(30).to_vec())
+            ]
+        );
         assert_eq!(MapErr::TooBig.errno(), 7);
         assert_eq!(MapErr::TooBig.to_string(), "E2BIG");
     }
@@ -561,25 +665,34 @@ mod tests {
         let mut v8 = [0u8; 8];
         v8[..4].copy_from_slice(&k(5));
         v8[4..].copy_from_slice(&(-1i32).to_le_bytes());
-        let dh = m.create("txh", MapSpec::new(MapType::DevmapHash, 4, 8, 1)).unwrap();
+        let dh = m
+            .create("txh", MapSpec::new(MapType::DevmapHash, 4, 8, 1))
+            .unwrap();
         let dh = m.get_mut(dh).unwrap();
         dh.update(&k(100), &v8, BPF_ANY).unwrap();
         assert_eq!(dh.lookup(&k(100)), Ok(&[5, 0, 0, 0, 0, 0, 0, 0][..]));
         assert_eq!(dh.update(&k(101), &v8, BPF_ANY), Err(MapErr::TooBig));
         assert_eq!(dh.update(&k(101), &[0; 8], BPF_ANY), Err(MapErr::Inval));
-        assert!(m.create("baddev", MapSpec::new(MapType::Devmap, 4, 2, 1)).is_err());
+        assert!(m
+            .create("baddev", MapSpec::new(MapType::Devmap, 4, 2, 1))
+            .is_err());
     }
 
     #[test]
     fn resolve_creates_checks_and_initialises() {
         let mut m = Maps::new();
-        assert_eq!(m.resolve(&MapRef::named("nope")), Err(BpfError::Unbound { map: "nope".into() }));
+        assert_eq!(
+            m.resolve(&MapRef::named("nope")),
+            Err(BpfError::Unbound { map: "nope".into() })
+        );
         let mut r = MapRef::defined(".rodata", MapSpec::array(6, 1));
         r.init = Some(b"hello\0".to_vec());
         let i = m.resolve(&r).unwrap();
         assert_eq!(m.resolve(&MapRef::named(".rodata")), Ok(i));
         assert_eq!(m.get(i).unwrap().lookup_u32(0), Some(&b"hello\0"[..]));
-        assert!(m.resolve(&MapRef::defined(".rodata", MapSpec::array(8, 1))).is_err());
+        assert!(m
+            .resolve(&MapRef::defined(".rodata", MapSpec::array(8, 1)))
+            .is_err());
         assert_eq!(m.iter().count(), 1);
         assert_eq!(MapType::from_u32(25), Some(MapType::DevmapHash));
         assert_eq!(MapType::from_u32(3), None);

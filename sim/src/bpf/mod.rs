@@ -44,8 +44,8 @@ pub use xdp::{RedirectTarget, XdpAction, XdpBuff, XdpRun};
 pub const CTX_ADDR: u64 = 0x1000;
 /// Virtual address of `data_hard_start`, byte 0 of [`XdpBuff::buf`].
 pub const PACKET_ADDR: u64 = 0x1000_0000;
-/// Largest packet buffer the address map leaves room for (everything stays below 4 GiB).
-pub const PACKET_WINDOW: u64 = 0x1000_0000;
+/// Largest packet buffer (128 MiB); the gap up to the stack catches stack underflows.
+pub const PACKET_WINDOW: u64 = 0x0800_0000;
 /// Virtual address of the lowest byte of stack frame 0; r10 starts at `STACK_ADDR + 512`.
 pub const STACK_ADDR: u64 = 0x2000_0000;
 /// Bytes of stack per call frame (MAX_BPF_STACK).
@@ -67,11 +67,21 @@ pub enum BpfError {
     /// The verifier would refuse the program: bad opcode, register, jump target...
     Invalid { pc: usize, reason: String },
     /// A load or store outside the memory the program may touch.
-    BadAccess { pc: usize, addr: u64, size: usize, write: bool, why: &'static str },
+    BadAccess {
+        pc: usize,
+        addr: u64,
+        size: usize,
+        write: bool,
+        why: &'static str,
+    },
     /// The run executed more instructions than its budget.
     BudgetExhausted { pc: usize, budget: u64 },
     /// A helper was called with an argument the verifier would refuse.
-    Helper { pc: usize, helper: u32, reason: String },
+    Helper {
+        pc: usize,
+        helper: u32,
+        reason: String,
+    },
     /// The program refers to a map that is not bound or not defined.
     Unbound { map: String },
     /// Creating a map or using the userspace map API went wrong.
@@ -96,7 +106,10 @@ impl BpfError {
     }
 
     pub(crate) fn invalid(pc: usize, reason: impl Into<String>) -> BpfError {
-        BpfError::Invalid { pc, reason: reason.into() }
+        BpfError::Invalid {
+            pc,
+            reason: reason.into(),
+        }
     }
 }
 
@@ -104,7 +117,13 @@ impl fmt::Display for BpfError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BpfError::Invalid { pc, reason } => write!(f, "invalid program at insn {pc}: {reason}"),
-            BpfError::BadAccess { pc, addr, size, write, why } => {
+            BpfError::BadAccess {
+                pc,
+                addr,
+                size,
+                write,
+                why,
+            } => {
                 let rw = if *write { "write" } else { "read" };
                 write!(f, "insn {pc}: bad {size}-byte {rw} at {addr:#x}: {why}")
             }
@@ -112,7 +131,11 @@ impl fmt::Display for BpfError {
                 write!(f, "insn {pc}: instruction budget of {budget} exhausted")
             }
             BpfError::Helper { pc, helper, reason } => {
-                write!(f, "insn {pc}: helper {}#{helper}: {reason}", helpers::helper_name(*helper))
+                write!(
+                    f,
+                    "insn {pc}: helper {}#{helper}: {reason}",
+                    helpers::helper_name(*helper)
+                )
             }
             BpfError::Unbound { map } => write!(f, "map {map:?} is not bound to a map set"),
             BpfError::Map { map, reason } => write!(f, "map {map:?}: {reason}"),
@@ -132,22 +155,51 @@ mod tests {
     fn display_is_one_line() {
         let errs = [
             BpfError::invalid(3, "unknown opcode 0xff"),
-            BpfError::BadAccess { pc: 1, addr: 0x1000_0100, size: 4, write: false, why: "past data_end" },
+            BpfError::BadAccess {
+                pc: 1,
+                addr: 0x1000_0100,
+                size: 4,
+                write: false,
+                why: "past data_end",
+            },
             BpfError::BudgetExhausted { pc: 7, budget: 10 },
-            BpfError::Helper { pc: 2, helper: 51, reason: "not a devmap".into() },
-            BpfError::Unbound { map: "counters".into() },
-            BpfError::Map { map: "m".into(), reason: "key size 3 != 4".into() },
-            BpfError::Asm { line: 4, msg: "unknown mnemonic".into() },
-            BpfError::Elf { file: "prog.o".into(), msg: "no section xdp".into() },
+            BpfError::Helper {
+                pc: 2,
+                helper: 51,
+                reason: "not a devmap".into(),
+            },
+            BpfError::Unbound {
+                map: "counters".into(),
+            },
+            BpfError::Map {
+                map: "m".into(),
+                reason: "key size 3 != 4".into(),
+            },
+            BpfError::Asm {
+                line: 4,
+                msg: "unknown mnemonic".into(),
+            },
+            BpfError::Elf {
+                file: "prog.o".into(),
+                msg: "no section xdp".into(),
+            },
         ];
         for e in errs {
             let s = e.to_string();
             assert!(!s.contains('\n') && !s.is_empty(), "{s}");
         }
         assert_eq!(
-            BpfError::Helper { pc: 2, helper: 51, reason: "x".into() }.to_string(),
+            BpfError::Helper {
+                pc: 2,
+                helper: 51,
+                reason: "x".into()
+            }
+            .to_string(),
             "insn 2: helper bpf_redirect_map#51: x"
         );
-        assert_eq!(BpfError::BudgetExhausted { pc: 0, budget: 1 }.at(9), BpfError::BudgetExhausted { pc: 9, budget: 1 });
+        assert_eq!(
+            BpfError::BudgetExhausted { pc: 0, budget: 1 }.at(9),
+            BpfError::BudgetExhausted { pc: 9, budget: 1 }
+        );
     }
 }

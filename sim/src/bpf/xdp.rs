@@ -139,7 +139,11 @@ impl XdpBuff {
     /// A buffer laid out as a driver does it: `headroom` bytes before data (tun's
     /// tun_build_skb uses 64 + 256) and `frame_sz` bytes in all (xdp_init_buff). Fails
     /// when the frame does not fit in front of the shared-info tailroom.
-    pub fn with_layout(frame: &[u8], headroom: usize, frame_sz: usize) -> Result<XdpBuff, BpfError> {
+    pub fn with_layout(
+        frame: &[u8],
+        headroom: usize,
+        frame_sz: usize,
+    ) -> Result<XdpBuff, BpfError> {
         let fits = headroom
             .checked_add(frame.len())
             .and_then(|n| n.checked_add(SKB_SHARED_INFO_SIZE))
@@ -186,7 +190,9 @@ impl XdpBuff {
     }
 
     pub fn data_mut(&mut self) -> &mut [u8] {
-        self.buf.get_mut(self.data..self.data_end).unwrap_or(&mut [])
+        self.buf
+            .get_mut(self.data..self.data_end)
+            .unwrap_or(&mut [])
     }
 
     /// Frame length (`data_end - data`).
@@ -223,7 +229,9 @@ impl XdpBuff {
 
     /// The metadata bytes in front of data.
     pub fn meta(&self) -> &[u8] {
-        self.buf.get(self.data - self.metalen()..self.data).unwrap_or(&[])
+        self.buf
+            .get(self.data - self.metalen()..self.data)
+            .unwrap_or(&[])
     }
 
     /// xdp_data_hard_end: `frame_sz` less the shared-info tailroom.
@@ -261,9 +269,15 @@ mod tests {
     fn layout_mirrors_xdp_buff() {
         let f: Vec<u8> = (0..64).collect();
         let b = XdpBuff::new(&f);
-        assert_eq!((b.data, b.data_end, b.frame_sz, b.buf.len()), (256, 320, 4096, 4096));
+        assert_eq!(
+            (b.data, b.data_end, b.frame_sz, b.buf.len()),
+            (256, 320, 4096, 4096)
+        );
         assert_eq!(b.data(), &f[..]);
-        assert_eq!((b.len(), b.headroom(), b.metalen(), b.hard_end()), (64, 256, 0, 3776));
+        assert_eq!(
+            (b.len(), b.headroom(), b.metalen(), b.hard_end()),
+            (64, 256, 0, 3776)
+        );
         assert_eq!(b.md_field(XDP_MD_DATA), Some(PACKET_ADDR as u32 + 256));
         assert_eq!(b.md_field(XDP_MD_DATA_END), Some(PACKET_ADDR as u32 + 320));
         assert_eq!(b.md_field(XDP_MD_DATA_META), Some(PACKET_ADDR as u32 + 256));

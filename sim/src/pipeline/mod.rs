@@ -3,4 +3,5 @@
 //! trace, the output pcap and the benchmarks.
 
 pub mod frame_meta;
+pub mod tap_write;
 pub mod tun_read;

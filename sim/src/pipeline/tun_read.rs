@@ -152,7 +152,7 @@ impl<'s> TunReadRun<'s> {
                 .dev
                 .read(&mut self.buf, &self.scenario.profile.tun_read);
             let written = size.min(header_len(&self.scenario.device));
-            let frame = if outcome.skb.is_some() {
+            let frame = if outcome.skb.is_some() || outcome.xdp_frame {
                 self.queued.pop_front()
             } else {
                 None

@@ -6,6 +6,7 @@
 //! then the totals. Blank lines separate blocks.
 
 pub mod diff;
+pub mod write;
 mod render;
 
 pub use render::{describe_device, render_tun_read, trace_json, TraceHeader, MODEL_ONLY_FIELDS};

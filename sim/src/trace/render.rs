@@ -102,11 +102,11 @@ pub fn describe_device(c: &TunConfig) -> String {
     s
 }
 
-fn ts(ns: u64) -> String {
+pub(crate) fn ts(ns: u64) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
-fn counters(s: &TunStats) -> String {
+pub(crate) fn counters(s: &TunStats) -> String {
     format!(
         "tx_packets {} tx_bytes {} tx_dropped {} rx_packets {} rx_bytes {} rx_dropped {}",
         s.tx_packets, s.tx_bytes, s.tx_dropped, s.rx_packets, s.rx_bytes, s.rx_dropped
@@ -145,7 +145,7 @@ fn skb_line(k: &SkbInfo) -> String {
 /// every byte and is compared byte for byte).
 const HEXDUMP_FULL: usize = 256;
 
-fn hexdump(out: &mut String, data: &[u8]) {
+pub(crate) fn hexdump(out: &mut String, data: &[u8]) {
     let line = |out: &mut String, off: usize, chunk: &[u8]| {
         let _ = write!(out, "    {off:04x}:");
         for b in chunk {
@@ -196,7 +196,7 @@ fn decode(r: &ReadRecord, dev: &TunConfig) -> Decoded {
     d
 }
 
-fn render_read(out: &mut String, r: &ReadRecord, dev: &TunConfig) {
+pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &TunConfig) {
     let result = match r.result {
         Ok(n) => n.to_string(),
         Err(e) => e.name().to_string(),
@@ -205,18 +205,26 @@ fn render_read(out: &mut String, r: &ReadRecord, dev: &TunConfig) {
         Some((f, t)) => {
             let _ = writeln!(
                 out,
-                "read {} (frame {f}, ts {}): buffer {} -> {result}",
+                "{label} {} (frame {f}, ts {}): buffer {} -> {result}",
                 r.read,
                 ts(t),
                 r.buffer_len
             );
         }
         None => {
-            let _ = writeln!(out, "read {}: buffer {} -> {result}", r.read, r.buffer_len);
+            let _ = writeln!(out, "{label} {}: buffer {} -> {result}", r.read, r.buffer_len);
         }
     }
     if let Some(k) = r.model.as_ref().and_then(|m| m.skb.as_ref()) {
         let _ = writeln!(out, "  skb: {}", skb_line(k));
+    }
+    if r.model.as_ref().is_some_and(|m| m.xdp_frame) {
+        let what = if dev.no_pi {
+            "an xdp_frame, read by tun_put_user_xdp (zero vnet area, no offload metadata)"
+        } else {
+            "an xdp_frame, read by tun_put_user_xdp: no PI is written, so a PI reader takes the frame's first 4 bytes for one"
+        };
+        let _ = writeln!(out, "  note: {what}");
     }
     let d = decode(r, dev);
     if let Some((flags, proto)) = d.pi {
@@ -317,7 +325,7 @@ pub fn render_tun_read(
             }
             Event::Read(r) => {
                 reads += 1;
-                render_read(&mut out, r, device);
+                render_read(&mut out, "read", r, device);
             }
         }
     }
@@ -330,7 +338,7 @@ pub fn render_tun_read(
     out
 }
 
-fn stats_json(s: &TunStats) -> Value {
+pub(crate) fn stats_json(s: &TunStats) -> Value {
     json!({
         "tx_packets": s.tx_packets, "tx_bytes": s.tx_bytes, "tx_dropped": s.tx_dropped,
         "rx_packets": s.rx_packets, "rx_bytes": s.rx_bytes, "rx_dropped": s.rx_dropped,

@@ -6,6 +6,8 @@
 
 pub mod read;
 pub mod vnet;
+pub mod write;
+mod xdp;
 
 use std::collections::VecDeque;
 
@@ -69,6 +71,16 @@ pub struct TunConfig {
     pub offloads: Offloads,
     /// dev->tx_queue_len: the tx_ring size.
     pub tx_queue_len: usize,
+    /// IFF_UP.
+    pub up: bool,
+    /// IFF_NAPI: writes are queued to a NAPI instance (GRO-capable).
+    pub napi: bool,
+    /// IFF_NAPI_FRAGS: frags skbs through napi_gro_frags; never native XDP.
+    pub napi_frags: bool,
+    /// TUNSETSNDBUF was called: sk_sndbuf != INT_MAX, so no build_skb (R2.2).
+    pub sndbuf_set: bool,
+    /// dev->mtu (xdp_ok_fwd_dev checks redirected frames against it).
+    pub mtu: usize,
 }
 
 impl Default for TunConfig {
@@ -83,6 +95,11 @@ impl Default for TunConfig {
             tx_vlan_stag: true,
             offloads: Offloads::default(),
             tx_queue_len: TUN_READQ_SIZE,
+            up: true,
+            napi: false,
+            napi_frags: false,
+            sndbuf_set: false,
+            mtu: 1500,
         }
     }
 }
@@ -100,13 +117,29 @@ pub struct TunStats {
     pub tx_dropped: u64,
 }
 
+/// An xdp_frame queued for the reader by XDP_TX or a redirect (tun_xdp_xmit). Only the
+/// frame bytes survive: no PI, no offload metadata (R1.11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XdpFrame {
+    pub data: Vec<u8>,
+}
+
+/// A tx_ring entry: the kernel tags xdp_frame pointers with bit 0 (TUN_XDP_FLAG, R1.2).
+#[derive(Debug, Clone)]
+pub enum RingEntry {
+    /// Boxed so that queueing moves a pointer, not the whole sk_buff.
+    Skb(Box<SkBuff>),
+    Xdp(XdpFrame),
+}
+
 /// A tun/tap device with one queue.
 #[derive(Debug, Clone, Default)]
 pub struct TunDevice {
     pub config: TunConfig,
     pub stats: TunStats,
-    /// Boxed so that queueing moves a pointer, not the whole sk_buff.
-    tx_ring: VecDeque<Box<SkBuff>>,
+    /// The attached XDP program, if any.
+    pub xdp: Option<crate::xdp::XdpAttachment>,
+    tx_ring: VecDeque<RingEntry>,
     /// Freed skbs kept for reuse, so a replay does not hit the allocator per packet
     /// (the cost model still counts one allocation per skb). Boxed so that recycling
     /// hands back the same heap block the ring held.
@@ -119,6 +152,7 @@ impl TunDevice {
         TunDevice {
             config,
             stats: TunStats::default(),
+            xdp: None,
             tx_ring: VecDeque::new(),
             spare: Vec::new(),
         }
@@ -157,7 +191,18 @@ impl TunDevice {
             self.free(skb);
             return false;
         }
-        self.tx_ring.push_back(skb);
+        self.tx_ring.push_back(RingEntry::Skb(skb));
+        true
+    }
+
+    /// tun_xdp_xmit for one frame (drivers/net/tun.c): a full ring costs tx_dropped and
+    /// the frame (R2.5). Returns whether it was queued.
+    pub fn xdp_xmit(&mut self, frame: XdpFrame) -> bool {
+        if self.tx_ring.len() >= self.config.tx_queue_len {
+            self.stats.tx_dropped += 1;
+            return false;
+        }
+        self.tx_ring.push_back(RingEntry::Xdp(frame));
         true
     }
 
@@ -174,7 +219,7 @@ impl TunDevice {
     }
 
     /// ptr_ring_consume: the next packet for the reader.
-    pub(crate) fn pop(&mut self) -> Option<Box<SkBuff>> {
+    pub(crate) fn pop(&mut self) -> Option<RingEntry> {
         self.tx_ring.pop_front()
     }
 }

@@ -8,7 +8,7 @@ use crate::skb::{IpSummed, OpCounters, SkBuff, VlanTag, ETH_ALEN, VLAN_HLEN};
 use crate::wire::virtio_net_hdr::{VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_LEN};
 
 use super::vnet::vnet_hdr_from_skb;
-use super::{TunDevice, TUN_PI_LEN, TUN_PKT_STRIP};
+use super::{RingEntry, TunDevice, XdpFrame, TUN_PI_LEN, TUN_PKT_STRIP};
 
 /// The skb as tun_put_user saw it: the metadata a trace reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +64,8 @@ pub struct ReadOutcome {
     pub frame_copied: usize,
     /// The skb's operation counts, from allocation to this read.
     pub ops: OpCounters,
+    /// The entry was an xdp_frame (XDP_TX or a redirect), read by tun_put_user_xdp.
+    pub xdp_frame: bool,
 }
 
 impl ReadOutcome {
@@ -78,6 +80,7 @@ impl ReadOutcome {
             frame_len: 0,
             frame_copied: 0,
             ops: OpCounters::default(),
+            xdp_frame: false,
         }
     }
 }
@@ -90,17 +93,55 @@ impl TunDevice {
         if buf.is_empty() {
             return ReadOutcome::nothing(Ok(0));
         }
-        let Some(mut skb) = self.pop() else {
-            return ReadOutcome::nothing(Err(Errno::EAGAIN));
+        match self.pop() {
+            None => ReadOutcome::nothing(Err(Errno::EAGAIN)),
+            Some(RingEntry::Skb(mut skb)) => {
+                let mut out = self.put_user(&mut skb, buf, rules);
+                // tun_chr_read_iter: ret = min_t(ssize_t, ret, len).
+                out.result = out.put_user_ret.map(|r| r.min(buf.len())).ok_or(Errno::EINVAL);
+                out.ops = skb.ops;
+                self.free(skb);
+                out
+            }
+            Some(RingEntry::Xdp(frame)) => self.put_user_xdp(&frame, buf, rules),
+        }
+    }
+
+    /// tun_put_user_xdp (R1.11): no tun_pi even without IFF_NO_PI; an all-zero vnet area
+    /// (-EINVAL if it does not fit); the frame truncated to the buffer; the return value
+    /// and tx_bytes are the bytes copied plus vnet_hdr_sz, not the frame's length.
+    fn put_user_xdp(&mut self, frame: &XdpFrame, buf: &mut [u8], rules: &TunReadRules) -> ReadOutcome {
+        let mut out = ReadOutcome::nothing(Err(Errno::EINVAL));
+        out.xdp_frame = true;
+        let vnet_hdr_sz = if self.config.vnet_hdr {
+            self.config.vnet_hdr_sz
+        } else {
+            0
         };
-        let mut out = self.put_user(&mut skb, buf, rules);
-        // tun_chr_read_iter: ret = min_t(ssize_t, ret, len).
-        out.result = out
-            .put_user_ret
-            .map(|r| r.min(buf.len()))
-            .ok_or(Errno::EINVAL);
-        out.ops = skb.ops;
-        self.free(skb);
+        if vnet_hdr_sz > 0 {
+            if buf.len() < vnet_hdr_sz {
+                return out;
+            }
+            let end = if rules.vnet_pad_zero {
+                vnet_hdr_sz
+            } else {
+                VIRTIO_NET_HDR_LEN
+            };
+            buf[..end].fill(0);
+            out.ops.bytes_copied_to_user += VIRTIO_NET_HDR_LEN as u64;
+            out.vnet = Some((VirtioNetHdrRepr::default(), vnet_hdr_sz));
+        }
+        let n = frame.data.len().min(buf.len() - vnet_hdr_sz);
+        buf[vnet_hdr_sz..vnet_hdr_sz + n].copy_from_slice(&frame.data[..n]);
+        out.ops.bytes_copied_to_user += n as u64;
+        let ret = n + vnet_hdr_sz;
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += ret as u64;
+        out.frame_offset = vnet_hdr_sz;
+        out.frame_len = frame.data.len();
+        out.frame_copied = n;
+        out.put_user_ret = Some(ret);
+        out.result = Ok(ret);
         out
     }
 

@@ -1,6 +1,11 @@
 //! `skbsim bench`: simulated frames/s through the tun read path next to raw pcap read
 //! frames/s, measured in the same run on the same generated pcap, as medians of several
 //! runs; and the op counts of the 2013 change (hw-accel splice vs software tag insert).
+//!
+//! `skbsim bench --backend tap`: the same change on the real kernel: frames/s written
+//! into a tap and read from the bridged tap under test, with its tx VLAN offload on
+//! (hw-accel tag spliced by tun_put_user) and off (tag pushed into the packet by
+//! validate_xmit_vlan), alternating run by run in one namespace.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,12 +20,15 @@ use sim::skb::OpCounters;
 
 use crate::cli_error::CliError;
 use crate::progress;
+use crate::runner::{tap_ready, Backend};
+use skbsim_kernel::arm::{vlan_offload_bench, VlanBenchConfig};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Frames in the generated pcap.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub frames: u64,
+    /// Frames in the generated pcap (default 1000000), or per timed run with
+    /// `--backend tap` (default 200000).
+    #[arg(long)]
+    pub frames: Option<u64>,
     /// Runs per measurement; the median is reported.
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
@@ -30,11 +38,20 @@ pub struct BenchArgs {
     /// Print results as JSON.
     #[arg(long)]
     pub json: bool,
+    /// `sim`: the model next to raw pcap reads. `tap`: the real kernel (root), tx VLAN
+    /// offload on vs off.
+    #[arg(long, value_enum, default_value_t = Backend::Sim)]
+    pub backend: Backend,
+    /// With `--backend tap`: every frame this size (60..=1514 before the 4-byte tag)
+    /// instead of the mix of 60..1514.
+    #[arg(long)]
+    pub frame_size: Option<usize>,
 }
+
+const SIZES: [usize; 8] = [60, 64, 128, 256, 590, 1024, 1280, 1514];
 
 /// A deterministic mix: sizes 60..1514, a third 802.1Q-tagged, IPv4 UDP/TCP.
 fn generate(path: &Path, frames: u64) -> Result<(), CliError> {
-    const SIZES: [usize; 8] = [60, 64, 128, 256, 590, 1024, 1280, 1514];
     let mut w = PcapWriter::create(path, PcapFormat::Pcap)?;
     let mut seed: u64 = 0x5eed;
     let mut buf = Vec::with_capacity(1600);
@@ -43,28 +60,33 @@ fn generate(path: &Path, frames: u64) -> Result<(), CliError> {
         let size = SIZES[(seed >> 33) as usize % SIZES.len()];
         let tagged = (seed >> 40) % 3 == 0;
         let tcp = (seed >> 45) & 1 == 1;
-        buf.clear();
-        buf.extend_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
-        if tagged {
-            buf.extend_from_slice(&[0x81, 0x00, 0x00, 0x64]);
-        }
-        buf.extend_from_slice(&[0x08, 0x00]);
-        let ip_len = (size - 14) as u16;
-        let proto = if tcp { 6 } else { 17 };
-        buf.extend_from_slice(&[0x45, 0, (ip_len >> 8) as u8, ip_len as u8, 0, 1, 0x40, 0, 64, proto, 0, 0]);
-        buf.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
-        if tcp {
-            buf.extend_from_slice(&[0x03, 0xe8, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10, 0x02, 0, 0, 0, 0, 0]);
-        } else {
-            let l = ip_len - 20;
-            buf.extend_from_slice(&[0x13, 0x88, 0, 53, (l >> 8) as u8, l as u8, 0, 0]);
-        }
-        let target = size + if tagged { 4 } else { 0 };
-        buf.resize(target, 0xab);
+        frame_into(&mut buf, size, tagged, tcp);
         w.write_frame(1_000_000_000 + i * 1000, &buf)?;
     }
     w.finish()?;
     Ok(())
+}
+
+/// One IPv4 frame of `size` bytes before the optional 802.1Q tag (vid 100).
+fn frame_into(buf: &mut Vec<u8>, size: usize, tagged: bool, tcp: bool) {
+    buf.clear();
+    buf.extend_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
+    if tagged {
+        buf.extend_from_slice(&[0x81, 0x00, 0x00, 0x64]);
+    }
+    buf.extend_from_slice(&[0x08, 0x00]);
+    let ip_len = (size - 14) as u16;
+    let proto = if tcp { 6 } else { 17 };
+    buf.extend_from_slice(&[0x45, 0, (ip_len >> 8) as u8, ip_len as u8, 0, 1, 0x40, 0, 64, proto, 0, 0]);
+    buf.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+    if tcp {
+        buf.extend_from_slice(&[0x03, 0xe8, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10, 0x02, 0, 0, 0, 0, 0]);
+    } else {
+        let l = ip_len - 20;
+        buf.extend_from_slice(&[0x13, 0x88, 0, 53, (l >> 8) as u8, l as u8, 0, 0]);
+    }
+    let target = size + if tagged { 4 } else { 0 };
+    buf.resize(target, 0xab);
 }
 
 fn scenario(input: &Path, txvlan: bool) -> Result<Scenario, CliError> {
@@ -142,13 +164,17 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
     if args.runs == 0 {
         return Err(CliError("--runs must be at least 1".into()));
     }
+    if args.backend == Backend::Tap {
+        return bench_tap(args);
+    }
+    let frames_wanted = args.frames.unwrap_or(1_000_000);
     let input = match &args.input {
         Some(p) => p.clone(),
         None => {
-            let p = std::env::temp_dir().join(format!("skbsim-bench-{}.pcap", args.frames));
+            let p = std::env::temp_dir().join(format!("skbsim-bench-{frames_wanted}.pcap"));
             if !p.exists() {
-                eprintln!("generating {} frames into {}", args.frames, p.display());
-                generate(&p, args.frames)?;
+                eprintln!("generating {frames_wanted} frames into {}", p.display());
+                generate(&p, frames_wanted)?;
             }
             p
         }
@@ -224,6 +250,123 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
         );
         if let Some(k) = rss {
             println!("peak RSS         {:.1} MiB", k as f64 / 1024.0);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Frames for the real bench: 802.1Q-tagged (vid 100) IPv4 UDP/TCP, the sizes of the
+/// simulated mix (or one size), alternating UDP and TCP.
+fn tap_frames(frame_size: Option<usize>) -> Result<Vec<Vec<u8>>, CliError> {
+    let sizes: Vec<usize> = match frame_size {
+        Some(s) if (60..=1514).contains(&s) => vec![s],
+        Some(s) => {
+            return Err(CliError(format!(
+                "--frame-size {s}: must be 60..=1514 (the size before the 4-byte tag)"
+            )))
+        }
+        None => SIZES.to_vec(),
+    };
+    let mut out = Vec::new();
+    for (i, size) in sizes.iter().enumerate() {
+        for tcp in [false, true] {
+            let mut buf = Vec::new();
+            frame_into(&mut buf, *size, true, tcp ^ (i % 2 == 1));
+            out.push(buf);
+        }
+    }
+    Ok(out)
+}
+
+/// Where the two samples (first frame read with the offload on and off) differ:
+/// `(offset, on, off)`, plus the lengths.
+fn byte_diff(on: &[u8], off: &[u8]) -> Vec<(usize, u8, u8)> {
+    on.iter()
+        .zip(off.iter())
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, (a, b))| (i, *a, *b))
+        .collect()
+}
+
+fn bench_tap(args: &BenchArgs) -> Result<ExitCode, CliError> {
+    tap_ready()?;
+    let frames = tap_frames(args.frame_size)?;
+    let cfg = VlanBenchConfig {
+        frames: args.frames.unwrap_or(200_000),
+        runs: args.runs,
+        ..VlanBenchConfig::default()
+    };
+    if cfg.frames == 0 {
+        return Err(CliError("--frames must be at least 1".into()));
+    }
+    eprintln!(
+        "real tap read path: {} runs x {} frames per mode, tx VLAN offload on and off alternating",
+        cfg.runs, cfg.frames
+    );
+    let r = vlan_offload_bench(&frames, &cfg).map_err(|e| CliError(format!("bench --backend tap: {e}")))?;
+    let diff = byte_diff(&r.on.sample, &r.off.sample);
+    let same_len = r.on.sample.len() == r.off.sample.len();
+    let hexs = |v: &[u8]| v.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "backend": "tap",
+                "frames_per_run": cfg.frames, "runs": cfg.runs, "batch": cfg.batch,
+                "distinct_frames": r.distinct_frames,
+                "reader": {"no_pi": cfg.no_pi, "vnet_hdr_sz": cfg.vnet_hdr_sz},
+                "offload_on": {"median_fps": r.on.median_fps, "runs_fps": r.on.runs_fps, "bytes_per_read": r.on.bytes_per_read},
+                "offload_off": {"median_fps": r.off.median_fps, "runs_fps": r.off.runs_fps, "bytes_per_read": r.off.bytes_per_read},
+                "on_over_off": r.ratio,
+                "sample": {
+                    "on": hexs(&r.on.sample), "off": hexs(&r.off.sample),
+                    "same_length": same_len,
+                    "differing_bytes": diff.iter().map(|(i, a, b)| json!({"offset": i, "on": a, "off": b})).collect::<Vec<_>>(),
+                },
+            })
+        );
+    } else {
+        println!(
+            "frames           {} per run x {} runs per mode (medians), {} distinct 802.1Q frames",
+            cfg.frames, cfg.runs, r.distinct_frames
+        );
+        println!(
+            "reader           tap {} vnet_hdr {}, batches of {}",
+            if cfg.no_pi { "no_pi" } else { "pi" },
+            cfg.vnet_hdr_sz,
+            cfg.batch
+        );
+        let runs = |v: &[f64]| v.iter().map(|x| format!("{:.3}", x / 1e6)).collect::<Vec<_>>().join(" ");
+        println!(
+            "txvlan on        {:>8.3} M frames/s  (runs: {})",
+            r.on.median_fps / 1e6,
+            runs(&r.on.runs_fps)
+        );
+        println!(
+            "txvlan off       {:>8.3} M frames/s  (runs: {})",
+            r.off.median_fps / 1e6,
+            runs(&r.off.runs_fps)
+        );
+        println!(
+            "on / off         {:>8.3}  ({:+.1}%; the 2013 patch claimed +21%)",
+            r.ratio,
+            (r.ratio - 1.0) * 100.0
+        );
+        if diff.is_empty() && same_len {
+            println!("bytes read       identical with the offload on and off");
+        } else {
+            let shown: Vec<String> = diff
+                .iter()
+                .map(|(i, a, b)| format!("offset {i}: {a:#04x} on, {b:#04x} off"))
+                .collect();
+            println!(
+                "bytes read       {} of {} differ: {}{}",
+                diff.len(),
+                r.on.sample.len(),
+                shown.join("; "),
+                if same_len { "" } else { " (lengths differ)" }
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

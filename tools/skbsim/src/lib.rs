@@ -3,9 +3,11 @@
 
 pub mod bench;
 pub mod cli_error;
+pub mod conform;
 pub mod diff;
 pub mod golden;
 pub mod progress;
 pub mod replay;
 pub mod runner;
 pub mod suite;
+pub mod write_runner;

@@ -2,13 +2,14 @@
 //! diff traces and pcaps, and benchmark.
 //!
 //! Exit codes: 0 all good, 1 a mismatch (a diff is printed), 2 bad input or a failure to
-//! run (a one-line error naming the file and the problem).
+//! run (a one-line error naming the file and the problem, or the kernel operation that
+//! failed; `--backend tap` without root or /dev/net/tun says why).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use skbsim::{bench, diff, replay, suite};
+use skbsim::{bench, conform, diff, replay, suite};
 
 #[derive(Debug, Parser)]
 #[command(name = "skbsim", version, about = "Deterministic simulator and conformance bench for the Linux virtual-networking datapath")]
@@ -33,7 +34,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Measure simulated and raw pcap frames/s (medians of several runs).
+    /// Replay scenarios on the simulator and through the real kernel and compare the two
+    /// (root and /dev/net/tun); exit 1 on the first divergence of a scenario.
+    Conform(conform::ConformArgs),
+    /// Measure simulated and raw pcap frames/s (medians of several runs), or with
+    /// `--backend tap` real frames/s with tx VLAN offload on and off.
     Bench(bench::BenchArgs),
 }
 
@@ -44,6 +49,7 @@ fn main() -> ExitCode {
         Command::Bless(args) => suite::run(&args, suite::Mode::Bless),
         Command::Replay(args) => replay::replay(&args),
         Command::Diff { left, right, json } => diff::diff(&left, &right, json),
+        Command::Conform(args) => conform::conform(&args),
         Command::Bench(args) => bench::bench(&args),
     };
     match result {

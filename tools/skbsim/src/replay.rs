@@ -12,7 +12,7 @@ use sim::scenario::Scenario;
 use crate::cli_error::CliError;
 use crate::golden::write_atomic;
 use crate::progress;
-use crate::runner::run_sim;
+use crate::runner::{run_backend, tap_ready, Backend};
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -68,6 +68,9 @@ pub struct ReplayArgs {
     /// Print the trace as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// `sim` (the model) or `tap` (the real kernel: root and /dev/net/tun).
+    #[arg(long, value_enum, default_value_t = Backend::Sim)]
+    pub backend: Backend,
 }
 
 fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
@@ -108,12 +111,15 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
 }
 
 pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
+    if args.backend == Backend::Tap {
+        tap_ready()?;
+    }
     let toml = scenario_toml(args)?;
     let here = std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
     let scenario = Scenario::parse(&here.join("replay").join("flags.toml"), &toml)
         .map_err(|e| CliError(format!("replay flags: {}", e.message)))?;
     let pb = progress::bar(1, "replaying");
-    let out = run_sim(&scenario, Some(&pb))?;
+    let out = run_backend(&scenario, args.backend, Some(&pb))?;
     pb.finish_and_clear();
     if let Some(o) = &args.output {
         write_atomic(o, &out.pcap)?;

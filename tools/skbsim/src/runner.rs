@@ -76,6 +76,7 @@ pub fn run_backend(
 pub fn run_sim(scenario: &Scenario, progress: Option<&ProgressBar>) -> Result<ScenarioOutput, CliError> {
     match scenario.pipeline {
         Pipeline::TunRead => run_tun_read(scenario, progress),
+        Pipeline::TapWrite => crate::write_runner::run_tap_write(scenario, progress),
     }
 }
 
@@ -90,6 +91,10 @@ pub fn run_tap(scenario: &Scenario) -> Result<ScenarioOutput, CliError> {
             })?;
             output(scenario, Backend::Tap, &real.events, &real.stats, None, real.frames, real.notes)
         }
+        Pipeline::TapWrite => Err(CliError(format!(
+            "{}: the tap-write pipeline has no real arm yet",
+            scenario.name
+        ))),
     }
 }
 

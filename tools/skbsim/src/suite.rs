@@ -6,11 +6,14 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::json;
 use sim::scenario::Scenario;
+use sim::trace::diff::first_divergence;
+use sim::trace::MODEL_ONLY_FIELDS;
 
 use crate::cli_error::CliError;
+use crate::diff::pcap_divergence;
 use crate::golden::{self, Verdict};
 use crate::progress;
-use crate::runner::run_sim;
+use crate::runner::{run_backend, tap_ready, Backend, ScenarioOutput};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -27,6 +30,11 @@ pub struct RunArgs {
     /// Print results as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// `sim`: the model. `tap`: the real kernel (root and /dev/net/tun), compared with
+    /// the goldens without the fields only the model knows; `sim_only` scenarios are
+    /// listed and skipped.
+    #[arg(long, value_enum, default_value_t = Backend::Sim)]
+    pub backend: Backend,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,9 +104,42 @@ pub fn in_shard(name: &str, shard: Option<(u64, u64)>) -> bool {
     }
 }
 
-pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
-    let shard = args.shard.as_deref().map(parse_shard).transpose()?;
-    let files = discover(&args.paths)?;
+/// Compare a real-kernel replay with the (simulator's) goldens in `dir`: the trace
+/// without [`MODEL_ONLY_FIELDS`], the output pcap byte for byte.
+pub fn check_real(dir: &Path, out: &ScenarioOutput) -> Result<Verdict, CliError> {
+    let trace_path = dir.join(golden::TRACE_FILE);
+    let pcap_path = dir.join(golden::PCAP_FILE);
+    for p in [&trace_path, &pcap_path] {
+        if !p.exists() {
+            return Ok(Verdict::Missing(p.clone()));
+        }
+    }
+    let golden_trace = std::fs::read_to_string(&trace_path)
+        .map_err(|e| CliError(format!("{}: cannot read: {e}", trace_path.display())))?;
+    let golden_trace = golden::snap_body(&golden_trace).trim_end();
+    if let Some(d) = first_divergence(golden_trace, out.trace.trim_end(), &MODEL_ONLY_FIELDS) {
+        return Ok(Verdict::Mismatch(format!(
+            "{} (- golden, + real kernel)\n{d}",
+            trace_path.display()
+        )));
+    }
+    let golden_pcap = std::fs::read(&pcap_path)
+        .map_err(|e| CliError(format!("{}: cannot read: {e}", pcap_path.display())))?;
+    if golden_pcap != out.pcap {
+        let detail = pcap_divergence(&golden_pcap, &out.pcap, &pcap_path, Path::new("(real kernel)"))?
+            .unwrap_or_else(|| "the pcap files differ in their headers".to_string());
+        return Ok(Verdict::Mismatch(format!(
+            "{} (- golden, + real kernel)\n{detail}",
+            pcap_path.display()
+        )));
+    }
+    Ok(Verdict::Pass)
+}
+
+/// Load the scenarios under `paths` that fall in `shard` (an error when there are none).
+pub fn load_scenarios(paths: &[PathBuf], shard: Option<&str>) -> Result<Vec<Scenario>, CliError> {
+    let shard = shard.map(parse_shard).transpose()?;
+    let files = discover(paths)?;
     let mut scenarios = Vec::new();
     for f in &files {
         let s = Scenario::load(f)?;
@@ -109,25 +150,49 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
     if scenarios.is_empty() {
         return Err(CliError(format!(
             "no scenarios found in {}",
-            args.paths
+            paths
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
         )));
     }
+    Ok(scenarios)
+}
+
+pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
+    let tap = args.backend == Backend::Tap;
+    if tap && mode == Mode::Bless {
+        return Err(CliError(
+            "bless writes the simulator's goldens; --backend tap cannot bless (use `skbsim conform` to compare the real kernel)".into(),
+        ));
+    }
+    if tap {
+        tap_ready()?;
+    }
+    let scenarios = load_scenarios(&args.paths, args.shard.as_deref())?;
     let pb = progress::bar(scenarios.len() as u64, if mode == Mode::Bless { "blessing" } else { "replaying" });
     let mut results = Vec::new();
-    let mut failed = 0;
+    let (mut failed, mut sim_only) = (0, 0);
     for s in &scenarios {
         pb.set_message(s.name.clone());
-        let out = run_sim(s, Some(&pb))?;
+        if let (true, Some(reason)) = (tap, &s.sim_only) {
+            sim_only += 1;
+            pb.inc(1);
+            if !args.json {
+                pb.suspend(|| println!("sim-only  {}: {reason}", s.name));
+            }
+            results.push(json!({"scenario": s.name, "status": "sim-only", "reason": reason}));
+            continue;
+        }
+        let out = run_backend(s, args.backend, Some(&pb))?;
         let dir = golden::golden_dir(s, args.golden.as_deref());
         let verdict = match mode {
             Mode::Bless => {
                 golden::bless(&dir, &out)?;
                 None
             }
+            Mode::Check if tap => Some(check_real(&dir, &out)?),
             Mode::Check => Some(golden::check(&dir, &out)?),
         };
         pb.inc(1);
@@ -153,15 +218,17 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
                 }
             });
         }
-        results.push(json!({"scenario": s.name, "status": status, "frames": out.frames, "detail": detail}));
+        results.push(json!({"scenario": s.name, "status": status, "frames": out.frames, "detail": detail, "notes": out.notes}));
     }
     pb.finish_and_clear();
-    let passed = results.len() - failed;
+    let passed = results.len() - failed - sim_only;
     if args.json {
         println!(
             "{}",
-            json!({"results": results, "passed": passed, "failed": failed})
+            json!({"backend": args.backend.name(), "results": results, "passed": passed, "failed": failed, "sim_only": sim_only})
         );
+    } else if mode == Mode::Check && tap {
+        println!("{passed} passed, {failed} failed, {sim_only} sim-only");
     } else if mode == Mode::Check {
         println!("{passed} passed, {failed} failed");
     } else {

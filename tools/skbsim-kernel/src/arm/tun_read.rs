@@ -147,6 +147,11 @@ pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
     }
     match scenario.pipeline {
         Pipeline::TunRead => {}
+        Pipeline::TapWrite => {
+            return Err(ArmError::Unsupported(
+                "the tap-write real arm is not built yet (issue: tap write path and XDP)".into(),
+            ))
+        }
     }
     if scenario.device.kind == DeviceKind::Tun {
         return Err(ArmError::Unsupported(

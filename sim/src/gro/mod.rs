@@ -1,0 +1,357 @@
+//! Generic Receive Offload, modelled on the kernel's structure: `core` is
+//! net/core/gro.c (dev_gro_receive, skb_gro_receive, napi_gro_complete), `napi` the NAPI
+//! side of net/core/dev.c (buckets, flush points, the gro_flush_timeout hrtimer, jiffies),
+//! and one file per offload with its receive and complete: `eth` (net/ethernet/eth.c,
+//! ETH_P_TEB; plus net/8021q/vlan_core.c), `ipv4` (net/ipv4/af_inet.c and gro.h:
+//! inet_gro_flush), `gre` (net/ipv4/gre_offload.c), `udp` (net/ipv4/udp_offload.c and
+//! drivers/net/vxlan/vxlan_core.c), `tcp` (net/ipv4/tcp_offload.c).
+//!
+//! Offsets count from the frame start (the MAC header); the kernel's skb->data sits at the
+//! network header during GRO, so its `skb->len` is the frame length minus ETH_HLEN.
+//! Every decision that keeps a frame from merging carries a named [`Reason`].
+
+pub mod core;
+pub mod csum;
+pub mod eth;
+pub mod gre;
+pub mod ipv4;
+pub mod napi;
+pub mod rules;
+pub mod tcp;
+pub mod udp;
+
+use crate::skb::IpSummed;
+
+pub use self::core::{dev_gro_receive, napi_gro_complete, GroResult};
+pub use napi::{Delivered, End, Napi};
+pub use rules::GroRules;
+
+/// MAX_GRO_SKBS (net/core/gro.c): skbs held per bucket.
+pub const MAX_GRO_SKBS: usize = 8;
+/// GRO_HASH_BUCKETS (include/linux/netdevice.h).
+pub const GRO_HASH_BUCKETS: usize = 8;
+/// GRO_LEGACY_MAX_SIZE (include/linux/netdevice.h): the default gro_max_size and
+/// gro_ipv4_max_size, and the fixed limit of 4.19 and 3.12.
+pub const GRO_LEGACY_MAX_SIZE: usize = 65536;
+/// GRO_MAX_SIZE as skb_gro_receive applies it to IPv4 here (no BIG TCP for IPv4 set).
+pub const GRO_MAX_SIZE: usize = GRO_LEGACY_MAX_SIZE;
+/// MAX_SKB_FRAGS (include/linux/skbuff.h, CONFIG_MAX_SKB_FRAGS default).
+pub const MAX_SKB_FRAGS: usize = 17;
+/// NAPI_POLL_WEIGHT (include/linux/netdevice.h): tun's napi weight and poll budget.
+pub const NAPI_POLL_WEIGHT: usize = 64;
+/// GRO_RECURSION_LIMIT (include/net/gro.h).
+pub const GRO_RECURSION_LIMIT: u8 = 15;
+/// ETH_HLEN.
+pub const ETH_HLEN: usize = 14;
+
+/// Why a frame did not merge (or why a held skb went up): a short name for traces and
+/// the kernel rule it reproduces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reason {
+    pub name: &'static str,
+    pub rule: &'static str,
+    /// Whether this is a difference of flow identity (addresses, ports, MAC): a frame
+    /// whose candidates all differ this way simply starts a new flow (`flow:new`).
+    pub identity: bool,
+}
+
+macro_rules! reasons {
+    ($($id:ident $name:literal $ident:literal $rule:literal;)*) => {
+        /// Every named reason.
+        pub mod reason {
+            use super::Reason;
+            $(pub const $id: Reason = Reason { name: $name, rule: $rule, identity: $ident };)*
+            /// All of them, for documentation and tests.
+            pub const ALL: &[Reason] = &[$($id),*];
+        }
+    };
+}
+
+reasons! {
+    FLOW_NEW "flow:new" true "net/core/gro.c: dev_gro_receive: no held skb of the same flow; held as a new one";
+    BUCKET_FULL "gro:bucket-full" false "net/core/gro.c: gro_flush_oldest: MAX_GRO_SKBS held in the bucket; the oldest is completed";
+    LIST_FULL "gro:list-full" false "[3.12] net/core/dev.c: dev_gro_receive: gro_count >= MAX_GRO_SKBS; passed up unheld";
+    GRO_64K "gro:64k" false "net/core/gro.c: skb_gro_receive: p->len + len >= gro_max_size (65536): -E2BIG";
+    GRO_FRAGS "gro:frags" false "[3.12] net/core/skbuff.c: skb_gro_receive: MAX_SKB_FRAGS reached: -E2BIG";
+    GRO_OFF "gro:off" false "net/core/gro.c: dev_gro_receive: netif_elide_gro (NETIF_F_GRO off)";
+    NO_HANDLER "gro:no-handler" false "net/core/gro.c: dev_gro_receive: no packet_offload for skb->protocol";
+    MAC "eth:mac" true "net/core/gro.c: gro_list_prepare: compare_ether_header differs";
+    IPV4_HDR "ipv4:truncated" false "net/ipv4/af_inet.c: inet_gro_receive: skb_gro_header fails";
+    IPV4_NO_L4 "ipv4:no-l4-handler" false "net/ipv4/af_inet.c: inet_gro_receive: no inet_offloads[proto]->gro_receive";
+    IPV4_IHL "ipv4:ihl" false "net/ipv4/af_inet.c: inet_gro_receive: first byte != 0x45 (IHL 5, version 4)";
+    IPV4_FRAG "ipv4:frag" false "net/ipv4/af_inet.c: inet_gro_receive: ip_is_fragment / frag_off bits other than DF";
+    IPV4_CSUM "ipv4:csum" false "net/ipv4/af_inet.c: inet_gro_receive: ip_fast_csum != 0";
+    IPV4_LEN "ipv4:len" false "net/ipv4/af_inet.c: inet_gro_receive: tot_len != skb_gro_len (soft flush)";
+    IPV4_ADDR "ipv4:addr" true "net/ipv4/af_inet.c: inet_gro_receive: protocol, saddr or daddr differ (same_flow = 0)";
+    IPV4_TTL "ipv4:ttl" false "include/net/gro.h: inet_gro_flush: TTL differs";
+    IPV4_TOS "ipv4:tos" false "include/net/gro.h: inet_gro_flush: TOS differs (whole byte, ECN included)";
+    IPV4_DF "ipv4:df" false "include/net/gro.h: inet_gro_flush: DF differs ([3.12]: DF must be set)";
+    IPV4_ID "ipv4:id" false "include/net/gro.h: inet_gro_flush: ID neither fixed nor held id + count";
+    GRE_ENCAP "gre:encap" false "net/ipv4/gre_offload.c: gre_gro_receive: encap_mark already set (one tunnel only)";
+    GRE_FLAGS "gre:flags" false "net/ipv4/gre_offload.c: gre_gro_receive: flags other than C and K, or version != 0";
+    GRE_HDR "gre:hdr" false "net/ipv4/gre_offload.c: gre_gro_receive: flags word or protocol differ (same_flow = 0)";
+    GRE_KEY "gre:key" false "net/ipv4/gre_offload.c: gre_gro_receive: K set and the keys differ (same_flow = 0)";
+    GRE_CSUM "gre:csum" false "net/ipv4/gre_offload.c: gre_gro_receive: C set and skb_gro_checksum_simple_validate fails";
+    GRE_PROTO "gre:no-handler" false "net/ipv4/gre_offload.c: gre_gro_receive: gro_find_receive_by_type(protocol) is NULL";
+    TEB_NO_HANDLER "teb:no-handler" false "net/ipv4/gre_offload.c: gre_gro_receive: no ETH_P_TEB offload (before 9b174d88c257, v4.0)";
+    TEB_INNER_MAC "teb:inner-mac" false "net/ethernet/eth.c: eth_gro_receive: compare_ether_header of the inner Ethernet header differs";
+    ETH_NO_HANDLER "eth:no-handler" false "net/ethernet/eth.c: eth_gro_receive: no offload for the inner EtherType";
+    VLAN_NO_HANDLER "vlan:no-handler" false "net/core/gro.c: dev_gro_receive: no ETH_P_8021Q offload (CONFIG_VLAN_8021Q off)";
+    VLAN_TCI "vlan:tci" false "net/8021q/vlan_core.c: vlan_gro_receive: compare_vlan_header differs (same_flow = 0)";
+    UDP_CSUM "udp:csum" false "net/ipv4/udp_offload.c: udp4_gro_receive: skb_gro_checksum_validate_zero_check fails";
+    UDP_NO_GRO "udp:no-gro" false "net/ipv4/udp_offload.c: udp_gro_receive: no tunnel socket, no UDP GRO feature: flush";
+    UDP_PORTS "udp:ports" true "net/ipv4/udp_offload.c: udp_gro_receive: ports differ or one checksum is zero (same_flow = 0)";
+    UDP_ENCAP "udp:encap" false "net/ipv4/udp_offload.c: udp_gro_receive: encap_mark already set";
+    VXLAN_VNI "vxlan:vni" false "drivers/net/vxlan/vxlan_core.c: vxlan_gro_prepare_receive: flags or VNI differ (same_flow = 0)";
+    TCP_CSUM "tcp:csum" false "net/ipv4/tcp_offload.c: tcp4_gro_receive: skb_gro_checksum_validate fails";
+    TCP_DOFF "tcp:doff" false "net/ipv4/tcp_offload.c: tcp_gro_pull_header: doff < 5 or header past the data";
+    TCP_PORTS "tcp:ports" true "net/ipv4/tcp_offload.c: tcp_gro_lookup: port pair differs (same_flow = 0)";
+    TCP_CWR "tcp:cwr" false "net/ipv4/tcp_offload.c: tcp_gro_receive: CWR set on the new segment";
+    TCP_FLAGS_SYN "tcp:flags-syn" false "net/ipv4/tcp_offload.c: tcp_gro_receive: SYN (flag word differs; final flush)";
+    TCP_FLAGS_RST "tcp:flags-rst" false "net/ipv4/tcp_offload.c: tcp_gro_receive: RST (flag word differs; final flush)";
+    TCP_FLAGS_URG "tcp:flags-urg" false "net/ipv4/tcp_offload.c: tcp_gro_receive: URG (flag word differs; final flush)";
+    TCP_FLAGS_PSH "tcp:flags-psh" false "net/ipv4/tcp_offload.c: tcp_gro_receive: PSH merges, then forces the flush";
+    TCP_FLAGS_FIN "tcp:flags-fin" false "net/ipv4/tcp_offload.c: tcp_gro_receive: FIN merges, then forces the flush";
+    TCP_FLAGS "tcp:flags" false "net/ipv4/tcp_offload.c: tcp_gro_receive: (flags ^ held flags) & ~(FIN|PSH) != 0";
+    TCP_HDRLEN "tcp:hdrlen" false "net/ipv4/tcp_offload.c: tcp_gro_receive: doff differs (part of the flag word)";
+    TCP_WINDOW "tcp:window" false "net/ipv4/tcp_offload.c: tcp_gro_receive: window differs (part of the flag word)";
+    TCP_ACK "tcp:ack" false "net/ipv4/tcp_offload.c: tcp_gro_receive: ack_seq differs";
+    TCP_OPTIONS "tcp:options" false "net/ipv4/tcp_offload.c: tcp_gro_receive: an option word differs (e.g. the timestamp)";
+    TCP_MSS "tcp:mss" false "net/ipv4/tcp_offload.c: tcp_gro_receive: (len - 1) >= mss, or len < mss: empty or larger than the first segment";
+    TCP_SHORT "tcp:short" false "net/ipv4/tcp_offload.c: tcp_gro_receive: merged, len < mss: the last, shorter segment forces the flush";
+    TCP_SEQ "tcp:seq" false "net/ipv4/tcp_offload.c: tcp_gro_receive: seq != held seq + merged payload";
+    RECURSION "gro:recursion" false "include/net/gro.h: call_gro_receive: GRO_RECURSION_LIMIT";
+}
+
+/// A later segment merged into a held skb: the frame it came from and where its
+/// payload starts (skb_gro_offset when it merged).
+#[derive(Debug, Clone)]
+pub struct Seg {
+    pub bytes: Vec<u8>,
+    pub off: usize,
+    pub frame: u64,
+}
+
+/// Where a merged skb keeps its segments (model only): skb_gro_receive attaches
+/// payloads as frags of the last skb while MAX_SKB_FRAGS allows, else chains a new skb
+/// on frag_list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// nr_frags of the head skb.
+    pub frags: usize,
+    /// nr_frags of each skb on frag_list, in order.
+    pub frag_list: Vec<usize>,
+}
+
+/// NAPI_GRO_CB(skb): the GRO control block (include/net/gro.h: struct napi_gro_cb).
+#[derive(Debug, Clone, Default)]
+pub struct GroCb {
+    /// skb_gro_offset, from the frame start.
+    pub data_offset: usize,
+    pub flush: bool,
+    pub flush_reason: Option<Reason>,
+    pub same_flow: bool,
+    /// Why same_flow was cleared for this held skb (gro_list_prepare resets it).
+    pub mismatch: Option<Reason>,
+    pub encap_mark: bool,
+    pub count: u16,
+    /// jiffies when held.
+    pub age: u64,
+    /// network_offsets[encap_mark] (6.18) / the outer and inner IP header.
+    pub network_offsets: [usize; 2],
+    /// 6.18: bit 0 outer (or only) IP level fixed-ID, bit 1 inner.
+    pub ip_fixedid: u8,
+    /// 4.19: is_atomic and flush_id.
+    pub is_atomic: bool,
+    pub flush_id: u16,
+    pub csum_cnt: u8,
+    pub csum_valid: bool,
+    /// The carried complete checksum of [data_offset, end) while csum_valid.
+    pub csum: u32,
+    pub recursion: u8,
+    /// Why the new skb did not merge into the held skb its flow matched.
+    pub nomerge: Option<Reason>,
+    /// The deepest same_flow mismatch this skb caused (for naming a new flow).
+    pub deepest_mismatch: Option<(u8, Reason)>,
+    /// Current layer depth (for deepest_mismatch).
+    pub depth: u8,
+    /// Set by tcp_gro_receive when this skb merged and forced the flush of p.
+    pub merged_flush: Option<Reason>,
+}
+
+/// An skb in GRO: the head frame's bytes (headers edited at completion) and the
+/// payloads merged after it.
+#[derive(Debug, Clone, Default)]
+pub struct GroSkb {
+    pub data: Vec<u8>,
+    pub segs: Vec<Seg>,
+    /// Frame length: head bytes plus every merged payload.
+    pub len: usize,
+    /// skb->protocol after eth_type_trans.
+    pub protocol: u16,
+    pub frame: u64,
+    pub ts_ns: u64,
+    pub ip_summed: IpSummed,
+    pub csum_level: u8,
+    pub csum_start: usize,
+    pub csum_offset: u16,
+    pub gso_size: u16,
+    pub gso_segs: u16,
+    pub gso_type: u32,
+    pub encapsulation: bool,
+    pub transport_header: usize,
+    pub inner_mac_header: Option<usize>,
+    pub inner_network_header: Option<usize>,
+    pub inner_transport_header: Option<usize>,
+    /// Built by build_skb over a page frag (skb->head_frag).
+    pub head_frag: bool,
+    pub layout: Layout,
+    pub cb: GroCb,
+    /// Why this skb's head frame did not merge into an earlier skb.
+    pub start: Option<Reason>,
+}
+
+impl GroSkb {
+    /// A fresh skb for one written frame.
+    pub fn new(frame: u64, ts_ns: u64, data: Vec<u8>) -> GroSkb {
+        let len = data.len();
+        GroSkb {
+            data,
+            len,
+            frame,
+            ts_ns,
+            ..GroSkb::default()
+        }
+    }
+
+    /// Input frame indices held, head first.
+    pub fn frames(&self) -> impl Iterator<Item = u64> + '_ {
+        std::iter::once(self.frame).chain(self.segs.iter().map(|s| s.frame))
+    }
+
+    /// skb->len as the kernel counts it during GRO (from the network header).
+    pub fn kernel_len(&self) -> usize {
+        self.len.saturating_sub(ETH_HLEN)
+    }
+
+    /// skb_gro_len.
+    pub fn gro_len(&self) -> usize {
+        self.len.saturating_sub(self.cb.data_offset)
+    }
+
+    /// The whole frame as one buffer (head bytes, then each merged payload).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.len);
+        v.extend_from_slice(&self.data);
+        for s in &self.segs {
+            v.extend_from_slice(&s.bytes[s.off..]);
+        }
+        v
+    }
+
+    /// Set NAPI_GRO_CB(skb)->flush, remembering the first reason.
+    pub fn flush(&mut self, why: Reason) {
+        self.cb.flush = true;
+        if self.cb.flush_reason.is_none() {
+            self.cb.flush_reason = Some(why);
+        }
+    }
+
+    /// Record a same_flow mismatch this skb found in a held skb.
+    pub fn saw_mismatch(&mut self, why: Reason) {
+        let d = self.cb.depth;
+        if self.cb.deepest_mismatch.is_none_or(|(d0, _)| d >= d0) {
+            self.cb.deepest_mismatch = Some((d, why));
+        }
+    }
+
+    pub(crate) fn be16(&self, off: usize) -> u16 {
+        match self.data.get(off..off + 2) {
+            Some(b) => u16::from_be_bytes([b[0], b[1]]),
+            None => 0,
+        }
+    }
+
+    pub(crate) fn be32(&self, off: usize) -> u32 {
+        match self.data.get(off..off + 4) {
+            Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+            None => 0,
+        }
+    }
+
+    /// Bytes of the packet from `off` to the end, as skb_checksum would read them; the
+    /// head part only, or the whole packet when segments were merged (cold path).
+    pub(crate) fn sum_from(&self, off: usize) -> u32 {
+        let mut s = csum::sum(self.data.get(off..).unwrap_or(&[]));
+        let mut pos = self.data.len();
+        for seg in &self.segs {
+            let p = &seg.bytes[seg.off..];
+            // Chained pieces start at even offsets only if `pos` is even; an odd start
+            // byte-swaps the piece's sum (csum_block_add).
+            let ps = csum::sum(p);
+            let ps = if (pos - off) % 2 == 1 {
+                u32::from(csum::fold(ps).swap_bytes())
+            } else {
+                ps
+            };
+            s = csum::csum_add(s, ps);
+            pos += p.len();
+        }
+        s
+    }
+}
+
+/// Per-run GRO configuration: the profile's rules plus the device and scenario knobs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroConfig {
+    pub rules: GroRules,
+    /// NETIF_F_GRO (ethtool -K gro).
+    pub feature: bool,
+    /// An ETH_P_TEB offload is registered.
+    pub teb_gro: bool,
+    /// An ETH_P_8021Q/8021AD offload is registered (CONFIG_VLAN_8021Q).
+    pub vlan_gro: bool,
+    /// UDP ports with a VXLAN socket (udp4_gro_lookup_skb finds a tunnel).
+    pub vxlan_ports: Vec<u16>,
+}
+
+impl GroConfig {
+    pub fn for_rules(rules: GroRules) -> GroConfig {
+        GroConfig {
+            rules,
+            feature: true,
+            teb_gro: rules.teb_gro,
+            vlan_gro: false,
+            vxlan_ports: vec![4789],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reason_names_are_unique_and_namespaced() {
+        let mut names: Vec<&str> = reason::ALL.iter().map(|r| r.name).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n, "duplicate reason names");
+        for r in reason::ALL {
+            assert!(r.name.contains(':'), "{}", r.name);
+            assert!(r.rule.contains(".c") || r.rule.contains(".h"), "{}", r.rule);
+        }
+    }
+
+    #[test]
+    fn sum_from_chains_merged_payloads_at_odd_offsets() {
+        let mut skb = GroSkb::new(0, 0, vec![1, 2, 3]);
+        skb.segs.push(Seg { bytes: vec![9, 9, 4, 5, 6], off: 2, frame: 1 });
+        skb.len = 6;
+        // Whole packet 01 02 03 04 05 06 -> 0x0102 + 0x0304 + 0x0506 = 0x090c.
+        assert_eq!(csum::fold(skb.sum_from(0)), 0x090c);
+        // From offset 1: 02 03 04 05 06 -> 0x0203 + 0x0405 + 0x0600 = 0x0c08.
+        assert_eq!(csum::fold(skb.sum_from(1)), 0x0c08);
+    }
+}

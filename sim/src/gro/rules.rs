@@ -1,0 +1,114 @@
+//! The GRO rules that changed between the kernels skbsim models, as data
+//! (`KernelProfile::gro`). Each field names the commit or release that changed it.
+
+/// How the IPv4 ID (and TTL/TOS/DF) of a new segment is checked against the held one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpIdRule {
+    /// [3.12] af_inet.c: inet_gro_receive: TOS is part of the flow (a different TOS
+    /// clears same_flow); TTL and `id != held id + count` set p->flush; DF must be set
+    /// (the soft flush compares the whole frag_off word with IP_DF).
+    Increment312,
+    /// [4.19] af_inet.c: inet_gro_receive + tcp_offload.c: tcp_gro_receive: TTL/TOS/DF
+    /// differences set p->flush at the IP layer; the ID delta is saved in flush_id and
+    /// checked at TCP: with DF on both (is_atomic) a delta of 0 is accepted, a delta of
+    /// exactly 1 on the second frame switches the flow to incrementing; otherwise the
+    /// ID must be held id + count. Only the innermost is_atomic survives.
+    Atomic419,
+    /// 6.18 ([CUR+], Richard Gobert, Sept 2025) include/net/gro.h: inet_gro_flush:
+    /// checked from tcp_gro_receive for every IP level; TTL/TOS/DF mismatch flushes;
+    /// on the second frame an unchanged ID makes that level fixed-ID (outer and inner
+    /// have separate bits, DF no longer needed); otherwise ID = held id + count.
+    PerLevel618,
+}
+
+/// What tcp_gro_complete adds to gso_type when the head segment has CWR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CwrGso {
+    /// SKB_GSO_TCP_ECN (before the AccECN series).
+    TcpEcn,
+    /// SKB_GSO_TCP_ACCECN (6.18 tcp_offload.c: tcp_gro_complete).
+    AccEcn,
+}
+
+/// The GRO engine of one kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroRules {
+    /// GRO_HASH_BUCKETS lists that complete their oldest skb when full (v4.19,
+    /// net/core/dev.c: gro_flush_oldest). [3.12] kept one list of MAX_GRO_SKBS per NAPI
+    /// and passed a new flow up unheld when it was full.
+    pub hash_buckets: bool,
+    pub ip_id: IpIdRule,
+    /// ip_is_fragment() is a hard flush in inet_gro_receive (4.x+); [3.12] caught
+    /// fragments only through the soft flush.
+    pub ip_fragment_check: bool,
+    /// CWR is part of the flag-word XOR (6.18 tcp_gro_receive masks only FIN|PSH);
+    /// before, CWR|FIN|PSH were masked.
+    pub cwr_in_flag_xor: bool,
+    pub cwr_gso: CwrGso,
+    /// tcp4_gro_complete sets SKB_GSO_TCP_FIXEDID (outer/plain) and
+    /// SKB_GSO_TCP_FIXEDID_INNER from NAPI_GRO_CB()->ip_fixedid (6.18). The 4.19 tree
+    /// read (tcp_offload.c: tcp4_gro_complete) sets only SKB_GSO_TCPV4.
+    pub fixedid_on_complete: bool,
+    /// gre_offload.c has gro_receive (v3.14 "net-gre-gro: Add GRE support to the GRO stack").
+    pub gre_gro: bool,
+    /// udp_offload.c dispatches to a UDP tunnel socket's gro_receive (vxlan, v3.14).
+    pub udp_tunnel_gro: bool,
+    /// An ETH_P_TEB packet offload exists (9b174d88c257 "net: Add Transparent Ethernet
+    /// Bridging GRO support", v4.0). Scenarios may override it (`[gro] teb_gro`).
+    pub teb_gro: bool,
+    /// dev->gro_flush_timeout and the NAPI hrtimer (v3.19).
+    pub gro_flush_timeout: bool,
+    /// skb_gro_receive chains on frag_list when MAX_SKB_FRAGS is reached (8a29111c7ca6
+    /// "net: gro: allow to build full sized skb", v4.13); before it returned -E2BIG.
+    pub frags_overflow_to_frag_list: bool,
+    /// tun_build_skb exists (v4.13) and takes frames up to this length from a
+    /// non-blocking write (R2.2: 3456 since the 2023 XDP headroom fix, 3712 before).
+    pub tun_build_skb_max: Option<usize>,
+    /// IFF_NAPI exists (v4.15, "tun: enable NAPI for TUN/TAP driver").
+    pub tun_napi: bool,
+}
+
+/// Linux 6.18 (this machine's kernel).
+pub const GRO_LINUX_6_18: GroRules = GroRules {
+    hash_buckets: true,
+    ip_id: IpIdRule::PerLevel618,
+    ip_fragment_check: true,
+    cwr_in_flag_xor: true,
+    cwr_gso: CwrGso::AccEcn,
+    fixedid_on_complete: true,
+    gre_gro: true,
+    udp_tunnel_gro: true,
+    teb_gro: true,
+    gro_flush_timeout: true,
+    frags_overflow_to_frag_list: true,
+    tun_build_skb_max: Some(3456),
+    tun_napi: true,
+};
+
+/// Linux 4.19 ([4.19]).
+pub const GRO_LINUX_4_19: GroRules = GroRules {
+    ip_id: IpIdRule::Atomic419,
+    cwr_in_flag_xor: false,
+    cwr_gso: CwrGso::TcpEcn,
+    fixedid_on_complete: false,
+    tun_build_skb_max: Some(3712),
+    ..GRO_LINUX_6_18
+};
+
+/// Linux 3.12 ([3.12]): no GRE or UDP-tunnel GRO yet, no ETH_P_TEB handler, no flush
+/// timeout, no IFF_NAPI (tap-gro runs its engine as a NAPI driver would drive it).
+pub const GRO_LINUX_3_12: GroRules = GroRules {
+    hash_buckets: false,
+    ip_id: IpIdRule::Increment312,
+    ip_fragment_check: false,
+    cwr_in_flag_xor: false,
+    cwr_gso: CwrGso::TcpEcn,
+    fixedid_on_complete: false,
+    gre_gro: false,
+    udp_tunnel_gro: false,
+    teb_gro: false,
+    gro_flush_timeout: false,
+    frags_overflow_to_frag_list: false,
+    tun_build_skb_max: None,
+    tun_napi: false,
+};

@@ -1,0 +1,46 @@
+//! A network namespace's worth of devices: the taps of a scenario by ifindex, and the
+//! protocol stack as AF_PACKET sees it (what was delivered, in order). The write path
+//! needs more than one device: XDP_REDIRECT sends frames to another tap.
+
+use std::collections::BTreeMap;
+
+use crate::skb::VlanTag;
+use crate::tun::TunDevice;
+
+/// A frame the stack received (__netif_receive_skb_core delivered it to the packet taps).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub ifindex: u32,
+    /// From the MAC header on; a hw-accelerated tag is out of band, as AF_PACKET shows it.
+    pub frame: Vec<u8>,
+    pub vlan: Option<VlanTag>,
+    /// skb->protocol.
+    pub protocol: u16,
+}
+
+/// The devices and the stack.
+#[derive(Debug, Clone, Default)]
+pub struct Net {
+    pub devices: BTreeMap<u32, TunDevice>,
+    /// Frames the stack received, in order.
+    pub stack: Vec<Delivery>,
+}
+
+impl Net {
+    pub fn new() -> Net {
+        Net::default()
+    }
+
+    /// Add a device at `ifindex`.
+    pub fn add(&mut self, ifindex: u32, dev: TunDevice) {
+        self.devices.insert(ifindex, dev);
+    }
+
+    pub fn dev(&self, ifindex: u32) -> Option<&TunDevice> {
+        self.devices.get(&ifindex)
+    }
+
+    pub fn dev_mut(&mut self, ifindex: u32) -> Option<&mut TunDevice> {
+        self.devices.get_mut(&ifindex)
+    }
+}

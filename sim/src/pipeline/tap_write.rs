@@ -1,0 +1,268 @@
+//! The `tap-write` pipeline: each input frame is written by userspace into tap A
+//! (ifindex 2) with the scenario's PI/vnet framing and blocking mode, through the
+//! attached XDP program if any; after each write the reader drains A's fd (XDP_TX
+//! frames come back there) and, when there is one, the redirect target B's (ifindex 3).
+//! What the stack received is recorded as AF_PACKET on A sees it.
+//!
+//! Devmap convention: every DEVMAP/DEVMAP_HASH map of the program gets key 0 = B's
+//! ifindex, so a `bpf_redirect_map(&map, 0, 0)` program sends to B in both arms.
+
+use std::path::Path;
+
+use crate::bpf::{assemble, load_elf_file, BasicEnv, Maps, Program};
+use crate::errno::Errno;
+use crate::net::{Delivery, Net};
+use crate::scenario::{Scenario, XdpSpec};
+use crate::tun::write::{ModelError, WriteOpts, WriteOutcome};
+use crate::tun::{TunDevice, TunStats, TUN_PI_LEN};
+use crate::wire::virtio_net_hdr::{VirtioNetHdr, VnetHdrLayout};
+use crate::xdp::XdpAttachment;
+
+use super::tun_read::{header_len, ReadRecord};
+
+/// The device written to.
+pub const IFINDEX_DUT: u32 = 2;
+/// The redirect target.
+pub const IFINDEX_REDIRECT: u32 = 3;
+
+/// Load the scenario's program and its maps (a `.o` through the ELF loader, anything
+/// else as skbsim eBPF assembly). Errors name the file.
+pub fn load_program(spec: &XdpSpec) -> Result<(Program, Maps), String> {
+    let mut prog = if spec.program.extension().is_some_and(|e| e == "o") {
+        load_elf_file(&spec.program, &spec.section).map_err(|e| e.to_string())?
+    } else {
+        let text = std::fs::read_to_string(&spec.program)
+            .map_err(|e| format!("{}: cannot read: {e}", spec.program.display()))?;
+        let name = spec
+            .program
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        assemble(&name, &text).map_err(|e| format!("{}: {e}", spec.program.display()))?
+    };
+    let mut maps = Maps::new();
+    prog.bind_maps(&mut maps)
+        .map_err(|e| format!("{}: {e}", spec.program.display()))?;
+    Ok((prog, maps))
+}
+
+/// Fill key 0 of every devmap with the redirect target's ifindex.
+pub fn fill_devmaps(maps: &mut Maps, target: u32) -> Result<(), String> {
+    let names: Vec<String> = maps
+        .iter()
+        .filter(|m| m.spec().map_type.is_devmap())
+        .map(|m| m.name().to_string())
+        .collect();
+    for n in names {
+        if let Some(m) = maps.by_name_mut(&n) {
+            m.update(&0u32.to_le_bytes(), &target.to_le_bytes(), 0)
+                .map_err(|e| format!("devmap {n}: {e:?}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// What happened, in order.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteEvent {
+    Write(WriteRecord),
+    /// The stack received a frame (AF_PACKET on A).
+    Stack { write: usize, delivery: Delivery },
+    /// A read on A's fd (`on_redirect` false) or B's.
+    Read { on_redirect: bool, record: ReadRecord },
+}
+
+/// One write() by userspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteRecord {
+    pub write: usize,
+    pub frame: u64,
+    pub ts_ns: u64,
+    /// Bytes passed to write().
+    pub len: usize,
+    pub nonblocking: bool,
+    pub result: Result<usize, Errno>,
+    pub stats: TunStats,
+    pub redirect_stats: Option<TunStats>,
+    /// Model-only: path, XDP runs, fate.
+    pub model: Option<WriteOutcome>,
+}
+
+/// Compose the bytes of one write: PI, vnet header, frame; then the truncation.
+pub fn compose_write(scenario: &Scenario, index: u64, frame: &[u8]) -> (Vec<u8>, bool) {
+    let (truncate, nonblocking, vnet) = scenario.write_for(index);
+    let dev = &scenario.device;
+    let mut w = Vec::with_capacity(header_len(dev) + frame.len());
+    if !dev.no_pi {
+        let proto = scenario
+            .writer
+            .pi_proto
+            .or_else(|| frame.get(12..14).map(|b| u16::from_be_bytes([b[0], b[1]])))
+            .unwrap_or(0);
+        w.extend_from_slice(&[0, 0]);
+        w.extend_from_slice(&proto.to_be_bytes());
+    }
+    if dev.vnet_hdr {
+        let start = w.len();
+        w.resize(start + dev.vnet_hdr_sz, 0);
+        let mut view = VirtioNetHdr::new_unchecked(&mut w[start..], VnetHdrLayout::Basic, dev.vnet_endian);
+        // The area is at least 10 bytes (vnet_hdr_sz >= 10 is validated).
+        let _ = vnet.emit(&mut view);
+    }
+    debug_assert!(dev.no_pi || w.len() >= TUN_PI_LEN);
+    w.extend_from_slice(frame);
+    if let Some(n) = truncate {
+        w.truncate(n);
+    }
+    (w, nonblocking)
+}
+
+/// A run of the pipeline.
+#[derive(Debug)]
+pub struct TapWriteRun<'s> {
+    scenario: &'s Scenario,
+    pub net: Net,
+    writes: usize,
+    reads_a: usize,
+    reads_b: usize,
+    stack_seen: usize,
+    buf: Vec<u8>,
+}
+
+impl<'s> TapWriteRun<'s> {
+    /// Build the devices and attach the program. `base` resolves nothing: paths in the
+    /// scenario are already resolved against its directory.
+    pub fn new(scenario: &'s Scenario) -> Result<TapWriteRun<'s>, ModelError> {
+        let mut net = Net::new();
+        let mut dut = TunDevice::new(scenario.device.clone());
+        if let Some(spec) = &scenario.xdp {
+            let (prog, mut maps) = load_program(spec).map_err(ModelError)?;
+            if scenario.redirect.is_some() {
+                fill_devmaps(&mut maps, IFINDEX_REDIRECT).map_err(ModelError)?;
+            }
+            dut.xdp = Some(XdpAttachment::new(prog, spec.mode, BasicEnv::new(maps)));
+        }
+        net.add(IFINDEX_DUT, dut);
+        if let Some(cfg) = &scenario.redirect {
+            net.add(IFINDEX_REDIRECT, TunDevice::new(cfg.clone()));
+        }
+        Ok(TapWriteRun {
+            scenario,
+            net,
+            writes: 0,
+            reads_a: 0,
+            reads_b: 0,
+            stack_seen: 0,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Write input frame `index`, then drain the readers.
+    pub fn frame(
+        &mut self,
+        index: u64,
+        ts_ns: u64,
+        frame: &[u8],
+        sink: &mut impl FnMut(WriteEvent),
+    ) -> Result<(), ModelError> {
+        let (bytes, nonblocking) = compose_write(self.scenario, index, frame);
+        let p = &self.scenario.profile;
+        let out = self.net.tun_write(
+            IFINDEX_DUT,
+            &bytes,
+            WriteOpts { nonblocking },
+            &p.tun_write,
+            &p.tun_read,
+        )?;
+        let write = self.writes;
+        self.writes += 1;
+        sink(WriteEvent::Write(WriteRecord {
+            write,
+            frame: index,
+            ts_ns,
+            len: bytes.len(),
+            nonblocking,
+            result: out.result,
+            stats: self.stats(IFINDEX_DUT),
+            redirect_stats: self.net.dev(IFINDEX_REDIRECT).map(|d| d.stats),
+            model: Some(out),
+        }));
+        while self.stack_seen < self.net.stack.len() {
+            let delivery = self.net.stack[self.stack_seen].clone();
+            self.stack_seen += 1;
+            sink(WriteEvent::Stack { write, delivery });
+        }
+        self.drain(false, index, ts_ns, sink);
+        if self.net.dev(IFINDEX_REDIRECT).is_some() {
+            self.drain(true, index, ts_ns, sink);
+        }
+        Ok(())
+    }
+
+    fn stats(&self, ifindex: u32) -> TunStats {
+        self.net.dev(ifindex).map(|d| d.stats).unwrap_or_default()
+    }
+
+    fn drain(&mut self, on_redirect: bool, frame: u64, ts_ns: u64, sink: &mut impl FnMut(WriteEvent)) {
+        let ifindex = if on_redirect {
+            IFINDEX_REDIRECT
+        } else {
+            IFINDEX_DUT
+        };
+        let plan = &self.scenario.reader;
+        let rules = self.scenario.profile.tun_read;
+        loop {
+            let Some(dev) = self.net.dev_mut(ifindex) else {
+                return;
+            };
+            if dev.queued() == 0 {
+                return;
+            }
+            let n = if on_redirect { self.reads_b } else { self.reads_a };
+            let size = plan.buffer(n);
+            self.buf.clear();
+            self.buf.resize(size, plan.fill);
+            let outcome = dev.read(&mut self.buf, &rules);
+            let cfg = dev.config.clone();
+            let visible = match outcome.result {
+                Ok(n) => n,
+                Err(_) => size.min(header_len(&cfg)),
+            };
+            let record = ReadRecord {
+                read: n,
+                frame: Some((frame, ts_ns)),
+                buffer_len: size,
+                result: outcome.result,
+                data: self.buf[..visible].to_vec(),
+                stats: dev.stats,
+                model: Some(outcome),
+            };
+            if on_redirect {
+                self.reads_b += 1;
+            } else {
+                self.reads_a += 1;
+            }
+            sink(WriteEvent::Read {
+                on_redirect,
+                record,
+            });
+        }
+    }
+
+    /// The program's maps after the run (per-verdict counters and the like).
+    pub fn maps(&self) -> Option<&Maps> {
+        self.net
+            .dev(IFINDEX_DUT)
+            .and_then(|d| d.xdp.as_ref())
+            .map(|a| &a.env.maps)
+    }
+}
+
+/// The scenario's directory-relative program path, for traces.
+pub fn program_label(spec: &XdpSpec) -> String {
+    spec.program
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| Path::new("?").display().to_string())
+}

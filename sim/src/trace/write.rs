@@ -1,0 +1,209 @@
+//! The trace of a tap-write run: a block per write, per frame the stack received, per read
+//! on A and on B, then the final counters and the program's maps.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::bpf::xdp::XdpAction;
+use crate::bpf::Maps;
+use crate::pipeline::tap_write::{program_label, WriteEvent, WriteRecord};
+use crate::scenario::Scenario;
+use crate::tun::write::Fate;
+use crate::tun::TunStats;
+use crate::wire::summary::{describe, describe_vlan_tci};
+
+use super::render::{counters, describe_device, hexdump, render_read, stats_json, ts};
+use super::TraceHeader;
+
+/// Trace fields only the model knows (besides the tun-read ones).
+pub const WRITE_MODEL_ONLY_FIELDS: [&str; 4] = ["path", "xdp", "fate", "insns"];
+
+fn action_name(a: u32) -> String {
+    match XdpAction::from_u32(a) {
+        Some(x) => x.name().to_string(),
+        None => format!("unknown action {a}"),
+    }
+}
+
+fn fate_line(f: &Fate) -> String {
+    match f {
+        Fate::Rejected => "rejected before an skb existed".into(),
+        Fate::Stack => "delivered to the stack".into(),
+        Fate::XdpDropped => "dropped by XDP".into(),
+        Fate::XdpTx => "sent back out of A (XDP_TX)".into(),
+        Fate::XdpRedirected { ifindex } => format!("redirected to ifindex {ifindex}"),
+        Fate::XdpError(e) => format!("XDP action failed: {e}"),
+        Fate::Dropped(why) => format!("dropped: {why}"),
+    }
+}
+
+fn render_write(out: &mut String, w: &WriteRecord) {
+    let result = match w.result {
+        Ok(n) => n.to_string(),
+        Err(e) => e.name().to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "write {} (frame {}, ts {}): {} bytes {} -> {result}",
+        w.write,
+        w.frame,
+        ts(w.ts_ns),
+        w.len,
+        if w.nonblocking { "nonblocking" } else { "blocking" }
+    );
+    if let Some(m) = &w.model {
+        if let Some(p) = m.path {
+            let _ = writeln!(out, "  path: {}", p.name());
+        }
+        for x in &m.xdp {
+            let redirect = x
+                .redirect_to
+                .map(|i| format!(" to ifindex {i}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  xdp: {} {}{redirect} len {} -> {} insns {}",
+                x.place.name(),
+                action_name(x.action),
+                x.len_before,
+                x.len_after,
+                x.insns
+            );
+        }
+        let _ = writeln!(out, "  fate: {}", fate_line(&m.fate));
+    }
+    let _ = writeln!(out, "  counters A: {}", counters(&w.stats));
+    if let Some(b) = &w.redirect_stats {
+        let _ = writeln!(out, "  counters B: {}", counters(b));
+    }
+}
+
+/// The text trace of a tap-write run.
+pub fn render_tap_write(
+    header: &TraceHeader,
+    scenario: &Scenario,
+    events: &[WriteEvent],
+    maps: Option<&Maps>,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "scenario: {}", header.scenario);
+    let _ = writeln!(out, "description: {}", header.description);
+    let _ = writeln!(out, "backend: {}", header.backend);
+    let _ = writeln!(out, "profile: {}", header.profile);
+    let _ = writeln!(out, "device: {}", header.device);
+    if let Some(b) = &scenario.redirect {
+        let _ = writeln!(out, "redirect: {}", describe_device(b));
+    }
+    if let Some(x) = &scenario.xdp {
+        let _ = writeln!(out, "xdp: {} {}", program_label(x), x.mode.name());
+    }
+    let _ = writeln!(out, "reader: {}", header.reader);
+    let _ = writeln!(out, "input: {}", header.input);
+    let (mut last_a, mut last_b) = (TunStats::default(), None);
+    for e in events {
+        out.push('\n');
+        match e {
+            WriteEvent::Write(w) => {
+                render_write(&mut out, w);
+                last_a = w.stats;
+                last_b = w.redirect_stats;
+            }
+            WriteEvent::Stack { write, delivery } => {
+                let _ = writeln!(out, "stack (write {write}): {} bytes", delivery.frame.len());
+                if let Some(v) = delivery.vlan {
+                    let _ = writeln!(out, "  vlan: {}", describe_vlan_tci(v.proto, v.tci));
+                }
+                let _ = writeln!(out, "  protocol: {:#06x}", delivery.protocol);
+                let _ = writeln!(out, "  summary: {}", describe(&delivery.frame));
+                out.push_str("  bytes:\n");
+                hexdump(&mut out, &delivery.frame);
+            }
+            WriteEvent::Read {
+                on_redirect,
+                record,
+            } => {
+                let (label, dev) = if *on_redirect {
+                    ("read B", scenario.redirect.as_ref().unwrap_or(&scenario.device))
+                } else {
+                    ("read A", &scenario.device)
+                };
+                render_read(&mut out, label, record, dev);
+                if *on_redirect {
+                    last_b = Some(record.stats);
+                } else {
+                    last_a = record.stats;
+                }
+            }
+        }
+    }
+    out.push('\n');
+    out.push_str("totals:\n");
+    let _ = writeln!(out, "  counters A: {}", counters(&last_a));
+    if let Some(b) = last_b {
+        let _ = writeln!(out, "  counters B: {}", counters(&b));
+    }
+    if let Some(maps) = maps {
+        for m in maps.iter().filter(|m| !m.spec().map_type.is_devmap()) {
+            for (k, v) in m.dump() {
+                let _ = writeln!(out, "  map {}[{}]: {}", m.name(), le_num(&k), le_num(&v));
+            }
+        }
+    }
+    out
+}
+
+/// A little-endian key or value as a number when it is 1-8 bytes, else hex.
+fn le_num(b: &[u8]) -> String {
+    if (1..=8).contains(&b.len()) {
+        let mut v = [0u8; 8];
+        v[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(v).to_string()
+    } else {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+}
+
+/// The same for machines.
+pub fn tap_write_json(header: &TraceHeader, events: &[WriteEvent]) -> Value {
+    let events: Vec<Value> = events
+        .iter()
+        .map(|e| match e {
+            WriteEvent::Write(w) => json!({
+                "event": "write", "write": w.write, "frame": w.frame, "ts_ns": w.ts_ns,
+                "len": w.len, "nonblocking": w.nonblocking,
+                "result": match w.result { Ok(n) => json!(n), Err(e) => json!(e.name()) },
+                "counters": stats_json(&w.stats),
+                "redirect_counters": w.redirect_stats.as_ref().map(stats_json),
+                "model": w.model.as_ref().map(|m| json!({
+                    "path": m.path.map(|p| p.name()),
+                    "xdp": m.xdp.iter().map(|x| json!({
+                        "place": x.place.name(), "action": x.action,
+                        "len_before": x.len_before, "len_after": x.len_after,
+                        "redirect_to": x.redirect_to, "insns": x.insns,
+                    })).collect::<Vec<_>>(),
+                    "fate": fate_line(&m.fate),
+                })),
+            }),
+            WriteEvent::Stack { write, delivery } => json!({
+                "event": "stack", "write": write, "protocol": delivery.protocol,
+                "vlan": delivery.vlan.map(|v| json!({"proto": v.proto, "tci": v.tci})),
+                "bytes": delivery.frame.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            }),
+            WriteEvent::Read {
+                on_redirect,
+                record,
+            } => json!({
+                "event": "read", "device": if *on_redirect { "B" } else { "A" },
+                "read": record.read, "buffer": record.buffer_len,
+                "result": match record.result { Ok(n) => json!(n), Err(e) => json!(e.name()) },
+                "counters": stats_json(&record.stats),
+                "bytes": record.data.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            }),
+        })
+        .collect();
+    json!({
+        "scenario": header.scenario, "backend": header.backend, "profile": header.profile,
+        "device": header.device, "input": header.input, "events": events,
+    })
+}

@@ -1,0 +1,504 @@
+//! What write() on a tun/tap fd does: tun_chr_write_iter -> tun_get_user
+//! (drivers/net/tun.c), with the build_skb/XDP split of tun_build_skb and the generic
+//! XDP fallback. Rules: shared/spec/kernel-datapath.md §2 (R2.1-R2.7) and the "XDP on tap"
+//! table of real-kernel-observations.md.
+
+use crate::errno::Errno;
+use crate::net::{Delivery, Net};
+use crate::profile::{TunReadRules, TunWriteRules};
+use crate::skb::{gso, IpSummed, SkBuff, ETH_HLEN, ETH_P_IP, ETH_P_IPV6};
+use crate::wire::virtio_net_hdr::{
+    VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_F_NEEDS_CSUM,
+    VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_GSO_TCPV4,
+    VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4,
+};
+use crate::xdp::generic::run_generic;
+use crate::xdp::{redirect_ifindex, XdpMode};
+
+use super::xdp::{build_skb_native, NativeResult};
+use super::{DeviceKind, TUN_PI_LEN};
+
+/// PAGE_SIZE on x86_64.
+pub const PAGE_SIZE: usize = 4096;
+/// TUN_RX_PAD on x86 (NET_IP_ALIGN 0 + NET_SKB_PAD 64).
+pub const TUN_RX_PAD: usize = 64;
+/// XDP_PACKET_HEADROOM.
+pub const XDP_PACKET_HEADROOM: usize = 256;
+/// SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) on x86_64 (spec §5: 320, UNCERTAIN).
+pub const SKB_SHINFO_SIZE: usize = 320;
+/// SMP_CACHE_BYTES: the SKB_DATA_ALIGN unit.
+const SMP_CACHE_BYTES: usize = 64;
+
+fn skb_data_align(n: usize) -> usize {
+    n.div_ceil(SMP_CACHE_BYTES) * SMP_CACHE_BYTES
+}
+
+/// How the write was issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WriteOpts {
+    /// O_NONBLOCK (or MSG_DONTWAIT): the only way to get build_skb and native XDP.
+    pub nonblocking: bool,
+}
+
+/// Which allocation path tun_get_user took (R2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WritePath {
+    BuildSkb,
+    AllocSkb,
+    NapiFrags,
+}
+
+impl WritePath {
+    pub fn name(self) -> &'static str {
+        match self {
+            WritePath::BuildSkb => "build_skb",
+            WritePath::AllocSkb => "alloc_skb",
+            WritePath::NapiFrags => "napi_frags",
+        }
+    }
+}
+
+/// Where XDP ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XdpWhere {
+    /// tun_build_skb, driver mode.
+    Native,
+    /// tun_get_user's do_xdp_generic: a driver-mode program on a write that missed
+    /// build_skb (blocking, too big, GSO, NAPI_FRAGS, sndbuf set).
+    TunGeneric,
+    /// The core's do_xdp_generic for an xdpgeneric (SKB_MODE) attachment.
+    CoreGeneric,
+}
+
+impl XdpWhere {
+    pub fn name(self) -> &'static str {
+        match self {
+            XdpWhere::Native => "native",
+            XdpWhere::TunGeneric => "generic (tun fallback)",
+            XdpWhere::CoreGeneric => "generic (xdpgeneric)",
+        }
+    }
+}
+
+/// One XDP run during a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XdpReport {
+    pub place: XdpWhere,
+    /// The program's return value (an unknown value is reported as is).
+    pub action: u32,
+    pub len_before: usize,
+    pub len_after: usize,
+    pub redirect_to: Option<u32>,
+    pub insns: u64,
+}
+
+/// What became of the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    /// Refused before any skb existed (R2.1): no counter moves.
+    Rejected,
+    /// Delivered to the stack.
+    Stack,
+    /// XDP_DROP, XDP_ABORTED or an unknown verdict.
+    XdpDropped,
+    /// Sent back out of the same tap (as an xdp_frame natively, as an skb generically).
+    XdpTx,
+    /// Sent to another device.
+    XdpRedirected { ifindex: u32 },
+    /// XDP_TX or XDP_REDIRECT failed.
+    XdpError(Errno),
+    /// Dropped by tun after the skb was built (device down, bad vnet header, bad protocol).
+    Dropped(&'static str),
+}
+
+/// Everything one write() did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOutcome {
+    pub result: Result<usize, Errno>,
+    pub path: Option<WritePath>,
+    pub xdp: Vec<XdpReport>,
+    pub fate: Fate,
+}
+
+impl WriteOutcome {
+    fn rejected(e: Errno) -> WriteOutcome {
+        WriteOutcome {
+            result: Err(e),
+            path: None,
+            xdp: Vec::new(),
+            fate: Fate::Rejected,
+        }
+    }
+}
+
+/// An error of the scenario, not of the kernel: a program the VM could not run (the
+/// verifier would have refused it), or a device that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelError(pub String);
+
+/// The parsed PI and vnet header of a write (R2.1).
+struct Parsed {
+    pi_proto: Option<u16>,
+    gso: VirtioNetHdrRepr,
+    /// Offset of the frame in the write.
+    frame_start: usize,
+}
+
+/// tun_can_build_skb (R2.2): the page-frag fits the frame, the pads and the shared info.
+pub fn can_build_skb(len: usize, rules: &TunWriteRules) -> bool {
+    let headroom = if rules.build_skb_counts_xdp_headroom {
+        TUN_RX_PAD + XDP_PACKET_HEADROOM
+    } else {
+        TUN_RX_PAD
+    };
+    skb_data_align(len + headroom) + SKB_SHINFO_SIZE <= PAGE_SIZE
+}
+
+impl Net {
+    /// write(fd, bytes) on the tap at `ifindex`.
+    pub fn tun_write(
+        &mut self,
+        ifindex: u32,
+        bytes: &[u8],
+        opts: WriteOpts,
+        rules: &TunWriteRules,
+        read_rules: &TunReadRules,
+    ) -> Result<WriteOutcome, ModelError> {
+        let dev = self
+            .dev(ifindex)
+            .ok_or_else(|| ModelError(format!("no device with ifindex {ifindex}")))?;
+        let cfg = dev.config.clone();
+        let total = bytes.len();
+        let parsed = match parse_write(bytes, &cfg, read_rules) {
+            Ok(p) => p,
+            Err(e) => return Ok(WriteOutcome::rejected(e)),
+        };
+        let frame = &bytes[parsed.frame_start..];
+        let len = frame.len();
+        if cfg.kind == DeviceKind::Tap
+            && (len < ETH_HLEN || (parsed.gso.hdr_len != 0 && usize::from(parsed.gso.hdr_len) < ETH_HLEN))
+        {
+            return Ok(WriteOutcome::rejected(Errno::EINVAL));
+        }
+        if rules.down_check_first && !cfg.up {
+            return Ok(WriteOutcome::rejected(Errno::EIO));
+        }
+        let prog_mode = dev.xdp.as_ref().map(|a| a.mode);
+        let mut out = WriteOutcome {
+            result: Ok(total),
+            path: None,
+            xdp: Vec::new(),
+            fate: Fate::Stack,
+        };
+
+        // R2.2: the path.
+        let build = cfg.kind == DeviceKind::Tap
+            && !cfg.sndbuf_set
+            && opts.nonblocking
+            && !cfg.napi_frags
+            && can_build_skb(len, rules);
+        out.path = Some(if cfg.napi_frags {
+            WritePath::NapiFrags
+        } else if build {
+            WritePath::BuildSkb
+        } else {
+            WritePath::AllocSkb
+        });
+
+        let mut skb;
+        // A driver-mode program runs natively only in build_skb without GSO; otherwise
+        // the skb is marked for generic XDP inside tun (R2.3, R2.6).
+        let mut tun_generic = rules.xdp && prog_mode == Some(XdpMode::Native);
+        if build {
+            if rules.xdp && prog_mode == Some(XdpMode::Native) && parsed.gso.gso_type == VIRTIO_NET_HDR_GSO_NONE {
+                tun_generic = false;
+                match build_skb_native(self, ifindex, frame, rules)? {
+                    NativeResult::Consumed(report, fate) => {
+                        out.xdp.push(report);
+                        out.fate = fate;
+                        return Ok(out);
+                    }
+                    NativeResult::Pass(report, s) => {
+                        out.xdp.push(report);
+                        skb = s;
+                    }
+                }
+            } else {
+                skb = SkBuff::from_frame(frame, TUN_RX_PAD, len);
+            }
+        } else {
+            // tun_get_user + tun_alloc_skb: the linear part is the vnet hdr_len (capped at
+            // good_linear), except that a packet under a page with its tun->align
+            // (NET_SKB_PAD) prepad, or one without hdr_len, is copied in whole.
+            let good_linear = PAGE_SIZE - SKB_SHINFO_SIZE - TUN_RX_PAD;
+            let hdr_len = usize::from(parsed.gso.hdr_len).min(good_linear);
+            let linear = if TUN_RX_PAD + len < PAGE_SIZE || hdr_len == 0 {
+                len
+            } else {
+                hdr_len
+            };
+            skb = SkBuff::from_frame(frame, TUN_RX_PAD, linear);
+        }
+
+        // virtio_net_hdr_to_skb (R2.7): failure is rx_frame_errors.
+        if let Err(why) = vnet_hdr_to_skb(&mut skb, &parsed.gso) {
+            self.stats_mut(ifindex).rx_frame_errors += 1;
+            out.result = Err(Errno::EINVAL);
+            out.fate = Fate::Dropped(why);
+            return Ok(out);
+        }
+
+        // Protocol: eth_type_trans for tap; the PI or the version nibble for tun.
+        match cfg.kind {
+            DeviceKind::Tap => eth_type_trans(&mut skb),
+            DeviceKind::Tun => {
+                let proto = match parsed.pi_proto {
+                    Some(p) => Some(p),
+                    None => match skb.byte(0).map(|b| b >> 4) {
+                        Some(4) => Some(ETH_P_IP),
+                        Some(6) => Some(ETH_P_IPV6),
+                        _ => None,
+                    },
+                };
+                match proto {
+                    Some(p) => skb.protocol = p,
+                    None => {
+                        self.stats_mut(ifindex).rx_dropped += 1;
+                        out.result = Err(Errno::EINVAL);
+                        out.fate = Fate::Dropped("no IPv4/IPv6 version nibble");
+                        return Ok(out);
+                    }
+                }
+            }
+        }
+
+        // Generic XDP inside tun (do_xdp_generic before delivery): a non-PASS verdict
+        // ends the write with the full count and no rx stats (R2.6).
+        if tun_generic {
+            let (report, pass) = self.generic_xdp(ifindex, &mut skb, XdpWhere::TunGeneric)?;
+            let fate = pass.clone();
+            out.xdp.push(report);
+            if let Some(fate) = fate {
+                out.fate = fate;
+                return Ok(out);
+            }
+        }
+
+        if !cfg.up {
+            self.stats_mut(ifindex).rx_dropped += 1;
+            out.result = Err(Errno::EIO);
+            out.fate = Fate::Dropped("device down");
+            return Ok(out);
+        }
+
+        // Hand off (netif_receive_skb): an xdpgeneric program runs in the core, after
+        // which tun counts the packet whatever the verdict.
+        if rules.xdp && prog_mode == Some(XdpMode::Generic) {
+            let (report, fate) = self.generic_xdp(ifindex, &mut skb, XdpWhere::CoreGeneric)?;
+            out.xdp.push(report);
+            if let Some(f) = fate {
+                out.fate = f;
+            } else {
+                self.deliver(ifindex, &skb);
+            }
+        } else {
+            self.deliver(ifindex, &skb);
+        }
+        let st = self.stats_mut(ifindex);
+        st.rx_packets += 1;
+        st.rx_bytes += len as u64;
+        Ok(out)
+    }
+
+    pub(crate) fn stats_mut(&mut self, ifindex: u32) -> &mut super::TunStats {
+        &mut self
+            .devices
+            .get_mut(&ifindex)
+            .expect("device checked at the start of the write")
+            .stats
+    }
+
+    /// __netif_receive_skb_core: the receive path untags an outer 802.1Q/802.1ad tag,
+    /// then the packet taps see the frame.
+    fn deliver(&mut self, ifindex: u32, skb: &SkBuff) {
+        let mut skb = skb.clone();
+        if skb.vlan.is_none() {
+            skb.vlan_untag();
+        }
+        self.stack.push(Delivery {
+            ifindex,
+            frame: skb.to_vec(),
+            vlan: skb.vlan,
+            protocol: skb.protocol,
+        });
+    }
+
+    /// Run the device's program as generic XDP on `skb`. Returns the report and, for a
+    /// non-PASS verdict, the frame's fate (the skb is then consumed).
+    fn generic_xdp(
+        &mut self,
+        ifindex: u32,
+        skb: &mut SkBuff,
+        place: XdpWhere,
+    ) -> Result<(XdpReport, Option<Fate>), ModelError> {
+        let frame = skb.to_vec();
+        let att = self
+            .dev_mut(ifindex)
+            .and_then(|d| d.xdp.as_mut())
+            .ok_or_else(|| ModelError("generic XDP without a program".into()))?;
+        let g = run_generic(att, &frame, ifindex).map_err(|e| ModelError(format!("XDP program: {e}")))?;
+        let report = XdpReport {
+            place,
+            action: g.run.action,
+            len_before: frame.len(),
+            len_after: g.frame.len(),
+            redirect_to: redirect_ifindex(&g.run),
+            insns: g.run.insns,
+        };
+        // bpf_prog_run_generic_xdp applies head/tail moves to the skb.
+        *skb = rebuilt(skb, &g.frame);
+        let fate = match g.run.action {
+            crate::bpf::xdp::XDP_PASS => None,
+            crate::bpf::xdp::XDP_TX => {
+                // generic_xdp_tx: straight to the device's own ndo_start_xmit; a stopped
+                // queue is tx_dropped (tun_net_xmit's full ring).
+                let skb = skb.clone();
+                if let Some(d) = self.dev_mut(ifindex) {
+                    d.xmit(skb);
+                }
+                Some(Fate::XdpTx)
+            }
+            crate::bpf::xdp::XDP_REDIRECT => Some(match report.redirect_to {
+                Some(to) if self.dev(to).is_some_and(|d| d.config.up) => {
+                    let skb = skb.clone();
+                    if let Some(d) = self.dev_mut(to) {
+                        d.xmit(skb);
+                    }
+                    Fate::XdpRedirected { ifindex: to }
+                }
+                Some(to) if self.dev(to).is_some() => Fate::XdpError(Errno::ENETDOWN),
+                _ => Fate::XdpError(Errno::EINVAL),
+            }),
+            _ => Some(Fate::XdpDropped),
+        };
+        Ok((report, fate))
+    }
+}
+
+/// A fresh skb holding `frame` with the metadata of `old` that generic XDP keeps.
+fn rebuilt(old: &SkBuff, frame: &[u8]) -> SkBuff {
+    let mut skb = SkBuff::from_frame(frame, XDP_PACKET_HEADROOM, frame.len());
+    skb.ops = old.ops;
+    skb.protocol = old.protocol;
+    skb.vlan = old.vlan;
+    skb.ip_summed = old.ip_summed;
+    skb
+}
+
+/// eth_type_trans (net/ethernet/eth.c): skb->protocol from the EtherType, or 802.3/802.2
+/// for a length field.
+pub(crate) fn eth_type_trans(skb: &mut SkBuff) {
+    skb.reset_mac_header();
+    let et = match (skb.byte(12), skb.byte(13)) {
+        (Some(a), Some(b)) => u16::from_be_bytes([a, b]),
+        _ => 0,
+    };
+    skb.protocol = if et >= 0x0600 {
+        et
+    } else if skb.byte(14) == Some(0xff) && skb.byte(15) == Some(0xff) {
+        // ETH_P_802_3: a raw 802.3 frame (IPX's 0xffff checksum).
+        0x0001
+    } else {
+        // ETH_P_802_2: an 802.2 LLC frame.
+        0x0004
+    };
+}
+
+/// R2.1: the PI and the vnet header. Errors here change no counter.
+fn parse_write(bytes: &[u8], cfg: &super::TunConfig, read_rules: &TunReadRules) -> Result<Parsed, Errno> {
+    let mut pos = 0;
+    let mut pi_proto = None;
+    if !cfg.no_pi {
+        if bytes.len() < TUN_PI_LEN {
+            return Err(Errno::EINVAL);
+        }
+        pi_proto = Some(u16::from_be_bytes([bytes[2], bytes[3]]));
+        pos = TUN_PI_LEN;
+    }
+    let mut gso = VirtioNetHdrRepr::default();
+    if cfg.vnet_hdr {
+        let sz = cfg.vnet_hdr_sz;
+        if bytes.len() - pos < sz {
+            return Err(Errno::EINVAL);
+        }
+        let endian = if read_rules.vnet_endian_selectable {
+            cfg.vnet_endian
+        } else {
+            super::VnetEndian::Little
+        };
+        let view = VirtioNetHdr::new_checked(&bytes[pos..pos + sz], VnetHdrLayout::Basic, endian)
+            .map_err(|_| Errno::EINVAL)?;
+        gso = VirtioNetHdrRepr::parse(&view).map_err(|_| Errno::EINVAL)?;
+        if gso.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
+            let need = u32::from(gso.csum_start) + u32::from(gso.csum_offset) + 2;
+            if need > u32::from(gso.hdr_len) {
+                gso.hdr_len = need.min(u32::from(u16::MAX)) as u16;
+            }
+        }
+        pos += sz;
+        if usize::from(gso.hdr_len) > bytes.len() - pos {
+            return Err(Errno::EINVAL);
+        }
+    }
+    Ok(Parsed {
+        pi_proto,
+        gso,
+        frame_start: pos,
+    })
+}
+
+/// virtio_net_hdr_to_skb (include/linux/virtio_net.h), the checks tun relies on:
+/// known gso_type, a nonzero gso_size, a partial checksum inside the packet. GSO is set
+/// only when the payload exceeds gso_size, with DODGY and gso_segs 0.
+fn vnet_hdr_to_skb(skb: &mut SkBuff, h: &VirtioNetHdrRepr) -> Result<(), &'static str> {
+    let gso_bits = match h.gso_type & !VIRTIO_NET_HDR_GSO_ECN {
+        VIRTIO_NET_HDR_GSO_NONE => 0,
+        VIRTIO_NET_HDR_GSO_TCPV4 => gso::TCPV4,
+        VIRTIO_NET_HDR_GSO_TCPV6 => gso::TCPV6,
+        VIRTIO_NET_HDR_GSO_UDP => gso::UDP,
+        VIRTIO_NET_HDR_GSO_UDP_L4 => gso::UDP_L4,
+        _ => return Err("vnet gso_type unknown"),
+    };
+    if h.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
+        let start = usize::from(h.csum_start);
+        let off = usize::from(h.csum_offset);
+        if start + off + 2 > skb.len() {
+            return Err("vnet csum_start/csum_offset beyond the packet");
+        }
+        skb.partial_csum_set(start, h.csum_offset);
+    }
+    if gso_bits != 0 {
+        if h.gso_size == 0 {
+            return Err("vnet gso_size 0");
+        }
+        let ecn = if h.gso_type & VIRTIO_NET_HDR_GSO_ECN != 0 {
+            gso::TCP_ECN
+        } else {
+            0
+        };
+        let payload = skb.len().saturating_sub(usize::from(h.hdr_len));
+        if payload > usize::from(h.gso_size) {
+            skb.gso_type = gso_bits | ecn | gso::DODGY;
+            skb.gso_size = h.gso_size;
+            skb.gso_segs = 0;
+        }
+        if skb.ip_summed != IpSummed::Partial {
+            skb.ip_summed = IpSummed::None;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "write_tests.rs"]
+mod tests;

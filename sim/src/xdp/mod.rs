@@ -1,0 +1,73 @@
+//! XDP as the tap sees it: an attached program (native driver mode or generic skb mode),
+//! generic XDP on an skb (net/core/dev.c), and the redirect plumbing (net/core/filter.c:
+//! xdp_do_redirect, kernel/bpf/devmap.c). The program itself runs in the safe eBPF VM of
+//! `crate::bpf`, on the same bytes the kernel loads.
+
+pub mod generic;
+
+use crate::bpf::{BasicEnv, BpfError, Program, RedirectTarget, Vm, XdpBuff, XdpRun};
+
+/// How the program was attached (XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XdpMode {
+    /// `ip link set dev X xdpdrv`: tun runs it natively in tun_build_skb, and falls back to
+    /// generic XDP inside tun_get_user when build_skb is not used (R2.2, R2.6).
+    Native,
+    /// `xdpgeneric`: the core runs it on every skb in netif_receive_skb (do_xdp_generic),
+    /// after tun has counted the packet.
+    Generic,
+}
+
+impl XdpMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            XdpMode::Native => "native",
+            XdpMode::Generic => "generic",
+        }
+    }
+}
+
+/// A program attached to a device, with its maps and a VM to run it.
+#[derive(Debug, Clone)]
+pub struct XdpAttachment {
+    pub prog: Program,
+    pub mode: XdpMode,
+    /// The maps the program's references are bound to, and the simulated clock.
+    pub env: BasicEnv,
+    vm: Vm,
+    /// Instructions executed over all runs (the cost model's unit).
+    pub insns: u64,
+    pub runs: u64,
+}
+
+impl XdpAttachment {
+    pub fn new(prog: Program, mode: XdpMode, env: BasicEnv) -> XdpAttachment {
+        XdpAttachment {
+            prog,
+            mode,
+            env,
+            vm: Vm::new(),
+            insns: 0,
+            runs: 0,
+        }
+    }
+
+    /// bpf_prog_run_xdp. A VM fault is a program the kernel's verifier would have refused.
+    pub fn run(&mut self, buff: &mut XdpBuff) -> Result<XdpRun, BpfError> {
+        let run = self.vm.run_xdp(&self.prog, buff, &mut self.env)?;
+        self.insns += run.insns;
+        self.runs += 1;
+        Ok(run)
+    }
+}
+
+/// The device an XDP_REDIRECT aims at, per the bpf_redirect_info the run left behind.
+/// None: xdp_do_redirect fails with -EINVAL (no target, or a broadcast, which tun's
+/// single-device scenarios do not model).
+pub fn redirect_ifindex(run: &XdpRun) -> Option<u32> {
+    match run.redirect? {
+        RedirectTarget::Ifindex(i) => Some(i),
+        RedirectTarget::Devmap { ifindex, .. } => Some(ifindex),
+        RedirectTarget::Broadcast { .. } => None,
+    }
+}

@@ -1,0 +1,298 @@
+//! `skbsim conform [PATH...]`: every scenario replayed on the simulator and through the
+//! real kernel, and the two traces compared field by field (without the fields only the
+//! model knows), then the two output pcaps frame by frame. The real kernel is the
+//! reference: a divergence is a bug in the model (or a scenario the real arm cannot
+//! express, which then needs `sim_only = "<reason>"`).
+//!
+//! Exit codes: 0 every runnable scenario agrees, 1 a divergence (the scenario, the first
+//! diverging read, the field and both values are printed), 2 a failure to run (no root,
+//! a kernel operation failed, bad input).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::{json, Value};
+use sim::pcap::{Frame, PcapReader};
+use sim::scenario::Scenario;
+use sim::trace::diff::first_divergence;
+use sim::trace::MODEL_ONLY_FIELDS;
+
+use crate::cli_error::CliError;
+use crate::progress;
+use crate::runner::{run_sim, run_tap, tap_ready, ScenarioOutput};
+use crate::suite::load_scenarios;
+
+#[derive(Debug, Args)]
+pub struct ConformArgs {
+    /// Scenario files or directories (searched recursively for *.toml).
+    #[arg(default_value = "scenarios")]
+    pub paths: Vec<PathBuf>,
+    /// Run only shard K of N (1-based), split by a stable hash of the scenario name.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Print results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where the simulator and the real kernel first disagree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// `tun-read/vlan-8021q-pi`.
+    pub scenario: String,
+    /// The trace event (`read 0 (frame 0, ts 1.000000000)`, `header`, `totals`) or the
+    /// output pcap frame (`pcap frame 2`).
+    pub read: String,
+    /// The trace field (`pi`, `vnet`, `counters`, `result`, `bytes+0010`, ...) or, for
+    /// the pcap, `byte N`, `length`, `timestamp`, `frames`.
+    pub field: String,
+    /// The simulator's value.
+    pub sim: String,
+    /// The real kernel's value.
+    pub real: String,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: `{}`, field `{}`:\n  sim:  {}\n  real: {}",
+            self.scenario, self.read, self.field, self.sim, self.real
+        )
+    }
+}
+
+impl Mismatch {
+    fn to_json(&self) -> Value {
+        json!({"read": self.read, "field": self.field, "sim": self.sim, "real": self.real})
+    }
+}
+
+/// How one scenario came out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Both arms produced the same trace (model-only fields aside) and the same pcap.
+    Agree {
+        frames: u64,
+        reads: usize,
+        notes: Vec<String>,
+    },
+    /// The scenario is `sim_only`; the reason.
+    SimOnly(String),
+    /// The first difference.
+    Diverge {
+        mismatch: Mismatch,
+        notes: Vec<String>,
+    },
+    /// One arm failed to run; the message names the operation.
+    Error(String),
+}
+
+/// The first difference between a simulator trace and a real-kernel trace of `scenario`,
+/// skipping [`MODEL_ONLY_FIELDS`].
+pub fn compare_traces(scenario: &str, sim: &str, real: &str) -> Option<Mismatch> {
+    first_divergence(sim.trim_end(), real.trim_end(), &MODEL_ONLY_FIELDS).map(|d| Mismatch {
+        scenario: scenario.to_string(),
+        read: d.event,
+        field: d.field,
+        sim: d.left,
+        real: d.right,
+    })
+}
+
+fn frames_of(pcap: &[u8], what: &str) -> Result<Vec<Frame>, CliError> {
+    let reader = PcapReader::from_reader(pcap, what)?;
+    let mut out = Vec::new();
+    for f in reader {
+        out.push(f?);
+    }
+    Ok(out)
+}
+
+/// The first difference between the output pcaps (what userspace read, frame per read).
+pub fn compare_pcaps(scenario: &str, sim: &[u8], real: &[u8]) -> Result<Option<Mismatch>, CliError> {
+    let (a, b) = (frames_of(sim, "(sim pcap)")?, frames_of(real, "(real pcap)")?);
+    let m = |read: String, field: &str, sim: String, real: String| Mismatch {
+        scenario: scenario.to_string(),
+        read,
+        field: field.to_string(),
+        sim,
+        real,
+    };
+    for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
+        if x.data != y.data {
+            let off = x
+                .data
+                .iter()
+                .zip(y.data.iter())
+                .position(|(p, q)| p != q);
+            return Ok(Some(match off {
+                Some(o) => m(
+                    format!("pcap frame {i}"),
+                    &format!("byte {o}"),
+                    format!("{:#04x}", x.data[o]),
+                    format!("{:#04x}", y.data[o]),
+                ),
+                None => m(
+                    format!("pcap frame {i}"),
+                    "length",
+                    x.data.len().to_string(),
+                    y.data.len().to_string(),
+                ),
+            }));
+        }
+        if x.ts_ns != y.ts_ns {
+            return Ok(Some(m(
+                format!("pcap frame {i}"),
+                "timestamp",
+                x.ts_ns.to_string(),
+                y.ts_ns.to_string(),
+            )));
+        }
+    }
+    if a.len() != b.len() {
+        return Ok(Some(m(
+            "output pcap".into(),
+            "frames",
+            a.len().to_string(),
+            b.len().to_string(),
+        )));
+    }
+    Ok(None)
+}
+
+/// Trace first, then pcap.
+pub fn compare_outputs(
+    scenario: &str,
+    sim: &ScenarioOutput,
+    real: &ScenarioOutput,
+) -> Result<Option<Mismatch>, CliError> {
+    if let Some(m) = compare_traces(scenario, &sim.trace, &real.trace) {
+        return Ok(Some(m));
+    }
+    compare_pcaps(scenario, &sim.pcap, &real.pcap)
+}
+
+fn reads_in(trace: &str) -> usize {
+    trace.lines().filter(|l| l.starts_with("read ")).count()
+}
+
+/// Run one scenario in both arms and compare. A failure of either arm is an
+/// [`Outcome::Error`] (so the other scenarios still run), not an `Err`.
+pub fn conform_one(scenario: &Scenario) -> Outcome {
+    if let Some(reason) = &scenario.sim_only {
+        return Outcome::SimOnly(reason.clone());
+    }
+    let sim = match run_sim(scenario, None) {
+        Ok(o) => o,
+        Err(e) => return Outcome::Error(format!("simulator: {e}")),
+    };
+    let real = match run_tap(scenario) {
+        Ok(o) => o,
+        Err(e) => return Outcome::Error(format!("real kernel: {e}")),
+    };
+    match compare_outputs(&scenario.name, &sim, &real) {
+        Ok(None) => Outcome::Agree {
+            frames: real.frames,
+            reads: reads_in(&real.trace),
+            notes: real.notes,
+        },
+        Ok(Some(mismatch)) => Outcome::Diverge {
+            mismatch,
+            notes: real.notes,
+        },
+        Err(e) => Outcome::Error(format!("comparing the output pcaps: {e}")),
+    }
+}
+
+pub fn conform(args: &ConformArgs) -> Result<ExitCode, CliError> {
+    tap_ready()?;
+    let scenarios = load_scenarios(&args.paths, args.shard.as_deref())?;
+    let pb = progress::bar(scenarios.len() as u64, "conform");
+    let (mut passed, mut failed, mut sim_only, mut errors) = (0, 0, 0, 0);
+    let mut results = Vec::new();
+    for s in &scenarios {
+        pb.set_message(s.name.clone());
+        let outcome = conform_one(s);
+        pb.inc(1);
+        let text = match &outcome {
+            Outcome::Agree {
+                frames,
+                reads,
+                notes,
+            } => {
+                passed += 1;
+                results.push(json!({"scenario": s.name, "status": "pass", "frames": frames, "reads": reads, "notes": notes}));
+                with_notes(format!("    pass  {}  ({frames} frames, {reads} reads)", s.name), notes)
+            }
+            Outcome::SimOnly(reason) => {
+                sim_only += 1;
+                results.push(json!({"scenario": s.name, "status": "sim-only", "reason": reason}));
+                format!("sim-only  {}: {reason}", s.name)
+            }
+            Outcome::Diverge { mismatch, notes } => {
+                failed += 1;
+                results.push(json!({"scenario": s.name, "status": "fail", "divergence": mismatch.to_json(), "notes": notes}));
+                with_notes(format!("    FAIL  {mismatch}"), notes)
+            }
+            Outcome::Error(e) => {
+                failed += 1;
+                errors += 1;
+                results.push(json!({"scenario": s.name, "status": "error", "error": e}));
+                format!("   error  {}: {e}", s.name)
+            }
+        };
+        if !args.json {
+            pb.suspend(|| println!("{text}"));
+        }
+    }
+    pb.finish_and_clear();
+    if args.json {
+        println!(
+            "{}",
+            json!({"results": results, "passed": passed, "failed": failed, "sim_only": sim_only, "errors": errors})
+        );
+    } else {
+        println!("{passed} passed, {failed} failed, {sim_only} sim-only");
+    }
+    Ok(if errors > 0 {
+        ExitCode::from(2)
+    } else if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn with_notes(mut line: String, notes: &[String]) -> String {
+    for n in notes {
+        line.push_str("\n          note: ");
+        line.push_str(n);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SIM: &str = "scenario: tun-read/x\nbackend: sim\n\nread 0 (frame 0, ts 1.000000000): buffer 100 -> 64\n  skb: len 60\n  pi: flags 0x0000 proto 0x0800\n  counters: tx_packets 1\n\ntotals: reads 1 xmit_drops 0\n  ops: copied 1\n";
+
+    #[test]
+    fn model_only_fields_and_backend_do_not_count() {
+        let real = SIM
+            .replace("backend: sim", "backend: tap")
+            .replace("  skb: len 60\n", "")
+            .replace("  ops: copied 1\n", "");
+        assert_eq!(compare_traces("tun-read/x", SIM, &real), None);
+        let real = real.replace("flags 0x0000", "flags 0x0001");
+        let m = compare_traces("tun-read/x", SIM, &real).unwrap();
+        assert_eq!(m.read, "read 0 (frame 0, ts 1.000000000)");
+        assert_eq!(m.field, "pi");
+        assert_eq!((m.sim.as_str(), m.real.as_str()), ("flags 0x0000 proto 0x0800", "flags 0x0001 proto 0x0800"));
+        let shown = m.to_string();
+        assert!(shown.starts_with("tun-read/x: `read 0"), "{shown}");
+    }
+}
