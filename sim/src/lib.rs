@@ -8,6 +8,7 @@
 
 pub mod bpf;
 pub mod errno;
+pub mod gro;
 pub mod net;
 pub mod pcap;
 pub mod pipeline;
@@ -16,5 +17,6 @@ pub mod scenario;
 pub mod skb;
 pub mod trace;
 pub mod tun;
+pub mod vhost;
 pub mod wire;
 pub mod xdp;

@@ -80,7 +80,32 @@ pub struct KernelProfile {
     pub name: &'static str,
     pub tun_read: TunReadRules,
     pub tun_write: TunWriteRules,
+    /// The GRO engine (net/core/gro.c and the offloads; shared/spec R4.1-R4.15).
+    pub gro: crate::gro::GroRules,
+    pub vhost: VhostRules,
 }
+
+/// The rules of vhost_net's TX path (drivers/vhost/net.c; shared/spec §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VhostRules {
+    /// 0a0be13b8fe2 "vhost_net: batch submitting XDP buffers to underlayer sockets"
+    /// (v4.20): up to VHOST_NET_BATCH XDP buffers per TUN_MSG_PTR sendmsg. Before, one
+    /// sendmsg per packet with MSG_MORE; only used-ring updates were batched.
+    pub xdp_batching: bool,
+    /// A sendmsg error other than EAGAIN/ENOMEM/ENOBUFS drops the packet and consumes
+    /// its descriptor (Yunjian Wang, 2023); [4.19] put it back and stopped.
+    pub consume_desc_on_error: bool,
+}
+
+const VHOST_BATCHING: VhostRules = VhostRules {
+    xdp_batching: true,
+    consume_desc_on_error: true,
+};
+
+const VHOST_PER_PACKET: VhostRules = VhostRules {
+    xdp_batching: false,
+    consume_desc_on_error: false,
+};
 
 /// Linux 6.18: the machines' kernel ([CUR] plus [CUR+] fixes).
 pub const LINUX_6_18: KernelProfile = KernelProfile {
@@ -102,6 +127,8 @@ pub const LINUX_6_18: KernelProfile = KernelProfile {
         down_check_first: false,
         xdp_meta: true,
     },
+    gro: crate::gro::rules::GRO_LINUX_6_18,
+    vhost: VHOST_BATCHING,
 };
 
 /// Linux 4.19 ([4.19]): as 6.18 on the read path except that the vnet padding is skipped
@@ -121,6 +148,24 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
         down_check_first: true,
         xdp_meta: false,
     },
+    gro: crate::gro::rules::GRO_LINUX_4_19,
+    vhost: VHOST_PER_PACKET,
+};
+
+/// Linux 4.20: 4.19 plus vhost_net's XDP batching with tun's TUN_MSG_PTR (v4.20) and
+/// "tuntap: split out XDP logic", whose tun_build_skb prepares metadata.
+pub const LINUX_4_20: KernelProfile = KernelProfile {
+    name: "linux-4.20",
+    tun_read: LINUX_4_19.tun_read,
+    tun_write: TunWriteRules {
+        xdp_meta: true,
+        ..LINUX_4_19.tun_write
+    },
+    gro: LINUX_4_19.gro,
+    vhost: VhostRules {
+        xdp_batching: true,
+        consume_desc_on_error: false,
+    },
 };
 
 /// Linux 4.16: XDP on tap, but XDP_TX still through the generic TX helper (before
@@ -132,6 +177,8 @@ pub const LINUX_4_16: KernelProfile = KernelProfile {
         xdp_tx_native: false,
         ..LINUX_4_19.tun_write
     },
+    gro: LINUX_4_19.gro,
+    vhost: VHOST_PER_PACKET,
 };
 
 /// Linux 3.12: 6680ec68eff4 "tuntap: hardware vlan tx support" as merged ([3.12]).
@@ -154,10 +201,12 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
         down_check_first: true,
         xdp_meta: false,
     },
+    gro: crate::gro::rules::GRO_LINUX_3_12,
+    vhost: VHOST_PER_PACKET,
 };
 
 /// Every profile, default first.
-pub const PROFILES: [KernelProfile; 4] = [LINUX_6_18, LINUX_4_19, LINUX_4_16, LINUX_3_12];
+pub const PROFILES: [KernelProfile; 5] = [LINUX_6_18, LINUX_4_20, LINUX_4_19, LINUX_4_16, LINUX_3_12];
 
 impl KernelProfile {
     /// The profile named `name`, or an error listing the known names.
@@ -202,6 +251,6 @@ mod tests {
     fn lookup_by_name_and_unknown_names_list_the_choices() {
         assert_eq!(KernelProfile::by_name("linux-3.12").unwrap(), LINUX_3_12);
         let err = KernelProfile::by_name("linux-2.6").unwrap_err().to_string();
-        assert!(err.contains("linux-6.18, linux-4.19, linux-4.16, linux-3.12"), "{err}");
+        assert!(err.contains("linux-6.18, linux-4.20, linux-4.19, linux-4.16, linux-3.12"), "{err}");
     }
 }

@@ -1,6 +1,7 @@
 //! Scenario files: a pcap plus a small declarative TOML description of the path it is
 //! replayed through. Unknown keys and bad values are errors that name the file, the key
-//! and what is wrong.
+//! and what is wrong. The `tap-gro` pipeline's `[gro]` section is documented in
+//! [`crate::gro::plan`].
 //!
 //! ```toml
 //! description = "802.1Q tag spliced back after the MACs for a PI reader"
@@ -74,6 +75,14 @@ pub enum Pipeline {
     /// tun_get_user, tun_build_skb, tun_xdp_act, generic XDP.
     #[serde(rename = "tap-write")]
     TapWrite,
+    /// Frames written into an IFF_NAPI tap and aggregated by GRO before the stack sees
+    /// them: tun_get_user, tun_napi_poll, napi_gro_receive (`[gro]`, crate::gro::plan).
+    #[serde(rename = "tap-gro")]
+    TapGro,
+    /// A guest transmitting through vhost_net into a tap: handle_tx_copy, XDP batching
+    /// (TUN_MSG_PTR), tun_xdp_one.
+    #[serde(rename = "vhost-tx")]
+    VhostTx,
 }
 
 impl Pipeline {
@@ -81,6 +90,8 @@ impl Pipeline {
         match self {
             Pipeline::TunRead => "tun-read",
             Pipeline::TapWrite => "tap-write",
+            Pipeline::TapGro => "tap-gro",
+            Pipeline::VhostTx => "vhost-tx",
         }
     }
 }
@@ -102,6 +113,34 @@ struct RawScenario {
     writer: Option<RawWriter>,
     xdp: Option<RawXdp>,
     redirect: Option<RawDevice>,
+    gro: Option<crate::gro::plan::RawGro>,
+    vhost: Option<RawVhost>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVhost {
+    hdr_len: Option<usize>,
+    fill: Option<FillName>,
+    burst: Option<usize>,
+    vnet: Option<RawVnet>,
+    #[serde(default)]
+    packet: Vec<RawPacketOverride>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum FillName {
+    All,
+    Burst,
+    Trickle,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPacketOverride {
+    index: u64,
+    vnet: RawVnet,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -318,6 +357,38 @@ pub struct XdpSpec {
     pub mode: crate::xdp::XdpMode,
 }
 
+/// How the guest fills the TX virtqueue before kicking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestFill {
+    /// Every packet made available, then one kick.
+    All,
+    /// Bursts of N packets, a kick after each.
+    Burst(usize),
+    /// One packet per kick (batches of one).
+    Trickle,
+}
+
+/// The guest side of a vhost-tx scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestPlan {
+    /// The virtio_net_hdr the guest puts before each frame: 10, or 12 with MRG_RXBUF or
+    /// VERSION_1 (R3.2). The tap receives it (sock_hlen = hdr_len).
+    pub hdr_len: usize,
+    pub fill: GuestFill,
+    pub vnet: WriterVnet,
+    pub overrides: Vec<(u64, WriterVnet)>,
+}
+
+impl GuestPlan {
+    pub fn vnet_for(&self, index: u64) -> WriterVnet {
+        self.overrides
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map(|(_, v)| *v)
+            .unwrap_or(self.vnet)
+    }
+}
+
 /// A loaded, validated scenario.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -343,6 +414,10 @@ pub struct Scenario {
     pub xdp: Option<XdpSpec>,
     /// A second tap, the redirect target (tap-write); ifindex 3, the device under test 2.
     pub redirect: Option<TunConfig>,
+    /// NAPI and GRO settings (tap-gro; defaults otherwise).
+    pub gro: crate::gro::plan::GroPlan,
+    /// The guest (vhost-tx).
+    pub guest: Option<GuestPlan>,
 }
 
 impl Scenario {
@@ -421,13 +496,58 @@ impl Scenario {
             Some(d) => Some(device_config(d).map_err(|m| err(format!("redirect.{}", m.trim_start_matches("device."))))?),
             None => None,
         };
-        let wants_write = raw.pipeline == Pipeline::TapWrite;
-        if !wants_write && (raw.writer.is_some() || raw.xdp.is_some() || raw.redirect.is_some()) {
-            return Err(err(format!(
-                "[writer], [xdp] and [redirect] belong to the tap-write pipeline, not {}",
-                raw.pipeline.name()
-            )));
+        if raw.pipeline == Pipeline::TunRead
+            && (raw.writer.is_some() || raw.xdp.is_some() || raw.redirect.is_some())
+        {
+            return Err(err(
+                "[writer], [xdp] and [redirect] belong to the tap-write and vhost-tx pipelines"
+                    .to_string(),
+            ));
         }
+        if raw.vhost.is_some() != (raw.pipeline == Pipeline::VhostTx) {
+            return Err(err("[vhost] goes with pipeline = \"vhost-tx\", and vhost-tx needs it".to_string()));
+        }
+        let mut device = device;
+        let guest = match &raw.vhost {
+            None => None,
+            Some(v) => {
+                let hdr_len = v.hdr_len.unwrap_or(12);
+                if hdr_len != 10 && hdr_len != 12 {
+                    return Err(err(format!("vhost.hdr_len: {hdr_len}; a TX header is 10 or 12 bytes")));
+                }
+                // QEMU's tap: IFF_NO_PI | IFF_VNET_HDR with the negotiated header size.
+                if raw.device.no_pi == Some(false) || raw.device.vnet_hdr == Some(false) {
+                    return Err(err("device: a vhost-net tap has no_pi and vnet_hdr".to_string()));
+                }
+                device.no_pi = true;
+                device.vnet_hdr = true;
+                device.vnet_hdr_sz = hdr_len;
+                let fill = match (v.fill.unwrap_or(FillName::All), v.burst) {
+                    (FillName::All, None) => GuestFill::All,
+                    (FillName::Trickle, None) => GuestFill::Trickle,
+                    (FillName::Burst, Some(n)) if n > 0 => GuestFill::Burst(n),
+                    (FillName::Burst, _) => {
+                        return Err(err("vhost.burst: fill = \"burst\" needs burst > 0".to_string()))
+                    }
+                    (_, Some(_)) => {
+                        return Err(err("vhost.burst: only with fill = \"burst\"".to_string()))
+                    }
+                };
+                Some(GuestPlan {
+                    hdr_len,
+                    fill,
+                    vnet: v.vnet.as_ref().map(vnet_of).unwrap_or_default(),
+                    overrides: v.packet.iter().map(|p| (p.index, vnet_of(&p.vnet))).collect(),
+                })
+            }
+        };
+        let gro = crate::gro::plan::gro_plan(
+            raw.gro.as_ref(),
+            &profile.gro,
+            profile.name,
+            raw.pipeline == Pipeline::TapGro,
+        )
+        .map_err(&err)?;
         Ok(Scenario {
             path: path.to_path_buf(),
             name: format!("{area}/{stem}"),
@@ -443,6 +563,8 @@ impl Scenario {
             writer,
             xdp,
             redirect,
+            gro,
+            guest,
         })
     }
 

@@ -64,8 +64,14 @@ pub mod gso {
     pub const UDP: u32 = 1 << 16;
     pub const UDP_L4: u32 = 1 << 17;
     pub const FRAGLIST: u32 = 1 << 18;
+    /// SKB_GSO_TCP_ACCECN (v6.17+): set by tcp_gro_complete on a CWR head segment.
+    pub const TCP_ACCECN: u32 = 1 << 19;
+    /// SKB_GSO_TCP_FIXEDID_INNER (v6.18): the inner IP ID of an encapsulated flow is
+    /// fixed. (6.18 also renumbered SKB_GSO_TCP_FIXEDID to 1 << 30; the model keeps the
+    /// symbol, traces show names.)
+    pub const TCP_FIXEDID_INNER: u32 = 1 << 31;
 
-    const NAMES: [(u32, &str); 19] = [
+    const NAMES: [(u32, &str); 21] = [
         (TCPV4, "TCPV4"),
         (DODGY, "DODGY"),
         (TCP_ECN, "TCP_ECN"),
@@ -85,6 +91,8 @@ pub mod gso {
         (UDP, "UDP"),
         (UDP_L4, "UDP_L4"),
         (FRAGLIST, "FRAGLIST"),
+        (TCP_ACCECN, "TCP_ACCECN"),
+        (TCP_FIXEDID_INNER, "TCP_FIXEDID_INNER"),
     ];
 
     /// "TCPV4|DODGY", or "0" for none; unknown bits as hex.

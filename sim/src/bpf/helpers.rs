@@ -15,7 +15,7 @@
 //!   BPF_F_EXCLUDE_INGRESS`; on a miss without BPF_F_BROADCAST it returns the low two
 //!   bits of `flags` (the "default action").
 
-use super::maps::{MapType, Maps};
+use super::maps::{MapType, Maps, MAX_KEY_SIZE};
 use super::vm::Machine;
 use super::xdp::{RedirectTarget, XdpBuff, ETH_HLEN, XDP_ABORTED, XDP_FRAME_SIZE, XDP_REDIRECT};
 use super::{BpfError, CTX_ADDR, MAP_HANDLE_ADDR, MAP_VALUE_ADDR, MAP_VALUE_STRIDE};
@@ -160,19 +160,22 @@ fn ctx_arg<E: XdpEnv + ?Sized>(m: &Machine<'_, E>, helper: u32) -> Result<(), Bp
     }
 }
 
-/// The key a map helper points at with `reg`.
-fn key_arg<E: XdpEnv + ?Sized>(
+/// The key a map helper points at with `reg`, read into `buf`.
+fn key_arg<'k, E: XdpEnv + ?Sized>(
     m: &mut Machine<'_, E>,
     idx: u32,
     reg: usize,
-) -> Result<Vec<u8>, BpfError> {
+    buf: &'k mut [u8; MAX_KEY_SIZE as usize],
+) -> Result<&'k [u8], BpfError> {
     let ks = m
         .env
         .maps()
         .get(idx)
         .map_or(0, |map| map.spec().key_size as usize);
-    let mut key = vec![0; ks];
-    m.read_into(m.regs[reg], &mut key)?;
+    let key = buf
+        .get_mut(..ks)
+        .ok_or_else(|| arg_err(FUNC_MAP_LOOKUP_ELEM, "key too large"))?;
+    m.read_into(m.regs[reg], key)?;
     Ok(key)
 }
 
@@ -185,8 +188,9 @@ pub(crate) fn call<E: XdpEnv + ?Sized>(id: u32, m: &mut Machine<'_, E>) -> Resul
     match id {
         FUNC_MAP_LOOKUP_ELEM => {
             let idx = map_arg(m, id)?;
-            let key = key_arg(m, idx, 2)?;
-            let off = m.env.maps().get(idx).and_then(|map| map.value_offset(&key));
+            let mut kb = [0; MAX_KEY_SIZE as usize];
+            let key = key_arg(m, idx, 2, &mut kb)?;
+            let off = m.env.maps().get(idx).and_then(|map| map.value_offset(key));
             Ok(off.map_or(0, |o| {
                 MAP_VALUE_ADDR + u64::from(idx) * MAP_VALUE_STRIDE + o
             }))
@@ -199,7 +203,8 @@ pub(crate) fn call<E: XdpEnv + ?Sized>(id: u32, m: &mut Machine<'_, E>) -> Resul
                     "devmaps can only be read and redirected to from a program",
                 ));
             }
-            let key = key_arg(m, idx, 2)?;
+            let mut kb = [0; MAX_KEY_SIZE as usize];
+            let key = key_arg(m, idx, 2, &mut kb)?;
             let res = if id == FUNC_MAP_UPDATE_ELEM {
                 let vs = m
                     .env
@@ -212,9 +217,9 @@ pub(crate) fn call<E: XdpEnv + ?Sized>(id: u32, m: &mut Machine<'_, E>) -> Resul
                 m.env
                     .maps()
                     .get_mut(idx)
-                    .map(|map| map.update(&key, &value, flags))
+                    .map(|map| map.update(key, &value, flags))
             } else {
-                m.env.maps().get_mut(idx).map(|map| map.delete(&key))
+                m.env.maps().get_mut(idx).map(|map| map.delete(key))
             };
             Ok(match res {
                 Some(Ok(())) => 0,

@@ -175,11 +175,11 @@ pub enum AluOp {
     Arsh,
 }
 
-/// Second operand: a register, or the immediate sign-extended to 64 bits.
+/// Second operand: a register, or the immediate (sign-extended to 64 bits when used).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Src {
     Reg(u8),
-    Imm(i64),
+    Imm(i32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,7 +293,7 @@ pub enum Op {
         size: MemSize,
         dst: u8,
         off: i16,
-        imm: i64,
+        imm: i32,
     },
     Stx {
         size: MemSize,
@@ -421,7 +421,7 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                         "immediate operand with non-zero src_reg",
                     ));
                 }
-                Ok(Src::Imm(i64::from(i.imm)))
+                Ok(Src::Imm(i.imm))
             }
         };
         let op = match i.class() {
@@ -665,7 +665,7 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
                     size: MemSize::from_code(code),
                     dst: reg(i.dst, pc, false)?,
                     off: i.off,
-                    imm: i64::from(i.imm),
+                    imm: i.imm,
                 }
             }
             _ => {

@@ -163,6 +163,7 @@ pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb) -> Gro
     // Not GSO: gso_size = the payload after every header.
     skb.gso_size = u16::try_from(skb.gro_len()).unwrap_or(u16::MAX);
     skb.start = Some(start_reason(&skb));
+    skb.start_also = std::mem::take(&mut skb.cb.nomerge_also);
     napi.buckets[bucket].push(skb);
     GroResult::Held
 }
@@ -181,6 +182,7 @@ fn start_reason(skb: &GroSkb) -> Reason {
 /// GRO_NORMAL: the skb goes up as it is (gro_normal_one).
 fn normal(napi: &mut Napi, mut skb: GroSkb, why: Reason) -> GroResult {
     skb.start = Some(why);
+    skb.start_also = std::mem::take(&mut skb.cb.nomerge_also);
     skb.gso_size = 0;
     napi.deliver(skb, End::Normal);
     GroResult::Normal

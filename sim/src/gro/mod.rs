@@ -13,9 +13,11 @@
 pub mod core;
 pub mod csum;
 pub mod eth;
+pub mod frames;
 pub mod gre;
 pub mod ipv4;
 pub mod napi;
+pub mod plan;
 pub mod rules;
 pub mod tcp;
 pub mod udp;
@@ -171,6 +173,8 @@ pub struct GroCb {
     pub recursion: u8,
     /// Why the new skb did not merge into the held skb its flow matched.
     pub nomerge: Option<Reason>,
+    /// Further rules that fired with `nomerge` (all of them flush).
+    pub nomerge_also: Vec<Reason>,
     /// The deepest same_flow mismatch this skb caused (for naming a new flow).
     pub deepest_mismatch: Option<(u8, Reason)>,
     /// Current layer depth (for deepest_mismatch).
@@ -209,6 +213,8 @@ pub struct GroSkb {
     pub cb: GroCb,
     /// Why this skb's head frame did not merge into an earlier skb.
     pub start: Option<Reason>,
+    /// Further rules that fired together with `start`.
+    pub start_also: Vec<Reason>,
 }
 
 impl GroSkb {
@@ -353,5 +359,48 @@ mod tests {
         assert_eq!(csum::fold(skb.sum_from(0)), 0x090c);
         // From offset 1: 02 03 04 05 06 -> 0x0203 + 0x0405 + 0x0600 = 0x0c08.
         assert_eq!(csum::fold(skb.sum_from(1)), 0x0c08);
+    }
+}
+
+/// Helpers for the per-offload tests.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use crate::pipeline::tap_gro::TapGroRun;
+    use crate::profile::KernelProfile;
+
+    use super::frames::Tcp4;
+    use super::napi::Delivered;
+    use super::plan::GroPlan;
+
+    /// Write `frames` 1 us apart, `burst` per poll, no flush timeout.
+    pub fn run_with(profile: &KernelProfile, plan: GroPlan, frames: Vec<Vec<u8>>) -> Vec<Delivered> {
+        let mut r = TapGroRun::new(profile, &plan);
+        for (i, f) in frames.into_iter().enumerate() {
+            r.write(i as u64, 1_000_000_000 + i as u64 * 1000, f);
+        }
+        r.finish();
+        r.delivered
+    }
+
+    pub fn run(profile: &KernelProfile, frames: Vec<Vec<u8>>) -> Vec<Delivered> {
+        let n = frames.len();
+        run_with(profile, GroPlan { burst: n, ..GroPlan::defaults(&profile.gro) }, frames)
+    }
+
+    pub fn lens(d: &[Delivered]) -> Vec<usize> {
+        d.iter().map(|x| x.skb.len).collect()
+    }
+
+    /// Five 1400-byte segments of one flow; `edit` changes segment 2.
+    pub fn five(edit: impl Fn(&mut Tcp4)) -> Vec<Vec<u8>> {
+        (0..5u32)
+            .map(|k| {
+                let mut s = Tcp4 { seq: 1000 + k * 1400, id: 1 + k as u16, ..Tcp4::default() };
+                if k == 2 {
+                    edit(&mut s);
+                }
+                s.build()
+            })
+            .collect()
     }
 }

@@ -5,3 +5,5 @@
 pub mod frame_meta;
 pub mod tap_write;
 pub mod tun_read;
+pub mod vhost_tx;
+pub mod tap_gro;

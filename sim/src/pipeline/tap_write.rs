@@ -188,16 +188,22 @@ impl<'s> TapWriteRun<'s> {
             redirect_stats: self.net.dev(IFINDEX_REDIRECT).map(|d| d.stats),
             model: Some(out),
         }));
+        self.after(write, index, ts_ns, sink);
+        Ok(())
+    }
+
+    /// After a write (or a vhost kick): what the stack received since the last call,
+    /// then the readers of A and B drained.
+    pub fn after(&mut self, write: usize, frame: u64, ts_ns: u64, sink: &mut impl FnMut(WriteEvent)) {
         while self.stack_seen < self.net.stack.len() {
             let delivery = self.net.stack[self.stack_seen].clone();
             self.stack_seen += 1;
             sink(WriteEvent::Stack { write, delivery });
         }
-        self.drain(false, index, ts_ns, sink);
+        self.drain(false, frame, ts_ns, sink);
         if self.net.dev(IFINDEX_REDIRECT).is_some() {
-            self.drain(true, index, ts_ns, sink);
+            self.drain(true, frame, ts_ns, sink);
         }
-        Ok(())
     }
 
     fn stats(&self, ifindex: u32) -> TunStats {

@@ -88,9 +88,16 @@ fn blocks(text: &str) -> Vec<Block<'_>> {
 }
 
 /// The first difference between traces `left` and `right`, ignoring fields named in
-/// `ignore` (model-only fields when comparing with the real kernel).
+/// `ignore` (model-only fields when comparing with the real kernel) and whole events
+/// whose name is, or starts with, an entry and a space (`batch` drops `batch 3`).
 pub fn first_divergence(left: &str, right: &str, ignore: &[&str]) -> Option<Divergence> {
-    let (a, b) = (blocks(left), blocks(right));
+    let skip_block = |b: &Block<'_>| {
+        ignore
+            .iter()
+            .any(|i| b.event == *i || b.event.strip_prefix(i).is_some_and(|r| r.starts_with(' ')))
+    };
+    let a: Vec<Block<'_>> = blocks(left).into_iter().filter(|b| !skip_block(b)).collect();
+    let b: Vec<Block<'_>> = blocks(right).into_iter().filter(|b| !skip_block(b)).collect();
     let keep = |f: &&(String, &str)| {
         !ignore
             .iter()
@@ -177,6 +184,15 @@ mod tests {
         let b = A.replace("linux-6.18", "linux-3.12");
         let d = first_divergence(A, &b, &[]).unwrap();
         assert_eq!((d.event.as_str(), d.field.as_str()), ("header", "profile"));
+    }
+
+    #[test]
+    fn ignored_events_are_dropped_whole() {
+        let b = A.replace("\ntotals: reads 1\n", "\nbatch 0: 1 packets\n  reason: x\n\ntotals: reads 1\n");
+        assert!(first_divergence(A, &b, &[]).is_some());
+        assert_eq!(first_divergence(A, &b, &["batch"]), None);
+        // "batch" does not swallow "batched" or the header.
+        assert!(first_divergence(A, &A.replace("totals", "batched"), &["batch"]).is_some());
     }
 
     #[test]

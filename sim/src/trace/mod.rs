@@ -6,6 +6,8 @@
 //! then the totals. Blank lines separate blocks.
 
 pub mod diff;
+pub mod vhost;
+pub mod gro;
 pub mod write;
 mod render;
 

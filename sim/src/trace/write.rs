@@ -26,7 +26,7 @@ fn action_name(a: u32) -> String {
     }
 }
 
-fn fate_line(f: &Fate) -> String {
+pub(crate) fn fate_line(f: &Fate) -> String {
     match f {
         Fate::Rejected => "rejected before an skb existed".into(),
         Fate::Stack => "delivered to the stack".into(),
@@ -36,6 +36,21 @@ fn fate_line(f: &Fate) -> String {
         Fate::XdpError(e) => format!("XDP action failed: {e}"),
         Fate::Dropped(why) => format!("dropped: {why}"),
     }
+}
+
+pub(crate) fn action_line(x: &crate::tun::write::XdpReport) -> String {
+    let redirect = x
+        .redirect_to
+        .map(|i| format!(" to ifindex {i}"))
+        .unwrap_or_default();
+    format!(
+        "{} {}{redirect} len {} -> {} insns {}",
+        x.place.name(),
+        action_name(x.action),
+        x.len_before,
+        x.len_after,
+        x.insns
+    )
 }
 
 fn render_write(out: &mut String, w: &WriteRecord) {
@@ -87,6 +102,20 @@ pub fn render_tap_write(
     maps: Option<&Maps>,
 ) -> String {
     let mut out = String::new();
+    render_header(&mut out, header, scenario);
+    let (mut last_a, mut last_b) = (TunStats::default(), None);
+    for e in events {
+        out.push('\n');
+        render_host_event(&mut out, scenario, e, &mut last_a, &mut last_b);
+    }
+    out.push('\n');
+    out.push_str("totals:\n");
+    render_totals(&mut out, &last_a, last_b.as_ref(), maps);
+    out
+}
+
+/// The header lines of a tap-write or vhost-tx trace.
+pub(crate) fn render_header(out: &mut String, header: &TraceHeader, scenario: &Scenario) {
     let _ = writeln!(out, "scenario: {}", header.scenario);
     let _ = writeln!(out, "description: {}", header.description);
     let _ = writeln!(out, "backend: {}", header.backend);
@@ -100,48 +129,13 @@ pub fn render_tap_write(
     }
     let _ = writeln!(out, "reader: {}", header.reader);
     let _ = writeln!(out, "input: {}", header.input);
-    let (mut last_a, mut last_b) = (TunStats::default(), None);
-    for e in events {
-        out.push('\n');
-        match e {
-            WriteEvent::Write(w) => {
-                render_write(&mut out, w);
-                last_a = w.stats;
-                last_b = w.redirect_stats;
-            }
-            WriteEvent::Stack { write, delivery } => {
-                let _ = writeln!(out, "stack (write {write}): {} bytes", delivery.frame.len());
-                if let Some(v) = delivery.vlan {
-                    let _ = writeln!(out, "  vlan: {}", describe_vlan_tci(v.proto, v.tci));
-                }
-                let _ = writeln!(out, "  protocol: {:#06x}", delivery.protocol);
-                let _ = writeln!(out, "  summary: {}", describe(&delivery.frame));
-                out.push_str("  bytes:\n");
-                hexdump(&mut out, &delivery.frame);
-            }
-            WriteEvent::Read {
-                on_redirect,
-                record,
-            } => {
-                let (label, dev) = if *on_redirect {
-                    ("read B", scenario.redirect.as_ref().unwrap_or(&scenario.device))
-                } else {
-                    ("read A", &scenario.device)
-                };
-                render_read(&mut out, label, record, dev);
-                if *on_redirect {
-                    last_b = Some(record.stats);
-                } else {
-                    last_a = record.stats;
-                }
-            }
-        }
-    }
-    out.push('\n');
-    out.push_str("totals:\n");
-    let _ = writeln!(out, "  counters A: {}", counters(&last_a));
-    if let Some(b) = last_b {
-        let _ = writeln!(out, "  counters B: {}", counters(&b));
+}
+
+/// The final counters of A and B and the program's maps.
+pub(crate) fn render_totals(out: &mut String, a: &TunStats, b: Option<&TunStats>, maps: Option<&Maps>) {
+    let _ = writeln!(out, "  counters A: {}", counters(a));
+    if let Some(b) = b {
+        let _ = writeln!(out, "  counters B: {}", counters(b));
     }
     if let Some(maps) = maps {
         for m in maps.iter().filter(|m| !m.spec().map_type.is_devmap()) {
@@ -150,7 +144,50 @@ pub fn render_tap_write(
             }
         }
     }
-    out
+}
+
+/// One host-side event (a write, a stack delivery, a read on A or B), tracking the
+/// latest counters of A and B.
+pub(crate) fn render_host_event(
+    out: &mut String,
+    scenario: &Scenario,
+    e: &WriteEvent,
+    last_a: &mut TunStats,
+    last_b: &mut Option<TunStats>,
+) {
+    match e {
+        WriteEvent::Write(w) => {
+            render_write(out, w);
+            *last_a = w.stats;
+            *last_b = w.redirect_stats;
+        }
+        WriteEvent::Stack { write, delivery } => {
+            let _ = writeln!(out, "stack (after {write}): {} bytes", delivery.frame.len());
+            if let Some(v) = delivery.vlan {
+                let _ = writeln!(out, "  vlan: {}", describe_vlan_tci(v.proto, v.tci));
+            }
+            let _ = writeln!(out, "  protocol: {:#06x}", delivery.protocol);
+            let _ = writeln!(out, "  summary: {}", describe(&delivery.frame));
+            out.push_str("  bytes:\n");
+            hexdump(out, &delivery.frame);
+        }
+        WriteEvent::Read {
+            on_redirect,
+            record,
+        } => {
+            let (label, dev) = if *on_redirect {
+                ("read B", scenario.redirect.as_ref().unwrap_or(&scenario.device))
+            } else {
+                ("read A", &scenario.device)
+            };
+            render_read(out, label, record, dev);
+            if *on_redirect {
+                *last_b = Some(record.stats);
+            } else {
+                *last_a = record.stats;
+            }
+        }
+    }
 }
 
 /// A little-endian key or value as a number when it is 1-8 bytes, else hex.

@@ -5,6 +5,7 @@
 //! precedes a frame is derived in [`vnet`].
 
 pub mod read;
+pub mod sendmsg;
 pub mod vnet;
 pub mod write;
 mod xdp;

@@ -220,7 +220,7 @@ impl Net {
                     }
                     NativeResult::Pass(report, s) => {
                         out.xdp.push(report);
-                        skb = s;
+                        skb = *s;
                     }
                 }
             } else {
@@ -320,7 +320,7 @@ impl Net {
 
     /// __netif_receive_skb_core: the receive path untags an outer 802.1Q/802.1ad tag,
     /// then the packet taps see the frame.
-    fn deliver(&mut self, ifindex: u32, skb: &SkBuff) {
+    pub(crate) fn deliver(&mut self, ifindex: u32, skb: &SkBuff) {
         let mut skb = skb.clone();
         if skb.vlan.is_none() {
             skb.vlan_untag();
@@ -335,7 +335,7 @@ impl Net {
 
     /// Run the device's program as generic XDP on `skb`. Returns the report and, for a
     /// non-PASS verdict, the frame's fate (the skb is then consumed).
-    fn generic_xdp(
+    pub(crate) fn generic_xdp(
         &mut self,
         ifindex: u32,
         skb: &mut SkBuff,
@@ -460,7 +460,7 @@ fn parse_write(bytes: &[u8], cfg: &super::TunConfig, read_rules: &TunReadRules) 
 /// virtio_net_hdr_to_skb (include/linux/virtio_net.h), the checks tun relies on:
 /// known gso_type, a nonzero gso_size, a partial checksum inside the packet. GSO is set
 /// only when the payload exceeds gso_size, with DODGY and gso_segs 0.
-fn vnet_hdr_to_skb(skb: &mut SkBuff, h: &VirtioNetHdrRepr) -> Result<(), &'static str> {
+pub(crate) fn vnet_hdr_to_skb(skb: &mut SkBuff, h: &VirtioNetHdrRepr) -> Result<(), &'static str> {
     let gso_bits = match h.gso_type & !VIRTIO_NET_HDR_GSO_ECN {
         VIRTIO_NET_HDR_GSO_NONE => 0,
         VIRTIO_NET_HDR_GSO_TCPV4 => gso::TCPV4,

@@ -22,7 +22,7 @@ pub(crate) enum NativeResult {
     /// count with no further processing.
     Consumed(XdpReport, Fate),
     /// XDP_PASS: the skb built over the (possibly moved) data.
-    Pass(XdpReport, SkBuff),
+    Pass(XdpReport, Box<SkBuff>),
 }
 
 fn skb_data_align(n: usize) -> usize {
@@ -72,7 +72,7 @@ pub(crate) fn build_skb_native(
             // skb_metadata_set(metasize).
             let mut skb = SkBuff::from_frame(buff.data(), buff.headroom(), buff.len());
             eth_type_trans(&mut skb);
-            Ok(NativeResult::Pass(report, skb))
+            Ok(NativeResult::Pass(report, Box::new(skb)))
         }
         XDP_TX => {
             let fate = if !rules.xdp_tx_native {

@@ -5,7 +5,7 @@
 //! `skbsim bench --backend tap`: the same change on the real kernel: frames/s written
 //! into a tap and read from the bridged tap under test, with its tx VLAN offload on
 //! (hw-accel tag spliced by tun_put_user) and off (tag pushed into the packet by
-//! validate_xmit_vlan), alternating run by run in one namespace.
+//! validate_xmit_vlan), alternating in slices of each run in one namespace.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -58,7 +58,7 @@ fn generate(path: &Path, frames: u64) -> Result<(), CliError> {
     for i in 0..frames {
         seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         let size = SIZES[(seed >> 33) as usize % SIZES.len()];
-        let tagged = (seed >> 40) % 3 == 0;
+        let tagged = (seed >> 40).is_multiple_of(3);
         let tcp = (seed >> 45) & 1 == 1;
         frame_into(&mut buf, size, tagged, tcp);
         w.write_frame(1_000_000_000 + i * 1000, &buf)?;
@@ -290,7 +290,7 @@ fn byte_diff(on: &[u8], off: &[u8]) -> Vec<(usize, u8, u8)> {
 }
 
 fn bench_tap(args: &BenchArgs) -> Result<ExitCode, CliError> {
-    tap_ready()?;
+    tap_ready("--backend tap")?;
     let frames = tap_frames(args.frame_size)?;
     let cfg = VlanBenchConfig {
         frames: args.frames.unwrap_or(200_000),
@@ -301,8 +301,8 @@ fn bench_tap(args: &BenchArgs) -> Result<ExitCode, CliError> {
         return Err(CliError("--frames must be at least 1".into()));
     }
     eprintln!(
-        "real tap read path: {} runs x {} frames per mode, tx VLAN offload on and off alternating",
-        cfg.runs, cfg.frames
+        "real tap read path: {} runs x {} frames per mode, tx VLAN offload on and off alternating in {} slices per run",
+        cfg.runs, cfg.frames, cfg.slices
     );
     let r = vlan_offload_bench(&frames, &cfg).map_err(|e| CliError(format!("bench --backend tap: {e}")))?;
     let diff = byte_diff(&r.on.sample, &r.off.sample);
@@ -313,7 +313,7 @@ fn bench_tap(args: &BenchArgs) -> Result<ExitCode, CliError> {
             "{}",
             json!({
                 "backend": "tap",
-                "frames_per_run": cfg.frames, "runs": cfg.runs, "batch": cfg.batch,
+                "frames_per_run": cfg.frames, "runs": cfg.runs, "batch": cfg.batch, "slices": cfg.slices,
                 "distinct_frames": r.distinct_frames,
                 "reader": {"no_pi": cfg.no_pi, "vnet_hdr_sz": cfg.vnet_hdr_sz},
                 "offload_on": {"median_fps": r.on.median_fps, "runs_fps": r.on.runs_fps, "bytes_per_read": r.on.bytes_per_read},

@@ -4,6 +4,9 @@
 //! reference: a divergence is a bug in the model (or a scenario the real arm cannot
 //! express, which then needs `sim_only = "<reason>"`).
 //!
+//! Scenarios of a pipeline the real backend has no arm for yet are listed (`no-arm`) and,
+//! like `sim_only` ones, neither pass nor fail.
+//!
 //! Exit codes: 0 every runnable scenario agrees, 1 a divergence (the scenario, the first
 //! diverging read, the field and both values are printed), 2 a failure to run (no root,
 //! a kernel operation failed, bad input).
@@ -81,6 +84,8 @@ pub enum Outcome {
     },
     /// The scenario is `sim_only`; the reason.
     SimOnly(String),
+    /// The real backend has no arm for the scenario's pipeline yet; why.
+    NoRealArm(String),
     /// The first difference.
     Diverge {
         mismatch: Mismatch,
@@ -185,13 +190,21 @@ pub fn conform_one(scenario: &Scenario) -> Outcome {
     if let Some(reason) = &scenario.sim_only {
         return Outcome::SimOnly(reason.clone());
     }
+    if let Err(why) = skbsim_kernel::arm::real_arm(scenario.pipeline) {
+        return Outcome::NoRealArm(why);
+    }
     let sim = match run_sim(scenario, None) {
         Ok(o) => o,
         Err(e) => return Outcome::Error(format!("simulator: {e}")),
     };
     let real = match run_tap(scenario) {
         Ok(o) => o,
-        Err(e) => return Outcome::Error(format!("real kernel: {e}")),
+        Err(e) => {
+            // run_tap names the scenario for callers that do not; the conform line does.
+            let prefix = format!("{}: ", scenario.name);
+            let msg = e.0.strip_prefix(&prefix).unwrap_or(&e.0);
+            return Outcome::Error(format!("real kernel: {msg}"));
+        }
     };
     match compare_outputs(&scenario.name, &sim, &real) {
         Ok(None) => Outcome::Agree {
@@ -208,10 +221,10 @@ pub fn conform_one(scenario: &Scenario) -> Outcome {
 }
 
 pub fn conform(args: &ConformArgs) -> Result<ExitCode, CliError> {
-    tap_ready()?;
+    tap_ready("conform")?;
     let scenarios = load_scenarios(&args.paths, args.shard.as_deref())?;
     let pb = progress::bar(scenarios.len() as u64, "conform");
-    let (mut passed, mut failed, mut sim_only, mut errors) = (0, 0, 0, 0);
+    let (mut passed, mut failed, mut sim_only, mut errors, mut no_arm) = (0, 0, 0, 0, 0);
     let mut results = Vec::new();
     for s in &scenarios {
         pb.set_message(s.name.clone());
@@ -231,6 +244,11 @@ pub fn conform(args: &ConformArgs) -> Result<ExitCode, CliError> {
                 sim_only += 1;
                 results.push(json!({"scenario": s.name, "status": "sim-only", "reason": reason}));
                 format!("sim-only  {}: {reason}", s.name)
+            }
+            Outcome::NoRealArm(why) => {
+                no_arm += 1;
+                results.push(json!({"scenario": s.name, "status": "no-real-arm", "reason": why}));
+                format!(" no-arm  {}: {why}", s.name)
             }
             Outcome::Diverge { mismatch, notes } => {
                 failed += 1;
@@ -252,8 +270,10 @@ pub fn conform(args: &ConformArgs) -> Result<ExitCode, CliError> {
     if args.json {
         println!(
             "{}",
-            json!({"results": results, "passed": passed, "failed": failed, "sim_only": sim_only, "errors": errors})
+            json!({"results": results, "passed": passed, "failed": failed, "sim_only": sim_only, "errors": errors, "no_real_arm": no_arm})
         );
+    } else if no_arm > 0 {
+        println!("{passed} passed, {failed} failed, {sim_only} sim-only, {no_arm} without a real arm");
     } else {
         println!("{passed} passed, {failed} failed, {sim_only} sim-only");
     }

@@ -80,8 +80,10 @@ fn read(p: &Path) -> Result<Vec<u8>, CliError> {
     std::fs::read(p).map_err(|e| CliError(format!("{}: cannot read: {e}", p.display())))
 }
 
-/// Exit 0 when equal, 1 with the first difference printed.
-pub fn diff(left: &Path, right: &Path, as_json: bool) -> Result<ExitCode, CliError> {
+/// Exit 0 when equal, 1 with the first difference printed. `ignore` names trace fields
+/// and whole events to leave out (traces only).
+pub fn diff(left: &Path, right: &Path, as_json: bool, ignore: &[String]) -> Result<ExitCode, CliError> {
+    let ignore: Vec<&str> = ignore.iter().map(String::as_str).collect();
     let (a, b) = (read(left)?, read(right)?);
     let found = if is_pcap(left) && is_pcap(right) {
         pcap_divergence(&a, &b, left, right)?
@@ -91,7 +93,7 @@ pub fn diff(left: &Path, right: &Path, as_json: bool) -> Result<ExitCode, CliErr
                 .map_err(|_| CliError(format!("{}: not a text trace (not UTF-8)", p.display())))
         };
         let (ta, tb) = (text(a, left)?, text(b, right)?);
-        first_divergence(snap_body(&ta), snap_body(&tb), &[]).map(|d| d.to_string())
+        first_divergence(snap_body(&ta), snap_body(&tb), &ignore).map(|d| d.to_string())
     };
     if as_json {
         println!(

@@ -33,6 +33,11 @@ enum Command {
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
+        /// Trace fields or whole events to leave out, comma separated (e.g.
+        /// `--ignore profile,via,batch,used,requeue,ops,per_packet` compares two vhost
+        /// profiles' verdicts and bytes only).
+        #[arg(long, value_delimiter = ',')]
+        ignore: Vec<String>,
     },
     /// Replay scenarios on the simulator and through the real kernel and compare the two
     /// (root and /dev/net/tun); exit 1 on the first divergence of a scenario.
@@ -48,7 +53,12 @@ fn main() -> ExitCode {
         Command::Run(args) => suite::run(&args, suite::Mode::Check),
         Command::Bless(args) => suite::run(&args, suite::Mode::Bless),
         Command::Replay(args) => replay::replay(&args),
-        Command::Diff { left, right, json } => diff::diff(&left, &right, json),
+        Command::Diff {
+            left,
+            right,
+            json,
+            ignore,
+        } => diff::diff(&left, &right, json, &ignore),
         Command::Conform(args) => conform::conform(&args),
         Command::Bench(args) => bench::bench(&args),
     };

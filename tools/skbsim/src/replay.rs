@@ -112,7 +112,7 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
 
 pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
     if args.backend == Backend::Tap {
-        tap_ready()?;
+        tap_ready("--backend tap")?;
     }
     let toml = scenario_toml(args)?;
     let here = std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;

@@ -54,9 +54,10 @@ impl From<ArmError> for CliError {
     }
 }
 
-/// `Ok(())` when the `tap` backend can run here; otherwise the one-line reason (exit 2).
-pub fn tap_ready() -> Result<(), CliError> {
-    skbsim_kernel::privileges_ok().map_err(|why| CliError(format!("--backend tap: {why}")))
+/// `Ok(())` when the real kernel backend can run here; otherwise the one-line reason
+/// (exit 2), prefixed with `what` ("--backend tap", "conform").
+pub fn tap_ready(what: &str) -> Result<(), CliError> {
+    skbsim_kernel::privileges_ok().map_err(|why| CliError(format!("{what}: {why}")))
 }
 
 /// Replay `scenario` on `backend`.
@@ -77,6 +78,11 @@ pub fn run_sim(scenario: &Scenario, progress: Option<&ProgressBar>) -> Result<Sc
     match scenario.pipeline {
         Pipeline::TunRead => run_tun_read(scenario, progress),
         Pipeline::TapWrite => crate::write_runner::run_tap_write(scenario, progress),
+        Pipeline::VhostTx => crate::write_runner::run_vhost_tx(scenario, progress),
+        Pipeline::TapGro => Err(CliError(format!(
+            "{}: the tap-gro pipeline is not wired into the command line yet",
+            scenario.path.display()
+        ))),
     }
 }
 
@@ -91,9 +97,10 @@ pub fn run_tap(scenario: &Scenario) -> Result<ScenarioOutput, CliError> {
             })?;
             output(scenario, Backend::Tap, &real.events, &real.stats, None, real.frames, real.notes)
         }
-        Pipeline::TapWrite => Err(CliError(format!(
-            "{}: the tap-write pipeline has no real arm yet",
-            scenario.name
+        other => Err(CliError(format!(
+            "{}: the {} pipeline has no real arm yet",
+            scenario.name,
+            other.name()
         ))),
     }
 }
@@ -110,7 +117,7 @@ fn run_tun_read(scenario: &Scenario, progress: Option<&ProgressBar>) -> Result<S
             .map_err(|e| CliError(format!("{}: {}", scenario.input.display(), e.0)))?;
         frames += 1;
         if let Some(pb) = progress {
-            if frames % 4096 == 0 {
+            if frames.is_multiple_of(4096) {
                 pb.set_message(format!("{} frames", frames));
             }
         }

@@ -168,12 +168,12 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
         ));
     }
     if tap {
-        tap_ready()?;
+        tap_ready("--backend tap")?;
     }
     let scenarios = load_scenarios(&args.paths, args.shard.as_deref())?;
     let pb = progress::bar(scenarios.len() as u64, if mode == Mode::Bless { "blessing" } else { "replaying" });
     let mut results = Vec::new();
-    let (mut failed, mut sim_only) = (0, 0);
+    let (mut failed, mut sim_only, mut no_arm) = (0, 0, 0);
     for s in &scenarios {
         pb.set_message(s.name.clone());
         if let (true, Some(reason)) = (tap, &s.sim_only) {
@@ -183,6 +183,15 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
                 pb.suspend(|| println!("sim-only  {}: {reason}", s.name));
             }
             results.push(json!({"scenario": s.name, "status": "sim-only", "reason": reason}));
+            continue;
+        }
+        if let (true, Err(why)) = (tap, skbsim_kernel::arm::real_arm(s.pipeline)) {
+            no_arm += 1;
+            pb.inc(1);
+            if !args.json {
+                pb.suspend(|| println!(" no-arm  {}: {why}", s.name));
+            }
+            results.push(json!({"scenario": s.name, "status": "no-real-arm", "reason": why}));
             continue;
         }
         let out = run_backend(s, args.backend, Some(&pb))?;
@@ -221,12 +230,14 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
         results.push(json!({"scenario": s.name, "status": status, "frames": out.frames, "detail": detail, "notes": out.notes}));
     }
     pb.finish_and_clear();
-    let passed = results.len() - failed - sim_only;
+    let passed = results.len() - failed - sim_only - no_arm;
     if args.json {
         println!(
             "{}",
-            json!({"backend": args.backend.name(), "results": results, "passed": passed, "failed": failed, "sim_only": sim_only})
+            json!({"backend": args.backend.name(), "results": results, "passed": passed, "failed": failed, "sim_only": sim_only, "no_real_arm": no_arm})
         );
+    } else if mode == Mode::Check && tap && no_arm > 0 {
+        println!("{passed} passed, {failed} failed, {sim_only} sim-only, {no_arm} without a real arm");
     } else if mode == Mode::Check && tap {
         println!("{passed} passed, {failed} failed, {sim_only} sim-only");
     } else if mode == Mode::Check {

@@ -56,3 +56,59 @@ pub fn run_tap_write(scenario: &Scenario, progress: Option<&ProgressBar>) -> Res
         notes: Vec::new(),
     })
 }
+
+/// Replay a vhost-tx scenario on the simulator. The output pcap holds what the stack
+/// received.
+pub fn run_vhost_tx(scenario: &Scenario, progress: Option<&ProgressBar>) -> Result<ScenarioOutput, CliError> {
+    use sim::pipeline::vhost_tx::{VhostTxEvent, VhostTxRun};
+    use sim::trace::vhost::render_vhost_tx;
+    let mut reader = PcapReader::open(&scenario.input)?;
+    let mut run = VhostTxRun::new(scenario).map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
+    let mut events = Vec::new();
+    let mut sink = |e: VhostTxEvent| events.push(e);
+    let mut frames = 0u64;
+    let mut last = (0, 0);
+    while let Some(frame) = reader.next_frame() {
+        let frame = frame?;
+        last = (frame.index, frame.ts_ns);
+        run.frame(frame.index, frame.ts_ns, frame.data, &mut sink)
+            .map_err(|e| CliError(format!("{}: frame {}: {}", scenario.input.display(), frame.index, e.0)))?;
+        frames += 1;
+        if let Some(pb) = progress {
+            if frames.is_multiple_of(4096) {
+                pb.set_message(format!("{frames} frames"));
+            }
+        }
+    }
+    run.finish(last, &mut sink)
+        .map_err(|e| CliError(format!("{}: {}", scenario.input.display(), e.0)))?;
+    let header = TraceHeader::for_scenario(scenario, "sim");
+    let net = &run.host().net;
+    let stats = (
+        net.dev(sim::pipeline::tap_write::IFINDEX_DUT).map(|d| d.stats).unwrap_or_default(),
+        net.dev(sim::pipeline::tap_write::IFINDEX_REDIRECT).map(|d| d.stats),
+    );
+    let trace = render_vhost_tx(&header, scenario, &events, &run.ops(), frames, run.host().maps(), stats);
+    let host: Vec<WriteEvent> = events
+        .iter()
+        .filter_map(|e| match e {
+            VhostTxEvent::Host(h) => Some(h.clone()),
+            VhostTxEvent::Worker(_) => None,
+        })
+        .collect();
+    let json = tap_write_json(&header, &host);
+    let mut writer = PcapWriter::new(Vec::new(), PcapFormat::Pcap)?;
+    for e in &host {
+        if let WriteEvent::Stack { delivery, .. } = e {
+            writer.write_frame(last.1, &delivery.frame)?;
+        }
+    }
+    let pcap = writer.finish()?;
+    Ok(ScenarioOutput {
+        trace,
+        json,
+        pcap,
+        frames,
+        notes: Vec::new(),
+    })
+}

@@ -67,6 +67,7 @@ fn sim_and_real_agree(
         }
         Outcome::Error(e) => panic!("{name}: {e}"),
         Outcome::SimOnly(_) => unreachable!("sim_only was handled above"),
+        Outcome::NoRealArm(why) => panic!("{name}: {why}"),
     }
 }
 

@@ -10,7 +10,20 @@ pub mod tun_read;
 
 use std::fmt;
 
+use sim::scenario::Pipeline;
+
 use crate::error::KernelError;
+
+/// `Ok(())` when the real backend has an arm for `pipeline`; otherwise why not.
+pub fn real_arm(pipeline: Pipeline) -> Result<(), String> {
+    match pipeline {
+        Pipeline::TunRead => Ok(()),
+        other => Err(format!(
+            "the {} pipeline has no real arm yet",
+            other.name()
+        )),
+    }
+}
 
 pub use bench::{vlan_offload_bench, BenchFrame, VlanBench, VlanBenchConfig, VlanModeResult};
 pub use tun_read::{expressible, run_tun_read, RealTunRead, WriterKind};

@@ -145,13 +145,12 @@ pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
             scenario.profile.name, host.name
         )));
     }
-    match scenario.pipeline {
-        Pipeline::TunRead => {}
-        Pipeline::TapWrite => {
-            return Err(ArmError::Unsupported(
-                "the tap-write real arm is not built yet (issue: tap write path and XDP)".into(),
-            ))
-        }
+    super::real_arm(scenario.pipeline).map_err(ArmError::Unsupported)?;
+    if scenario.pipeline != Pipeline::TunRead {
+        return Err(ArmError::Unsupported(format!(
+            "the tun-read arm cannot replay a {} scenario",
+            scenario.pipeline.name()
+        )));
     }
     if scenario.device.kind == DeviceKind::Tun {
         return Err(ArmError::Unsupported(
@@ -262,6 +261,23 @@ fn open_writer(ns: &mut Netns, kind: WriterKind) -> Result<Tap, KernelError> {
 fn outer_vlan_tpid(frame: &[u8]) -> Option<u16> {
     let tpid = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
     (matches!(tpid, ETH_P_8021Q | ETH_P_8021AD) && frame.len() >= 18).then_some(tpid)
+}
+
+/// Whether GRO on the writer can validate this frame's L4 checksum (the only way to a
+/// `CHECKSUM_UNNECESSARY` skb here): an untagged IPv4/IPv6 frame with a whole TCP or UDP
+/// header. A tagged frame is not validated: the host has no 802.1Q GRO (vlan_gro_receive
+/// needs CONFIG_VLAN_8021Q), and B would read flags 0.
+fn gro_can_validate(frame: &[u8]) -> Result<(), String> {
+    let lay = layout(frame).ok_or("the frame has no Ethernet header")?;
+    if lay.l3_offset != 14 {
+        return Err("GRO does not look inside VLAN tags on this kernel (no CONFIG_VLAN_8021Q)".into());
+    }
+    match (lay.l3_proto, lay.l4_proto, lay.l4_hlen) {
+        (ETH_P_IP | ETH_P_IPV6, Some(IPPROTO_TCP | IPPROTO_UDP), Some(_)) => Ok(()),
+        (proto, _, _) => Err(format!(
+            "GRO validates only TCP/UDP over IPv4/IPv6, not this frame (EtherType {proto:#06x})"
+        )),
+    }
 }
 
 /// The virtio-net header and the linear length a writer needs for `frame` per `recipe`.
@@ -430,6 +446,13 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
         }
         let (hdr, linear) = writer_header(data, recipe, index).map_err(input_err)?;
         let kind = WriterKind::for_recipe(recipe);
+        if kind == WriterKind::Gro {
+            gro_can_validate(data).map_err(|why| {
+                ArmError::Unsupported(format!(
+                    "frame {index}: checksum = \"unnecessary\" needs GRO to validate the checksum, and {why}"
+                ))
+            })?;
+        }
         let w = run.writers.get(kind).ok_or_else(|| {
             ArmError::Kernel(KernelError::new(
                 "select writer tap",

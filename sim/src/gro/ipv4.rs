@@ -1,0 +1,246 @@
+//! IPv4 GRO: net/ipv4/af_inet.c: inet_gro_receive / inet_gro_complete, and the per-level
+//! TTL/TOS/DF/ID rule of each profile (6.18 include/net/gro.h: inet_gro_flush; the 4.19
+//! flush_id/is_atomic pair; the 3.12 `held id + count` rule).
+
+use super::core::checksum_validate_needed;
+use super::csum;
+use super::rules::IpIdRule;
+use super::{gre, reason, tcp, udp, GroConfig, GroSkb, Reason, GRO_RECURSION_LIMIT};
+
+pub const IPPROTO_TCP: u8 = 6;
+pub const IPPROTO_UDP: u8 = 17;
+pub const IPPROTO_GRE: u8 = 47;
+/// IP_DF in the frag_off word.
+pub const IP_DF: u16 = 0x4000;
+/// IP_MF | IP_OFFSET: ip_is_fragment.
+const IP_MF_OFFSET: u16 = 0x3fff;
+const IPV4_HLEN: usize = 20;
+
+/// inet_offloads[proto]->gro_receive exists in this kernel.
+fn has_l4(cfg: &GroConfig, proto: u8) -> bool {
+    match proto {
+        IPPROTO_TCP => true,
+        IPPROTO_UDP => cfg.rules.udp_tunnel_gro,
+        IPPROTO_GRE => cfg.rules.gre_gro,
+        _ => false,
+    }
+}
+
+fn pflush(p: &mut GroSkb, why: Reason) {
+    p.cb.flush = true;
+    if p.cb.flush_reason.is_none() {
+        p.cb.flush_reason = Some(why);
+    }
+}
+
+/// inet_gro_receive.
+pub fn inet_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+    let off = skb.cb.data_offset;
+    let Some(iph) = skb.data.get(off..off + IPV4_HLEN) else {
+        skb.flush(reason::IPV4_HDR);
+        return None;
+    };
+    let iph: [u8; IPV4_HLEN] = iph.try_into().unwrap_or([0; IPV4_HLEN]);
+    let proto = iph[9];
+    if !has_l4(cfg, proto) {
+        skb.flush(reason::IPV4_NO_L4);
+        return None;
+    }
+    if iph[0] != 0x45 {
+        skb.flush(reason::IPV4_IHL);
+        return None;
+    }
+    let frag = u16::from_be_bytes([iph[6], iph[7]]);
+    if cfg.rules.ip_fragment_check && frag & IP_MF_OFFSET != 0 {
+        skb.flush(reason::IPV4_FRAG);
+        return None;
+    }
+    if !csum::ipv4_header_ok(&iph) {
+        skb.flush(reason::IPV4_CSUM);
+        return None;
+    }
+    // The soft flush: tot_len must be the rest of the packet; no frag_off bit but DF
+    // ([3.12]: the word must be exactly IP_DF).
+    let tot_len = usize::from(u16::from_be_bytes([iph[2], iph[3]]));
+    let mut soft = None;
+    if tot_len != skb.gro_len() {
+        soft = Some(reason::IPV4_LEN);
+    }
+    let rule = cfg.rules.ip_id;
+    if rule == IpIdRule::Increment312 {
+        if frag != IP_DF {
+            soft = soft.or(Some(if frag & IP_DF == 0 {
+                reason::IPV4_DF
+            } else {
+                reason::IPV4_FRAG
+            }));
+        }
+    } else if frag & !IP_DF != 0 {
+        soft = soft.or(Some(reason::IPV4_FRAG));
+    }
+    let id = u16::from_be_bytes([iph[4], iph[5]]);
+    let skb_atomic = skb.cb.is_atomic;
+    for p in head.iter_mut().rev() {
+        if !p.cb.same_flow {
+            continue;
+        }
+        let Some(q) = p.data.get(off..off + IPV4_HLEN) else {
+            p.cb.same_flow = false;
+            continue;
+        };
+        // The above works because, except for the innermost layer, only packets with
+        // the same header lengths are aggregated.
+        if q[9] != proto || q[12..20] != iph[12..20] {
+            p.cb.same_flow = false;
+            p.cb.mismatch = Some(reason::IPV4_ADDR);
+            skb.saw_mismatch(reason::IPV4_ADDR);
+            continue;
+        }
+        let (ttl2, tos2) = (q[8], q[1]);
+        let id2 = u16::from_be_bytes([q[4], q[5]]);
+        let frag2 = u16::from_be_bytes([q[6], q[7]]);
+        match rule {
+            IpIdRule::Increment312 => {
+                if tos2 != iph[1] {
+                    // [3.12]: TOS is part of the flow.
+                    p.cb.same_flow = false;
+                    p.cb.mismatch = Some(reason::IPV4_TOS);
+                    skb.saw_mismatch(reason::IPV4_TOS);
+                    continue;
+                }
+                if ttl2 != iph[8] {
+                    pflush(p, reason::IPV4_TTL);
+                }
+                if id2.wrapping_add(p.cb.count) != id {
+                    pflush(p, reason::IPV4_ID);
+                }
+            }
+            IpIdRule::Atomic419 => {
+                if ttl2 != iph[8] {
+                    pflush(p, reason::IPV4_TTL);
+                }
+                if tos2 != iph[1] {
+                    pflush(p, reason::IPV4_TOS);
+                }
+                if (frag ^ frag2) & IP_DF != 0 {
+                    pflush(p, reason::IPV4_DF);
+                }
+                // Save the IP ID check for the transport layer (flush_id).
+                let mut flush_id = id.wrapping_sub(id2);
+                if !p.cb.is_atomic || frag & IP_DF == 0 {
+                    flush_id ^= p.cb.count;
+                    flush_id = if flush_id != 0 { 0xffff } else { 0 };
+                }
+                if skb_atomic {
+                    p.cb.flush_id = flush_id;
+                } else {
+                    p.cb.flush_id |= flush_id;
+                }
+            }
+            IpIdRule::PerLevel618 => {}
+        }
+        if rule != IpIdRule::PerLevel618 {
+            if let Some(r) = soft {
+                pflush(p, r);
+            }
+        }
+    }
+    if let Some(r) = soft {
+        skb.flush(r);
+    }
+    let level = usize::from(skb.cb.encap_mark);
+    skb.cb.network_offsets[level] = off;
+    if rule == IpIdRule::Atomic419 {
+        skb.cb.is_atomic = frag & IP_DF != 0;
+    }
+    skb.cb.data_offset += IPV4_HLEN;
+    skb.transport_header = skb.cb.data_offset;
+    skb.cb.recursion += 1;
+    if skb.cb.recursion >= GRO_RECURSION_LIMIT {
+        skb.flush(reason::RECURSION);
+        return None;
+    }
+    skb.cb.depth += 1;
+    match proto {
+        IPPROTO_TCP => tcp::tcp4_gro_receive(cfg, head, skb),
+        IPPROTO_UDP => udp::udp4_gro_receive(cfg, head, skb),
+        _ => gre::gre_gro_receive(cfg, head, skb),
+    }
+}
+
+/// inet_gro_compute_pseudo for the innermost IP header seen so far.
+pub fn gro_compute_pseudo(skb: &GroSkb, proto: u8) -> u32 {
+    let nh = skb.cb.network_offsets[usize::from(skb.cb.encap_mark)];
+    let a = |o: usize| -> [u8; 4] {
+        skb.data
+            .get(nh + o..nh + o + 4)
+            .and_then(|b| b.try_into().ok())
+            .unwrap_or([0; 4])
+    };
+    csum::pseudo_v4(a(12), a(16), proto, skb.gro_len())
+}
+
+/// Whether the carried or software checksum must be verified here (for tests).
+pub fn needs_validation(skb: &GroSkb) -> bool {
+    checksum_validate_needed(skb, false, 0)
+}
+
+/// The IP-level check of tcp_gro_receive (gro_receive_network_flush) for one IP header
+/// at `nh` in both the new skb and the held p: the first reason to flush, if any.
+pub fn network_flush(cfg: &GroConfig, skb: &GroSkb, p: &mut GroSkb, nh: usize, inner: bool) -> Option<Reason> {
+    let (Some(a), Some(b)) = (skb.data.get(nh..nh + IPV4_HLEN), p.data.get(nh..nh + IPV4_HLEN)) else {
+        return Some(reason::IPV4_HDR);
+    };
+    match cfg.rules.ip_id {
+        IpIdRule::PerLevel618 => {
+            // include/net/gro.h: inet_gro_flush(iph = new, iph2 = held, p, inner).
+            if a[8] != b[8] {
+                return Some(reason::IPV4_TTL);
+            }
+            if a[1] != b[1] {
+                return Some(reason::IPV4_TOS);
+            }
+            if (a[6] ^ b[6]) & 0x40 != 0 {
+                return Some(reason::IPV4_DF);
+            }
+            let id = u16::from_be_bytes([a[4], a[5]]);
+            let id2 = u16::from_be_bytes([b[4], b[5]]);
+            let ipid_offset = id.wrapping_sub(id2);
+            let count = p.cb.count;
+            let bit = 1u8 << u8::from(inner);
+            if count == 1 && ipid_offset == 0 {
+                p.cb.ip_fixedid |= bit;
+            }
+            let fixed = p.cb.ip_fixedid & bit != 0;
+            let want = if fixed { 0 } else { count };
+            (ipid_offset != want).then_some(reason::IPV4_ID)
+        }
+        // 4.19 and 3.12 did these checks in inet_gro_receive (p->flush, flush_id).
+        _ => None,
+    }
+}
+
+/// inet_gro_complete(skb, nhoff): tot_len = bytes from this header to the end, the
+/// header checksum updated with csum_replace2, then the L4 complete.
+pub fn inet_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
+    if skb.data.len() < nhoff + IPV4_HLEN {
+        return;
+    }
+    if skb.encapsulation {
+        skb.inner_network_header = Some(nhoff);
+    }
+    let old = skb.be16(nhoff + 2);
+    // iph_set_totlen: htons() keeps the low 16 bits.
+    let new = (skb.len - nhoff) as u16;
+    let check = skb.be16(nhoff + 10);
+    skb.data[nhoff + 2..nhoff + 4].copy_from_slice(&new.to_be_bytes());
+    let check = csum::csum_replace2(check, old, new);
+    skb.data[nhoff + 10..nhoff + 12].copy_from_slice(&check.to_be_bytes());
+    let thoff = nhoff + IPV4_HLEN;
+    match skb.data[nhoff + 9] {
+        IPPROTO_TCP => tcp::tcp4_gro_complete(cfg, skb, thoff),
+        IPPROTO_UDP => udp::udp4_gro_complete(cfg, skb, thoff),
+        IPPROTO_GRE => gre::gre_gro_complete(cfg, skb, thoff),
+        _ => {}
+    }
+}

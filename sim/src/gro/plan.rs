@@ -1,0 +1,158 @@
+//! The `[gro]` section of a `tap-gro` scenario: how frames reach tun's NAPI and which GRO
+//! offloads the kernel has. Every key is optional.
+//!
+//! ```toml
+//! [gro]
+//! burst = 1                  # frames written per NAPI poll (1: every write() runs its own
+//!                            # poll, R4.15; N: a MSG_MORE burst or a vhost batch)
+//! flush_timeout_ns = 1000000 # /sys/class/net/TAP/gro_flush_timeout (default 0)
+//! hz = 250                   # CONFIG_HZ for jiffies (100, 250, 300, 1000; default 250,
+//!                            # this machine's kernel)
+//! feature = true             # ethtool -K TAP gro on|off
+//! teb_gro = true             # an ETH_P_TEB offload exists (default: the profile's; false
+//!                            # models kernels before 9b174d88c257, v4.0)
+//! vlan_gro = false           # CONFIG_VLAN_8021Q (off on this machine's kernel)
+//! vxlan_ports = [4789]       # UDP ports with a VXLAN socket (a vxlan device is up)
+//! needs_csum = false         # frames written with a vnet header NEEDS_CSUM at the
+//!                            # innermost TCP header: CHECKSUM_PARTIAL, trusted by GRO
+//! nonblocking = false        # O_NONBLOCK writes: tun_build_skb (page-frag head) for
+//!                            # frames that fit, so merges use frags before frag_list
+//! ```
+
+use serde::Deserialize;
+
+use super::rules::GroRules;
+
+/// CONFIG_HZ values the kernel offers.
+pub const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
+/// This machine's CONFIG_HZ.
+pub const DEFAULT_HZ: u32 = 250;
+
+/// `[gro]` as written.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGro {
+    pub burst: Option<usize>,
+    pub flush_timeout_ns: Option<u64>,
+    pub hz: Option<u32>,
+    pub feature: Option<bool>,
+    pub teb_gro: Option<bool>,
+    pub vlan_gro: Option<bool>,
+    pub vxlan_ports: Option<Vec<u16>>,
+    pub needs_csum: Option<bool>,
+    pub nonblocking: Option<bool>,
+}
+
+/// `[gro]` resolved against the profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroPlan {
+    pub burst: usize,
+    pub flush_timeout_ns: u64,
+    pub hz: u32,
+    pub feature: bool,
+    pub teb_gro: bool,
+    pub vlan_gro: bool,
+    pub vxlan_ports: Vec<u16>,
+    pub needs_csum: bool,
+    pub nonblocking: bool,
+}
+
+impl GroPlan {
+    /// The defaults for `rules`.
+    pub fn defaults(rules: &GroRules) -> GroPlan {
+        GroPlan {
+            burst: 1,
+            flush_timeout_ns: 0,
+            hz: DEFAULT_HZ,
+            feature: true,
+            teb_gro: rules.teb_gro,
+            vlan_gro: false,
+            vxlan_ports: vec![4789],
+            needs_csum: false,
+            nonblocking: false,
+        }
+    }
+
+    /// The GRO configuration this plan runs with.
+    pub fn config(&self, rules: GroRules) -> super::GroConfig {
+        super::GroConfig {
+            rules,
+            feature: self.feature,
+            teb_gro: self.teb_gro,
+            vlan_gro: self.vlan_gro,
+            vxlan_ports: self.vxlan_ports.clone(),
+        }
+    }
+}
+
+/// Validate `[gro]`; errors name the key (`gro.hz: ...`).
+pub fn gro_plan(raw: Option<&RawGro>, rules: &GroRules, profile: &str, tap_gro: bool) -> Result<GroPlan, String> {
+    let mut plan = GroPlan::defaults(rules);
+    let Some(r) = raw else {
+        return Ok(plan);
+    };
+    if !tap_gro {
+        return Err("[gro] belongs to the tap-gro pipeline".into());
+    }
+    if let Some(b) = r.burst {
+        if b == 0 {
+            return Err("gro.burst: must be at least 1".into());
+        }
+        plan.burst = b;
+    }
+    if let Some(t) = r.flush_timeout_ns {
+        if t > 0 && !rules.gro_flush_timeout {
+            return Err(format!(
+                "gro.flush_timeout_ns: {profile} has no gro_flush_timeout (v3.19)"
+            ));
+        }
+        plan.flush_timeout_ns = t;
+    }
+    if let Some(hz) = r.hz {
+        if !HZ_CHOICES.contains(&hz) {
+            return Err(format!("gro.hz: {hz} is not a CONFIG_HZ choice (100, 250, 300, 1000)"));
+        }
+        plan.hz = hz;
+    }
+    if let Some(f) = r.feature {
+        plan.feature = f;
+    }
+    if let Some(t) = r.teb_gro {
+        plan.teb_gro = t;
+    }
+    if let Some(v) = r.vlan_gro {
+        plan.vlan_gro = v;
+    }
+    if let Some(p) = &r.vxlan_ports {
+        plan.vxlan_ports = p.clone();
+    }
+    if let Some(n) = r.needs_csum {
+        plan.needs_csum = n;
+    }
+    if let Some(n) = r.nonblocking {
+        plan.nonblocking = n;
+    }
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gro::rules::{GRO_LINUX_3_12, GRO_LINUX_6_18};
+
+    #[test]
+    fn defaults_and_errors_name_the_key() {
+        let p = gro_plan(None, &GRO_LINUX_6_18, "linux-6.18", true).unwrap();
+        assert_eq!((p.burst, p.flush_timeout_ns, p.hz, p.teb_gro), (1, 0, 250, true));
+        let raw = RawGro { hz: Some(200), ..RawGro::default() };
+        assert!(gro_plan(Some(&raw), &GRO_LINUX_6_18, "x", true).unwrap_err().starts_with("gro.hz"));
+        let raw = RawGro { burst: Some(0), ..RawGro::default() };
+        assert!(gro_plan(Some(&raw), &GRO_LINUX_6_18, "x", true).unwrap_err().starts_with("gro.burst"));
+        let raw = RawGro { flush_timeout_ns: Some(1000), ..RawGro::default() };
+        let e = gro_plan(Some(&raw), &GRO_LINUX_3_12, "linux-3.12", true).unwrap_err();
+        assert!(e.contains("v3.19"), "{e}");
+        assert!(gro_plan(Some(&RawGro::default()), &GRO_LINUX_6_18, "x", false).is_err());
+        let raw = RawGro { teb_gro: Some(false), ..RawGro::default() };
+        assert!(!gro_plan(Some(&raw), &GRO_LINUX_6_18, "x", true).unwrap().teb_gro);
+    }
+}

@@ -1,0 +1,374 @@
+//! TCP GRO: net/ipv4/tcp_offload.c: tcp4_gro_receive, tcp_gro_receive, tcp_gro_complete,
+//! tcp4_gro_complete.
+
+use super::core::{checksum_validate, skb_gro_receive};
+use super::csum;
+use super::ipv4::{gro_compute_pseudo, network_flush, IPPROTO_TCP};
+use super::rules::{CwrGso, IpIdRule};
+use super::{reason, GroConfig, GroSkb, Reason};
+use crate::skb::{gso, IpSummed};
+
+// TCP_FLAG_* as bits of the host-order flag word (TCP header bytes 12..16).
+pub const TCP_FLAG_CWR: u32 = 0x0080_0000;
+pub const TCP_FLAG_ECE: u32 = 0x0040_0000;
+pub const TCP_FLAG_URG: u32 = 0x0020_0000;
+pub const TCP_FLAG_ACK: u32 = 0x0010_0000;
+pub const TCP_FLAG_PSH: u32 = 0x0008_0000;
+pub const TCP_FLAG_RST: u32 = 0x0004_0000;
+pub const TCP_FLAG_SYN: u32 = 0x0002_0000;
+pub const TCP_FLAG_FIN: u32 = 0x0001_0000;
+const TCP_HLEN: usize = 20;
+
+/// tcp4_gro_receive: verify the checksum (unless a flush is already pending), pull the
+/// header, then tcp_gro_receive.
+pub fn tcp4_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+    if !skb.cb.flush {
+        let psum = gro_compute_pseudo(skb, IPPROTO_TCP);
+        if checksum_validate(skb, false, 0, psum) {
+            skb.flush(reason::TCP_CSUM);
+            return None;
+        }
+    }
+    // tcp_gro_pull_header
+    let th = skb.cb.data_offset;
+    if skb.data.len() < th + TCP_HLEN {
+        skb.flush(reason::TCP_DOFF);
+        return None;
+    }
+    let thlen = usize::from(skb.data[th + 12] >> 4) * 4;
+    if thlen < TCP_HLEN || skb.data.len() < th + thlen {
+        skb.flush(reason::TCP_DOFF);
+        return None;
+    }
+    skb.cb.data_offset += thlen;
+    tcp_gro_receive(cfg, head, skb, th, thlen)
+}
+
+/// Name the first difference in the flag word (doff, reserved bits, flags, window).
+fn flag_diff_reason(diff: u32) -> Reason {
+    if diff & TCP_FLAG_SYN != 0 {
+        reason::TCP_FLAGS_SYN
+    } else if diff & TCP_FLAG_RST != 0 {
+        reason::TCP_FLAGS_RST
+    } else if diff & TCP_FLAG_URG != 0 {
+        reason::TCP_FLAGS_URG
+    } else if diff & TCP_FLAG_CWR != 0 {
+        reason::TCP_CWR
+    } else if diff & 0xf000_0000 != 0 {
+        reason::TCP_HDRLEN
+    } else if diff & 0xffff_0000 != 0 {
+        reason::TCP_FLAGS
+    } else {
+        reason::TCP_WINDOW
+    }
+}
+
+/// tcp_gro_receive: find the held skb of this port pair, apply every flush rule, merge,
+/// then the final flush check. Returns the held skb to complete, if any.
+pub fn tcp_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [GroSkb],
+    skb: &mut GroSkb,
+    th: usize,
+    thlen: usize,
+) -> Option<usize> {
+    let len = skb.gro_len();
+    let flags = skb.be32(th + 12);
+    let ports = skb.be32(th);
+    // tcp_gro_lookup: the first same_flow skb (youngest first) with this port pair.
+    let mut found = None;
+    for i in (0..head.len()).rev() {
+        let p = &mut head[i];
+        if !p.cb.same_flow {
+            continue;
+        }
+        if p.be32(th) != ports {
+            p.cb.same_flow = false;
+            p.cb.mismatch = Some(reason::TCP_PORTS);
+            skb.saw_mismatch(reason::TCP_PORTS);
+            continue;
+        }
+        found = Some(i);
+        break;
+    }
+    let mut mss = 1usize;
+    if let Some(i) = found {
+        let p = &mut head[i];
+        let th2 = p.transport_header;
+        let flags2 = p.be32(th2 + 12);
+        // Every rule that fires, in the kernel's order; the first names the flush.
+        let mut all: Vec<Reason> = Vec::new();
+        let mut add = |cond: bool, r: Reason| {
+            if cond && !all.contains(&r) {
+                all.push(r);
+            }
+        };
+        // [4.19]/[3.12]: flush starts from the IP layer's verdict on p.
+        add(p.cb.flush, p.cb.flush_reason.unwrap_or(reason::IPV4_ID));
+        add(flags & TCP_FLAG_CWR != 0, reason::TCP_CWR);
+        let mask = if cfg.rules.cwr_in_flag_xor {
+            !(TCP_FLAG_FIN | TCP_FLAG_PSH)
+        } else {
+            !(TCP_FLAG_CWR | TCP_FLAG_FIN | TCP_FLAG_PSH)
+        };
+        let diff = (flags ^ flags2) & mask;
+        add(diff != 0, flag_diff_reason(diff));
+        add(skb.be32(th + 8) != p.be32(th2 + 8), reason::TCP_ACK);
+        let opts_differ = (TCP_HLEN..thlen)
+            .step_by(4)
+            .any(|o| skb.be32(th + o) != p.be32(th2 + o));
+        add(opts_differ, reason::TCP_OPTIONS);
+        match cfg.rules.ip_id {
+            IpIdRule::PerLevel618 => {
+                // gro_receive_network_flush: the outer (or only) level, then the inner.
+                let outer = network_flush(cfg, skb, p, p.cb.network_offsets[0], false);
+                let inner = if p.cb.encap_mark {
+                    network_flush(cfg, skb, p, p.cb.network_offsets[1], true)
+                } else {
+                    None
+                };
+                if let Some(r) = outer.or(inner) {
+                    add(true, r);
+                }
+            }
+            IpIdRule::Atomic419 => {
+                // The second frame decides between a fixed and an incrementing ID.
+                if p.cb.flush_id != 1 || p.cb.count != 1 || !p.cb.is_atomic {
+                    add(p.cb.flush_id != 0, reason::IPV4_ID);
+                } else {
+                    p.cb.is_atomic = false;
+                }
+            }
+            IpIdRule::Increment312 => {}
+        }
+        mss = usize::from(p.gso_size);
+        // A single frame larger than the first segment, or an empty one, never merges.
+        add(len.wrapping_sub(1) >= mss, reason::TCP_MSS);
+        let seq = skb.be32(th + 4);
+        let seq2 = p.be32(th2 + 4);
+        let merged_payload = p.gro_len() as u32;
+        add(seq2.wrapping_add(merged_payload) != seq, reason::TCP_SEQ);
+        match all.first().copied() {
+            Some(r) => {
+                skb.cb.nomerge = Some(r);
+                skb.cb.nomerge_also = all[1..].to_vec();
+                mss = 1;
+            }
+            None => match skb_gro_receive(cfg, p, skb) {
+                Ok(()) => {
+                    // The held flag word ORs in the new FIN and PSH.
+                    let w = p.be32(th2 + 12) | (flags & (TCP_FLAG_FIN | TCP_FLAG_PSH));
+                    p.data[th2 + 12..th2 + 16].copy_from_slice(&w.to_be_bytes());
+                }
+                Err(r) => {
+                    skb.cb.nomerge = Some(r);
+                    mss = 1;
+                }
+            },
+        }
+    }
+    // out_check_final: force a flush if the segment is smaller than mss, or carries
+    // URG, PSH, RST, SYN or FIN.
+    let merged = skb.cb.same_flow;
+    let final_why = if flags & TCP_FLAG_RST != 0 {
+        Some(reason::TCP_FLAGS_RST)
+    } else if flags & TCP_FLAG_SYN != 0 {
+        Some(reason::TCP_FLAGS_SYN)
+    } else if flags & TCP_FLAG_URG != 0 {
+        Some(reason::TCP_FLAGS_URG)
+    } else if flags & TCP_FLAG_FIN != 0 {
+        Some(reason::TCP_FLAGS_FIN)
+    } else if flags & TCP_FLAG_PSH != 0 {
+        Some(reason::TCP_FLAGS_PSH)
+    } else if len < mss {
+        Some(if merged { reason::TCP_SHORT } else { reason::TCP_MSS })
+    } else {
+        None
+    };
+    let flush = final_why.is_some();
+    let pp = found.filter(|_| !merged || flush);
+    if let Some(r) = final_why {
+        if merged {
+            skb.cb.merged_flush = Some(r);
+        }
+        skb.flush(skb.cb.nomerge.unwrap_or(r));
+    }
+    pp
+}
+
+/// tcp4_gro_complete: the TCP checksum becomes the folded pseudo-header sum of the
+/// merged length (not complemented), gso_type gains TCPV4 (+ FIXEDID bits), then
+/// tcp_gro_complete.
+pub fn tcp4_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, thoff: usize) {
+    if skb.data.len() < thoff + TCP_HLEN {
+        return;
+    }
+    let nh = skb.cb.network_offsets[usize::from(skb.encapsulation)];
+    let addr = |o: usize| -> [u8; 4] {
+        skb.data[nh + o..nh + o + 4].try_into().unwrap_or([0; 4])
+    };
+    let check = csum::fold(csum::pseudo_v4(addr(12), addr(16), IPPROTO_TCP, skb.len - thoff));
+    skb.data[thoff + 16..thoff + 18].copy_from_slice(&check.to_be_bytes());
+    skb.gso_type |= gso::TCPV4;
+    if cfg.rules.fixedid_on_complete {
+        if skb.cb.ip_fixedid & 1 != 0 {
+            skb.gso_type |= gso::TCP_FIXEDID;
+        }
+        if skb.cb.ip_fixedid & 2 != 0 {
+            skb.gso_type |= gso::TCP_FIXEDID_INNER;
+        }
+    }
+    tcp_gro_complete(cfg, skb, thoff);
+}
+
+/// tcp_gro_complete: CHECKSUM_PARTIAL at the TCP header, gso_segs = count, and the ECN
+/// GSO bit when the head segment has CWR.
+pub fn tcp_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, thoff: usize) {
+    if skb.encapsulation {
+        skb.inner_transport_header = Some(thoff);
+    }
+    skb.csum_start = thoff;
+    skb.csum_offset = 16;
+    skb.ip_summed = IpSummed::Partial;
+    skb.gso_segs = skb.cb.count;
+    if skb.be32(thoff + 12) & TCP_FLAG_CWR != 0 {
+        skb.gso_type |= match cfg.rules.cwr_gso {
+            CwrGso::TcpEcn => gso::TCP_ECN,
+            CwrGso::AccEcn => gso::TCP_ACCECN,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::napi::End;
+    use super::super::testutil::{five, lens, run};
+    use super::super::{frames::Tcp4, reason};
+    use crate::profile::{LINUX_4_19, LINUX_6_18};
+
+    const ONE: usize = 1454;
+    const TWO: usize = 54 + 2800;
+    const THREE: usize = 54 + 4200;
+
+    #[test]
+    fn psh_and_fin_merge_then_flush() {
+        for (flags, why) in [(0x18, reason::TCP_FLAGS_PSH), (0x11, reason::TCP_FLAGS_FIN)] {
+            let d = run(&LINUX_6_18, five(|s| s.flags = flags));
+            // Segments 0-2 (the PSH/FIN one merged last), then 3-4.
+            assert_eq!(lens(&d), vec![THREE, TWO], "{}", why.name);
+            assert_eq!(d[0].end, End::Frame { frame: 2, reason: why, merged: true });
+        }
+    }
+
+    #[test]
+    fn syn_rst_urg_never_merge_and_go_up_alone() {
+        for (flags, why) in [
+            (0x12, reason::TCP_FLAGS_SYN),
+            (0x14, reason::TCP_FLAGS_RST),
+            (0x30, reason::TCP_FLAGS_URG),
+        ] {
+            let d = run(&LINUX_6_18, five(|s| s.flags = flags));
+            // The flag word differs: held 0-1 completes, segment 2 is flushed unheld
+            // (final check), 3-4 start again.
+            assert_eq!(lens(&d), vec![TWO, ONE, TWO], "{}", why.name);
+            assert_eq!(d[1].skb.start, Some(why));
+            assert_eq!(d[1].end, End::Normal);
+        }
+    }
+
+    #[test]
+    fn window_ack_options_and_header_length_split_the_flow() {
+        let ts = |v: u32| {
+            let mut o = vec![1, 1, 8, 10];
+            o.extend_from_slice(&v.to_be_bytes());
+            o.extend_from_slice(&0u32.to_be_bytes());
+            o
+        };
+        let cases: Vec<(Vec<Vec<u8>>, _)> = vec![
+            (five(|s| s.window = 1024), reason::TCP_WINDOW),
+            (five(|s| s.ack = 2), reason::TCP_ACK),
+            (five(|s| s.options = ts(5)), reason::TCP_HDRLEN),
+        ];
+        for (frames, why) in cases {
+            let d = run(&LINUX_6_18, frames);
+            // Segment 2 completes 0-1 and is held alone; 3 differs from it again.
+            let l = lens(&d);
+            assert_eq!(l[0], TWO, "{}", why.name);
+            assert_eq!(d[1].skb.start, Some(why));
+            assert_eq!(d.len(), 3);
+        }
+        // Same option length, different timestamp value: tcp:options.
+        let frames: Vec<Vec<u8>> = (0..5u32)
+            .map(|k| Tcp4 { seq: 1000 + k * 1400, id: 1 + k as u16, options: ts(if k == 2 { 9 } else { 5 }), ..Tcp4::default() }.build())
+            .collect();
+        let d = run(&LINUX_6_18, frames);
+        assert_eq!(lens(&d), vec![2 * 1400 + 66, 1466, 2 * 1400 + 66]);
+        assert_eq!(d[1].skb.start, Some(reason::TCP_OPTIONS));
+    }
+
+    #[test]
+    fn mss_rule_large_small_small_large_and_pure_ack() {
+        // Large then small: the 700-byte last segment merges and forces the flush.
+        let f: Vec<Vec<u8>> = (0..5u32)
+            .map(|k| Tcp4 { seq: 1000 + k * 1400, id: 1 + k as u16, payload: if k == 4 { 700 } else { 1400 }, ..Tcp4::default() }.build())
+            .collect();
+        let d = run(&LINUX_6_18, f);
+        assert_eq!(lens(&d), vec![54 + 4 * 1400 + 700]);
+        assert_eq!(d[0].end, End::Frame { frame: 4, reason: reason::TCP_SHORT, merged: true });
+        // Small then large: mss = 700, (1400 - 1) >= 700 flushes.
+        let f: Vec<Vec<u8>> = (0..3u32)
+            .map(|k| Tcp4 { seq: if k == 0 { 1000 } else { 1700 + (k - 1) * 1400 }, id: 1 + k as u16, payload: if k == 0 { 700 } else { 1400 }, ..Tcp4::default() }.build())
+            .collect();
+        let d = run(&LINUX_6_18, f);
+        assert_eq!(lens(&d), vec![754, TWO]);
+        assert_eq!(d[1].skb.start, Some(reason::TCP_MSS));
+        // A pure ACK (no payload, seq unchanged) in the middle: held 0-1 completes, the
+        // ACK goes up alone (len 0 < mss), 3-4 (seq 1000 + 2 x 1400 + 1400) restart.
+        let f: Vec<Vec<u8>> = (0..5u32)
+            .map(|k| {
+                let (seq, payload) = match k {
+                    0 | 1 => (1000 + k * 1400, 1400),
+                    2 => (3800, 0),
+                    _ => (3800 + (k - 3) * 1400, 1400),
+                };
+                Tcp4 { seq, payload, id: 1 + k as u16, ..Tcp4::default() }.build()
+            })
+            .collect();
+        let d = run(&LINUX_6_18, f);
+        assert_eq!(lens(&d), vec![TWO, 54, TWO]);
+        assert_eq!(d[1].skb.start, Some(reason::TCP_MSS));
+    }
+
+    #[test]
+    fn seq_gap_and_checksum() {
+        let d = run(&LINUX_6_18, five(|s| s.seq += 1));
+        assert_eq!(lens(&d), vec![TWO, ONE, TWO]);
+        assert_eq!(d[1].skb.start, Some(reason::TCP_SEQ));
+        let d = run(&LINUX_6_18, five(|s| s.bad_tcp_csum = true));
+        // The bad segment goes up first; 0-1 stay held until 3 fails ipv4:id/tcp:seq.
+        assert_eq!(lens(&d), vec![ONE, TWO, TWO]);
+        assert_eq!(d[0].skb.start, Some(reason::TCP_CSUM));
+    }
+
+    #[test]
+    fn cwr_flushes_and_6_18_keeps_cwr_in_the_flag_word() {
+        // 6.18: CWR on segment 2 flushes (not merged, held); 3 differs in CWR: flush.
+        let d = run(&LINUX_6_18, five(|s| s.flags = 0x90));
+        assert_eq!(lens(&d), vec![TWO, ONE, TWO]);
+        assert_eq!(d[1].skb.start, Some(reason::TCP_CWR));
+        // 4.19 masked CWR in the XOR: 3-4 merge into the CWR head, gso TCP_ECN.
+        let d = run(&LINUX_4_19, five(|s| s.flags = 0x90));
+        assert_eq!(lens(&d), vec![TWO, THREE]);
+        assert_eq!(d[1].skb.gso_type, crate::skb::gso::TCPV4 | crate::skb::gso::TCP_ECN);
+    }
+
+    #[test]
+    fn interleaved_flows_merge_separately() {
+        let f: Vec<Vec<u8>> = (0..8u32)
+            .map(|k| Tcp4 { sport: if k % 2 == 0 { 1 } else { 2 }, seq: 1000 + (k / 2) * 1400, id: 1 + (k / 2) as u16, ..Tcp4::default() }.build())
+            .collect();
+        let d = run(&LINUX_6_18, f);
+        assert_eq!(lens(&d), vec![54 + 5600, 54 + 5600]);
+        assert_eq!(d[1].skb.start, Some(reason::FLOW_NEW));
+    }
+}

@@ -1,0 +1,147 @@
+//! UDP tunnel GRO: net/ipv4/udp_offload.c: udp4_gro_receive, udp_gro_receive,
+//! udp4_gro_complete, udp_gro_complete; and VXLAN (drivers/net/vxlan/vxlan_core.c:
+//! vxlan_gro_prepare_receive, vxlan_gro_receive, vxlan_gro_complete). Plain UDP GRO
+//! (udp_gro_receive_segment) needs a GRO-enabled socket or NETIF_F_GRO_UDP_FWD /
+//! NETIF_F_GRO_FRAGLIST, none of which a tap has by default: such frames flush.
+
+use super::core::{call_l3_receive, checksum_validate, postpull_rcsum, L3Handler};
+use super::csum;
+use super::eth::eth_gro_complete;
+use super::ipv4::{gro_compute_pseudo, IPPROTO_UDP};
+use super::{reason, GroConfig, GroSkb, GRO_RECURSION_LIMIT};
+use crate::skb::{gso, IpSummed};
+
+const UDP_HLEN: usize = 8;
+/// sizeof(struct vxlanhdr).
+pub const VXLAN_HLEN: usize = 8;
+
+/// udp4_gro_receive: verify a non-zero checksum, find the tunnel socket, udp_gro_receive.
+pub fn udp4_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+    let off = skb.cb.data_offset;
+    if skb.data.len() < off + UDP_HLEN {
+        skb.flush(reason::UDP_NO_GRO);
+        return None;
+    }
+    let check = skb.be16(off + 6);
+    // Don't bother verifying the checksum if we're going to flush anyway.
+    if !skb.cb.flush {
+        let psum = gro_compute_pseudo(skb, IPPROTO_UDP);
+        if checksum_validate(skb, true, check, psum) {
+            skb.flush(reason::UDP_CSUM);
+            return None;
+        }
+        if check != 0 && skb.cb.csum_cnt == 0 && !skb.cb.csum_valid {
+            // skb_gro_checksum_try_convert
+            skb.cb.csum = u32::from(!csum::fold(psum));
+            skb.cb.csum_valid = true;
+        }
+    }
+    // udp4_gro_lookup_skb: a VXLAN socket bound to the destination port.
+    let tunnel = cfg.vxlan_ports.contains(&skb.be16(off + 2));
+    udp_gro_receive(cfg, head, skb, off, check, tunnel)
+}
+
+/// udp_gro_receive, tunnel branch.
+fn udp_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [GroSkb],
+    skb: &mut GroSkb,
+    off: usize,
+    check: u16,
+    tunnel: bool,
+) -> Option<usize> {
+    if !tunnel {
+        skb.flush(reason::UDP_NO_GRO);
+        return None;
+    }
+    if skb.cb.encap_mark {
+        skb.flush(reason::UDP_ENCAP);
+        return None;
+    }
+    if check != 0
+        && skb.ip_summed != IpSummed::Partial
+        && skb.cb.csum_cnt == 0
+        && !skb.cb.csum_valid
+    {
+        skb.flush(reason::UDP_CSUM);
+        return None;
+    }
+    // Mark that this skb passed once through the tunnel GRO layer.
+    skb.cb.encap_mark = true;
+    let ports = skb.be32(off);
+    for p in head.iter_mut().rev() {
+        if !p.cb.same_flow {
+            continue;
+        }
+        // Match ports, and either both checksums are zero or both are not.
+        if p.be32(off) != ports || (p.be16(off + 6) == 0) != (check == 0) {
+            p.cb.same_flow = false;
+            p.cb.mismatch = Some(reason::UDP_PORTS);
+            skb.saw_mismatch(reason::UDP_PORTS);
+        }
+    }
+    skb.cb.data_offset += UDP_HLEN;
+    postpull_rcsum(skb, off, UDP_HLEN);
+    // call_gro_receive_sk(udp_sk(sk)->gro_receive = vxlan_gro_receive)
+    skb.cb.recursion += 1;
+    if skb.cb.recursion >= GRO_RECURSION_LIMIT {
+        skb.flush(reason::RECURSION);
+        return None;
+    }
+    skb.cb.depth += 1;
+    vxlan_gro_receive(cfg, head, skb)
+}
+
+/// vxlan_gro_receive: compare the VXLAN flags and VNI words, pull 8 bytes, then
+/// eth_gro_receive (the inner Ethernet header; VXLAN calls it directly, so no
+/// ETH_P_TEB offload is needed).
+fn vxlan_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+    let off = skb.cb.data_offset;
+    if skb.data.len() < off + VXLAN_HLEN {
+        skb.flush(reason::VXLAN_VNI);
+        return None;
+    }
+    postpull_rcsum(skb, off, VXLAN_HLEN);
+    skb.cb.data_offset += VXLAN_HLEN;
+    let (flags, vni) = (skb.be32(off), skb.be32(off + 4));
+    for p in head.iter_mut().rev() {
+        if !p.cb.same_flow {
+            continue;
+        }
+        if p.be32(off) != flags || p.be32(off + 4) != vni {
+            p.cb.same_flow = false;
+            p.cb.mismatch = Some(reason::VXLAN_VNI);
+            skb.saw_mismatch(reason::VXLAN_VNI);
+        }
+    }
+    call_l3_receive(cfg, L3Handler::Teb, head, skb)
+}
+
+/// udp4_gro_complete + udp_gro_complete + vxlan_gro_complete.
+pub fn udp4_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
+    if skb.data.len() < nhoff + UDP_HLEN {
+        return;
+    }
+    let nh = skb.cb.network_offsets[usize::from(skb.encapsulation)];
+    let len = skb.len - nhoff;
+    let check = skb.be16(nhoff + 6);
+    if check != 0 {
+        let a = |o: usize| -> [u8; 4] { skb.data[nh + o..nh + o + 4].try_into().unwrap_or([0; 4]) };
+        let c = csum::fold(csum::pseudo_v4(a(12), a(16), IPPROTO_UDP, len));
+        skb.data[nhoff + 6..nhoff + 8].copy_from_slice(&c.to_be_bytes());
+    }
+    // udp_gro_complete: uh->len, then the tunnel's gro_complete.
+    skb.data[nhoff + 4..nhoff + 6].copy_from_slice(&(len as u16).to_be_bytes());
+    if cfg.vxlan_ports.contains(&skb.be16(nhoff + 2)) {
+        skb.gso_type = if check != 0 {
+            gso::UDP_TUNNEL_CSUM
+        } else {
+            gso::UDP_TUNNEL
+        };
+        skb.cb.encap_mark = false;
+        skb.encapsulation = true;
+        // vxlan_gro_complete: eth_gro_complete after the VXLAN header (it sets
+        // inner_mac_header since encapsulation is set).
+        eth_gro_complete(cfg, skb, nhoff + UDP_HLEN + VXLAN_HLEN);
+    }
+}

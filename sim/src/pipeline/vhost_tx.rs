@@ -1,0 +1,109 @@
+//! The `vhost-tx` pipeline: a guest transmits the input frames through vhost_net into tap
+//! A (ifindex 2), with the scenario's XDP program and redirect target; the guest fills
+//! its TX virtqueue all at once, in bursts, or one packet per kick.
+
+use crate::scenario::{GuestFill, Scenario};
+use crate::tun::write::ModelError;
+use crate::vhost::{TxDesc, VhostEvent, VhostNetTx, VhostOps};
+use crate::wire::virtio_net_hdr::{Endian, VirtioNetHdr, VnetHdrLayout};
+
+use super::tap_write::{TapWriteRun, WriteEvent, IFINDEX_DUT};
+
+/// What happened, in order: the worker's events and what the host saw.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VhostTxEvent {
+    Worker(VhostEvent),
+    Host(WriteEvent),
+}
+
+/// A run of the pipeline.
+#[derive(Debug)]
+pub struct VhostTxRun<'s> {
+    scenario: &'s Scenario,
+    host: TapWriteRun<'s>,
+    worker: VhostNetTx,
+    pending: Vec<TxDesc>,
+    kicks: usize,
+    next_head: u16,
+}
+
+impl<'s> VhostTxRun<'s> {
+    pub fn new(scenario: &'s Scenario) -> Result<VhostTxRun<'s>, ModelError> {
+        let guest = scenario
+            .guest
+            .as_ref()
+            .ok_or_else(|| ModelError("vhost-tx without [vhost]".into()))?;
+        Ok(VhostTxRun {
+            scenario,
+            host: TapWriteRun::new(scenario)?,
+            worker: VhostNetTx::new(IFINDEX_DUT, guest.hdr_len),
+            pending: Vec::new(),
+            kicks: 0,
+            next_head: 0,
+        })
+    }
+
+    /// The guest queues input frame `index` (header + frame) and kicks when its fill
+    /// plan says so.
+    pub fn frame(
+        &mut self,
+        index: u64,
+        ts_ns: u64,
+        frame: &[u8],
+        sink: &mut impl FnMut(VhostTxEvent),
+    ) -> Result<(), ModelError> {
+        let Some(guest) = self.scenario.guest.as_ref() else {
+            return Err(ModelError("vhost-tx without [vhost]".into()));
+        };
+        let mut bytes = vec![0u8; guest.hdr_len];
+        let vnet = guest.vnet_for(index);
+        // A virtio 1.0 guest is little-endian; the 10 header bytes then num_buffers.
+        let mut view = VirtioNetHdr::new_unchecked(&mut bytes[..], VnetHdrLayout::Basic, Endian::Little);
+        let _ = vnet.emit(&mut view);
+        bytes.extend_from_slice(frame);
+        self.pending.push(TxDesc {
+            head: self.next_head,
+            packet: index,
+            ts_ns,
+            bytes,
+        });
+        self.next_head = self.next_head.wrapping_add(1);
+        let kick_now = match guest.fill {
+            GuestFill::All => false,
+            GuestFill::Trickle => true,
+            GuestFill::Burst(n) => self.pending.len() >= n,
+        };
+        if kick_now {
+            self.kick(index, ts_ns, sink)?;
+        }
+        Ok(())
+    }
+
+    /// The last kick for whatever the guest still holds.
+    pub fn finish(&mut self, last: (u64, u64), sink: &mut impl FnMut(VhostTxEvent)) -> Result<(), ModelError> {
+        if !self.pending.is_empty() {
+            self.kick(last.0, last.1, sink)?;
+        }
+        Ok(())
+    }
+
+    fn kick(&mut self, frame: u64, ts_ns: u64, sink: &mut impl FnMut(VhostTxEvent)) -> Result<(), ModelError> {
+        self.worker.add_avail(std::mem::take(&mut self.pending));
+        let profile = self.scenario.profile;
+        self.worker
+            .kick(&mut self.host.net, &profile, &mut |e| sink(VhostTxEvent::Worker(e)))?;
+        let k = self.kicks;
+        self.kicks += 1;
+        self.host.after(k, frame, ts_ns, &mut |e| sink(VhostTxEvent::Host(e)));
+        Ok(())
+    }
+
+    pub fn ops(&self) -> VhostOps {
+        self.worker.ops
+    }
+
+    pub fn host(&self) -> &TapWriteRun<'s> {
+        &self.host
+    }
+}

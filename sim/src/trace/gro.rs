@@ -1,0 +1,299 @@
+//! The tap-gro trace: one block per skb the stack sees, in delivery order, with the
+//! input frames it holds, its GSO fields, and for the frame that started it the named
+//! rule that kept it from merging; then the totals.
+//!
+//! Observable by a real arm: `len`, `bytes`, `summary` (AF_PACKET on the tap), `gso` and
+//! `csum` (a TSO/vnet reader behind a bridge), `vxlan_dev` (AF_PACKET on the vxlan
+//! device), the totals' `lengths`/`stack`/`tap`. Model-only: [`GRO_MODEL_ONLY_FIELDS`].
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::gro::napi::{Delivered, End};
+use crate::gro::GroSkb;
+use crate::pipeline::tap_gro::TapGroRun;
+use crate::scenario::Scenario;
+use crate::skb::{gso, IpSummed};
+use crate::wire::summary::describe;
+
+/// Trace fields only the model knows; a comparison with the real kernel skips them.
+pub const GRO_MODEL_ONLY_FIELDS: [&str; 9] = [
+    "backend", "frames", "start", "rule", "end", "layout", "ip_summed", "poll", "held",
+];
+
+fn ts(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// "0-9", "0-3 5 7-8".
+pub fn ranges(frames: &[u64]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < frames.len() {
+        let mut j = i;
+        while j + 1 < frames.len() && frames[j + 1] == frames[j] + 1 {
+            j += 1;
+        }
+        out.push(if j == i {
+            frames[i].to_string()
+        } else {
+            format!("{}-{}", frames[i], frames[j])
+        });
+        i = j + 1;
+    }
+    out.join(" ")
+}
+
+fn end_text(e: &End) -> String {
+    match e {
+        End::Normal => "passed up unheld (GRO_NORMAL)".into(),
+        End::NapiComplete => "napi_complete_done: flush all".into(),
+        End::NapiCompleteOld => {
+            "napi_complete_done: held in an older jiffy (gro_flush_timeout set)".into()
+        }
+        End::Timer => "gro_flush_timeout: the hrtimer fired, napi_complete_done(0) flushed all".into(),
+        End::Budget => "poll used its budget (64): napi_gro_flush".into(),
+        End::BucketFull { frame } => format!("gro:bucket-full (frame {frame} needed a slot; gro_flush_oldest)"),
+        End::Frame { frame, reason, merged: true } => {
+            format!("frame {frame} {} (merged, then forced the flush)", reason.name)
+        }
+        End::Frame { frame, reason, merged: false } => {
+            format!("frame {frame} {} (did not merge)", reason.name)
+        }
+    }
+}
+
+fn gso_text(s: &GroSkb) -> String {
+    if s.gso_size == 0 {
+        "none".into()
+    } else {
+        format!("{} size {} segs {}", gso::names(s.gso_type), s.gso_size, s.gso_segs)
+    }
+}
+
+fn layout_text(s: &GroSkb) -> String {
+    let l = &s.layout;
+    let mut t = format!("head {} frags {}", s.data.len(), l.frags);
+    if !l.frag_list.is_empty() {
+        let with_frags = l.frag_list.iter().filter(|n| **n > 0).count();
+        let _ = write!(t, " frag_list {}", l.frag_list.len());
+        if with_frags > 0 {
+            let v: Vec<String> = l.frag_list.iter().map(|n| n.to_string()).collect();
+            let _ = write!(t, " (frags {})", v.join(","));
+        }
+    }
+    t
+}
+
+fn encap_text(s: &GroSkb) -> String {
+    if !s.encapsulation {
+        return "none".into();
+    }
+    let o = |x: Option<usize>| x.map_or("-".to_string(), |v| v.to_string());
+    format!(
+        "inner_mac {} inner_network {} inner_transport {}",
+        o(s.inner_mac_header),
+        o(s.inner_network_header),
+        o(s.inner_transport_header)
+    )
+}
+
+/// The decapsulated length a vxlan device sees (outer Ethernet, IPv4, UDP, VXLAN off).
+fn vxlan_dev_len(s: &GroSkb) -> Option<usize> {
+    if s.gso_type & (gso::UDP_TUNNEL | gso::UDP_TUNNEL_CSUM) != 0 {
+        return s.inner_mac_header.map(|m| s.len - m);
+    }
+    None
+}
+
+fn hexdump(out: &mut String, data: &[u8]) {
+    let line = |out: &mut String, off: usize, chunk: &[u8]| {
+        let _ = write!(out, "    {off:04x}:");
+        for b in chunk {
+            let _ = write!(out, " {b:02x}");
+        }
+        out.push('\n');
+    };
+    if data.len() <= 256 {
+        for (i, c) in data.chunks(16).enumerate() {
+            line(out, i * 16, c);
+        }
+        return;
+    }
+    for (i, c) in data[..128].chunks(16).enumerate() {
+        line(out, i * 16, c);
+    }
+    let tail = (data.len() - 1) / 16 * 16;
+    let _ = writeln!(out, "    ...: {} bytes not shown (all in the output pcap)", tail - 128);
+    line(out, tail, &data[tail..]);
+}
+
+fn header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
+    let p = &run.plan;
+    let on = |b: bool| if b { "on" } else { "off" };
+    let ports: Vec<String> = p.vxlan_ports.iter().map(|x| x.to_string()).collect();
+    let _ = writeln!(out, "scenario: {}", sc.name);
+    let _ = writeln!(out, "description: {}", sc.description);
+    let _ = writeln!(out, "backend: sim");
+    let _ = writeln!(out, "profile: {}", sc.profile.name);
+    let napi_note = if run.cfg.rules.tun_napi { "" } else { " (modelled: IFF_NAPI arrived in v4.15)" };
+    let _ = writeln!(out, "device: tap IFF_NAPI no_pi{napi_note}");
+    let _ = writeln!(
+        out,
+        "gro: {} teb {} vlan {} vxlan_ports [{}]",
+        on(p.feature),
+        on(p.teb_gro),
+        on(p.vlan_gro),
+        ports.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "napi: burst {} gro_flush_timeout {} ns HZ {} weight 64",
+        p.burst, p.flush_timeout_ns, p.hz
+    );
+    let _ = writeln!(
+        out,
+        "write: {} {}",
+        if p.nonblocking { "nonblocking" } else { "blocking" },
+        if p.needs_csum { "NEEDS_CSUM" } else { "CHECKSUM_NONE" }
+    );
+    let input = sc.input.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let _ = writeln!(out, "input: {input}");
+}
+
+fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
+    let s = &d.skb;
+    let frames: Vec<u64> = s.frames().collect();
+    let _ = writeln!(out, "deliver {n} (poll {}, ts {}): len {}", d.poll, ts(d.ts_ns), s.len);
+    let _ = writeln!(out, "  frames: {} ({})", ranges(&frames), frames.len());
+    if let Some(r) = s.start {
+        let also: Vec<&str> = s.start_also.iter().map(|a| a.name).collect();
+        if also.is_empty() {
+            let _ = writeln!(out, "  start: frame {} {}", s.frame, r.name);
+        } else {
+            let _ = writeln!(out, "  start: frame {} {} (also {})", s.frame, r.name, also.join(", "));
+        }
+        let _ = writeln!(out, "  rule: {}", r.rule);
+    }
+    let _ = writeln!(out, "  end: {}", end_text(&d.end));
+    let _ = writeln!(out, "  gso: {}", gso_text(s));
+    if s.ip_summed == IpSummed::Partial {
+        let _ = writeln!(out, "  csum: CHECKSUM_PARTIAL start {} offset {}", s.csum_start, s.csum_offset);
+    } else {
+        let _ = writeln!(out, "  ip_summed: {} level {}", s.ip_summed.kernel_name(), s.csum_level);
+    }
+    let _ = writeln!(out, "  encap: {}", encap_text(s));
+    if let Some(v) = vxlan_dev_len(s) {
+        let _ = writeln!(out, "  vxlan_dev: len {v}");
+    }
+    let _ = writeln!(out, "  layout: {}", layout_text(s));
+    let bytes = s.to_vec();
+    let _ = writeln!(out, "  summary: {}", describe(&bytes));
+    out.push_str("  bytes:\n");
+    hexdump(out, &bytes);
+}
+
+/// The text trace of a finished run.
+pub fn render_tap_gro(sc: &Scenario, run: &TapGroRun) -> String {
+    let mut out = String::new();
+    header(&mut out, sc, run);
+    for e in &run.write_errors {
+        out.push('\n');
+        let _ = writeln!(out, "write-error (frame {}, ts {}): EINVAL", e.frame, ts(e.ts_ns));
+        let _ = writeln!(out, "  len: {} (tun_get_user: a tap frame needs 14 bytes; nothing counted)", e.len);
+    }
+    for (n, d) in run.delivered.iter().enumerate() {
+        out.push('\n');
+        render_delivered(&mut out, n, d);
+    }
+    out.push('\n');
+    let lens: Vec<String> = run.delivered.iter().map(|d| d.skb.len.to_string()).collect();
+    let c = &run.counts;
+    let _ = writeln!(
+        out,
+        "totals: written {} write_errors {} delivered {}",
+        c.frames,
+        run.write_errors.len(),
+        run.delivered.len()
+    );
+    let _ = writeln!(out, "  tap: rx_packets {} rx_bytes {}", run.stats.rx_packets, run.stats.rx_bytes);
+    let _ = writeln!(out, "  stack: packets {} bytes {} segs {}", c.skbs, c.bytes, c.segs);
+    let _ = writeln!(out, "  lengths: [{}]", lens.join(", "));
+    let _ = writeln!(
+        out,
+        "  held: merged {} held {} normal {} polls {}",
+        run.napi.merged, run.napi.held, run.napi.normal, run.napi.polls
+    );
+    out
+}
+
+fn end_json(e: &End) -> Value {
+    match e {
+        End::Normal => json!({"kind": "normal"}),
+        End::NapiComplete => json!({"kind": "napi_complete_done"}),
+        End::NapiCompleteOld => json!({"kind": "napi_complete_done_old"}),
+        End::Timer => json!({"kind": "gro_flush_timeout"}),
+        End::Budget => json!({"kind": "budget"}),
+        End::BucketFull { frame } => json!({"kind": "bucket_full", "frame": frame}),
+        End::Frame { frame, reason, merged } => {
+            json!({"kind": "frame", "frame": frame, "reason": reason.name, "merged": merged})
+        }
+    }
+}
+
+/// The same trace for machines.
+pub fn tap_gro_json(sc: &Scenario, run: &TapGroRun) -> Value {
+    let p = &run.plan;
+    let deliveries: Vec<Value> = run
+        .delivered
+        .iter()
+        .enumerate()
+        .map(|(n, d)| {
+            let s = &d.skb;
+            let bytes = s.to_vec();
+            json!({
+                "deliver": n,
+                "poll": d.poll,
+                "ts_ns": d.ts_ns,
+                "len": s.len,
+                "frames": s.frames().collect::<Vec<u64>>(),
+                "start": s.start.map(|r| json!({"frame": s.frame, "reason": r.name,
+                    "also": s.start_also.iter().map(|a| a.name).collect::<Vec<_>>()})),
+                "end": end_json(&d.end),
+                "gso_type": gso::names(s.gso_type),
+                "gso_size": s.gso_size,
+                "gso_segs": s.gso_segs,
+                "ip_summed": s.ip_summed.kernel_name(),
+                "csum_start": (s.ip_summed == IpSummed::Partial).then_some(s.csum_start),
+                "csum_offset": (s.ip_summed == IpSummed::Partial).then_some(s.csum_offset),
+                "encapsulation": s.encapsulation,
+                "vxlan_dev_len": vxlan_dev_len(s),
+                "layout": {"head": s.data.len(), "frags": s.layout.frags, "frag_list": s.layout.frag_list},
+                "summary": describe(&bytes),
+                "bytes": bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            })
+        })
+        .collect();
+    json!({
+        "scenario": sc.name,
+        "backend": "sim",
+        "profile": sc.profile.name,
+        "gro": {
+            "feature": p.feature, "teb_gro": p.teb_gro, "vlan_gro": p.vlan_gro,
+            "vxlan_ports": p.vxlan_ports, "burst": p.burst,
+            "flush_timeout_ns": p.flush_timeout_ns, "hz": p.hz,
+            "nonblocking": p.nonblocking, "needs_csum": p.needs_csum,
+        },
+        "write_errors": run.write_errors.iter().map(|e| json!({"frame": e.frame, "ts_ns": e.ts_ns, "len": e.len})).collect::<Vec<_>>(),
+        "deliveries": deliveries,
+        "totals": {
+            "written": run.counts.frames,
+            "rx_packets": run.stats.rx_packets,
+            "rx_bytes": run.stats.rx_bytes,
+            "stack_packets": run.counts.skbs,
+            "stack_bytes": run.counts.bytes,
+            "lengths": run.delivered.iter().map(|d| d.skb.len).collect::<Vec<_>>(),
+        },
+    })
+}

@@ -1,0 +1,126 @@
+//! The trace of a vhost-tx run: the worker's kicks, batches, used-ring updates and
+//! requeues; each packet's path and fate; what the host saw; the op counts.
+
+use std::fmt::Write as _;
+
+use crate::pipeline::vhost_tx::VhostTxEvent;
+use crate::scenario::{GuestFill, Scenario};
+use crate::tun::TunStats;
+use crate::vhost::{VhostEvent, VhostOps, Via};
+use crate::bpf::Maps;
+
+use super::render::ts;
+use super::write::{action_line, fate_line, render_header, render_host_event, render_totals};
+use super::TraceHeader;
+
+/// Fields that describe how packets were grouped, not what became of them: ignore these
+/// (and the worker's blocks) to compare two profiles' verdicts and bytes.
+pub const VHOST_GROUPING_FIELDS: [&str; 7] = ["via", "kick", "batch", "used", "requeue", "ops", "per_packet"];
+
+fn range(p: &[u64]) -> String {
+    match (p.first(), p.last()) {
+        (Some(a), Some(b)) if a == b => a.to_string(),
+        (Some(a), Some(b)) if (b - a) as usize + 1 == p.len() => format!("{a}-{b}"),
+        _ => p.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","),
+    }
+}
+
+fn render_worker(out: &mut String, e: &VhostEvent) {
+    match e {
+        VhostEvent::Kick { available } => {
+            let _ = writeln!(out, "kick: {available} descriptors available");
+        }
+        VhostEvent::Batch {
+            batch,
+            packets,
+            reason,
+            xdp_flushes,
+        } => {
+            let _ = writeln!(out, "batch {batch}: {} packets in one TUN_MSG_PTR sendmsg", packets.len());
+            let _ = writeln!(out, "  packets: {}", range(packets));
+            let _ = writeln!(out, "  reason: {}", reason.name());
+            let _ = writeln!(out, "  xdp_do_flush: {xdp_flushes}");
+        }
+        VhostEvent::Packet(p) => {
+            let result = match p.result {
+                Ok(()) => "ok".to_string(),
+                Err(e) => e.name().to_string(),
+            };
+            let _ = writeln!(out, "packet {} (ts {}): {result}", p.packet, ts(p.ts_ns));
+            let via = match p.via {
+                Via::Batch(b) => format!("batch {b}"),
+                Via::Single { more: true } => "sendmsg alone (MSG_MORE)".to_string(),
+                Via::Single { more: false } => "sendmsg alone".to_string(),
+            };
+            let _ = writeln!(out, "  via: {via}");
+            if let Some(x) = &p.xdp {
+                let _ = writeln!(out, "  xdp: {}", action_line(x));
+            }
+            let _ = writeln!(out, "  fate: {}", fate_line(&p.fate));
+        }
+        VhostEvent::Used { heads } => {
+            let _ = writeln!(out, "used: {heads} heads, one vhost_add_used_and_signal_n");
+        }
+        VhostEvent::Requeue { packets, bytes } => {
+            let _ = writeln!(out, "requeue: weight reached after {packets} packets, {bytes} bytes");
+        }
+        VhostEvent::Stall { packet, errno } => {
+            let _ = writeln!(out, "stall: packet {packet} put back after {errno}");
+        }
+    }
+}
+
+fn ops_lines(out: &mut String, o: &VhostOps, packets: u64) {
+    let _ = writeln!(
+        out,
+        "  ops: sendmsg batched {} single {}, xdp_do_flush {}, used updates {}, signals {}, requeues {}, handle_tx runs {}, bytes copied {}, page puts {}",
+        o.sendmsg_batched, o.sendmsg_single, o.xdp_flushes, o.used_updates, o.signals, o.requeues,
+        o.handle_tx_runs, o.bytes_copied, o.page_puts
+    );
+    if packets > 0 {
+        let per = |x: u64| x as f64 / packets as f64;
+        let _ = writeln!(
+            out,
+            "  per_packet: sendmsg {:.4}, xdp_do_flush {:.4}, used updates {:.4}",
+            per(o.sendmsg_batched + o.sendmsg_single),
+            per(o.xdp_flushes),
+            per(o.used_updates)
+        );
+    }
+}
+
+/// The text trace of a vhost-tx run.
+pub fn render_vhost_tx(
+    header: &TraceHeader,
+    scenario: &Scenario,
+    events: &[VhostTxEvent],
+    ops: &VhostOps,
+    packets: u64,
+    maps: Option<&Maps>,
+    final_stats: (TunStats, Option<TunStats>),
+) -> String {
+    let mut out = String::new();
+    render_header(&mut out, header, scenario);
+    if let Some(g) = &scenario.guest {
+        let fill = match g.fill {
+            GuestFill::All => "all at once".to_string(),
+            GuestFill::Burst(n) => format!("bursts of {n}"),
+            GuestFill::Trickle => "one packet per kick".to_string(),
+        };
+        let _ = writeln!(out, "guest: virtio_net_hdr {} bytes, fills {fill}", g.hdr_len);
+    }
+    // render_host_event tracks the latest counters; the totals use the final ones.
+    let (mut last_a, mut last_b) = (TunStats::default(), None);
+    for e in events {
+        out.push('\n');
+        match e {
+            VhostTxEvent::Worker(w) => render_worker(&mut out, w),
+            VhostTxEvent::Host(h) => render_host_event(&mut out, scenario, h, &mut last_a, &mut last_b),
+        }
+    }
+    out.push('\n');
+    out.push_str("totals:\n");
+    render_totals(&mut out, &final_stats.0, final_stats.1.as_ref(), maps);
+    ops_lines(&mut out, ops, packets);
+    out
+}

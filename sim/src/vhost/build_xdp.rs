@@ -1,0 +1,93 @@
+//! vhost_net_build_xdp (drivers/vhost/net.c, R3.5): copy one descriptor chain into a
+//! page-frag buffer laid out as an xdp_buff, the vnet header at data_hard_start.
+
+use crate::bpf::xdp::XDP_PACKET_HEADROOM;
+use crate::bpf::XdpBuff;
+use crate::errno::Errno;
+use crate::tun::sendmsg::BatchBuff;
+use crate::tun::write::{PAGE_SIZE, SKB_SHINFO_SIZE};
+use crate::wire::virtio_net_hdr::{
+    Endian, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_F_NEEDS_CSUM,
+};
+
+/// VHOST_NET_RX_PAD: NET_IP_ALIGN (0 on x86) + NET_SKB_PAD (64).
+pub const VHOST_NET_RX_PAD: usize = 64;
+
+fn skb_data_align(n: usize) -> usize {
+    n.div_ceil(64) * 64
+}
+
+/// Build the XDP buffer for `chain` (sock_hlen header bytes, then the frame). Returns
+/// the buffer and its page-frag size, or -ENOSPC when it does not fit a page (the
+/// packet then goes alone through sendmsg) or -EINVAL for a bad header.
+pub fn vhost_net_build_xdp(
+    chain: &[u8],
+    sock_hlen: usize,
+    sock_xdp: bool,
+) -> Result<(BatchBuff, usize), Errno> {
+    let len = chain.len();
+    // SOCK_XDP: the tap has an XDP program, so leave XDP_PACKET_HEADROOM for it.
+    let headroom = if sock_xdp { XDP_PACKET_HEADROOM } else { 0 };
+    let pad = skb_data_align(VHOST_NET_RX_PAD + headroom + sock_hlen);
+    if skb_data_align(len + pad) + SKB_SHINFO_SIZE > PAGE_SIZE {
+        return Err(Errno::ENOSPC);
+    }
+    if len < sock_hlen {
+        return Err(Errno::EINVAL);
+    }
+    let buflen = skb_data_align(len + pad) + SKB_SHINFO_SIZE;
+    let mut gso = VirtioNetHdrRepr::default();
+    if sock_hlen > 0 {
+        let view = VirtioNetHdr::new_checked(&chain[..sock_hlen], VnetHdrLayout::Basic, Endian::Little)
+            .map_err(|_| Errno::EINVAL)?;
+        gso = VirtioNetHdrRepr::parse(&view).map_err(|_| Errno::EINVAL)?;
+        if gso.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
+            let need = u32::from(gso.csum_start) + u32::from(gso.csum_offset) + 2;
+            if need > u32::from(gso.hdr_len) {
+                gso.hdr_len = need.min(u32::from(u16::MAX)) as u16;
+            }
+        }
+        if usize::from(gso.hdr_len) > len {
+            return Err(Errno::EINVAL);
+        }
+    }
+    let frame = &chain[sock_hlen..];
+    let xdp = XdpBuff::with_layout(frame, pad, buflen).map_err(|_| Errno::ENOSPC)?;
+    Ok((BatchBuff { xdp, gso }, buflen))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(frame_len: usize) -> Vec<u8> {
+        let mut c = vec![0u8; 12];
+        c.extend(std::iter::repeat_n(0xab, frame_len));
+        c
+    }
+
+    #[test]
+    fn enospc_thresholds_match_the_spec_with_sock_hlen_12() {
+        // R3.5: len (including the 12-byte header) > 3648 without XDP, > 3392 with.
+        assert!(vhost_net_build_xdp(&chain(3648 - 12), 12, false).is_ok());
+        assert_eq!(vhost_net_build_xdp(&chain(3649 - 12), 12, false).unwrap_err(), Errno::ENOSPC);
+        assert!(vhost_net_build_xdp(&chain(3392 - 12), 12, true).is_ok());
+        assert_eq!(vhost_net_build_xdp(&chain(3393 - 12), 12, true).unwrap_err(), Errno::ENOSPC);
+    }
+
+    #[test]
+    fn buffer_layout_puts_the_frame_after_the_aligned_pad() {
+        let (b, buflen) = vhost_net_build_xdp(&chain(60), 12, true).unwrap();
+        // pad = ALIGN(64 + 256 + 12) = 384; buflen = ALIGN(72 + 384) + 320 = 512 + 320.
+        assert_eq!(b.xdp.headroom(), 384);
+        assert_eq!(b.xdp.len(), 60);
+        assert_eq!(buflen, 832);
+    }
+
+    #[test]
+    fn hdr_len_beyond_the_chain_is_einval() {
+        let mut c = chain(60);
+        c[2] = 200; // hdr_len 200, little-endian
+        assert_eq!(vhost_net_build_xdp(&c, 12, false).unwrap_err(), Errno::EINVAL);
+    }
+}

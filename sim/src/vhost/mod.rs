@@ -1,0 +1,456 @@
+//! vhost_net's TX path into a tap (drivers/vhost/net.c: handle_tx_copy,
+//! vhost_net_build_xdp, vhost_tx_batch, vhost_exceeds_weight; shared/spec §3).
+//!
+//! A guest fills a TX virtqueue with descriptor chains (a virtio_net_hdr plus a frame);
+//! the vhost worker turns them into XDP buffers and hands up to VHOST_NET_BATCH of them
+//! to tun in one sendmsg (v4.20+), or sends them one by one with MSG_MORE (4.19 and
+//! whenever batching is impossible). No I/O: the guest, the worker and tun are driven by
+//! explicit calls, so the same scenario runs under both profiles.
+
+pub mod build_xdp;
+
+use std::collections::VecDeque;
+
+use crate::errno::Errno;
+use crate::net::Net;
+use crate::profile::KernelProfile;
+use crate::tun::sendmsg::{BatchBuff, XdpOneOutcome};
+use crate::tun::write::{Fate, ModelError, WriteOpts, XdpReport, XdpWhere};
+
+use build_xdp::vhost_net_build_xdp;
+
+/// VHOST_NET_BATCH: descriptors per batched sendmsg and per used-ring update.
+pub const VHOST_NET_BATCH: usize = 64;
+/// VHOST_NET_PKT_WEIGHT: packets per handle_tx run before the worker requeues itself.
+pub const VHOST_NET_PKT_WEIGHT: usize = 256;
+/// VHOST_NET_WEIGHT: bytes per handle_tx run before the worker requeues itself.
+pub const VHOST_NET_WEIGHT: usize = 0x80000;
+
+/// One descriptor chain the guest made available: its head id and its bytes (the
+/// virtio_net_hdr the socket receives, then the frame).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxDesc {
+    pub head: u16,
+    /// The guest's packet number (the input frame index).
+    pub packet: u64,
+    pub ts_ns: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// Why vhost_tx_batch ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushReason {
+    /// done_idx reached VHOST_NET_BATCH.
+    BatchFull,
+    /// The avail ring is empty (flushed before re-enabling notifications, 6.17+).
+    RingEmpty,
+    /// A packet too big for an XDP buffer (-ENOSPC) goes alone; the batch goes first.
+    TooBig,
+    /// vhost_net_build_xdp failed otherwise: flush, put the descriptor back, stop.
+    BuildError,
+    /// The end of a handle_tx run (weight reached or the loop stopped).
+    EndOfRun,
+}
+
+impl FlushReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            FlushReason::BatchFull => "batch-full",
+            FlushReason::RingEmpty => "ring-empty",
+            FlushReason::TooBig => "too-big",
+            FlushReason::BuildError => "build-error",
+            FlushReason::EndOfRun => "end-of-run",
+        }
+    }
+}
+
+/// What became of one guest packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketFate {
+    pub packet: u64,
+    pub ts_ns: u64,
+    /// How it reached tun: in a batch (its number) or alone with or without MSG_MORE.
+    pub via: Via,
+    pub result: Result<(), Errno>,
+    pub xdp: Option<XdpReport>,
+    pub fate: Fate,
+}
+
+/// How a packet was handed to tun.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Batch(u32),
+    Single { more: bool },
+}
+
+/// What the worker did, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VhostEvent {
+    /// The guest made descriptors available and kicked.
+    Kick { available: usize },
+    /// One TUN_MSG_PTR sendmsg: its batch number, its packets and why it was sent.
+    Batch {
+        batch: u32,
+        packets: Vec<u64>,
+        reason: FlushReason,
+        xdp_flushes: u32,
+    },
+    /// A packet's fate (after its batch, or after its own sendmsg).
+    Packet(PacketFate),
+    /// vhost_add_used_and_signal_n for `heads` descriptors.
+    Used { heads: usize },
+    /// vhost_exceeds_weight: the worker requeued itself.
+    Requeue { packets: usize, bytes: usize },
+    /// The worker stopped with a descriptor put back (a transient sendmsg error).
+    Stall { packet: u64, errno: Errno },
+}
+
+/// Operation counts for the cost model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VhostOps {
+    pub sendmsg_batched: u64,
+    pub sendmsg_single: u64,
+    pub xdp_flushes: u64,
+    pub used_updates: u64,
+    pub signals: u64,
+    pub requeues: u64,
+    pub handle_tx_runs: u64,
+    /// Bytes copied from guest buffers (into page frags or skbs).
+    pub bytes_copied: u64,
+    /// put_page calls for dropped buffers, released in bulk at the end of a batch.
+    pub page_puts: u64,
+}
+
+/// The vhost-net TX worker of one virtqueue with a tap backend at `ifindex`.
+#[derive(Debug, Clone)]
+pub struct VhostNetTx {
+    pub ifindex: u32,
+    /// The virtio_net_hdr size the socket receives (sock_hlen = vhost_hlen's complement:
+    /// without VHOST_NET_F_VIRTIO_NET_HDR the tap gets the header).
+    pub sock_hlen: usize,
+    avail: VecDeque<TxDesc>,
+    batched: Vec<(TxDesc, BatchBuff)>,
+    done_idx: usize,
+    batches: u32,
+    /// Bytes used in the current 32 KiB page frag, for the bulk page release count.
+    frag_used: usize,
+    frag_pages: u64,
+    pub ops: VhostOps,
+}
+
+/// The page_frag vhost refills: SKB_FRAG_PAGE_ORDER pages (32 KiB on x86_64).
+const FRAG_PAGE: usize = 32768;
+
+impl VhostNetTx {
+    pub fn new(ifindex: u32, sock_hlen: usize) -> VhostNetTx {
+        VhostNetTx {
+            ifindex,
+            sock_hlen,
+            avail: VecDeque::new(),
+            batched: Vec::new(),
+            done_idx: 0,
+            batches: 0,
+            frag_used: 0,
+            frag_pages: 0,
+            ops: VhostOps::default(),
+        }
+    }
+
+    /// The guest adds descriptor chains to the avail ring.
+    pub fn add_avail(&mut self, descs: impl IntoIterator<Item = TxDesc>) {
+        self.avail.extend(descs);
+    }
+
+    pub fn avail_len(&self) -> usize {
+        self.avail.len()
+    }
+
+    /// The guest kicks: the worker runs handle_tx until the ring is empty, requeueing
+    /// itself whenever it reaches the weight limit.
+    pub fn kick(
+        &mut self,
+        net: &mut Net,
+        profile: &KernelProfile,
+        sink: &mut impl FnMut(VhostEvent),
+    ) -> Result<(), ModelError> {
+        sink(VhostEvent::Kick {
+            available: self.avail.len(),
+        });
+        while !self.avail.is_empty() {
+            if !self.handle_tx_copy(net, profile, sink)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One handle_tx_copy run. Returns whether the worker requeued itself.
+    fn handle_tx_copy(
+        &mut self,
+        net: &mut Net,
+        profile: &KernelProfile,
+        sink: &mut impl FnMut(VhostEvent),
+    ) -> Result<bool, ModelError> {
+        self.ops.handle_tx_runs += 1;
+        let batching = profile.vhost.xdp_batching
+            && net.dev(self.ifindex).is_some_and(|d| !d.config.sndbuf_set);
+        let xdp_attached = net.dev(self.ifindex).is_some_and(|d| d.xdp.is_some());
+        let (mut sent, mut total_len) = (0usize, 0usize);
+        loop {
+            if self.done_idx == VHOST_NET_BATCH {
+                self.tx_batch(net, profile, FlushReason::BatchFull, sink)?;
+            }
+            let Some(desc) = self.avail.pop_front() else {
+                // (c): flush before re-enabling notifications; nothing races in here.
+                self.tx_batch(net, profile, FlushReason::RingEmpty, sink)?;
+                return Ok(false);
+            };
+            let len = desc.bytes.len();
+            total_len += len;
+            let mut alone = true;
+            if batching {
+                match vhost_net_build_xdp(&desc.bytes, self.sock_hlen, xdp_attached) {
+                    Ok((buff, buflen)) => {
+                        self.ops.bytes_copied += len as u64;
+                        self.frag_account(buflen);
+                        self.batched.push((desc.clone(), buff));
+                        alone = false;
+                    }
+                    Err(Errno::ENOSPC) => {
+                        // Too big for a page: flush the batch, send this one alone
+                        // without a control message.
+                        self.tx_batch(net, profile, FlushReason::TooBig, sink)?;
+                    }
+                    Err(_) => {
+                        self.tx_batch(net, profile, FlushReason::BuildError, sink)?;
+                        self.avail.push_front(desc);
+                        return Ok(false);
+                    }
+                }
+            }
+            if alone {
+                // tx_can_batch: MSG_MORE while under the byte weight with more queued.
+                let more = total_len < VHOST_NET_WEIGHT && !self.avail.is_empty();
+                self.ops.sendmsg_single += 1;
+                self.ops.bytes_copied += len as u64;
+                let out = net.tun_write(
+                    self.ifindex,
+                    &desc.bytes,
+                    WriteOpts { nonblocking: true },
+                    &profile.tun_write,
+                    &profile.tun_read,
+                )?;
+                let result = out.result.map(|_| ());
+                if let Err(e @ (Errno::EAGAIN | Errno::ENOMEM)) = result {
+                    self.avail.push_front(desc.clone());
+                    sink(VhostEvent::Stall {
+                        packet: desc.packet,
+                        errno: e,
+                    });
+                    self.tx_batch(net, profile, FlushReason::EndOfRun, sink)?;
+                    return Ok(false);
+                }
+                if result.is_err() && !profile.vhost.consume_desc_on_error {
+                    // [4.19] put the descriptor back on any error and stopped.
+                    self.avail.push_front(desc.clone());
+                    sink(VhostEvent::Stall {
+                        packet: desc.packet,
+                        errno: result.err().unwrap_or(Errno::EINVAL),
+                    });
+                    self.tx_batch(net, profile, FlushReason::EndOfRun, sink)?;
+                    return Ok(false);
+                }
+                // A native redirect in tun_get_user flushes right away, once per write.
+                if matches!(out.fate, Fate::XdpRedirected { .. })
+                    && out.xdp.first().is_some_and(|x| x.place == XdpWhere::Native)
+                {
+                    self.ops.xdp_flushes += 1;
+                }
+                sink(VhostEvent::Packet(PacketFate {
+                    packet: desc.packet,
+                    ts_ns: desc.ts_ns,
+                    via: Via::Single { more },
+                    result,
+                    xdp: out.xdp.first().cloned(),
+                    fate: out.fate,
+                }));
+            }
+            self.done_idx += 1;
+            sent += 1;
+            // vhost_exceeds_weight(vq, ++sent_pkts, total_len).
+            if sent >= VHOST_NET_PKT_WEIGHT || total_len >= VHOST_NET_WEIGHT {
+                self.tx_batch(net, profile, FlushReason::EndOfRun, sink)?;
+                self.ops.requeues += 1;
+                sink(VhostEvent::Requeue {
+                    packets: sent,
+                    bytes: total_len,
+                });
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Count the page frags the batched buffers use (vhost_net_page_frag_refill).
+    fn frag_account(&mut self, buflen: usize) {
+        if self.frag_pages == 0 || self.frag_used + buflen > FRAG_PAGE {
+            self.frag_pages += 1;
+            self.frag_used = 0;
+        }
+        self.frag_used += buflen;
+    }
+
+    /// vhost_tx_batch: one TUN_MSG_PTR sendmsg for the batched buffers, then the used
+    /// ring update for every done descriptor (batched or sent alone) and a signal.
+    fn tx_batch(
+        &mut self,
+        net: &mut Net,
+        profile: &KernelProfile,
+        reason: FlushReason,
+        sink: &mut impl FnMut(VhostEvent),
+    ) -> Result<(), ModelError> {
+        if !self.batched.is_empty() {
+            let batch = self.batches;
+            self.batches += 1;
+            let items = std::mem::take(&mut self.batched);
+            let packets: Vec<u64> = items.iter().map(|(d, _)| d.packet).collect();
+            let buffs: Vec<BatchBuff> = items.iter().map(|(_, b)| b.clone()).collect();
+            self.ops.sendmsg_batched += 1;
+            let out = net.tun_sendmsg_batch(self.ifindex, buffs, &profile.tun_write)?;
+            self.ops.xdp_flushes += u64::from(out.flushes);
+            // tun_put_page at the end of the batch: one put per page frag holding drops.
+            if out.per_buffer.iter().any(|o| o.page_held) {
+                self.ops.page_puts += self.frag_pages.max(1);
+            }
+            self.frag_pages = 0;
+            self.frag_used = 0;
+            sink(VhostEvent::Batch {
+                batch,
+                packets,
+                reason,
+                xdp_flushes: out.flushes,
+            });
+            for ((desc, _), o) in items.into_iter().zip(out.per_buffer) {
+                let XdpOneOutcome {
+                    result, xdp, fate, ..
+                } = o;
+                sink(VhostEvent::Packet(PacketFate {
+                    packet: desc.packet,
+                    ts_ns: desc.ts_ns,
+                    via: Via::Batch(batch),
+                    result,
+                    xdp,
+                    fate,
+                }));
+            }
+        }
+        if self.done_idx > 0 {
+            // vhost_net_signal_used -> vhost_add_used_and_signal_n.
+            self.ops.used_updates += 1;
+            self.ops.signals += 1;
+            sink(VhostEvent::Used {
+                heads: self.done_idx,
+            });
+            self.done_idx = 0;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{LINUX_4_19, LINUX_6_18};
+    use crate::tun::{TunConfig, TunDevice};
+
+    const A: u32 = 2;
+
+    fn chain(n: u64) -> TxDesc {
+        let mut bytes = vec![0u8; 12];
+        bytes.extend_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00]);
+        bytes.resize(12 + 60, 0x45);
+        TxDesc {
+            head: n as u16,
+            packet: n,
+            ts_ns: n,
+            bytes,
+        }
+    }
+
+    fn net() -> Net {
+        let mut net = Net::new();
+        net.add(
+            A,
+            TunDevice::new(TunConfig {
+                no_pi: true,
+                vnet_hdr: true,
+                vnet_hdr_sz: 12,
+                ..TunConfig::default()
+            }),
+        );
+        net
+    }
+
+    fn run(n: u64, profile: &KernelProfile) -> (Vec<VhostEvent>, VhostOps, Net) {
+        let mut net = net();
+        let mut w = VhostNetTx::new(A, 12);
+        w.add_avail((0..n).map(chain));
+        let mut ev = Vec::new();
+        w.kick(&mut net, profile, &mut |e| ev.push(e)).unwrap();
+        (ev, w.ops, net)
+    }
+
+    fn batch_sizes(ev: &[VhostEvent]) -> Vec<(usize, FlushReason)> {
+        ev.iter()
+            .filter_map(|e| match e {
+                VhostEvent::Batch { packets, reason, .. } => Some((packets.len(), *reason)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sixty_five_packets_make_a_full_batch_then_one_flushed_by_the_empty_ring() {
+        let (ev, ops, net) = run(65, &LINUX_6_18);
+        assert_eq!(
+            batch_sizes(&ev),
+            vec![(64, FlushReason::BatchFull), (1, FlushReason::RingEmpty)]
+        );
+        assert_eq!((ops.sendmsg_batched, ops.sendmsg_single, ops.used_updates), (2, 0, 2));
+        // No program: every buffer becomes an skb; rx_bytes counts the 60-byte frames.
+        let st = net.dev(A).unwrap().stats;
+        assert_eq!((st.rx_packets, st.rx_bytes), (65, 65 * 60));
+    }
+
+    #[test]
+    fn the_packet_weight_requeues_after_256() {
+        let (ev, ops, _) = run(300, &LINUX_6_18);
+        let requeue = ev.iter().find_map(|e| match e {
+            VhostEvent::Requeue { packets, .. } => Some(*packets),
+            _ => None,
+        });
+        assert_eq!(requeue, Some(VHOST_NET_PKT_WEIGHT));
+        assert_eq!((ops.handle_tx_runs, ops.requeues), (2, 1));
+        // 256 = 4 x 64, then the remaining 44 in the second run.
+        let sizes: Vec<usize> = batch_sizes(&ev).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(sizes, vec![64, 64, 64, 64, 44]);
+    }
+
+    #[test]
+    fn linux_4_19_sends_each_packet_alone_with_msg_more_until_the_last() {
+        let (ev, ops, _) = run(3, &LINUX_4_19);
+        assert!(batch_sizes(&ev).is_empty());
+        assert_eq!((ops.sendmsg_single, ops.used_updates), (3, 1));
+        let mores: Vec<bool> = ev
+            .iter()
+            .filter_map(|e| match e {
+                VhostEvent::Packet(PacketFate {
+                    via: Via::Single { more },
+                    ..
+                }) => Some(*more),
+                _ => None,
+            })
+            .collect();
+        // tx_can_batch: MSG_MORE while more descriptors are queued.
+        assert_eq!(mores, vec![true, true, false]);
+    }
+}
