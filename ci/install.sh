@@ -5,6 +5,10 @@ set -euo pipefail
 
 need_apt=()
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+# clang 14 and libbpf's headers build the XDP programs under scenarios/xdp (ci/build-xdp.sh)
+# and the eBPF loader's tests.
+[ -x /usr/lib/llvm-14/bin/clang ] || need_apt+=(clang-14)
+[ -f /usr/include/bpf/bpf_helpers.h ] || need_apt+=(libbpf-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

@@ -246,100 +246,41 @@ pub enum ByteOrder {
 }
 
 /// A decoded instruction. Jump targets are absolute instruction indexes.
+#[rustfmt::skip]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
-    Alu64 {
-        op: AluOp,
-        dst: u8,
-        src: Src,
-    },
-    Alu32 {
-        op: AluOp,
-        dst: u8,
-        src: Src,
-    },
-    MovSx {
-        wide: bool,
-        dst: u8,
-        src: u8,
-        bits: u8,
-    },
-    End {
-        order: ByteOrder,
-        dst: u8,
-        bits: u8,
-    },
-    LdImm64 {
-        dst: u8,
-        imm: u64,
-    },
-    LdMap {
-        dst: u8,
-        slot: u32,
-    },
-    LdMapValue {
-        dst: u8,
-        slot: u32,
-        off: u32,
-    },
-    Ldx {
-        size: MemSize,
-        sx: bool,
-        dst: u8,
-        src: u8,
-        off: i16,
-    },
-    St {
-        size: MemSize,
-        dst: u8,
-        off: i16,
-        imm: i32,
-    },
-    Stx {
-        size: MemSize,
-        dst: u8,
-        src: u8,
-        off: i16,
-    },
-    Atomic {
-        size: MemSize,
-        op: AtomicOp,
-        fetch: bool,
-        dst: u8,
-        src: u8,
-        off: i16,
-    },
-    Ja {
-        target: u32,
-    },
-    Jmp {
-        cond: Cond,
-        wide: bool,
-        dst: u8,
-        src: Src,
-        target: u32,
-    },
-    Call {
-        helper: u32,
-    },
-    CallLocal {
-        target: u32,
-    },
+    Alu64 { op: AluOp, dst: u8, src: Src },
+    Alu32 { op: AluOp, dst: u8, src: Src },
+    MovSx { wide: bool, dst: u8, src: u8, bits: u8 },
+    End { order: ByteOrder, dst: u8, bits: u8 },
+    LdImm64 { dst: u8, imm: u64 },
+    LdMap { dst: u8, slot: u32 },
+    LdMapValue { dst: u8, slot: u32, off: u32 },
+    Ldx { size: MemSize, sx: bool, dst: u8, src: u8, off: i16 },
+    St { size: MemSize, dst: u8, off: i16, imm: i32 },
+    Stx { size: MemSize, dst: u8, src: u8, off: i16 },
+    Atomic { size: MemSize, op: AtomicOp, fetch: bool, dst: u8, src: u8, off: i16 },
+    Ja { target: u32 },
+    Jmp { cond: Cond, wide: bool, dst: u8, src: Src, target: u32 },
+    Call { helper: u32 },
+    CallLocal { target: u32 },
     Exit,
     /// Second slot of an ld_imm64; never executed (jumps into it are refused).
     Pad,
+}
+
+/// Refuse instruction `pc` with a formatted reason.
+macro_rules! bail {
+    ($pc:expr, $($fmt:tt)+) => {
+        return Err(BpfError::invalid($pc, format!($($fmt)+)))
+    };
 }
 
 fn alu_op(code: u8, off: i16, pc: usize) -> Result<AluOp, BpfError> {
     let signed = match off {
         0 => false,
         1 if matches!(code & 0xf0, BPF_DIV | BPF_MOD) => true,
-        _ => {
-            return Err(BpfError::invalid(
-                pc,
-                format!("ALU op {code:#04x} with offset {off}"),
-            ))
-        }
+        _ => bail!(pc, "ALU op {code:#04x} with offset {off}"),
     };
     Ok(match code & 0xf0 {
         BPF_ADD => AluOp::Add,
@@ -357,7 +298,7 @@ fn alu_op(code: u8, off: i16, pc: usize) -> Result<AluOp, BpfError> {
         BPF_XOR => AluOp::Xor,
         BPF_MOV => AluOp::Mov,
         BPF_ARSH => AluOp::Arsh,
-        _ => return Err(BpfError::invalid(pc, format!("unknown ALU op {code:#04x}"))),
+        _ => bail!(pc, "unknown ALU op {code:#04x}"),
     })
 }
 
@@ -374,371 +315,295 @@ fn cond(code: u8, pc: usize) -> Result<Cond, BpfError> {
         BPF_JLE => Cond::Le,
         BPF_JSLT => Cond::Slt,
         BPF_JSLE => Cond::Sle,
-        _ => {
-            return Err(BpfError::invalid(
-                pc,
-                format!("unknown jump op {code:#04x}"),
-            ))
-        }
+        _ => bail!(pc, "unknown jump op {code:#04x}"),
     })
 }
 
 fn reg(r: u8, pc: usize, write: bool) -> Result<u8, BpfError> {
-    if r > 10 || (write && r == 10) {
-        let what = if r > 10 {
-            "invalid register"
-        } else {
-            "frame pointer is read-only:"
-        };
-        return Err(BpfError::invalid(pc, format!("{what} r{r}")));
+    if r > 10 {
+        bail!(pc, "invalid register r{r}");
+    }
+    if write && r == 10 {
+        bail!(pc, "frame pointer is read-only: r10");
     }
     Ok(r)
+}
+
+/// The second operand: BPF_X takes src_reg (imm must be 0), BPF_K takes imm (src_reg 0).
+fn src_operand(i: Insn, pc: usize) -> Result<Src, BpfError> {
+    if i.code & BPF_X != 0 {
+        if i.imm != 0 {
+            bail!(pc, "register operand with non-zero imm");
+        }
+        Ok(Src::Reg(reg(i.src, pc, false)?))
+    } else {
+        if i.src != 0 {
+            bail!(pc, "immediate operand with non-zero src_reg");
+        }
+        Ok(Src::Imm(i.imm))
+    }
+}
+
+fn decode_alu(i: Insn, pc: usize) -> Result<Op, BpfError> {
+    let (code, wide) = (i.code, i.class() == BPF_ALU64);
+    let dst = reg(i.dst, pc, true)?;
+    if code & 0xf0 == BPF_END {
+        if !matches!(i.imm, 16 | 32 | 64) {
+            bail!(pc, "byte swap of {} bits", i.imm);
+        }
+        if i.src != 0 || i.off != 0 {
+            bail!(pc, "byte swap with src_reg or offset");
+        }
+        let order = match (wide, code & BPF_X) {
+            (false, BPF_TO_LE) => ByteOrder::Le,
+            (false, _) => ByteOrder::Be,
+            (true, BPF_TO_LE) => ByteOrder::Swap,
+            (true, _) => bail!(pc, "BPF_ALU64|BPF_END|BPF_X is reserved"),
+        };
+        return Ok(Op::End {
+            order,
+            dst,
+            bits: i.imm as u8,
+        });
+    }
+    if code & 0xf0 == BPF_MOV && i.off != 0 {
+        if !matches!((i.off, wide), (8 | 16, _) | (32, true)) {
+            bail!(pc, "movsx from {} bits", i.off);
+        }
+        let Src::Reg(src) = src_operand(i, pc)? else {
+            bail!(pc, "movsx needs a register source")
+        };
+        return Ok(Op::MovSx {
+            wide,
+            dst,
+            src,
+            bits: i.off as u8,
+        });
+    }
+    let op = alu_op(code, i.off, pc)?;
+    let src = if op == AluOp::Neg {
+        if code & BPF_X != 0 || i.src != 0 || i.imm != 0 {
+            bail!(pc, "neg takes no operand");
+        }
+        Src::Imm(0)
+    } else {
+        src_operand(i, pc)?
+    };
+    if let Src::Imm(imm) = src {
+        let width = if wide { 64 } else { 32 };
+        match op {
+            AluOp::Div | AluOp::SDiv | AluOp::Mod | AluOp::SMod if imm == 0 => {
+                bail!(pc, "division by zero")
+            }
+            AluOp::Lsh | AluOp::Rsh | AluOp::Arsh if !(0..width).contains(&imm) => {
+                bail!(pc, "invalid shift {imm}")
+            }
+            _ => {}
+        }
+    }
+    Ok(if wide {
+        Op::Alu64 { op, dst, src }
+    } else {
+        Op::Alu32 { op, dst, src }
+    })
+}
+
+/// Jumps get their target later; `jumps` collects (pc, relative offset).
+fn decode_jmp(i: Insn, pc: usize, jumps: &mut Vec<(usize, i64)>) -> Result<Op, BpfError> {
+    let (code, wide) = (i.code, i.class() == BPF_JMP);
+    match code & 0xf0 {
+        BPF_JA => {
+            if code & BPF_X != 0 || i.src != 0 || i.dst != 0 {
+                bail!(pc, "malformed ja");
+            }
+            // JMP32|JA is the v4 long jump with the offset in imm.
+            jumps.push((
+                pc,
+                if wide {
+                    i64::from(i.off)
+                } else {
+                    i64::from(i.imm)
+                },
+            ));
+            Ok(Op::Ja { target: 0 })
+        }
+        BPF_CALL if wide => {
+            if code & BPF_X != 0 || i.dst != 0 || i.off != 0 {
+                bail!(pc, "malformed call");
+            }
+            match i.src {
+                0 if helpers::is_supported(i.imm as u32) => Ok(Op::Call {
+                    helper: i.imm as u32,
+                }),
+                0 => bail!(pc, "unknown or unsupported helper #{}", i.imm),
+                BPF_PSEUDO_CALL => {
+                    jumps.push((pc, i64::from(i.imm)));
+                    Ok(Op::CallLocal { target: 0 })
+                }
+                s => bail!(pc, "call with src_reg {s} (kfuncs are not supported)"),
+            }
+        }
+        BPF_EXIT if wide => {
+            if code & BPF_X != 0 || i.src != 0 || i.dst != 0 || i.off != 0 || i.imm != 0 {
+                bail!(pc, "malformed exit");
+            }
+            Ok(Op::Exit)
+        }
+        _ => {
+            let (cond, dst, src) = (cond(code, pc)?, reg(i.dst, pc, false)?, src_operand(i, pc)?);
+            jumps.push((pc, i64::from(i.off)));
+            Ok(Op::Jmp {
+                cond,
+                wide,
+                dst,
+                src,
+                target: 0,
+            })
+        }
+    }
+}
+
+/// ld_imm64 (the only BPF_LD allowed in XDP), `hi` being its second slot.
+fn decode_ld(i: Insn, hi: Option<&Insn>, pc: usize, nmaps: usize) -> Result<Op, BpfError> {
+    if i.code != BPF_LD | BPF_IMM | BPF_DW {
+        if matches!(i.code & 0xe0, BPF_ABS | BPF_IND) {
+            bail!(
+                pc,
+                "legacy packet loads (BPF_ABS/BPF_IND) are not allowed in XDP"
+            );
+        }
+        bail!(pc, "unknown BPF_LD instruction {:#04x}", i.code);
+    }
+    let dst = reg(i.dst, pc, true)?;
+    let Some(&hi) = hi else {
+        bail!(pc, "ld_imm64 without its second slot")
+    };
+    if hi.code != 0 || hi.dst != 0 || hi.src != 0 || hi.off != 0 || i.off != 0 {
+        bail!(pc + 1, "malformed second slot of ld_imm64");
+    }
+    let slot = i.imm as u32;
+    if i.src != 0 && slot as usize >= nmaps {
+        bail!(pc, "map slot {slot} out of range ({nmaps} maps)");
+    }
+    Ok(match i.src {
+        0 => Op::LdImm64 {
+            dst,
+            imm: u64::from(i.imm as u32) | (u64::from(hi.imm as u32) << 32),
+        },
+        BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_IDX if hi.imm != 0 => {
+            bail!(pc, "map reference with a non-zero second imm")
+        }
+        BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_IDX => Op::LdMap { dst, slot },
+        BPF_PSEUDO_MAP_VALUE | BPF_PSEUDO_MAP_IDX_VALUE => Op::LdMapValue {
+            dst,
+            slot,
+            off: hi.imm as u32,
+        },
+        s => bail!(pc, "ld_imm64 with unsupported src_reg {s}"),
+    })
+}
+
+fn decode_mem(i: Insn, pc: usize) -> Result<Op, BpfError> {
+    let (code, size) = (i.code, MemSize::from_code(i.code));
+    match i.class() {
+        BPF_LDX => {
+            let sx = match code & 0xe0 {
+                BPF_MEM => false,
+                BPF_MEMSX if size != MemSize::DW => true,
+                _ => bail!(pc, "unknown load {code:#04x}"),
+            };
+            if i.imm != 0 {
+                bail!(pc, "load with non-zero imm");
+            }
+            let (dst, src) = (reg(i.dst, pc, true)?, reg(i.src, pc, false)?);
+            Ok(Op::Ldx {
+                size,
+                sx,
+                dst,
+                src,
+                off: i.off,
+            })
+        }
+        BPF_ST if code & 0xe0 == BPF_MEM && i.src == 0 => Ok(Op::St {
+            size,
+            dst: reg(i.dst, pc, false)?,
+            off: i.off,
+            imm: i.imm,
+        }),
+        BPF_ST => bail!(pc, "unknown store {code:#04x}"),
+        _ => {
+            let (dst, src, off) = (reg(i.dst, pc, false)?, reg(i.src, pc, false)?, i.off);
+            match code & 0xe0 {
+                BPF_MEM if i.imm == 0 => Ok(Op::Stx {
+                    size,
+                    dst,
+                    src,
+                    off,
+                }),
+                BPF_ATOMIC if matches!(size, MemSize::W | MemSize::DW) => {
+                    let op = match i.imm {
+                        BPF_XCHG => AtomicOp::Xchg,
+                        BPF_CMPXCHG if src == 0 => bail!(pc, "cmpxchg with r0 as the new value"),
+                        BPF_CMPXCHG => AtomicOp::CmpXchg,
+                        imm => match (imm & !BPF_FETCH) as u8 {
+                            BPF_ADD => AtomicOp::Add,
+                            BPF_OR => AtomicOp::Or,
+                            BPF_AND => AtomicOp::And,
+                            BPF_XOR => AtomicOp::Xor,
+                            _ => bail!(pc, "unknown atomic op {imm:#x}"),
+                        },
+                    };
+                    Ok(Op::Atomic {
+                        size,
+                        op,
+                        fetch: i.imm & BPF_FETCH != 0,
+                        dst,
+                        src,
+                        off,
+                    })
+                }
+                _ => bail!(pc, "unknown store {code:#04x} imm {:#x}", i.imm),
+            }
+        }
+    }
 }
 
 /// Decode and validate an instruction stream that references `nmaps` maps.
 pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
     let n = insns.len();
     if n == 0 {
-        return Err(BpfError::invalid(0, "empty program"));
+        bail!(0, "empty program");
     }
     let mut ops = Vec::with_capacity(n);
-    let mut pc = 0;
-    // (pc of the jump, relative offset) to check once every slot is known.
     let mut jumps: Vec<(usize, i64)> = Vec::new();
-    while pc < n {
-        let i = insns[pc];
-        let code = i.code;
-        let src_operand = |pc| -> Result<Src, BpfError> {
-            if code & BPF_X != 0 {
-                if i.imm != 0 {
-                    return Err(BpfError::invalid(pc, "register operand with non-zero imm"));
-                }
-                Ok(Src::Reg(reg(i.src, pc, false)?))
-            } else {
-                if i.src != 0 {
-                    return Err(BpfError::invalid(
-                        pc,
-                        "immediate operand with non-zero src_reg",
-                    ));
-                }
-                Ok(Src::Imm(i.imm))
-            }
-        };
-        let op = match i.class() {
-            BPF_ALU | BPF_ALU64 => {
-                let wide = i.class() == BPF_ALU64;
-                let dst = reg(i.dst, pc, true)?;
-                match code & 0xf0 {
-                    BPF_END => {
-                        let bits = match i.imm {
-                            16 | 32 | 64 => i.imm as u8,
-                            b => {
-                                return Err(BpfError::invalid(pc, format!("byte swap of {b} bits")))
-                            }
-                        };
-                        let order = match (wide, code & BPF_X) {
-                            (false, BPF_TO_LE) => ByteOrder::Le,
-                            (false, _) => ByteOrder::Be,
-                            (true, BPF_TO_LE) => ByteOrder::Swap,
-                            (true, _) => {
-                                return Err(BpfError::invalid(
-                                    pc,
-                                    "BPF_ALU64|BPF_END|BPF_X is reserved",
-                                ))
-                            }
-                        };
-                        if i.src != 0 || i.off != 0 {
-                            return Err(BpfError::invalid(pc, "byte swap with src_reg or offset"));
-                        }
-                        Op::End { order, dst, bits }
-                    }
-                    BPF_MOV if i.off != 0 => {
-                        let bits = match (i.off, wide) {
-                            (8 | 16, _) | (32, true) => i.off as u8,
-                            _ => {
-                                return Err(BpfError::invalid(
-                                    pc,
-                                    format!("movsx from {} bits", i.off),
-                                ))
-                            }
-                        };
-                        match src_operand(pc)? {
-                            Src::Reg(src) => Op::MovSx {
-                                wide,
-                                dst,
-                                src,
-                                bits,
-                            },
-                            Src::Imm(_) => {
-                                return Err(BpfError::invalid(pc, "movsx needs a register source"))
-                            }
-                        }
-                    }
-                    _ => {
-                        let op = alu_op(code, i.off, pc)?;
-                        let src = if op == AluOp::Neg {
-                            if code & BPF_X != 0 || i.src != 0 || i.imm != 0 {
-                                return Err(BpfError::invalid(pc, "neg takes no operand"));
-                            }
-                            Src::Imm(0)
-                        } else {
-                            src_operand(pc)?
-                        };
-                        if let Src::Imm(imm) = src {
-                            let width = if wide { 64 } else { 32 };
-                            match op {
-                                AluOp::Div | AluOp::SDiv | AluOp::Mod | AluOp::SMod if imm == 0 => {
-                                    return Err(BpfError::invalid(pc, "division by zero"));
-                                }
-                                AluOp::Lsh | AluOp::Rsh | AluOp::Arsh
-                                    if !(0..width).contains(&imm) =>
-                                {
-                                    return Err(BpfError::invalid(
-                                        pc,
-                                        format!("invalid shift {imm}"),
-                                    ));
-                                }
-                                _ => {}
-                            }
-                        }
-                        if wide {
-                            Op::Alu64 { op, dst, src }
-                        } else {
-                            Op::Alu32 { op, dst, src }
-                        }
-                    }
-                }
-            }
-            BPF_JMP | BPF_JMP32 => {
-                let wide = i.class() == BPF_JMP;
-                match code & 0xf0 {
-                    BPF_JA => {
-                        if code & BPF_X != 0 || i.src != 0 || i.dst != 0 {
-                            return Err(BpfError::invalid(pc, "malformed ja"));
-                        }
-                        // JMP32|JA is the v4 long jump with the offset in imm.
-                        let rel = if wide {
-                            i64::from(i.off)
-                        } else {
-                            i64::from(i.imm)
-                        };
-                        jumps.push((pc, rel));
-                        Op::Ja { target: 0 }
-                    }
-                    BPF_CALL if wide => {
-                        if code & BPF_X != 0 || i.dst != 0 || i.off != 0 {
-                            return Err(BpfError::invalid(pc, "malformed call"));
-                        }
-                        match i.src {
-                            0 => {
-                                let id = i.imm as u32;
-                                if !helpers::is_supported(id) {
-                                    return Err(BpfError::invalid(
-                                        pc,
-                                        format!("unknown or unsupported helper #{}", i.imm),
-                                    ));
-                                }
-                                Op::Call { helper: id }
-                            }
-                            BPF_PSEUDO_CALL => {
-                                jumps.push((pc, i64::from(i.imm)));
-                                Op::CallLocal { target: 0 }
-                            }
-                            s => {
-                                return Err(BpfError::invalid(
-                                    pc,
-                                    format!("call with src_reg {s} (kfuncs are not supported)"),
-                                ))
-                            }
-                        }
-                    }
-                    BPF_EXIT if wide => {
-                        if code & BPF_X != 0 || i.src != 0 || i.dst != 0 || i.off != 0 || i.imm != 0
-                        {
-                            return Err(BpfError::invalid(pc, "malformed exit"));
-                        }
-                        Op::Exit
-                    }
-                    _ => {
-                        let cond = cond(code, pc)?;
-                        let dst = reg(i.dst, pc, false)?;
-                        let src = src_operand(pc)?;
-                        jumps.push((pc, i64::from(i.off)));
-                        Op::Jmp {
-                            cond,
-                            wide,
-                            dst,
-                            src,
-                            target: 0,
-                        }
-                    }
-                }
-            }
+    let mut pc = 0;
+    while let Some(&i) = insns.get(pc) {
+        match i.class() {
+            BPF_ALU | BPF_ALU64 => ops.push(decode_alu(i, pc)?),
+            BPF_JMP | BPF_JMP32 => ops.push(decode_jmp(i, pc, &mut jumps)?),
             BPF_LD => {
-                if code != BPF_LD | BPF_IMM | BPF_DW {
-                    let what = match code & 0xe0 {
-                        BPF_ABS | BPF_IND => {
-                            "legacy packet loads (BPF_ABS/BPF_IND) are not allowed in XDP"
-                        }
-                        _ => "unknown BPF_LD instruction",
-                    };
-                    return Err(BpfError::invalid(pc, what));
-                }
-                let dst = reg(i.dst, pc, true)?;
-                let Some(&hi) = insns.get(pc + 1) else {
-                    return Err(BpfError::invalid(pc, "ld_imm64 without its second slot"));
-                };
-                if hi.code != 0 || hi.dst != 0 || hi.src != 0 || hi.off != 0 || i.off != 0 {
-                    return Err(BpfError::invalid(
-                        pc + 1,
-                        "malformed second slot of ld_imm64",
-                    ));
-                }
-                let slot = i.imm as u32;
-                let check_slot = || {
-                    if (slot as usize) < nmaps {
-                        Ok(())
-                    } else {
-                        Err(BpfError::invalid(
-                            pc,
-                            format!("map slot {slot} out of range ({nmaps} maps)"),
-                        ))
-                    }
-                };
-                let op = match i.src {
-                    0 => Op::LdImm64 {
-                        dst,
-                        imm: u64::from(i.imm as u32) | (u64::from(hi.imm as u32) << 32),
-                    },
-                    BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_IDX => {
-                        check_slot()?;
-                        if hi.imm != 0 {
-                            return Err(BpfError::invalid(
-                                pc,
-                                "map reference with a non-zero second imm",
-                            ));
-                        }
-                        Op::LdMap { dst, slot }
-                    }
-                    BPF_PSEUDO_MAP_VALUE | BPF_PSEUDO_MAP_IDX_VALUE => {
-                        check_slot()?;
-                        Op::LdMapValue {
-                            dst,
-                            slot,
-                            off: hi.imm as u32,
-                        }
-                    }
-                    s => {
-                        return Err(BpfError::invalid(
-                            pc,
-                            format!("ld_imm64 with unsupported src_reg {s}"),
-                        ))
-                    }
-                };
-                ops.push(op);
+                ops.push(decode_ld(i, insns.get(pc + 1), pc, nmaps)?);
                 ops.push(Op::Pad);
-                pc += 2;
-                continue;
+                pc += 1;
             }
-            BPF_LDX => {
-                let sx = match code & 0xe0 {
-                    BPF_MEM => false,
-                    BPF_MEMSX if code & 0x18 != BPF_DW => true,
-                    _ => return Err(BpfError::invalid(pc, format!("unknown load {code:#04x}"))),
-                };
-                if i.imm != 0 {
-                    return Err(BpfError::invalid(pc, "load with non-zero imm"));
-                }
-                Op::Ldx {
-                    size: MemSize::from_code(code),
-                    sx,
-                    dst: reg(i.dst, pc, true)?,
-                    src: reg(i.src, pc, false)?,
-                    off: i.off,
-                }
-            }
-            BPF_ST => {
-                if code & 0xe0 != BPF_MEM || i.src != 0 {
-                    return Err(BpfError::invalid(pc, format!("unknown store {code:#04x}")));
-                }
-                Op::St {
-                    size: MemSize::from_code(code),
-                    dst: reg(i.dst, pc, false)?,
-                    off: i.off,
-                    imm: i.imm,
-                }
-            }
-            _ => {
-                // BPF_STX
-                let size = MemSize::from_code(code);
-                let dst = reg(i.dst, pc, false)?;
-                let src = reg(i.src, pc, false)?;
-                match code & 0xe0 {
-                    BPF_MEM if i.imm == 0 => Op::Stx {
-                        size,
-                        dst,
-                        src,
-                        off: i.off,
-                    },
-                    BPF_ATOMIC if matches!(size, MemSize::W | MemSize::DW) => {
-                        let fetch = i.imm & BPF_FETCH != 0;
-                        let op = match i.imm {
-                            BPF_XCHG => AtomicOp::Xchg,
-                            BPF_CMPXCHG => AtomicOp::CmpXchg,
-                            imm => match (imm & !BPF_FETCH) as u8 {
-                                BPF_ADD => AtomicOp::Add,
-                                BPF_OR => AtomicOp::Or,
-                                BPF_AND => AtomicOp::And,
-                                BPF_XOR => AtomicOp::Xor,
-                                _ => {
-                                    return Err(BpfError::invalid(
-                                        pc,
-                                        format!("unknown atomic op {imm:#x}"),
-                                    ))
-                                }
-                            },
-                        };
-                        if op == AtomicOp::CmpXchg && src == 0 {
-                            return Err(BpfError::invalid(pc, "cmpxchg with r0 as the new value"));
-                        }
-                        Op::Atomic {
-                            size,
-                            op,
-                            fetch,
-                            dst,
-                            src,
-                            off: i.off,
-                        }
-                    }
-                    _ => {
-                        return Err(BpfError::invalid(
-                            pc,
-                            format!("unknown store {code:#04x} imm {:#x}", i.imm),
-                        ))
-                    }
-                }
-            }
-        };
-        ops.push(op);
+            _ => ops.push(decode_mem(i, pc)?),
+        }
         pc += 1;
     }
     for (at, rel) in jumps {
         let target = at as i64 + 1 + rel;
         if target < 0 || target >= n as i64 || ops[target as usize] == Op::Pad {
-            return Err(BpfError::invalid(
-                at,
-                format!("jump out of range or into ld_imm64 (to {target})"),
-            ));
+            bail!(at, "jump out of range or into ld_imm64 (to {target})");
         }
-        let t = target as u32;
-        match &mut ops[at] {
-            Op::Ja { target } | Op::Jmp { target, .. } | Op::CallLocal { target } => *target = t,
-            _ => {}
+        if let Op::Ja { target: t } | Op::Jmp { target: t, .. } | Op::CallLocal { target: t } =
+            &mut ops[at]
+        {
+            *t = target as u32;
         }
     }
     match ops[n - 1] {
         Op::Exit | Op::Ja { .. } => Ok(ops),
-        _ => Err(BpfError::invalid(n - 1, "last insn is not an exit or jmp")),
+        _ => bail!(n - 1, "last insn is not an exit or jmp"),
     }
 }
 

@@ -1,13 +1,17 @@
 //! BPF maps: ARRAY, HASH, PERCPU_ARRAY (one CPU), DEVMAP and DEVMAP_HASH.
 //!
-//! Each map keeps its values in one contiguous storage of `round_up(value_size, 8)`
-//! byte slots, mapped for the program at
-//! [`MAP_VALUE_ADDR`](super::MAP_VALUE_ADDR)` + index * `[`MAP_VALUE_STRIDE`](super::MAP_VALUE_STRIDE).
-//! A lookup from the program returns a pointer into that storage, through which the
-//! program loads, stores and atomically adds. HASH maps index the slots with a
-//! `BTreeMap` (deterministic dumps, lowest free slot reused first) and enforce
-//! `max_entries` with -E2BIG like kernel/bpf/hashtab.c. Userspace-side API:
-//! [`Maps::create`], [`Map::lookup`], [`Map::update`], [`Map::delete`], [`Map::dump`].
+//! Each map keeps its values in one contiguous storage of `round_up(value_size, 8)`-byte
+//! slots. The program sees slot `s` of map `n` at address
+//! `MAP_VALUE_ADDR + n * MAP_VALUE_STRIDE + s * w` ([`super::MAP_VALUE_ADDR`],
+//! [`MAP_VALUE_STRIDE`]), where `w` is twice the value size rounded up to a power of
+//! two: a pointer that walks off its value lands in a gap and faults, as the verifier
+//! would have refused it. A
+//! lookup from the program returns such a pointer, through which the program loads,
+//! stores and atomically adds. HASH maps index the slots with a `BTreeMap`
+//! (deterministic dumps, lowest free slot reused first) and enforce `max_entries` with
+//! -E2BIG like kernel/bpf/hashtab.c; an update of an existing key rewrites its slot in
+//! place (the kernel swaps in a new element). Userspace-side API: [`Maps::create`],
+//! [`Map::lookup`], [`Map::update`], [`Map::delete`], [`Map::dump`], [`Map::read_u64`].
 
 use std::collections::BTreeMap;
 use std::fmt;

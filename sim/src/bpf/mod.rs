@@ -21,6 +21,32 @@
 //! Module map: [`insn`] decodes the ISA into [`Program`]s, [`vm`] executes them,
 //! [`xdp`] mirrors `struct xdp_buff` and the verdicts, [`helpers`] implements the
 //! kernel helpers by number, [`maps`] the map types.
+//!
+//! ```
+//! use sim::bpf::{assemble, run_xdp, BasicEnv, XdpBuff, xdp::XDP_TX};
+//!
+//! // Count the verdict in an array map, then send the frame back.
+//! let mut prog = assemble("tx", "
+//!     .map verdicts array 4 8 5
+//!     r1 = 3
+//!     *(u32 *)(r10 - 4) = r1
+//!     r2 = r10
+//!     r2 += -4
+//!     r1 = map[verdicts] ll
+//!     call bpf_map_lookup_elem
+//!     if r0 == 0 goto out
+//!     r1 = 1
+//!     lock *(u64 *)(r0 + 0) += r1
+//! out:
+//!     r0 = 3
+//!     exit").unwrap();
+//! let mut env = BasicEnv::default();
+//! prog.bind_maps(&mut env.maps).unwrap(); // creates `verdicts`
+//! let mut frame = XdpBuff::new(&[0u8; 64]);
+//! let run = run_xdp(&prog, &mut frame, &mut env).unwrap();
+//! assert_eq!((run.action, run.insns), (XDP_TX, 11));
+//! assert_eq!(env.maps.by_name("verdicts").unwrap().read_u64(XDP_TX), Some(1));
+//! ```
 
 pub mod asm;
 pub mod elf;

@@ -244,3 +244,86 @@ pub fn inet_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{five, lens, run};
+    use super::super::{reason, Reason};
+    use crate::profile::{LINUX_3_12, LINUX_4_19, LINUX_6_18};
+
+    const ONE: usize = 1454;
+    const TWO: usize = 54 + 2800;
+
+    /// Rewrite the IPv4 header of a built frame and fix its checksum.
+    fn patch(f: &mut [u8], edit: impl Fn(&mut [u8])) {
+        edit(&mut f[14..34]);
+        f[24] = 0;
+        f[25] = 0;
+        let c = crate::wire::checksum::checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+    }
+
+    #[test]
+    fn ttl_tos_df_id_split_the_flow_on_every_profile_but_tos_on_3_12() {
+        let cases: [(fn(&mut super::super::frames::Tcp4), Reason); 4] = [
+            (|s| s.ttl = 9, reason::IPV4_TTL),
+            (|s| s.tos = 4, reason::IPV4_TOS),
+            (|s| s.df = false, reason::IPV4_DF),
+            (|s| s.id += 5, reason::IPV4_ID),
+        ];
+        for (edit, why) in cases {
+            for p in [&LINUX_6_18, &LINUX_4_19] {
+                let d = run(p, five(edit));
+                // 0-1 complete, 2 is held alone, 3 differs from it again and restarts.
+                assert_eq!(lens(&d), vec![TWO, ONE, TWO], "{} {}", p.name, why.name);
+                assert_eq!(d[1].skb.start, Some(why), "{} {}", p.name, why.name);
+            }
+        }
+        // [3.12]: DF clear is a soft flush, ORed into p->flush: 0-1 complete, then 2
+        // goes up alone.
+        let d = run(&LINUX_3_12, five(|s| s.df = false));
+        assert_eq!(d[1].skb.start, Some(reason::IPV4_DF));
+        assert_eq!(lens(&d), vec![TWO, ONE, TWO]);
+    }
+
+    #[test]
+    fn fragments_options_and_bad_header_checksums_go_up_before_the_held_flow() {
+        let edits: [(fn(&mut [u8]), Reason); 3] = [
+            (|h| h[6] |= 0x20, reason::IPV4_FRAG),
+            (|h| h[0] = 0x46, reason::IPV4_IHL),
+            (|h| h[8] ^= 0, reason::IPV4_CSUM),
+        ];
+        for (edit, why) in edits {
+            let mut f = five(|_| {});
+            patch(&mut f[2], edit);
+            if why == reason::IPV4_CSUM {
+                f[2][24] ^= 0x10;
+            }
+            let d = run(&LINUX_6_18, f);
+            // A hard flush returns before TCP: 0-1 stay held until 3 (ipv4:id, tcp:seq).
+            assert_eq!(lens(&d), vec![ONE, TWO, TWO], "{}", why.name);
+            assert_eq!(d[0].skb.start, Some(why));
+        }
+    }
+
+    #[test]
+    fn trailing_bytes_make_tot_len_short_of_the_frame() {
+        // Segment 2: 1396 bytes of payload and 4 bytes of trailer, so its GRO length is
+        // still 1400 (no mss or seq rule fires) but tot_len is 4 short.
+        let mut f = five(|s| s.payload = 1396);
+        f[2].extend_from_slice(&[0; 4]);
+        let d = run(&LINUX_6_18, f);
+        // Soft flush: skb_gro_receive refuses (-E2BIG), so 0-1 complete and 2 goes up.
+        assert_eq!(lens(&d), vec![TWO, ONE, TWO]);
+        assert_eq!(d[1].skb.start, Some(reason::IPV4_LEN));
+    }
+
+    #[test]
+    fn inet_gro_complete_updates_tot_len_and_checksum_incrementally() {
+        let d = run(&LINUX_6_18, five(|_| {}));
+        let b = d[0].skb.to_vec();
+        // 54 + 7000 - 14 = 7040 = 0x1b80; the header still verifies.
+        assert_eq!(u16::from_be_bytes([b[16], b[17]]), 7040);
+        assert!(super::csum::ipv4_header_ok(&b[14..34]));
+    }
+}

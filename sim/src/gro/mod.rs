@@ -48,8 +48,11 @@ pub const ETH_HLEN: usize = 14;
 
 /// Why a frame did not merge (or why a held skb went up): a short name for traces and
 /// the kernel rule it reproduces.
+pub type Reason = &'static ReasonDef;
+
+/// The definition behind a [`Reason`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reason {
+pub struct ReasonDef {
     pub name: &'static str,
     pub rule: &'static str,
     /// Whether this is a difference of flow identity (addresses, ports, MAC): a frame
@@ -61,8 +64,8 @@ macro_rules! reasons {
     ($($id:ident $name:literal $ident:literal $rule:literal;)*) => {
         /// Every named reason.
         pub mod reason {
-            use super::Reason;
-            $(pub const $id: Reason = Reason { name: $name, rule: $rule, identity: $ident };)*
+            use super::{Reason, ReasonDef};
+            $(pub const $id: Reason = &ReasonDef { name: $name, rule: $rule, identity: $ident };)*
             /// All of them, for documentation and tests.
             pub const ALL: &[Reason] = &[$($id),*];
         }

@@ -195,3 +195,49 @@ impl Napi {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::End;
+    use super::super::frames::Tcp4;
+    use super::super::plan::GroPlan;
+    use super::super::testutil::{lens, run_with};
+    use crate::pipeline::tap_gro::TapGroRun;
+    use crate::profile::LINUX_6_18;
+
+    #[test]
+    fn an_old_jiffy_is_flushed_by_the_next_poll_with_a_timeout() {
+        // HZ 250: a jiffy is 4 ms. Frames 0-1 at 1.000 s, frame 2 at 1.006 s (another
+        // jiffy; seq continues), timeout 10 ms: the poll of frame 2 first merges it, then
+        // napi_complete_done flushes skbs aged in an older jiffy, i.e. all three.
+        let plan = GroPlan { flush_timeout_ns: 10_000_000, ..GroPlan::defaults(&LINUX_6_18.gro) };
+        let mut r = TapGroRun::new(&LINUX_6_18, &plan);
+        let f = Tcp4::default().stream(4);
+        r.write(0, 1_000_000_000, f[0].clone());
+        r.write(1, 1_000_001_000, f[1].clone());
+        r.write(2, 1_006_000_000, f[2].clone());
+        r.write(3, 1_006_001_000, f[3].clone());
+        r.finish();
+        assert_eq!(lens(&r.delivered), vec![54 + 4200, 1454]);
+        assert_eq!(r.delivered[0].end, End::NapiCompleteOld);
+        // The last one waits for the hrtimer: 10 ms after the last poll.
+        assert_eq!(r.delivered[1].end, End::Timer);
+        assert_eq!(r.delivered[1].ts_ns, 1_016_001_000);
+    }
+
+    #[test]
+    fn a_full_budget_flushes_everything_below_hz_1000_and_only_old_skbs_at_1000() {
+        // 70 writes in one burst: the 65th finds more than 64 queued and schedules NAPI.
+        // The poll takes 64: frames 0-45 (46 segments, then gro:64k), 46-63 held; the
+        // budget is used: HZ 250 < 1000 flushes everything. The repoll takes frame 64
+        // alone and napi_complete_done flushes it; 65-69 come with the last write.
+        let frames = Tcp4::default().stream(70);
+        let d = run_with(&LINUX_6_18, GroPlan { burst: 70, ..GroPlan::defaults(&LINUX_6_18.gro) }, frames.clone());
+        assert_eq!(d[1].end, End::Budget);
+        assert_eq!(lens(&d), vec![54 + 46 * 1400, 54 + 18 * 1400, 1454, 54 + 5 * 1400]);
+        // HZ 1000: the budget flush keeps the skb held in this jiffy, so frame 64 joins
+        // it in the repoll (19 segments).
+        let d = run_with(&LINUX_6_18, GroPlan { burst: 70, hz: 1000, ..GroPlan::defaults(&LINUX_6_18.gro) }, frames);
+        assert_eq!(lens(&d), vec![54 + 46 * 1400, 54 + 19 * 1400, 54 + 5 * 1400]);
+    }
+}

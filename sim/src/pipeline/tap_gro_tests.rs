@@ -215,3 +215,46 @@ fn fixed_ids_merge_on_6_18_and_4_19_with_df_and_need_df_on_4_19() {
     assert_eq!(lens(&r), vec![1454; 4]);
     assert_eq!(r.delivered[1].skb.start, Some(reason::IPV4_ID));
 }
+
+#[test]
+fn teb_gro_off_delivers_every_frame_on_delivers_one_skb_per_poll() {
+    // 1496-byte GRE-TEB frames: off, 10^6 / 1496 = 668.4 skbs per MB; on, one skb per
+    // 32-frame poll: 668.4 / 32 = 20.9.
+    let off = bench_teb_skbs_per_mb(&LINUX_6_18, false, 3200);
+    let on = bench_teb_skbs_per_mb(&LINUX_6_18, true, 3200);
+    assert!((off - 1e6 / 1496.0).abs() < 0.01, "{off}");
+    assert!((on - 1e6 / 1496.0 / 32.0).abs() < 0.01, "{on}");
+}
+
+/// `cargo test -p skbsim-sim --release --lib tap_gro -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn bench_speed() {
+    use std::time::Instant;
+    for kind in [BenchStream::Tcp, BenchStream::GreTeb] {
+        let frames = bench_frames(kind, 3200);
+        let plan = bench_plan(&LINUX_6_18, true);
+        let t = Instant::now();
+        let c = bench_run(&LINUX_6_18, &plan, &frames, 100);
+        let s = t.elapsed().as_secs_f64();
+        println!("{kind:?}: {} frames in {s:.3} s = {:.2} M frames/s, {} skbs", c.frames, c.frames as f64 / s / 1e6, c.skbs);
+    }
+    println!("GRE-TEB skbs/MB: teb off {:.1}, on {:.1}", bench_teb_skbs_per_mb(&LINUX_6_18, false, 3200), bench_teb_skbs_per_mb(&LINUX_6_18, true, 3200));
+}
+
+#[test]
+#[ignore]
+fn bench_speed_needs_csum() {
+    use std::time::Instant;
+    let frames = bench_frames(BenchStream::Tcp, 3200);
+    let mut plan = bench_plan(&LINUX_6_18, true);
+    plan.needs_csum = true;
+    let t = Instant::now();
+    let c = bench_run(&LINUX_6_18, &plan, &frames, 100);
+    let s = t.elapsed().as_secs_f64();
+    println!("needs_csum: {:.2} M frames/s", c.frames as f64 / s / 1e6);
+    let t = Instant::now();
+    let mut x = 0u32;
+    for _ in 0..100 { for f in &frames { x = x.wrapping_add(crate::gro::csum::sum(&f[34..])); } }
+    println!("sum only: {:.2} M frames/s ({x})", 320000.0 / t.elapsed().as_secs_f64() / 1e6);
+}

@@ -207,19 +207,20 @@ impl VhostNetTx {
             };
             let len = desc.bytes.len();
             total_len += len;
-            let mut alone = true;
-            if batching {
+            // The descriptor goes into the batch, or is sent alone.
+            let alone = if batching {
                 match vhost_net_build_xdp(&desc.bytes, self.sock_hlen, xdp_attached) {
                     Ok((buff, buflen)) => {
                         self.ops.bytes_copied += len as u64;
                         self.frag_account(buflen);
-                        self.batched.push((desc.clone(), buff));
-                        alone = false;
+                        self.batched.push((desc, buff));
+                        None
                     }
                     Err(Errno::ENOSPC) => {
                         // Too big for a page: flush the batch, send this one alone
                         // without a control message.
                         self.tx_batch(net, profile, FlushReason::TooBig, sink)?;
+                        Some(desc)
                     }
                     Err(_) => {
                         self.tx_batch(net, profile, FlushReason::BuildError, sink)?;
@@ -227,8 +228,10 @@ impl VhostNetTx {
                         return Ok(false);
                     }
                 }
-            }
-            if alone {
+            } else {
+                Some(desc)
+            };
+            if let Some(desc) = alone {
                 // tx_can_batch: MSG_MORE while under the byte weight with more queued.
                 let more = total_len < VHOST_NET_WEIGHT && !self.avail.is_empty();
                 self.ops.sendmsg_single += 1;
@@ -311,9 +314,9 @@ impl VhostNetTx {
         if !self.batched.is_empty() {
             let batch = self.batches;
             self.batches += 1;
-            let items = std::mem::take(&mut self.batched);
-            let packets: Vec<u64> = items.iter().map(|(d, _)| d.packet).collect();
-            let buffs: Vec<BatchBuff> = items.iter().map(|(_, b)| b.clone()).collect();
+            let (descs, buffs): (Vec<TxDesc>, Vec<BatchBuff>) =
+                std::mem::take(&mut self.batched).into_iter().unzip();
+            let packets: Vec<u64> = descs.iter().map(|d| d.packet).collect();
             self.ops.sendmsg_batched += 1;
             let out = net.tun_sendmsg_batch(self.ifindex, buffs, &profile.tun_write)?;
             self.ops.xdp_flushes += u64::from(out.flushes);
@@ -329,7 +332,7 @@ impl VhostNetTx {
                 reason,
                 xdp_flushes: out.flushes,
             });
-            for ((desc, _), o) in items.into_iter().zip(out.per_buffer) {
+            for (desc, o) in descs.into_iter().zip(out.per_buffer) {
                 let XdpOneOutcome {
                     result, xdp, fate, ..
                 } = o;

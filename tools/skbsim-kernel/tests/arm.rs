@@ -31,7 +31,13 @@ fn reader(ns: &mut Netns, writers: &[&Tap], offloads: u32) -> Result<Tap, Kernel
 
 /// Write `frame` behind `hdr` (split after `linear` frame bytes when given) and read it
 /// back from `b`: (vnet header, frame).
-fn through(w: &Tap, b: &Tap, hdr: &VirtioNetHdr, frame: &[u8], linear: Option<usize>) -> (VirtioNetHdr, Vec<u8>) {
+fn through(
+    w: &Tap,
+    b: &Tap,
+    hdr: &VirtioNetHdr,
+    frame: &[u8],
+    linear: Option<usize>,
+) -> (VirtioNetHdr, Vec<u8>) {
     let h = hdr.to_bytes(10);
     let n = match linear {
         Some(l) => w.writev(&[&h, &frame[..l], &frame[l..]]),
@@ -43,8 +49,15 @@ fn through(w: &Tap, b: &Tap, hdr: &VirtioNetHdr, frame: &[u8], linear: Option<us
         .read_timeout(&mut buf, WAIT)
         .unwrap()
         .expect("the frame reaches the reader");
-    assert_eq!(b.read(&mut buf[..]), Err(Errno::EAGAIN), "exactly one frame");
-    (VirtioNetHdr::parse(&buf, false).unwrap(), buf[10..got].to_vec())
+    assert_eq!(
+        b.read(&mut buf[..]),
+        Err(Errno::EAGAIN),
+        "exactly one frame"
+    );
+    (
+        VirtioNetHdr::parse(&buf, false).unwrap(),
+        buf[10..got].to_vec(),
+    )
 }
 
 #[test]
@@ -54,7 +67,12 @@ fn data_valid_needs_the_gro_writer() {
         let plain = ns.tap_up(&TapConfig::tap("skbwplain").vnet_hdr(true))?;
         let gro = ns.tap_up(&TapConfig::tap("skbwgro").vnet_hdr(true).napi(true))?;
         let b = reader(ns, &[&plain, &gro], 0)?;
-        let f = eth(MAC_B, MAC_A, 0x0800, &ipv4(SRC, DST, 17, &udp(SRC, DST, 5000, 5001, &[7; 20], false)));
+        let f = eth(
+            MAC_B,
+            MAC_A,
+            0x0800,
+            &ipv4(SRC, DST, 17, &udp(SRC, DST, 5000, 5001, &[7; 20], false)),
+        );
         let valid = VirtioNetHdr {
             flags: 2,
             ..VirtioNetHdr::default()
@@ -67,7 +85,10 @@ fn data_valid_needs_the_gro_writer() {
         gro.drain().unwrap();
         let (h, got) = through(&gro, &b, &VirtioNetHdr::default(), &f, None);
         eprintln!("IFF_NAPI writer, GRO on: reader flags {}", h.flags);
-        assert_eq!(h.flags, 2, "GRO validated the UDP checksum: CHECKSUM_UNNECESSARY");
+        assert_eq!(
+            h.flags, 2,
+            "GRO validated the UDP checksum: CHECKSUM_UNNECESSARY"
+        );
         assert_eq!(got, f);
         Ok(())
     })
@@ -89,7 +110,12 @@ fn gso_hdr_len_is_the_writers_linear_part() {
         let offloads = tun_f::CSUM | tun_f::USO4 | tun_f::USO6;
         let b = reader(ns, &[&plain, &frags], offloads)?;
         // A 3042-byte USO frame: 42 bytes of headers, smaller than a page.
-        let f = eth(MAC_B, MAC_A, 0x0800, &ipv4(SRC, DST, 17, &udp(SRC, DST, 5000, 5001, &[9; 3000], true)));
+        let f = eth(
+            MAC_B,
+            MAC_A,
+            0x0800,
+            &ipv4(SRC, DST, 17, &udp(SRC, DST, 5000, 5001, &[9; 3000], true)),
+        );
         let hdr = VirtioNetHdr {
             flags: 1,
             gso_type: 5,

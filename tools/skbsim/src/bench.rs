@@ -46,6 +46,11 @@ pub struct BenchArgs {
     /// instead of the mix of 60..1514.
     #[arg(long)]
     pub frame_size: Option<usize>,
+    /// What to measure on the simulator: `tun-read` (the read path next to raw pcap
+    /// reads), or `xdp-vhost` (the XDP write path and vhost_net batching on and off,
+    /// 64-byte frames in memory).
+    #[arg(long, default_value = "tun-read")]
+    pub pipeline: String,
 }
 
 const SIZES: [usize; 8] = [60, 64, 128, 256, 590, 1024, 1280, 1514];
@@ -56,7 +61,9 @@ fn generate(path: &Path, frames: u64) -> Result<(), CliError> {
     let mut seed: u64 = 0x5eed;
     let mut buf = Vec::with_capacity(1600);
     for i in 0..frames {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         let size = SIZES[(seed >> 33) as usize % SIZES.len()];
         let tagged = (seed >> 40).is_multiple_of(3);
         let tcp = (seed >> 45) & 1 == 1;
@@ -77,10 +84,25 @@ fn frame_into(buf: &mut Vec<u8>, size: usize, tagged: bool, tcp: bool) {
     buf.extend_from_slice(&[0x08, 0x00]);
     let ip_len = (size - 14) as u16;
     let proto = if tcp { 6 } else { 17 };
-    buf.extend_from_slice(&[0x45, 0, (ip_len >> 8) as u8, ip_len as u8, 0, 1, 0x40, 0, 64, proto, 0, 0]);
+    buf.extend_from_slice(&[
+        0x45,
+        0,
+        (ip_len >> 8) as u8,
+        ip_len as u8,
+        0,
+        1,
+        0x40,
+        0,
+        64,
+        proto,
+        0,
+        0,
+    ]);
     buf.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
     if tcp {
-        buf.extend_from_slice(&[0x03, 0xe8, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10, 0x02, 0, 0, 0, 0, 0]);
+        buf.extend_from_slice(&[
+            0x03, 0xe8, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10, 0x02, 0, 0, 0, 0, 0,
+        ]);
     } else {
         let l = ip_len - 20;
         buf.extend_from_slice(&[0x13, 0x88, 0, 53, (l >> 8) as u8, l as u8, 0, 0]);
@@ -167,6 +189,32 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
     if args.backend == Backend::Tap {
         return bench_tap(args);
     }
+    match args.pipeline.as_str() {
+        "tun-read" => {}
+        "xdp-vhost" => {
+            let repo =
+                std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
+            if !repo.join("scenarios/xdp/xdp_drop.o").exists() {
+                return Err(CliError(format!(
+                    "{}: no scenarios/xdp/xdp_drop.o here; run from the repository root",
+                    repo.display()
+                )));
+            }
+            let (js, text) =
+                crate::bench_sim::run(&repo, args.frames.unwrap_or(1_000_000), args.runs)?;
+            if args.json {
+                println!("{js}");
+            } else {
+                print!("{text}");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        other => {
+            return Err(CliError(format!(
+                "--pipeline {other}: expected tun-read or xdp-vhost"
+            )))
+        }
+    }
     let frames_wanted = args.frames.unwrap_or(1_000_000);
     let input = match &args.input {
         Some(p) => p.clone(),
@@ -230,12 +278,27 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
             })
         );
     } else {
-        println!("input            {} ({frames} frames, {:.1} MB)", input.display(), file_bytes as f64 / 1e6);
+        println!(
+            "input            {} ({frames} frames, {:.1} MB)",
+            input.display(),
+            file_bytes as f64 / 1e6
+        );
         println!("runs             {} (medians)", args.runs);
         println!("raw pcap read    {:>8.2} M frames/s", raw / 1e6);
-        println!("tun-read hwaccel {:>8.2} M frames/s  ({:.2} of raw)", hwf / 1e6, hwf / raw);
-        println!("tun-read sw tag  {:>8.2} M frames/s  ({:.2} of hwaccel)", swf / 1e6, swf / hwf);
-        println!("tun-read alone   {:>8.2} M frames/s  (frames preloaded in memory, no pcap read)", mem / 1e6);
+        println!(
+            "tun-read hwaccel {:>8.2} M frames/s  ({:.2} of raw)",
+            hwf / 1e6,
+            hwf / raw
+        );
+        println!(
+            "tun-read sw tag  {:>8.2} M frames/s  ({:.2} of hwaccel)",
+            swf / 1e6,
+            swf / hwf
+        );
+        println!(
+            "tun-read alone   {:>8.2} M frames/s  (frames preloaded in memory, no pcap read)",
+            mem / 1e6
+        );
         println!(
             "per frame        hwaccel: memmoved {:.2} B, copied to user {:.1} B, allocs {:.2}",
             per(hw_ops.bytes_memmoved),
@@ -304,7 +367,8 @@ fn bench_tap(args: &BenchArgs) -> Result<ExitCode, CliError> {
         "real tap read path: {} runs x {} frames per mode, tx VLAN offload on and off alternating in {} slices per run",
         cfg.runs, cfg.frames, cfg.slices
     );
-    let r = vlan_offload_bench(&frames, &cfg).map_err(|e| CliError(format!("bench --backend tap: {e}")))?;
+    let r = vlan_offload_bench(&frames, &cfg)
+        .map_err(|e| CliError(format!("bench --backend tap: {e}")))?;
     let diff = byte_diff(&r.on.sample, &r.off.sample);
     let same_len = r.on.sample.len() == r.off.sample.len();
     let hexs = |v: &[u8]| v.iter().map(|b| format!("{b:02x}")).collect::<String>();
@@ -337,7 +401,12 @@ fn bench_tap(args: &BenchArgs) -> Result<ExitCode, CliError> {
             cfg.vnet_hdr_sz,
             cfg.batch
         );
-        let runs = |v: &[f64]| v.iter().map(|x| format!("{:.3}", x / 1e6)).collect::<Vec<_>>().join(" ");
+        let runs = |v: &[f64]| {
+            v.iter()
+                .map(|x| format!("{:.3}", x / 1e6))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         println!(
             "txvlan on        {:>8.3} M frames/s  (runs: {})",
             r.on.median_fps / 1e6,

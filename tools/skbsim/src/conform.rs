@@ -117,8 +117,15 @@ fn frames_of(pcap: &[u8], what: &str) -> Result<Vec<Frame>, CliError> {
 }
 
 /// The first difference between the output pcaps (what userspace read, frame per read).
-pub fn compare_pcaps(scenario: &str, sim: &[u8], real: &[u8]) -> Result<Option<Mismatch>, CliError> {
-    let (a, b) = (frames_of(sim, "(sim pcap)")?, frames_of(real, "(real pcap)")?);
+pub fn compare_pcaps(
+    scenario: &str,
+    sim: &[u8],
+    real: &[u8],
+) -> Result<Option<Mismatch>, CliError> {
+    let (a, b) = (
+        frames_of(sim, "(sim pcap)")?,
+        frames_of(real, "(real pcap)")?,
+    );
     let m = |read: String, field: &str, sim: String, real: String| Mismatch {
         scenario: scenario.to_string(),
         read,
@@ -128,11 +135,7 @@ pub fn compare_pcaps(scenario: &str, sim: &[u8], real: &[u8]) -> Result<Option<M
     };
     for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
         if x.data != y.data {
-            let off = x
-                .data
-                .iter()
-                .zip(y.data.iter())
-                .position(|(p, q)| p != q);
+            let off = x.data.iter().zip(y.data.iter()).position(|(p, q)| p != q);
             return Ok(Some(match off {
                 Some(o) => m(
                     format!("pcap frame {i}"),
@@ -238,7 +241,10 @@ pub fn conform(args: &ConformArgs) -> Result<ExitCode, CliError> {
             } => {
                 passed += 1;
                 results.push(json!({"scenario": s.name, "status": "pass", "frames": frames, "reads": reads, "notes": notes}));
-                with_notes(format!("    pass  {}  ({frames} frames, {reads} reads)", s.name), notes)
+                with_notes(
+                    format!("    pass  {}  ({frames} frames, {reads} reads)", s.name),
+                    notes,
+                )
             }
             Outcome::SimOnly(reason) => {
                 sim_only += 1;
@@ -273,7 +279,9 @@ pub fn conform(args: &ConformArgs) -> Result<ExitCode, CliError> {
             json!({"results": results, "passed": passed, "failed": failed, "sim_only": sim_only, "errors": errors, "no_real_arm": no_arm})
         );
     } else if no_arm > 0 {
-        println!("{passed} passed, {failed} failed, {sim_only} sim-only, {no_arm} without a real arm");
+        println!(
+            "{passed} passed, {failed} failed, {sim_only} sim-only, {no_arm} without a real arm"
+        );
     } else {
         println!("{passed} passed, {failed} failed, {sim_only} sim-only");
     }
@@ -311,7 +319,10 @@ mod tests {
         let m = compare_traces("tun-read/x", SIM, &real).unwrap();
         assert_eq!(m.read, "read 0 (frame 0, ts 1.000000000)");
         assert_eq!(m.field, "pi");
-        assert_eq!((m.sim.as_str(), m.real.as_str()), ("flags 0x0000 proto 0x0800", "flags 0x0001 proto 0x0800"));
+        assert_eq!(
+            (m.sim.as_str(), m.real.as_str()),
+            ("flags 0x0000 proto 0x0800", "flags 0x0001 proto 0x0800")
+        );
         let shown = m.to_string();
         assert!(shown.starts_with("tun-read/x: `read 0"), "{shown}");
     }

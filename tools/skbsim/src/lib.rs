@@ -2,6 +2,7 @@
 //! binary runs.
 
 pub mod bench;
+pub mod bench_sim;
 pub mod cli_error;
 pub mod conform;
 pub mod diff;

@@ -12,7 +12,11 @@ use clap::{Parser, Subcommand};
 use skbsim::{bench, conform, diff, replay, suite};
 
 #[derive(Debug, Parser)]
-#[command(name = "skbsim", version, about = "Deterministic simulator and conformance bench for the Linux virtual-networking datapath")]
+#[command(
+    name = "skbsim",
+    version,
+    about = "Deterministic simulator and conformance bench for the Linux virtual-networking datapath"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -74,7 +74,10 @@ pub fn run_backend(
 
 /// Replay `scenario` on the simulator. Bad input (pcap, frame, metadata recipe) is an
 /// error naming the file.
-pub fn run_sim(scenario: &Scenario, progress: Option<&ProgressBar>) -> Result<ScenarioOutput, CliError> {
+pub fn run_sim(
+    scenario: &Scenario,
+    progress: Option<&ProgressBar>,
+) -> Result<ScenarioOutput, CliError> {
     match scenario.pipeline {
         Pipeline::TunRead => run_tun_read(scenario, progress),
         Pipeline::TapWrite => crate::write_runner::run_tap_write(scenario, progress),
@@ -95,7 +98,15 @@ pub fn run_tap(scenario: &Scenario) -> Result<ScenarioOutput, CliError> {
                 ArmError::Kernel(k) => CliError(format!("{}: {k}", scenario.name)),
                 other => CliError(format!("{}: {other}", scenario.name)),
             })?;
-            output(scenario, Backend::Tap, &real.events, &real.stats, None, real.frames, real.notes)
+            output(
+                scenario,
+                Backend::Tap,
+                &real.events,
+                &real.stats,
+                None,
+                real.frames,
+                real.notes,
+            )
         }
         other => Err(CliError(format!(
             "{}: the {} pipeline has no real arm yet",
@@ -105,7 +116,10 @@ pub fn run_tap(scenario: &Scenario) -> Result<ScenarioOutput, CliError> {
     }
 }
 
-fn run_tun_read(scenario: &Scenario, progress: Option<&ProgressBar>) -> Result<ScenarioOutput, CliError> {
+fn run_tun_read(
+    scenario: &Scenario,
+    progress: Option<&ProgressBar>,
+) -> Result<ScenarioOutput, CliError> {
     let mut reader = PcapReader::open(&scenario.input)?;
     let mut run = TunReadRun::new(scenario);
     let mut events = Vec::new();
@@ -124,7 +138,15 @@ fn run_tun_read(scenario: &Scenario, progress: Option<&ProgressBar>) -> Result<S
     }
     run.finish(&mut sink);
     let stats = run.stats();
-    output(scenario, Backend::Sim, &events, &stats, Some(&run.ops), frames, Vec::new())
+    output(
+        scenario,
+        Backend::Sim,
+        &events,
+        &stats,
+        Some(&run.ops),
+        frames,
+        Vec::new(),
+    )
 }
 
 /// Render events into the trace, its JSON and the output pcap.

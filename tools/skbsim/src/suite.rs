@@ -52,7 +52,10 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
         } else if p.is_file() {
             out.push(p.clone());
         } else {
-            return Err(CliError(format!("{}: no such file or directory", p.display())));
+            return Err(CliError(format!(
+                "{}: no such file or directory",
+                p.display()
+            )));
         }
     }
     out.sort();
@@ -61,8 +64,8 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), CliError> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| CliError(format!("{}: cannot list: {e}", dir.display())))?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| CliError(format!("{}: cannot list: {e}", dir.display())))?;
     for entry in entries {
         let path = entry
             .map_err(|e| CliError(format!("{}: cannot list: {e}", dir.display())))?
@@ -126,8 +129,13 @@ pub fn check_real(dir: &Path, out: &ScenarioOutput) -> Result<Verdict, CliError>
     let golden_pcap = std::fs::read(&pcap_path)
         .map_err(|e| CliError(format!("{}: cannot read: {e}", pcap_path.display())))?;
     if golden_pcap != out.pcap {
-        let detail = pcap_divergence(&golden_pcap, &out.pcap, &pcap_path, Path::new("(real kernel)"))?
-            .unwrap_or_else(|| "the pcap files differ in their headers".to_string());
+        let detail = pcap_divergence(
+            &golden_pcap,
+            &out.pcap,
+            &pcap_path,
+            Path::new("(real kernel)"),
+        )?
+        .unwrap_or_else(|| "the pcap files differ in their headers".to_string());
         return Ok(Verdict::Mismatch(format!(
             "{} (- golden, + real kernel)\n{detail}",
             pcap_path.display()
@@ -171,7 +179,14 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
         tap_ready("--backend tap")?;
     }
     let scenarios = load_scenarios(&args.paths, args.shard.as_deref())?;
-    let pb = progress::bar(scenarios.len() as u64, if mode == Mode::Bless { "blessing" } else { "replaying" });
+    let pb = progress::bar(
+        scenarios.len() as u64,
+        if mode == Mode::Bless {
+            "blessing"
+        } else {
+            "replaying"
+        },
+    );
     let mut results = Vec::new();
     let (mut failed, mut sim_only, mut no_arm) = (0, 0, 0);
     for s in &scenarios {
@@ -210,7 +225,11 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
             Some(Verdict::Pass) => ("pass", None),
             Some(Verdict::Missing(p)) => (
                 "missing",
-                Some(format!("{}: no golden (run `skbsim bless {}`)", p.display(), s.path.display())),
+                Some(format!(
+                    "{}: no golden (run `skbsim bless {}`)",
+                    p.display(),
+                    s.path.display()
+                )),
             ),
             Some(Verdict::Mismatch(d)) => ("fail", Some(d.clone())),
         };
@@ -237,7 +256,9 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
             json!({"backend": args.backend.name(), "results": results, "passed": passed, "failed": failed, "sim_only": sim_only, "no_real_arm": no_arm})
         );
     } else if mode == Mode::Check && tap && no_arm > 0 {
-        println!("{passed} passed, {failed} failed, {sim_only} sim-only, {no_arm} without a real arm");
+        println!(
+            "{passed} passed, {failed} failed, {sim_only} sim-only, {no_arm} without a real arm"
+        );
     } else if mode == Mode::Check && tap {
         println!("{passed} passed, {failed} failed, {sim_only} sim-only");
     } else if mode == Mode::Check {

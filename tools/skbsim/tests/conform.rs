@@ -63,7 +63,9 @@ fn sim_and_real_agree(
             }
         }
         Outcome::Diverge { mismatch, notes } => {
-            panic!("{name}: the simulator and the real kernel disagree\n{mismatch}\nnotes: {notes:?}")
+            panic!(
+                "{name}: the simulator and the real kernel disagree\n{mismatch}\nnotes: {notes:?}"
+            )
         }
         Outcome::Error(e) => panic!("{name}: {e}"),
         Outcome::SimOnly(_) => unreachable!("sim_only was handled above"),
@@ -93,15 +95,18 @@ fn host_state() -> (BTreeSet<String>, String) {
 /// The `skbsim-netns` thread of `pid`, once it exists.
 fn netns_thread(pid: u32) -> Option<PathBuf> {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-    tasks.filter_map(|t| t.ok()).map(|t| t.path()).find(|t| {
-        std::fs::read_to_string(t.join("comm")).is_ok_and(|c| c.trim() == "skbsim-netns")
-    })
+    tasks
+        .filter_map(|t| t.ok())
+        .map(|t| t.path())
+        .find(|t| std::fs::read_to_string(t.join("comm")).is_ok_and(|c| c.trim() == "skbsim-netns"))
 }
 
 /// tx_packets of `dev` in `/proc/<pid>/task/<tid>/net/dev` (that thread's namespace).
 fn tx_packets(task: &Path, dev: &str) -> Option<u64> {
     let text = std::fs::read_to_string(task.join("net/dev")).ok()?;
-    let line = text.lines().find(|l| l.trim_start().starts_with(&format!("{dev}:")))?;
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{dev}:")))?;
     let fields: Vec<&str> = line.split(':').nth(1)?.split_whitespace().collect();
     fields.get(9)?.parse().ok()
 }
@@ -135,10 +140,11 @@ fn nothing_is_left_behind_after_normal_failing_and_killed_runs() {
     assert_eq!(host_state(), before, "after a normal run");
 
     // A run the kernel refuses halfway through the setup: the error names the operation.
-    let text = "description = \"d\"\ninput = \"../pcaps/csum-udp4.pcap\"\npipeline = \"tun-read\"\n\
+    let text =
+        "description = \"d\"\ninput = \"../pcaps/csum-udp4.pcap\"\npipeline = \"tun-read\"\n\
                 [device]\nno_pi = true\nvnet_hdr = true\nvnet_be = true\n";
-    let bad = Scenario::parse(&scenario_dir().join("vnet-be-for-cleanup.toml"), text)
-        .expect("scenario");
+    let bad =
+        Scenario::parse(&scenario_dir().join("vnet-be-for-cleanup.toml"), text).expect("scenario");
     let err = run_tap(&bad).expect_err("TUNSETVNETBE is refused here").0;
     eprintln!("failing run: {err}");
     assert!(err.contains("TUNSETVNETBE on skbdut"), "{err}");
@@ -153,7 +159,8 @@ fn nothing_is_left_behind_after_normal_failing_and_killed_runs() {
     frame[..12].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
     frame[12..14].copy_from_slice(&[0x88, 0xb5]);
     for i in 0..200_000u64 {
-        w.write_frame(1_000_000_000 + i, &frame).expect("write frame");
+        w.write_frame(1_000_000_000 + i, &frame)
+            .expect("write frame");
     }
     w.finish().expect("finish pcap");
     let mut child = Command::new(env!("CARGO_BIN_EXE_skbsim"))
@@ -215,9 +222,11 @@ fn a_wrong_model_is_caught_with_scenario_read_and_field() {
     let s = Scenario::load(&scenario_dir().join("vlan-8021q-pi.toml")).expect("scenario");
     let sim = run_sim(&s, None).expect("sim");
     // A model that got TUN_PKT_STRIP wrong on the first read.
-    let wrong = sim
-        .trace
-        .replacen("pi: flags 0x0000 proto 0x0800", "pi: flags 0x0001 proto 0x0800", 1);
+    let wrong = sim.trace.replacen(
+        "pi: flags 0x0000 proto 0x0800",
+        "pi: flags 0x0001 proto 0x0800",
+        1,
+    );
     assert_ne!(wrong, sim.trace, "the trace has the PI line to flip");
     let check = |real: &str| {
         let m = compare_traces(&s.name, &wrong, real).expect("the flipped flag is caught");
@@ -227,7 +236,13 @@ fn a_wrong_model_is_caught_with_scenario_read_and_field() {
         assert_eq!(m.sim, "flags 0x0001 proto 0x0800");
         assert_eq!(m.real, "flags 0x0000 proto 0x0800");
         let shown = m.to_string();
-        for part in ["tun-read/vlan-8021q-pi", "read 0 (frame 0", "`pi`", "0x0001", "0x0000"] {
+        for part in [
+            "tun-read/vlan-8021q-pi",
+            "read 0 (frame 0",
+            "`pi`",
+            "0x0001",
+            "0x0000",
+        ] {
             assert!(shown.contains(part), "{part:?} missing from {shown}");
         }
     };
@@ -237,13 +252,19 @@ fn a_wrong_model_is_caught_with_scenario_read_and_field() {
     let m = compare_pcaps(&s.name, &tamper_pcap(&sim, 13), &sim.pcap)
         .expect("pcaps")
         .expect("the flipped byte is caught");
-    assert_eq!((m.read.as_str(), m.field.as_str()), ("pcap frame 0", "byte 13"));
+    assert_eq!(
+        (m.read.as_str(), m.field.as_str()),
+        ("pcap frame 0", "byte 13")
+    );
 
     require_privileges!();
     // ...and against the real kernel.
     let real = run_tap(&s).expect("real kernel");
     check(&real.trace);
-    assert_eq!(compare_outputs(&s.name, &sim, &real).expect("compare"), None);
+    assert_eq!(
+        compare_outputs(&s.name, &sim, &real).expect("compare"),
+        None
+    );
     let wrong_out = ScenarioOutput {
         trace: wrong.clone(),
         json: sim.json.clone(),

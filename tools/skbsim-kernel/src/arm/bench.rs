@@ -101,7 +101,12 @@ struct Path {
 impl Path {
     /// Write `count` frames (cycling from `start`), reading B after every `batch`; returns
     /// bytes read.
-    fn pump(&mut self, frames: &[BenchFrame], count: u64, batch: usize) -> Result<u64, KernelError> {
+    fn pump(
+        &mut self,
+        frames: &[BenchFrame],
+        count: u64,
+        batch: usize,
+    ) -> Result<u64, KernelError> {
         let mut bytes = 0u64;
         let mut queued = 0usize;
         for i in 0..count {
@@ -192,10 +197,15 @@ pub fn vlan_offload_bench(
             b,
             buf: vec![0u8; 65536],
         };
-        let mut results = [(true, Vec::new(), 0u64, Vec::new()), (false, Vec::new(), 0u64, Vec::new())];
+        let mut results = [
+            (true, Vec::new(), 0u64, Vec::new()),
+            (false, Vec::new(), 0u64, Vec::new()),
+        ];
         for (on, _, _, sample) in results.iter_mut() {
             set_offload(&mut et, &bname, *on)?;
-            path.b.drain().map_err(|e| KernelError::sys(format!("drain {bname}"), e))?;
+            path.b
+                .drain()
+                .map_err(|e| KernelError::sys(format!("drain {bname}"), e))?;
             // One frame, read alone: buf holds exactly what B returned for it.
             let n = path.pump(&frames[..1], 1, 1)? as usize;
             *sample = path.buf[..n].to_vec();

@@ -18,10 +18,7 @@ use crate::error::KernelError;
 pub fn real_arm(pipeline: Pipeline) -> Result<(), String> {
     match pipeline {
         Pipeline::TunRead => Ok(()),
-        other => Err(format!(
-            "the {} pipeline has no real arm yet",
-            other.name()
-        )),
+        other => Err(format!("the {} pipeline has no real arm yet", other.name())),
     }
 }
 

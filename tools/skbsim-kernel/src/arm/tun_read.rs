@@ -270,7 +270,9 @@ fn outer_vlan_tpid(frame: &[u8]) -> Option<u16> {
 fn gro_can_validate(frame: &[u8]) -> Result<(), String> {
     let lay = layout(frame).ok_or("the frame has no Ethernet header")?;
     if lay.l3_offset != 14 {
-        return Err("GRO does not look inside VLAN tags on this kernel (no CONFIG_VLAN_8021Q)".into());
+        return Err(
+            "GRO does not look inside VLAN tags on this kernel (no CONFIG_VLAN_8021Q)".into(),
+        );
     }
     match (lay.l3_proto, lay.l4_proto, lay.l4_hlen) {
         (ETH_P_IP | ETH_P_IPV6, Some(IPPROTO_TCP | IPPROTO_UDP), Some(_)) => Ok(()),
@@ -297,7 +299,11 @@ fn writer_header(
             h.csum_offset = match lay.l4_proto {
                 Some(IPPROTO_TCP) => 16,
                 Some(IPPROTO_UDP) => 6,
-                _ => return Err(format!("frame {index}: checksum = \"partial\" needs TCP or UDP")),
+                _ => {
+                    return Err(format!(
+                        "frame {index}: checksum = \"partial\" needs TCP or UDP"
+                    ))
+                }
             };
         }
         IpSummed::Unnecessary => h.flags = VIRTIO_NET_HDR_F_DATA_VALID,
@@ -309,10 +315,9 @@ fn writer_header(
     // the untag, which removes the 4 tag bytes from the linear part.
     let linear = match recipe.headlen {
         None => None,
-        Some(None) => Some(
-            lay.headers_len()
-                .ok_or_else(|| format!("frame {index}: headlen = \"headers\" needs a complete TCP or UDP header"))?,
-        ),
+        Some(None) => Some(lay.headers_len().ok_or_else(|| {
+            format!("frame {index}: headlen = \"headers\" needs a complete TCP or UDP header")
+        })?),
         Some(Some(n)) => Some((n + shift).min(frame.len())),
     };
     if recipe.gso != GsoKind::None {
@@ -640,7 +645,10 @@ mod tests {
             vlan_hwaccel: true,
             ..SkbRecipe::default()
         };
-        assert_eq!(writer_header(&f, &plain, 0).unwrap().0, VirtioNetHdr::default());
+        assert_eq!(
+            writer_header(&f, &plain, 0).unwrap().0,
+            VirtioNetHdr::default()
+        );
         assert_eq!(WriterKind::for_recipe(&plain), WriterKind::Plain);
         let valid = SkbRecipe {
             checksum: IpSummed::Unnecessary,
