@@ -2,8 +2,10 @@
 //! napi_gro_complete, plus the packet_offload dispatch (gro_find_receive_by_type).
 
 use super::napi::{End, Napi};
-use super::{eth, ipv4, reason, GroConfig, GroSkb, Reason, Seg, ETH_HLEN, GRO_MAX_SIZE,
-    GRO_RECURSION_LIMIT, MAX_GRO_SKBS, MAX_SKB_FRAGS};
+use super::{
+    eth, ipv4, reason, GroConfig, GroSkb, Reason, Seg, ETH_HLEN, GRO_MAX_SIZE, GRO_RECURSION_LIMIT,
+    MAX_GRO_SKBS, MAX_SKB_FRAGS,
+};
 use crate::skb::IpSummed;
 
 pub const ETH_P_IP: u16 = 0x0800;

@@ -44,7 +44,9 @@ pub fn csum_add(a: u32, b: u32) -> u32 {
 
 /// csum_tcpudp_nofold(saddr, daddr, len, proto, 0): the IPv4 pseudo-header sum.
 pub fn pseudo_v4(saddr: [u8; 4], daddr: [u8; 4], proto: u8, len: usize) -> u32 {
-    let w = |b: [u8; 4]| u32::from(u16::from_be_bytes([b[0], b[1]])) + u32::from(u16::from_be_bytes([b[2], b[3]]));
+    let w = |b: [u8; 4]| {
+        u32::from(u16::from_be_bytes([b[0], b[1]])) + u32::from(u16::from_be_bytes([b[2], b[3]]))
+    };
     // A length above 16 bits is carried like the kernel's 32-bit add.
     let len = u32::try_from(len).unwrap_or(u32::MAX);
     csum_add(w(saddr) + w(daddr) + u32::from(proto), len)
@@ -92,7 +94,10 @@ mod tests {
     #[test]
     fn rfc1071_and_ipv4_header() {
         // RFC 1071 §3: 00 01 f2 03 f4 f5 f6 f7 sums to 0xddf2 after folding.
-        assert_eq!(fold(sum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7])), 0xddf2);
+        assert_eq!(
+            fold(sum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7])),
+            0xddf2
+        );
         let hdr = [
             0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8,
             0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
@@ -107,7 +112,10 @@ mod tests {
     fn pseudo_header_by_hand() {
         // 10.0.0.1 -> 10.0.0.2, TCP, length 1420:
         // 0x0a00 + 0x0001 + 0x0a00 + 0x0002 + 0x0006 + 0x058c = 0x1995.
-        assert_eq!(fold(pseudo_v4([10, 0, 0, 1], [10, 0, 0, 2], 6, 1420)), 0x1995);
+        assert_eq!(
+            fold(pseudo_v4([10, 0, 0, 1], [10, 0, 0, 2], 6, 1420)),
+            0x1995
+        );
     }
 
     #[test]

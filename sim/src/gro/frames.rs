@@ -52,7 +52,16 @@ impl Default for Tcp4 {
     }
 }
 
-fn ipv4_header(saddr: [u8; 4], daddr: [u8; 4], ttl: u8, tos: u8, id: u16, df: bool, proto: u8, tot: usize) -> [u8; 20] {
+fn ipv4_header(
+    saddr: [u8; 4],
+    daddr: [u8; 4],
+    ttl: u8,
+    tos: u8,
+    id: u16,
+    df: bool,
+    proto: u8,
+    tot: usize,
+) -> [u8; 20] {
     let mut h = [0u8; 20];
     h[0] = 0x45;
     h[1] = tos;
@@ -88,7 +97,9 @@ impl Tcp4 {
         f.extend_from_slice(&self.dst_mac);
         f.extend_from_slice(&self.src_mac);
         f.extend_from_slice(&[0x08, 0x00]);
-        f.extend_from_slice(&ipv4_header(self.saddr, self.daddr, self.ttl, self.tos, self.id, self.df, 6, tot));
+        f.extend_from_slice(&ipv4_header(
+            self.saddr, self.daddr, self.ttl, self.tos, self.id, self.df, 6, tot,
+        ));
         let mut t = vec![0u8; thlen + self.payload];
         t[0..2].copy_from_slice(&self.sport.to_be_bytes());
         t[2..4].copy_from_slice(&self.dport.to_be_bytes());
@@ -155,7 +166,16 @@ impl Outer {
         f.extend_from_slice(&self.dst_mac);
         f.extend_from_slice(&self.src_mac);
         f.extend_from_slice(&[0x08, 0x00]);
-        f.extend_from_slice(&ipv4_header(self.saddr, self.daddr, self.ttl, 0, self.id, self.df, proto, 20 + l4.len()));
+        f.extend_from_slice(&ipv4_header(
+            self.saddr,
+            self.daddr,
+            self.ttl,
+            0,
+            self.id,
+            self.df,
+            proto,
+            20 + l4.len(),
+        ));
         f.extend_from_slice(l4);
         f
     }

@@ -1,7 +1,9 @@
 //! GRE GRO: net/ipv4/gre_offload.c: gre_gro_receive, gre_gro_complete.
 
-use super::core::{call_l3_receive, checksum_validate, find_receive_by_type, postpull_rcsum,
-    complete_by_type, ETH_P_TEB};
+use super::core::{
+    call_l3_receive, checksum_validate, complete_by_type, find_receive_by_type, postpull_rcsum,
+    ETH_P_TEB,
+};
 use super::{reason, GroConfig, GroSkb};
 use crate::skb::gso;
 
@@ -107,18 +109,30 @@ mod tests {
     use crate::profile::LINUX_6_18;
 
     /// Four inner segments in GRE-TEB; `edit` changes frame 2 (key, csum, flags).
-    fn gre4(key: impl Fn(usize) -> Option<u32>, csum: impl Fn(usize) -> Option<bool>) -> Vec<Vec<u8>> {
+    fn gre4(
+        key: impl Fn(usize) -> Option<u32>,
+        csum: impl Fn(usize) -> Option<bool>,
+    ) -> Vec<Vec<u8>> {
         Tcp4::default()
             .stream(4)
             .iter()
             .enumerate()
-            .map(|(k, f)| Outer { id: 100 + k as u16, ..Outer::default() }.gre_teb(key(k), csum(k), f))
+            .map(|(k, f)| {
+                Outer {
+                    id: 100 + k as u16,
+                    ..Outer::default()
+                }
+                .gre_teb(key(k), csum(k), f)
+            })
             .collect()
     }
 
     #[test]
     fn a_different_key_is_a_different_tunnel() {
-        let d = run(&LINUX_6_18, gre4(|k| Some(if k == 2 { 7 } else { 42 }), |_| None));
+        let d = run(
+            &LINUX_6_18,
+            gre4(|k| Some(if k == 2 { 7 } else { 42 }), |_| None),
+        );
         // Frame 2 starts its own skb (gre:key); 3 still matches 0-1 by key but its
         // outer ID and inner seq do not follow them: ipv4:id.
         assert_eq!(d[1].skb.start, Some(reason::GRE_KEY));
@@ -133,9 +147,16 @@ mod tests {
         let d = run(&LINUX_6_18, good);
         // 14 + 20 + 12 (C and K) + 54 + 5600.
         assert_eq!(lens(&d), vec![100 + 5600]);
-        assert_eq!(d[0].skb.gso_type, crate::skb::gso::GRE | crate::skb::gso::TCPV4);
+        assert_eq!(
+            d[0].skb.gso_type,
+            crate::skb::gso::GRE | crate::skb::gso::TCPV4
+        );
         let b = d[0].skb.to_vec();
-        assert_eq!([b[38], b[39]], first_csum, "gre_gro_complete leaves the GRE checksum");
+        assert_eq!(
+            [b[38], b[39]],
+            first_csum,
+            "gre_gro_complete leaves the GRE checksum"
+        );
         let d = run(&LINUX_6_18, gre4(|_| Some(42), |k| Some(k != 2)));
         assert_eq!(lens(&d), vec![1500, 100 + 2800, 1500]);
         assert_eq!(d[0].skb.start, Some(reason::GRE_CSUM));
@@ -156,13 +177,25 @@ mod tests {
     fn inner_mac_change_starts_a_new_skb() {
         let f: Vec<Vec<u8>> = (0..4u32)
             .map(|k| {
-                let inner = Tcp4 { seq: 1000 + k * 1400, id: 1 + k as u16, src_mac: [2, 0, 0, 0, 0, if k >= 2 { 9 } else { 1 }], ..Tcp4::default() };
-                Outer { id: 100 + k as u16, ..Outer::default() }.gre_teb(Some(42), None, &inner.build())
+                let inner = Tcp4 {
+                    seq: 1000 + k * 1400,
+                    id: 1 + k as u16,
+                    src_mac: [2, 0, 0, 0, 0, if k >= 2 { 9 } else { 1 }],
+                    ..Tcp4::default()
+                };
+                Outer {
+                    id: 100 + k as u16,
+                    ..Outer::default()
+                }
+                .gre_teb(Some(42), None, &inner.build())
             })
             .collect();
         let d = run(&LINUX_6_18, f);
         let starts: Vec<Option<Reason>> = d.iter().map(|x| x.skb.start).collect();
-        assert_eq!(starts, vec![Some(reason::FLOW_NEW), Some(reason::TEB_INNER_MAC)]);
+        assert_eq!(
+            starts,
+            vec![Some(reason::FLOW_NEW), Some(reason::TEB_INNER_MAC)]
+        );
         assert_eq!(lens(&d), vec![96 + 2800, 96 + 2800]);
     }
 }

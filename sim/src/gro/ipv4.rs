@@ -187,8 +187,17 @@ pub fn needs_validation(skb: &GroSkb) -> bool {
 
 /// The IP-level check of tcp_gro_receive (gro_receive_network_flush) for one IP header
 /// at `nh` in both the new skb and the held p: the first reason to flush, if any.
-pub fn network_flush(cfg: &GroConfig, skb: &GroSkb, p: &mut GroSkb, nh: usize, inner: bool) -> Option<Reason> {
-    let (Some(a), Some(b)) = (skb.data.get(nh..nh + IPV4_HLEN), p.data.get(nh..nh + IPV4_HLEN)) else {
+pub fn network_flush(
+    cfg: &GroConfig,
+    skb: &GroSkb,
+    p: &mut GroSkb,
+    nh: usize,
+    inner: bool,
+) -> Option<Reason> {
+    let (Some(a), Some(b)) = (
+        skb.data.get(nh..nh + IPV4_HLEN),
+        p.data.get(nh..nh + IPV4_HLEN),
+    ) else {
         return Some(reason::IPV4_HDR);
     };
     match cfg.rules.ip_id {

@@ -356,7 +356,11 @@ mod tests {
     #[test]
     fn sum_from_chains_merged_payloads_at_odd_offsets() {
         let mut skb = GroSkb::new(0, 0, vec![1, 2, 3]);
-        skb.segs.push(Seg { bytes: vec![9, 9, 4, 5, 6], off: 2, frame: 1 });
+        skb.segs.push(Seg {
+            bytes: vec![9, 9, 4, 5, 6],
+            off: 2,
+            frame: 1,
+        });
         skb.len = 6;
         // Whole packet 01 02 03 04 05 06 -> 0x0102 + 0x0304 + 0x0506 = 0x090c.
         assert_eq!(csum::fold(skb.sum_from(0)), 0x090c);
@@ -376,7 +380,11 @@ pub(crate) mod testutil {
     use super::plan::GroPlan;
 
     /// Write `frames` 1 us apart, `burst` per poll, no flush timeout.
-    pub fn run_with(profile: &KernelProfile, plan: GroPlan, frames: Vec<Vec<u8>>) -> Vec<Delivered> {
+    pub fn run_with(
+        profile: &KernelProfile,
+        plan: GroPlan,
+        frames: Vec<Vec<u8>>,
+    ) -> Vec<Delivered> {
         let mut r = TapGroRun::new(profile, &plan);
         for (i, f) in frames.into_iter().enumerate() {
             r.write(i as u64, 1_000_000_000 + i as u64 * 1000, f);
@@ -387,7 +395,14 @@ pub(crate) mod testutil {
 
     pub fn run(profile: &KernelProfile, frames: Vec<Vec<u8>>) -> Vec<Delivered> {
         let n = frames.len();
-        run_with(profile, GroPlan { burst: n, ..GroPlan::defaults(&profile.gro) }, frames)
+        run_with(
+            profile,
+            GroPlan {
+                burst: n,
+                ..GroPlan::defaults(&profile.gro)
+            },
+            frames,
+        )
     }
 
     pub fn lens(d: &[Delivered]) -> Vec<usize> {
@@ -398,7 +413,11 @@ pub(crate) mod testutil {
     pub fn five(edit: impl Fn(&mut Tcp4)) -> Vec<Vec<u8>> {
         (0..5u32)
             .map(|k| {
-                let mut s = Tcp4 { seq: 1000 + k * 1400, id: 1 + k as u16, ..Tcp4::default() };
+                let mut s = Tcp4 {
+                    seq: 1000 + k * 1400,
+                    id: 1 + k as u16,
+                    ..Tcp4::default()
+                };
                 if k == 2 {
                     edit(&mut s);
                 }

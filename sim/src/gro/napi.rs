@@ -26,7 +26,11 @@ pub enum End {
     BucketFull { frame: u64 },
     /// Frame `frame` completed this skb: it did not merge (reason), or merged and forced
     /// the flush (merged = true: PSH, FIN, a shorter last segment).
-    Frame { frame: u64, reason: Reason, merged: bool },
+    Frame {
+        frame: u64,
+        reason: Reason,
+        merged: bool,
+    },
 }
 
 /// One skb handed to the stack (netif_receive_skb_list via rx_list).
@@ -198,10 +202,10 @@ impl Napi {
 
 #[cfg(test)]
 mod tests {
-    use super::End;
     use super::super::frames::Tcp4;
     use super::super::plan::GroPlan;
     use super::super::testutil::{lens, run_with};
+    use super::End;
     use crate::pipeline::tap_gro::TapGroRun;
     use crate::profile::LINUX_6_18;
 
@@ -210,7 +214,10 @@ mod tests {
         // HZ 250: a jiffy is 4 ms. Frames 0-1 at 1.000 s, frame 2 at 1.006 s (another
         // jiffy; seq continues), timeout 10 ms: the poll of frame 2 first merges it, then
         // napi_complete_done flushes skbs aged in an older jiffy, i.e. all three.
-        let plan = GroPlan { flush_timeout_ns: 10_000_000, ..GroPlan::defaults(&LINUX_6_18.gro) };
+        let plan = GroPlan {
+            flush_timeout_ns: 10_000_000,
+            ..GroPlan::defaults(&LINUX_6_18.gro)
+        };
         let mut r = TapGroRun::new(&LINUX_6_18, &plan);
         let f = Tcp4::default().stream(4);
         r.write(0, 1_000_000_000, f[0].clone());
@@ -232,12 +239,33 @@ mod tests {
         // budget is used: HZ 250 < 1000 flushes everything. The repoll takes frame 64
         // alone and napi_complete_done flushes it; 65-69 come with the last write.
         let frames = Tcp4::default().stream(70);
-        let d = run_with(&LINUX_6_18, GroPlan { burst: 70, ..GroPlan::defaults(&LINUX_6_18.gro) }, frames.clone());
+        let d = run_with(
+            &LINUX_6_18,
+            GroPlan {
+                burst: 70,
+                ..GroPlan::defaults(&LINUX_6_18.gro)
+            },
+            frames.clone(),
+        );
         assert_eq!(d[1].end, End::Budget);
-        assert_eq!(lens(&d), vec![54 + 46 * 1400, 54 + 18 * 1400, 1454, 54 + 5 * 1400]);
+        assert_eq!(
+            lens(&d),
+            vec![54 + 46 * 1400, 54 + 18 * 1400, 1454, 54 + 5 * 1400]
+        );
         // HZ 1000: the budget flush keeps the skb held in this jiffy, so frame 64 joins
         // it in the repoll (19 segments).
-        let d = run_with(&LINUX_6_18, GroPlan { burst: 70, hz: 1000, ..GroPlan::defaults(&LINUX_6_18.gro) }, frames);
-        assert_eq!(lens(&d), vec![54 + 46 * 1400, 54 + 19 * 1400, 54 + 5 * 1400]);
+        let d = run_with(
+            &LINUX_6_18,
+            GroPlan {
+                burst: 70,
+                hz: 1000,
+                ..GroPlan::defaults(&LINUX_6_18.gro)
+            },
+            frames,
+        );
+        assert_eq!(
+            lens(&d),
+            vec![54 + 46 * 1400, 54 + 19 * 1400, 54 + 5 * 1400]
+        );
     }
 }

@@ -86,7 +86,12 @@ impl GroPlan {
 }
 
 /// Validate `[gro]`; errors name the key (`gro.hz: ...`).
-pub fn gro_plan(raw: Option<&RawGro>, rules: &GroRules, profile: &str, tap_gro: bool) -> Result<GroPlan, String> {
+pub fn gro_plan(
+    raw: Option<&RawGro>,
+    rules: &GroRules,
+    profile: &str,
+    tap_gro: bool,
+) -> Result<GroPlan, String> {
     let mut plan = GroPlan::defaults(rules);
     let Some(r) = raw else {
         return Ok(plan);
@@ -110,7 +115,9 @@ pub fn gro_plan(raw: Option<&RawGro>, rules: &GroRules, profile: &str, tap_gro: 
     }
     if let Some(hz) = r.hz {
         if !HZ_CHOICES.contains(&hz) {
-            return Err(format!("gro.hz: {hz} is not a CONFIG_HZ choice (100, 250, 300, 1000)"));
+            return Err(format!(
+                "gro.hz: {hz} is not a CONFIG_HZ choice (100, 250, 300, 1000)"
+            ));
         }
         plan.hz = hz;
     }
@@ -143,16 +150,39 @@ mod tests {
     #[test]
     fn defaults_and_errors_name_the_key() {
         let p = gro_plan(None, &GRO_LINUX_6_18, "linux-6.18", true).unwrap();
-        assert_eq!((p.burst, p.flush_timeout_ns, p.hz, p.teb_gro), (1, 0, 250, true));
-        let raw = RawGro { hz: Some(200), ..RawGro::default() };
-        assert!(gro_plan(Some(&raw), &GRO_LINUX_6_18, "x", true).unwrap_err().starts_with("gro.hz"));
-        let raw = RawGro { burst: Some(0), ..RawGro::default() };
-        assert!(gro_plan(Some(&raw), &GRO_LINUX_6_18, "x", true).unwrap_err().starts_with("gro.burst"));
-        let raw = RawGro { flush_timeout_ns: Some(1000), ..RawGro::default() };
+        assert_eq!(
+            (p.burst, p.flush_timeout_ns, p.hz, p.teb_gro),
+            (1, 0, 250, true)
+        );
+        let raw = RawGro {
+            hz: Some(200),
+            ..RawGro::default()
+        };
+        assert!(gro_plan(Some(&raw), &GRO_LINUX_6_18, "x", true)
+            .unwrap_err()
+            .starts_with("gro.hz"));
+        let raw = RawGro {
+            burst: Some(0),
+            ..RawGro::default()
+        };
+        assert!(gro_plan(Some(&raw), &GRO_LINUX_6_18, "x", true)
+            .unwrap_err()
+            .starts_with("gro.burst"));
+        let raw = RawGro {
+            flush_timeout_ns: Some(1000),
+            ..RawGro::default()
+        };
         let e = gro_plan(Some(&raw), &GRO_LINUX_3_12, "linux-3.12", true).unwrap_err();
         assert!(e.contains("v3.19"), "{e}");
         assert!(gro_plan(Some(&RawGro::default()), &GRO_LINUX_6_18, "x", false).is_err());
-        let raw = RawGro { teb_gro: Some(false), ..RawGro::default() };
-        assert!(!gro_plan(Some(&raw), &GRO_LINUX_6_18, "x", true).unwrap().teb_gro);
+        let raw = RawGro {
+            teb_gro: Some(false),
+            ..RawGro::default()
+        };
+        assert!(
+            !gro_plan(Some(&raw), &GRO_LINUX_6_18, "x", true)
+                .unwrap()
+                .teb_gro
+        );
     }
 }

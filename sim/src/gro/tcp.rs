@@ -181,7 +181,11 @@ pub fn tcp_gro_receive(
     } else if flags & TCP_FLAG_PSH != 0 {
         Some(reason::TCP_FLAGS_PSH)
     } else if len < mss {
-        Some(if merged { reason::TCP_SHORT } else { reason::TCP_MSS })
+        Some(if merged {
+            reason::TCP_SHORT
+        } else {
+            reason::TCP_MSS
+        })
     } else {
         None
     };
@@ -204,10 +208,13 @@ pub fn tcp4_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, thoff: usize) {
         return;
     }
     let nh = skb.cb.network_offsets[usize::from(skb.encapsulation)];
-    let addr = |o: usize| -> [u8; 4] {
-        skb.data[nh + o..nh + o + 4].try_into().unwrap_or([0; 4])
-    };
-    let check = csum::fold(csum::pseudo_v4(addr(12), addr(16), IPPROTO_TCP, skb.len - thoff));
+    let addr = |o: usize| -> [u8; 4] { skb.data[nh + o..nh + o + 4].try_into().unwrap_or([0; 4]) };
+    let check = csum::fold(csum::pseudo_v4(
+        addr(12),
+        addr(16),
+        IPPROTO_TCP,
+        skb.len - thoff,
+    ));
     skb.data[thoff + 16..thoff + 18].copy_from_slice(&check.to_be_bytes());
     skb.gso_type |= gso::TCPV4;
     if cfg.rules.fixedid_on_complete {
@@ -256,7 +263,14 @@ mod tests {
             let d = run(&LINUX_6_18, five(|s| s.flags = flags));
             // Segments 0-2 (the PSH/FIN one merged last), then 3-4.
             assert_eq!(lens(&d), vec![THREE, TWO], "{}", why.name);
-            assert_eq!(d[0].end, End::Frame { frame: 2, reason: why, merged: true });
+            assert_eq!(
+                d[0].end,
+                End::Frame {
+                    frame: 2,
+                    reason: why,
+                    merged: true
+                }
+            );
         }
     }
 
@@ -299,7 +313,15 @@ mod tests {
         }
         // Same option length, different timestamp value: tcp:options.
         let frames: Vec<Vec<u8>> = (0..5u32)
-            .map(|k| Tcp4 { seq: 1000 + k * 1400, id: 1 + k as u16, options: ts(if k == 2 { 9 } else { 5 }), ..Tcp4::default() }.build())
+            .map(|k| {
+                Tcp4 {
+                    seq: 1000 + k * 1400,
+                    id: 1 + k as u16,
+                    options: ts(if k == 2 { 9 } else { 5 }),
+                    ..Tcp4::default()
+                }
+                .build()
+            })
             .collect();
         let d = run(&LINUX_6_18, frames);
         assert_eq!(lens(&d), vec![2 * 1400 + 66, 1466, 2 * 1400 + 66]);
@@ -310,14 +332,37 @@ mod tests {
     fn mss_rule_large_small_small_large_and_pure_ack() {
         // Large then small: the 700-byte last segment merges and forces the flush.
         let f: Vec<Vec<u8>> = (0..5u32)
-            .map(|k| Tcp4 { seq: 1000 + k * 1400, id: 1 + k as u16, payload: if k == 4 { 700 } else { 1400 }, ..Tcp4::default() }.build())
+            .map(|k| {
+                Tcp4 {
+                    seq: 1000 + k * 1400,
+                    id: 1 + k as u16,
+                    payload: if k == 4 { 700 } else { 1400 },
+                    ..Tcp4::default()
+                }
+                .build()
+            })
             .collect();
         let d = run(&LINUX_6_18, f);
         assert_eq!(lens(&d), vec![54 + 4 * 1400 + 700]);
-        assert_eq!(d[0].end, End::Frame { frame: 4, reason: reason::TCP_SHORT, merged: true });
+        assert_eq!(
+            d[0].end,
+            End::Frame {
+                frame: 4,
+                reason: reason::TCP_SHORT,
+                merged: true
+            }
+        );
         // Small then large: mss = 700, (1400 - 1) >= 700 flushes.
         let f: Vec<Vec<u8>> = (0..3u32)
-            .map(|k| Tcp4 { seq: if k == 0 { 1000 } else { 1700 + (k - 1) * 1400 }, id: 1 + k as u16, payload: if k == 0 { 700 } else { 1400 }, ..Tcp4::default() }.build())
+            .map(|k| {
+                Tcp4 {
+                    seq: if k == 0 { 1000 } else { 1700 + (k - 1) * 1400 },
+                    id: 1 + k as u16,
+                    payload: if k == 0 { 700 } else { 1400 },
+                    ..Tcp4::default()
+                }
+                .build()
+            })
             .collect();
         let d = run(&LINUX_6_18, f);
         assert_eq!(lens(&d), vec![754, TWO]);
@@ -331,7 +376,13 @@ mod tests {
                     2 => (3800, 0),
                     _ => (3800 + (k - 3) * 1400, 1400),
                 };
-                Tcp4 { seq, payload, id: 1 + k as u16, ..Tcp4::default() }.build()
+                Tcp4 {
+                    seq,
+                    payload,
+                    id: 1 + k as u16,
+                    ..Tcp4::default()
+                }
+                .build()
             })
             .collect();
         let d = run(&LINUX_6_18, f);
@@ -359,13 +410,24 @@ mod tests {
         // 4.19 masked CWR in the XOR: 3-4 merge into the CWR head, gso TCP_ECN.
         let d = run(&LINUX_4_19, five(|s| s.flags = 0x90));
         assert_eq!(lens(&d), vec![TWO, THREE]);
-        assert_eq!(d[1].skb.gso_type, crate::skb::gso::TCPV4 | crate::skb::gso::TCP_ECN);
+        assert_eq!(
+            d[1].skb.gso_type,
+            crate::skb::gso::TCPV4 | crate::skb::gso::TCP_ECN
+        );
     }
 
     #[test]
     fn interleaved_flows_merge_separately() {
         let f: Vec<Vec<u8>> = (0..8u32)
-            .map(|k| Tcp4 { sport: if k % 2 == 0 { 1 } else { 2 }, seq: 1000 + (k / 2) * 1400, id: 1 + (k / 2) as u16, ..Tcp4::default() }.build())
+            .map(|k| {
+                Tcp4 {
+                    sport: if k % 2 == 0 { 1 } else { 2 },
+                    seq: 1000 + (k / 2) * 1400,
+                    id: 1 + (k / 2) as u16,
+                    ..Tcp4::default()
+                }
+                .build()
+            })
             .collect();
         let d = run(&LINUX_6_18, f);
         assert_eq!(lens(&d), vec![54 + 5600, 54 + 5600]);

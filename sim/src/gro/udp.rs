@@ -149,23 +149,30 @@ pub fn udp4_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
 #[cfg(test)]
 mod tests {
     use super::super::frames::{Outer, Tcp4};
-    use super::super::testutil::{lens, run};
     use super::super::reason;
+    use super::super::testutil::{lens, run};
     use crate::profile::{LINUX_3_12, LINUX_6_18};
 
     fn vx(vni: impl Fn(usize) -> u32, dport_ok: bool) -> Vec<Vec<u8>> {
-        Tcp4 { payload: 1350, ..Tcp4::default() }
-            .stream(4)
-            .iter()
-            .enumerate()
-            .map(|(k, f)| {
-                let mut v = Outer { id: 1 + k as u16, ..Outer::default() }.vxlan(50000, vni(k), false, f);
-                if !dport_ok {
-                    v[36..38].copy_from_slice(&4790u16.to_be_bytes());
-                }
-                v
-            })
-            .collect()
+        Tcp4 {
+            payload: 1350,
+            ..Tcp4::default()
+        }
+        .stream(4)
+        .iter()
+        .enumerate()
+        .map(|(k, f)| {
+            let mut v = Outer {
+                id: 1 + k as u16,
+                ..Outer::default()
+            }
+            .vxlan(50000, vni(k), false, f);
+            if !dport_ok {
+                v[36..38].copy_from_slice(&4790u16.to_be_bytes());
+            }
+            v
+        })
+        .collect()
     }
 
     #[test]
@@ -182,12 +189,21 @@ mod tests {
 
     #[test]
     fn bad_outer_udp_checksum_flushes() {
-        let mut f: Vec<Vec<u8>> = Tcp4 { payload: 1350, ..Tcp4::default() }
-            .stream(3)
-            .iter()
-            .enumerate()
-            .map(|(k, x)| Outer { id: 1 + k as u16, ..Outer::default() }.vxlan(50000, 42, true, x))
-            .collect();
+        let mut f: Vec<Vec<u8>> = Tcp4 {
+            payload: 1350,
+            ..Tcp4::default()
+        }
+        .stream(3)
+        .iter()
+        .enumerate()
+        .map(|(k, x)| {
+            Outer {
+                id: 1 + k as u16,
+                ..Outer::default()
+            }
+            .vxlan(50000, 42, true, x)
+        })
+        .collect();
         f[1][40] ^= 0x01;
         let d = run(&LINUX_6_18, f);
         assert_eq!(d[0].skb.start, Some(reason::UDP_CSUM));

@@ -95,7 +95,11 @@ impl TapGroRun {
         self.last_ts = self.last_ts.max(ts_ns);
         if frame.len() < ETH_HLEN {
             // tun_get_user: a tap frame needs ETH_HLEN bytes; -EINVAL, nothing counted.
-            self.write_errors.push(WriteError { frame: index, ts_ns, len: frame.len() });
+            self.write_errors.push(WriteError {
+                frame: index,
+                ts_ns,
+                len: frame.len(),
+            });
             return;
         }
         self.counts.frames += 1;
@@ -107,7 +111,11 @@ impl TapGroRun {
         skb.protocol = if ty >= ETH_P_802_3_MIN { ty } else { 0x0004 };
         // tun_build_skb (page-frag head) only for non-blocking writes that fit.
         skb.head_frag = self.plan.nonblocking
-            && self.cfg.rules.tun_build_skb_max.is_some_and(|m| skb.len <= m);
+            && self
+                .cfg
+                .rules
+                .tun_build_skb_max
+                .is_some_and(|m| skb.len <= m);
         if self.plan.needs_csum {
             if let Some(th) = innermost_tcp(&skb.data, &self.cfg.vxlan_ports) {
                 skb.ip_summed = IpSummed::Partial;
@@ -178,7 +186,11 @@ pub fn innermost_tcp(f: &[u8], vxlan_ports: &[u16]) -> Option<usize> {
             17 if vxlan_ports.contains(&be16(l4 + 2)?) => off = l4 + 16,
             47 if be16(l4 + 2)? == 0x6558 => {
                 let flags = be16(l4)?;
-                off = l4 + 4 + 4 * (usize::from(flags & 0x8000 != 0) + usize::from(flags & 0x2000 != 0) + usize::from(flags & 0x1000 != 0));
+                off = l4
+                    + 4
+                    + 4 * (usize::from(flags & 0x8000 != 0)
+                        + usize::from(flags & 0x2000 != 0)
+                        + usize::from(flags & 0x1000 != 0));
             }
             _ => return None,
         }
@@ -198,8 +210,16 @@ pub fn run_tap_gro(
     run.finish();
     let trace = crate::trace::gro::render_tap_gro(scenario, &run);
     let json = crate::trace::gro::tap_gro_json(scenario, &run);
-    let delivered = run.delivered.iter().map(|d| (d.ts_ns, d.skb.to_vec())).collect();
-    Ok(GroRunOutput { trace, json, delivered })
+    let delivered = run
+        .delivered
+        .iter()
+        .map(|d| (d.ts_ns, d.skb.to_vec()))
+        .collect();
+    Ok(GroRunOutput {
+        trace,
+        json,
+        delivered,
+    })
 }
 
 /// The bench's input streams.
@@ -224,7 +244,10 @@ pub fn bench_frames(kind: BenchStream, n: usize) -> Vec<Vec<u8>> {
             match kind {
                 BenchStream::Tcp => f,
                 BenchStream::GreTeb => {
-                    let o = Outer { id: 100u16.wrapping_add(k as u16), ..Outer::default() };
+                    let o = Outer {
+                        id: 100u16.wrapping_add(k as u16),
+                        ..Outer::default()
+                    };
                     o.gre_teb(Some(42), None, &f)
                 }
             }
@@ -243,7 +266,12 @@ pub fn bench_plan(profile: &KernelProfile, teb_gro: bool) -> GroPlan {
 
 /// Run `frames` through GRO without recording skbs; `rounds` passes over the same
 /// frames (timestamps keep increasing, 1 us apart). Returns the totals.
-pub fn bench_run(profile: &KernelProfile, plan: &GroPlan, frames: &[Vec<u8>], rounds: usize) -> BenchCounts {
+pub fn bench_run(
+    profile: &KernelProfile,
+    plan: &GroPlan,
+    frames: &[Vec<u8>],
+    rounds: usize,
+) -> BenchCounts {
     let mut run = TapGroRun::new(profile, plan);
     run.record = false;
     let mut i = 0u64;

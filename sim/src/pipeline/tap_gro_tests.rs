@@ -64,7 +64,10 @@ fn ten_segments_with_a_1ms_timeout_become_one_14054_byte_packet() {
 fn without_a_timeout_every_write_polls_and_flushes() {
     let r = run(&LINUX_6_18, &plan(1, 0), Tcp4::default().stream(10));
     assert_eq!(lens(&r), vec![1454; 10]);
-    assert!(r.delivered.iter().all(|d| d.end == End::NapiComplete && d.skb.gso_size == 0));
+    assert!(r
+        .delivered
+        .iter()
+        .all(|d| d.end == End::NapiComplete && d.skb.gso_size == 0));
     // The packets are untouched (count == 1: only gso_size is reset).
     assert_eq!(r.delivered[3].skb.to_vec(), Tcp4::default().stream(10)[3]);
 }
@@ -81,7 +84,12 @@ fn gro_off_passes_everything_up() {
 #[test]
 fn a_bad_checksum_on_segment_4_goes_up_before_the_held_segments() {
     let mut frames = Tcp4::default().stream(10);
-    let mut bad = Tcp4 { seq: 1000 + 4 * 1400, id: 5, bad_tcp_csum: true, ..Tcp4::default() };
+    let mut bad = Tcp4 {
+        seq: 1000 + 4 * 1400,
+        id: 5,
+        bad_tcp_csum: true,
+        ..Tcp4::default()
+    };
     bad.payload = 1400;
     frames[4] = bad.build();
     let r = run(&LINUX_6_18, &plan(1, 1_000_000), frames);
@@ -93,7 +101,11 @@ fn a_bad_checksum_on_segment_4_goes_up_before_the_held_segments() {
     // (1) + count (4), and its seq is not 1000 + 4 x 1400.
     assert_eq!(
         r.delivered[1].end,
-        End::Frame { frame: 5, reason: reason::IPV4_ID, merged: false }
+        End::Frame {
+            frame: 5,
+            reason: reason::IPV4_ID,
+            merged: false
+        }
     );
     assert_eq!(r.delivered[2].skb.start, Some(reason::IPV4_ID));
     assert_eq!(r.delivered[2].skb.start_also, vec![reason::TCP_SEQ]);
@@ -104,12 +116,21 @@ fn vxlan_over_the_napi_tap_merges_to_13604_and_13554_on_the_vxlan_device() {
     // Inner 1350-byte payloads: inner frame 1404, outer 1404 + 50 = 1454.
     // Merged: 104 bytes of headers + 13500 = 13604; the vxlan device sees 13604 - 50.
     for udp_csum in [false, true] {
-        let inner = Tcp4 { payload: 1350, ..Tcp4::default() };
+        let inner = Tcp4 {
+            payload: 1350,
+            ..Tcp4::default()
+        };
         let frames: Vec<Vec<u8>> = inner
             .stream(10)
             .iter()
             .enumerate()
-            .map(|(k, f)| Outer { id: 7 + k as u16, ..Outer::default() }.vxlan(50000, 42, udp_csum, f))
+            .map(|(k, f)| {
+                Outer {
+                    id: 7 + k as u16,
+                    ..Outer::default()
+                }
+                .vxlan(50000, 42, udp_csum, f)
+            })
             .collect();
         let r = run(&LINUX_6_18, &plan(1, 1_000_000), frames);
         assert_eq!(lens(&r), vec![13604], "udp_csum {udp_csum}");
@@ -122,7 +143,11 @@ fn vxlan_over_the_napi_tap_merges_to_13604_and_13554_on_the_vxlan_device() {
         assert_eq!(be16(&b, 66), 13540, "inner tot_len");
         assert!(crate::gro::csum::ipv4_header_ok(&b[14..34]));
         assert!(crate::gro::csum::ipv4_header_ok(&b[64..84]));
-        let want = if udp_csum { crate::skb::gso::UDP_TUNNEL_CSUM } else { crate::skb::gso::UDP_TUNNEL };
+        let want = if udp_csum {
+            crate::skb::gso::UDP_TUNNEL_CSUM
+        } else {
+            crate::skb::gso::UDP_TUNNEL
+        };
         assert_eq!(s.gso_type, want | crate::skb::gso::TCPV4);
         assert_eq!((s.csum_start, s.gso_size, s.gso_segs), (84, 1350, 10));
     }
@@ -134,7 +159,13 @@ fn gre_teb_merges_only_with_an_eth_p_teb_offload() {
         .stream(10)
         .iter()
         .enumerate()
-        .map(|(k, f)| Outer { id: 100 + k as u16, ..Outer::default() }.gre_teb(Some(42), None, f))
+        .map(|(k, f)| {
+            Outer {
+                id: 100 + k as u16,
+                ..Outer::default()
+            }
+            .gre_teb(Some(42), None, f)
+        })
         .collect();
     let on = run(&LINUX_6_18, &plan(1, 1_000_000), frames.clone());
     // 14 + 20 + 8 (GRE with key) + 14 + 20 + 20 = 96 bytes of headers + 14000.
@@ -142,7 +173,14 @@ fn gre_teb_merges_only_with_an_eth_p_teb_offload() {
     let s = &on.delivered[0].skb;
     assert_eq!(s.gso_type, crate::skb::gso::GRE | crate::skb::gso::TCPV4);
     assert!(s.encapsulation);
-    assert_eq!((s.inner_mac_header, s.inner_network_header, s.inner_transport_header), (Some(42), Some(56), Some(76)));
+    assert_eq!(
+        (
+            s.inner_mac_header,
+            s.inner_network_header,
+            s.inner_transport_header
+        ),
+        (Some(42), Some(56), Some(76))
+    );
     let mut off = plan(1, 1_000_000);
     off.teb_gro = false;
     let r = run(&LINUX_6_18, &off, frames);
@@ -156,7 +194,14 @@ fn sixty_four_kib_limit_splits_fifty_segments_at_46() {
     // 40 + 46 x 1400 = 64440; + 1400 = 65840.
     let r = run(&LINUX_6_18, &plan(50, 0), Tcp4::default().stream(50));
     assert_eq!(lens(&r), vec![54 + 46 * 1400, 54 + 4 * 1400]);
-    assert_eq!(r.delivered[0].end, End::Frame { frame: 46, reason: reason::GRO_64K, merged: false });
+    assert_eq!(
+        r.delivered[0].end,
+        End::Frame {
+            frame: 46,
+            reason: reason::GRO_64K,
+            merged: false
+        }
+    );
 }
 
 #[test]
@@ -177,7 +222,15 @@ fn nine_flows_in_bucket_0_complete_the_oldest() {
     let mut frames = Vec::new();
     for round in 0..2u32 {
         for f in 0..9u16 {
-            frames.push(Tcp4 { sport: 1000 + f, seq: 1000 + round * 1400, id: round as u16, ..Tcp4::default() }.build());
+            frames.push(
+                Tcp4 {
+                    sport: 1000 + f,
+                    seq: 1000 + round * 1400,
+                    id: round as u16,
+                    ..Tcp4::default()
+                }
+                .build(),
+            );
         }
     }
     let r = run(&LINUX_6_18, &plan(18, 0), frames);
@@ -186,31 +239,71 @@ fn nine_flows_in_bucket_0_complete_the_oldest() {
     assert_eq!(r.delivered[0].end, End::BucketFull { frame: 8 });
     assert_eq!(r.delivered.len(), 18);
     // 3.12 passes the ninth flow up unheld instead.
-    let r = run(&LINUX_3_12, &GroPlan { burst: 18, ..GroPlan::defaults(&LINUX_3_12.gro) }, {
-        let mut v = Vec::new();
-        for round in 0..2u32 {
-            for f in 0..9u16 {
-                v.push(Tcp4 { sport: 1000 + f, seq: 1000 + round * 1400, id: round as u16, ..Tcp4::default() }.build());
+    let r = run(
+        &LINUX_3_12,
+        &GroPlan {
+            burst: 18,
+            ..GroPlan::defaults(&LINUX_3_12.gro)
+        },
+        {
+            let mut v = Vec::new();
+            for round in 0..2u32 {
+                for f in 0..9u16 {
+                    v.push(
+                        Tcp4 {
+                            sport: 1000 + f,
+                            seq: 1000 + round * 1400,
+                            id: round as u16,
+                            ..Tcp4::default()
+                        }
+                        .build(),
+                    );
+                }
             }
-        }
-        v
-    });
+            v
+        },
+    );
     assert_eq!(r.delivered[0].skb.start, Some(reason::LIST_FULL));
     assert_eq!(lens(&r).iter().filter(|l| **l == 54 + 2800).count(), 8);
 }
 
 #[test]
 fn fixed_ids_merge_on_6_18_and_4_19_with_df_and_need_df_on_4_19() {
-    let fixed: Vec<Vec<u8>> = (0..4u32).map(|k| Tcp4 { seq: 1000 + k * 1400, id: 7, ..Tcp4::default() }.build()).collect();
+    let fixed: Vec<Vec<u8>> = (0..4u32)
+        .map(|k| {
+            Tcp4 {
+                seq: 1000 + k * 1400,
+                id: 7,
+                ..Tcp4::default()
+            }
+            .build()
+        })
+        .collect();
     let r = run(&LINUX_6_18, &plan(4, 0), fixed.clone());
     assert_eq!(lens(&r), vec![54 + 5600]);
-    assert_eq!(r.delivered[0].skb.gso_type, crate::skb::gso::TCPV4 | crate::skb::gso::TCP_FIXEDID);
+    assert_eq!(
+        r.delivered[0].skb.gso_type,
+        crate::skb::gso::TCPV4 | crate::skb::gso::TCP_FIXEDID
+    );
     let r = run(&LINUX_4_19, &plan(4, 0), fixed);
     assert_eq!(lens(&r), vec![54 + 5600]);
     assert_eq!(r.delivered[0].skb.gso_type, crate::skb::gso::TCPV4);
-    let nodf: Vec<Vec<u8>> = (0..4u32).map(|k| Tcp4 { seq: 1000 + k * 1400, id: 7, df: false, ..Tcp4::default() }.build()).collect();
+    let nodf: Vec<Vec<u8>> = (0..4u32)
+        .map(|k| {
+            Tcp4 {
+                seq: 1000 + k * 1400,
+                id: 7,
+                df: false,
+                ..Tcp4::default()
+            }
+            .build()
+        })
+        .collect();
     // 6.18 no longer needs DF for a fixed ID; 4.19 does (ID must be held + count).
-    assert_eq!(lens(&run(&LINUX_6_18, &plan(4, 0), nodf.clone())), vec![54 + 5600]);
+    assert_eq!(
+        lens(&run(&LINUX_6_18, &plan(4, 0), nodf.clone())),
+        vec![54 + 5600]
+    );
     let r = run(&LINUX_4_19, &plan(4, 0), nodf);
     assert_eq!(lens(&r), vec![1454; 4]);
     assert_eq!(r.delivered[1].skb.start, Some(reason::IPV4_ID));
@@ -237,9 +330,18 @@ fn bench_speed() {
         let t = Instant::now();
         let c = bench_run(&LINUX_6_18, &plan, &frames, 100);
         let s = t.elapsed().as_secs_f64();
-        println!("{kind:?}: {} frames in {s:.3} s = {:.2} M frames/s, {} skbs", c.frames, c.frames as f64 / s / 1e6, c.skbs);
+        println!(
+            "{kind:?}: {} frames in {s:.3} s = {:.2} M frames/s, {} skbs",
+            c.frames,
+            c.frames as f64 / s / 1e6,
+            c.skbs
+        );
     }
-    println!("GRE-TEB skbs/MB: teb off {:.1}, on {:.1}", bench_teb_skbs_per_mb(&LINUX_6_18, false, 3200), bench_teb_skbs_per_mb(&LINUX_6_18, true, 3200));
+    println!(
+        "GRE-TEB skbs/MB: teb off {:.1}, on {:.1}",
+        bench_teb_skbs_per_mb(&LINUX_6_18, false, 3200),
+        bench_teb_skbs_per_mb(&LINUX_6_18, true, 3200)
+    );
 }
 
 #[test]
@@ -255,6 +357,85 @@ fn bench_speed_needs_csum() {
     println!("needs_csum: {:.2} M frames/s", c.frames as f64 / s / 1e6);
     let t = Instant::now();
     let mut x = 0u32;
-    for _ in 0..100 { for f in &frames { x = x.wrapping_add(crate::gro::csum::sum(&f[34..])); } }
-    println!("sum only: {:.2} M frames/s ({x})", 320000.0 / t.elapsed().as_secs_f64() / 1e6);
+    for _ in 0..100 {
+        for f in &frames {
+            x = x.wrapping_add(crate::gro::csum::sum(&f[34..]));
+        }
+    }
+    println!(
+        "sum only: {:.2} M frames/s ({x})",
+        320000.0 / t.elapsed().as_secs_f64() / 1e6
+    );
+}
+
+fn scenario_lengths(name: &str) -> (Vec<usize>, String) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/tap-gro");
+    let sc = Scenario::load(&dir.join(format!("{name}.toml"))).expect("scenario loads");
+    let frames = crate::pcap::read_all(&sc.input).expect("pcap reads");
+    let out =
+        run_tap_gro(&sc, frames.into_iter().map(|f| (f.index, f.ts_ns, f.data))).expect("runs");
+    (
+        out.delivered.iter().map(|(_, b)| b.len()).collect(),
+        out.trace,
+    )
+}
+
+#[test]
+fn every_tap_gro_scenario_runs_and_the_real_observations_hold() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/tap-gro");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("scenarios/tap-gro")
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_suffix(".toml")
+                .map(String::from)
+        })
+        .collect();
+    names.sort();
+    assert!(names.len() >= 30, "{}", names.len());
+    for n in &names {
+        let (l, trace) = scenario_lengths(n);
+        assert!(!l.is_empty(), "{n}");
+        assert!(trace.contains("totals:"), "{n}");
+    }
+    assert_eq!(scenario_lengths("tcp-napi-timeout").0, vec![14054]);
+    assert_eq!(scenario_lengths("tcp-napi-no-timeout").0, vec![1454; 10]);
+    assert_eq!(scenario_lengths("tcp-gro-off").0, vec![1454; 10]);
+    assert_eq!(
+        scenario_lengths("tcp-bad-csum-mid-burst").0,
+        vec![1454, 5654, 7054]
+    );
+    let (l, t) = scenario_lengths("vxlan-napi-timeout");
+    assert_eq!(l, vec![13604]);
+    assert!(t.contains("vxlan_dev: len 13554"), "{t}");
+    assert_eq!(scenario_lengths("gre-teb-off").0, vec![1496; 10]);
+    assert_eq!(scenario_lengths("gre-teb-on").0, vec![14096]);
+}
+
+/// `... --ignored --nocapture print_tap_gro_scenarios`: lengths and start reasons.
+#[test]
+#[ignore]
+fn print_tap_gro_scenarios() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/tap-gro");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_suffix(".toml")
+                .map(String::from)
+        })
+        .collect();
+    names.sort();
+    for n in names {
+        let (l, t) = scenario_lengths(&n);
+        let starts: Vec<&str> = t
+            .lines()
+            .filter_map(|x| x.strip_prefix("  start: "))
+            .collect();
+        println!("{n}: {l:?} {starts:?}");
+    }
 }

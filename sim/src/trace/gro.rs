@@ -19,7 +19,15 @@ use crate::wire::summary::describe;
 
 /// Trace fields only the model knows; a comparison with the real kernel skips them.
 pub const GRO_MODEL_ONLY_FIELDS: [&str; 9] = [
-    "backend", "frames", "start", "rule", "end", "layout", "ip_summed", "poll", "held",
+    "backend",
+    "frames",
+    "start",
+    "rule",
+    "end",
+    "layout",
+    "ip_summed",
+    "poll",
+    "held",
 ];
 
 fn ts(ns: u64) -> String {
@@ -52,13 +60,28 @@ fn end_text(e: &End) -> String {
         End::NapiCompleteOld => {
             "napi_complete_done: held in an older jiffy (gro_flush_timeout set)".into()
         }
-        End::Timer => "gro_flush_timeout: the hrtimer fired, napi_complete_done(0) flushed all".into(),
-        End::Budget => "poll used its budget (64): napi_gro_flush".into(),
-        End::BucketFull { frame } => format!("gro:bucket-full (frame {frame} needed a slot; gro_flush_oldest)"),
-        End::Frame { frame, reason, merged: true } => {
-            format!("frame {frame} {} (merged, then forced the flush)", reason.name)
+        End::Timer => {
+            "gro_flush_timeout: the hrtimer fired, napi_complete_done(0) flushed all".into()
         }
-        End::Frame { frame, reason, merged: false } => {
+        End::Budget => "poll used its budget (64): napi_gro_flush".into(),
+        End::BucketFull { frame } => {
+            format!("gro:bucket-full (frame {frame} needed a slot; gro_flush_oldest)")
+        }
+        End::Frame {
+            frame,
+            reason,
+            merged: true,
+        } => {
+            format!(
+                "frame {frame} {} (merged, then forced the flush)",
+                reason.name
+            )
+        }
+        End::Frame {
+            frame,
+            reason,
+            merged: false,
+        } => {
             format!("frame {frame} {} (did not merge)", reason.name)
         }
     }
@@ -68,7 +91,12 @@ fn gso_text(s: &GroSkb) -> String {
     if s.gso_size == 0 {
         "none".into()
     } else {
-        format!("{} size {} segs {}", gso::names(s.gso_type), s.gso_size, s.gso_segs)
+        format!(
+            "{} size {} segs {}",
+            gso::names(s.gso_type),
+            s.gso_size,
+            s.gso_segs
+        )
     }
 }
 
@@ -125,7 +153,11 @@ fn hexdump(out: &mut String, data: &[u8]) {
         line(out, i * 16, c);
     }
     let tail = (data.len() - 1) / 16 * 16;
-    let _ = writeln!(out, "    ...: {} bytes not shown (all in the output pcap)", tail - 128);
+    let _ = writeln!(
+        out,
+        "    ...: {} bytes not shown (all in the output pcap)",
+        tail - 128
+    );
     line(out, tail, &data[tail..]);
 }
 
@@ -137,7 +169,11 @@ fn header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
     let _ = writeln!(out, "description: {}", sc.description);
     let _ = writeln!(out, "backend: sim");
     let _ = writeln!(out, "profile: {}", sc.profile.name);
-    let napi_note = if run.cfg.rules.tun_napi { "" } else { " (modelled: IFF_NAPI arrived in v4.15)" };
+    let napi_note = if run.cfg.rules.tun_napi {
+        ""
+    } else {
+        " (modelled: IFF_NAPI arrived in v4.15)"
+    };
     let _ = writeln!(out, "device: tap IFF_NAPI no_pi{napi_note}");
     let _ = writeln!(
         out,
@@ -155,33 +191,66 @@ fn header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
     let _ = writeln!(
         out,
         "write: {} {}",
-        if p.nonblocking { "nonblocking" } else { "blocking" },
-        if p.needs_csum { "NEEDS_CSUM" } else { "CHECKSUM_NONE" }
+        if p.nonblocking {
+            "nonblocking"
+        } else {
+            "blocking"
+        },
+        if p.needs_csum {
+            "NEEDS_CSUM"
+        } else {
+            "CHECKSUM_NONE"
+        }
     );
-    let input = sc.input.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let input = sc
+        .input
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let _ = writeln!(out, "input: {input}");
 }
 
 fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
     let s = &d.skb;
     let frames: Vec<u64> = s.frames().collect();
-    let _ = writeln!(out, "deliver {n} (poll {}, ts {}): len {}", d.poll, ts(d.ts_ns), s.len);
+    let _ = writeln!(
+        out,
+        "deliver {n} (poll {}, ts {}): len {}",
+        d.poll,
+        ts(d.ts_ns),
+        s.len
+    );
     let _ = writeln!(out, "  frames: {} ({})", ranges(&frames), frames.len());
     if let Some(r) = s.start {
         let also: Vec<&str> = s.start_also.iter().map(|a| a.name).collect();
         if also.is_empty() {
             let _ = writeln!(out, "  start: frame {} {}", s.frame, r.name);
         } else {
-            let _ = writeln!(out, "  start: frame {} {} (also {})", s.frame, r.name, also.join(", "));
+            let _ = writeln!(
+                out,
+                "  start: frame {} {} (also {})",
+                s.frame,
+                r.name,
+                also.join(", ")
+            );
         }
         let _ = writeln!(out, "  rule: {}", r.rule);
     }
     let _ = writeln!(out, "  end: {}", end_text(&d.end));
     let _ = writeln!(out, "  gso: {}", gso_text(s));
     if s.ip_summed == IpSummed::Partial {
-        let _ = writeln!(out, "  csum: CHECKSUM_PARTIAL start {} offset {}", s.csum_start, s.csum_offset);
+        let _ = writeln!(
+            out,
+            "  csum: CHECKSUM_PARTIAL start {} offset {}",
+            s.csum_start, s.csum_offset
+        );
     } else {
-        let _ = writeln!(out, "  ip_summed: {} level {}", s.ip_summed.kernel_name(), s.csum_level);
+        let _ = writeln!(
+            out,
+            "  ip_summed: {} level {}",
+            s.ip_summed.kernel_name(),
+            s.csum_level
+        );
     }
     let _ = writeln!(out, "  encap: {}", encap_text(s));
     if let Some(v) = vxlan_dev_len(s) {
@@ -200,15 +269,28 @@ pub fn render_tap_gro(sc: &Scenario, run: &TapGroRun) -> String {
     header(&mut out, sc, run);
     for e in &run.write_errors {
         out.push('\n');
-        let _ = writeln!(out, "write-error (frame {}, ts {}): EINVAL", e.frame, ts(e.ts_ns));
-        let _ = writeln!(out, "  len: {} (tun_get_user: a tap frame needs 14 bytes; nothing counted)", e.len);
+        let _ = writeln!(
+            out,
+            "write-error (frame {}, ts {}): EINVAL",
+            e.frame,
+            ts(e.ts_ns)
+        );
+        let _ = writeln!(
+            out,
+            "  len: {} (tun_get_user: a tap frame needs 14 bytes; nothing counted)",
+            e.len
+        );
     }
     for (n, d) in run.delivered.iter().enumerate() {
         out.push('\n');
         render_delivered(&mut out, n, d);
     }
     out.push('\n');
-    let lens: Vec<String> = run.delivered.iter().map(|d| d.skb.len.to_string()).collect();
+    let lens: Vec<String> = run
+        .delivered
+        .iter()
+        .map(|d| d.skb.len.to_string())
+        .collect();
     let c = &run.counts;
     let _ = writeln!(
         out,
@@ -217,8 +299,16 @@ pub fn render_tap_gro(sc: &Scenario, run: &TapGroRun) -> String {
         run.write_errors.len(),
         run.delivered.len()
     );
-    let _ = writeln!(out, "  tap: rx_packets {} rx_bytes {}", run.stats.rx_packets, run.stats.rx_bytes);
-    let _ = writeln!(out, "  stack: packets {} bytes {} segs {}", c.skbs, c.bytes, c.segs);
+    let _ = writeln!(
+        out,
+        "  tap: rx_packets {} rx_bytes {}",
+        run.stats.rx_packets, run.stats.rx_bytes
+    );
+    let _ = writeln!(
+        out,
+        "  stack: packets {} bytes {} segs {}",
+        c.skbs, c.bytes, c.segs
+    );
     let _ = writeln!(out, "  lengths: [{}]", lens.join(", "));
     let _ = writeln!(
         out,
@@ -236,7 +326,11 @@ fn end_json(e: &End) -> Value {
         End::Timer => json!({"kind": "gro_flush_timeout"}),
         End::Budget => json!({"kind": "budget"}),
         End::BucketFull { frame } => json!({"kind": "bucket_full", "frame": frame}),
-        End::Frame { frame, reason, merged } => {
+        End::Frame {
+            frame,
+            reason,
+            merged,
+        } => {
             json!({"kind": "frame", "frame": frame, "reason": reason.name, "merged": merged})
         }
     }

@@ -109,6 +109,7 @@ pub fn next_frame(rng: &mut Lcg) -> FrameSpec {
         pad_to: 60,
         ip_csum: Csum::Good,
         l4_csum: Csum::Good,
+        ext: Default::default(),
     }
 }
 

@@ -115,6 +115,8 @@ pub struct FrameSpec {
     pub pad_to: usize,
     pub ip_csum: Csum,
     pub l4_csum: Csum,
+    /// TCP options, IPv4 fragment bits, a tunnel around the frame.
+    pub ext: crate::tunnel::Ext,
 }
 
 fn short(what: &str) -> String {
@@ -131,7 +133,7 @@ pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
     };
     let l4_hdr = match spec.l4 {
         L4::None => 0,
-        L4::Tcp(_) => 20,
+        L4::Tcp(_) => 20 + spec.ext.tcp_options.len(),
         L4::Udp(_) => 8,
     };
     // Saturating: absurd payload lengths must fail the size check, not overflow.
@@ -202,8 +204,9 @@ pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
             h.set_ecn(ip.tos & 3);
             h.set_total_length(l3_len as u16);
             h.set_identification(ip.id);
-            h.set_flags(if ip.df { Ipv4Flags::DontFragment } else { 0 });
-            h.set_fragment_offset(0);
+            let mf = if spec.ext.ip_mf { Ipv4Flags::MoreFragments } else { 0 };
+            h.set_flags(if ip.df { Ipv4Flags::DontFragment } else { 0 } | mf);
+            h.set_fragment_offset(spec.ext.ip_frag_offset);
             h.set_ttl(ip.ttl);
             h.set_next_level_protocol(p);
             h.set_source(ip.src);
@@ -231,6 +234,9 @@ pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
             h.set_destination(ip.dst);
         }
     }
+    if let Some(t) = &spec.ext.tunnel {
+        crate::tunnel::wrap(t, out)?;
+    }
     Ok(())
 }
 
@@ -254,7 +260,12 @@ fn fill_l4(
             h.set_destination(t.dport);
             h.set_sequence(t.seq);
             h.set_acknowledgement(t.ack);
-            h.set_data_offset(5);
+            h.set_data_offset(5 + (spec.ext.tcp_options.len() / 4) as u8);
+            {
+                use pnet_packet::MutablePacket;
+                h.packet_mut()[20..20 + spec.ext.tcp_options.len()]
+                    .copy_from_slice(&spec.ext.tcp_options);
+            }
             h.set_flags(t.flags);
             h.set_window(t.window);
             h.set_urgent_ptr(t.urg);
@@ -318,6 +329,7 @@ mod tests {
             pad_to: 0,
             ip_csum: Csum::Good,
             l4_csum: Csum::Good,
+            ext: Default::default(),
         }
     }
 

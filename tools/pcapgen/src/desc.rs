@@ -26,7 +26,8 @@
 //! `ipv4_csum`, `tcp_csum`, `udp_csum` take "good" (default), "bad" (the right value
 //! with bit 8 flipped, never 0), "zero", and for TCP/UDP "partial" (the folded
 //! pseudo-header sum a CHECKSUM_PARTIAL skb carries). An explicit `ethertype` next to
-//! `ipv4`/`ipv6` overrides the one they imply.
+//! `ipv4`/`ipv6` overrides the one they imply. `tcp_options`, `ipv4_frag` and `tunnel`
+//! (GRE-TEB / VXLAN around the frame) are documented in `tunnel.rs`.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
@@ -98,6 +99,12 @@ pub struct FrameDesc {
     pub pad_to: Option<usize>,
     pub count: Option<u32>,
     pub raw: Option<String>,
+    /// TCP options as hex (see `tunnel.rs`).
+    pub tcp_options: Option<String>,
+    /// IPv4 MF / fragment offset.
+    pub ipv4_frag: Option<crate::tunnel::FragDesc>,
+    /// Outer headers around the frame (GRE-TEB or VXLAN).
+    pub tunnel: Option<crate::tunnel::TunnelDesc>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -314,6 +321,7 @@ fn repeat(body: &Body, rep: u32) -> Body {
         let step = s.payload_len as u32 + syn_fin;
         t.seq = t.seq.wrapping_add(step.wrapping_mul(rep));
     }
+    crate::tunnel::repeat(&mut s.ext, rep);
     Body::Built(s)
 }
 
@@ -335,6 +343,9 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
             ("tcp_csum", f.tcp_csum.is_some()),
             ("udp_csum", f.udp_csum.is_some()),
             ("pad_to", f.pad_to.is_some()),
+            ("tcp_options", f.tcp_options.is_some()),
+            ("ipv4_frag", f.ipv4_frag.is_some()),
+            ("tunnel", f.tunnel.is_some()),
         ];
         if let Some((key, _)) = others.iter().find(|(_, set)| *set) {
             return Err((
@@ -457,6 +468,13 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
     if f.udp_csum.is_some() && !matches!(l4, L4::Udp(_)) {
         return Err(("udp_csum", "only applies to a `udp` frame".into()));
     }
+    let ext = crate::tunnel::resolve(
+        f.tcp_options.as_deref(),
+        f.ipv4_frag,
+        f.tunnel.as_ref(),
+        matches!(l4, L4::Tcp(_)),
+        matches!(l3, L3::V4(_)),
+    )?;
     Ok(Body::Built(FrameSpec {
         dst: f.dst_mac.or(d.dst_mac).map_or(DEFAULT_DST_MAC, |m| m.0),
         src: f.src_mac.or(d.src_mac).map_or(DEFAULT_SRC_MAC, |m| m.0),
@@ -468,10 +486,11 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
         pad_to: f.pad_to.or(d.pad_to).unwrap_or(0),
         ip_csum: f.ipv4_csum.unwrap_or_default(),
         l4_csum: f.tcp_csum.or(f.udp_csum).unwrap_or_default(),
+        ext,
     }))
 }
 
-fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+pub(crate) fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
     let digits: Vec<u8> = s
         .bytes()
         .filter(|b| !b.is_ascii_whitespace() && *b != b':')

@@ -6,6 +6,7 @@ mod bench;
 mod build;
 mod desc;
 mod locate;
+mod tunnel;
 
 use std::ffi::OsString;
 use std::fs;

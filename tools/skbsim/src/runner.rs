@@ -82,10 +82,7 @@ pub fn run_sim(
         Pipeline::TunRead => run_tun_read(scenario, progress),
         Pipeline::TapWrite => crate::write_runner::run_tap_write(scenario, progress),
         Pipeline::VhostTx => crate::write_runner::run_vhost_tx(scenario, progress),
-        Pipeline::TapGro => Err(CliError(format!(
-            "{}: the tap-gro pipeline is not wired into the command line yet",
-            scenario.path.display()
-        ))),
+        Pipeline::TapGro => crate::write_runner::run_tap_gro(scenario),
     }
 }
 

@@ -1,0 +1,340 @@
+//! Frame extensions for the GRO scenarios: TCP options, IPv4 fragment bits, and a tunnel
+//! around the described frame (outer Ethernet + IPv4 + GRE with ETH_P_TEB, or + UDP +
+//! VXLAN), which then becomes the inner Ethernet frame.
+//!
+//! ```toml
+//! [[frame]]
+//! ipv4 = {}
+//! tcp = { sport = 40000, dport = 80, seq = 1000 }
+//! tcp_options = "0101080a000003e800000000"     # hex, a multiple of 4 bytes
+//! ipv4_frag = { mf = true, offset = 0 }        # offset in 8-byte units
+//! tunnel = { kind = "gre", key = 42, seq = 7, csum = "good" }
+//! # tunnel = { kind = "vxlan", vni = 42, sport = 50000, udp_csum = "zero" }
+//! # outer fields (all optional): outer_src_mac, outer_dst_mac, outer_src = "192.168.0.1",
+//! # outer_dst = "192.168.0.2", outer_ttl = 64, outer_id = 100, outer_df = false,
+//! # gre_flags = 0x3000 (the raw flags/version word, replacing the computed one)
+//! ```
+//! With `count`, the outer IPv4 ID and the GRE sequence number advance by one per copy.
+
+use std::net::Ipv4Addr;
+
+use serde::Deserialize;
+
+use crate::build::Csum;
+use crate::desc::Mac;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TunnelKind {
+    Gre,
+    Vxlan,
+}
+
+/// `tunnel = { ... }` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TunnelDesc {
+    pub kind: TunnelKind,
+    pub key: Option<u32>,
+    pub seq: Option<u32>,
+    pub csum: Option<Csum>,
+    pub gre_flags: Option<u16>,
+    pub vni: Option<u32>,
+    pub sport: Option<u16>,
+    pub dport: Option<u16>,
+    pub udp_csum: Option<Csum>,
+    pub outer_src_mac: Option<Mac>,
+    pub outer_dst_mac: Option<Mac>,
+    pub outer_src: Option<Ipv4Addr>,
+    pub outer_dst: Option<Ipv4Addr>,
+    pub outer_ttl: Option<u8>,
+    pub outer_id: Option<u16>,
+    pub outer_df: Option<bool>,
+}
+
+/// `ipv4_frag = { ... }`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FragDesc {
+    #[serde(default)]
+    pub mf: bool,
+    #[serde(default)]
+    pub offset: u16,
+}
+
+/// Everything a frame carries beyond the base description.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ext {
+    pub tcp_options: Vec<u8>,
+    pub ip_mf: bool,
+    pub ip_frag_offset: u16,
+    pub tunnel: Option<Tunnel>,
+}
+
+/// A resolved tunnel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tunnel {
+    pub kind: TunnelKind,
+    pub key: Option<u32>,
+    pub seq: Option<u32>,
+    pub csum: Option<Csum>,
+    pub gre_flags: Option<u16>,
+    pub vni: u32,
+    pub sport: u16,
+    pub dport: u16,
+    pub udp_csum: Csum,
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub ttl: u8,
+    pub id: u16,
+    pub df: bool,
+}
+
+/// Resolve the extension keys of one frame; errors are (key, message).
+pub fn resolve(
+    tcp_options: Option<&str>,
+    frag: Option<FragDesc>,
+    tunnel: Option<&TunnelDesc>,
+    has_tcp: bool,
+    has_v4: bool,
+) -> Result<Ext, (&'static str, String)> {
+    let mut ext = Ext::default();
+    if let Some(hex) = tcp_options {
+        if !has_tcp {
+            return Err(("tcp_options", "only applies to a `tcp` frame".into()));
+        }
+        let b = crate::desc::parse_hex(hex).map_err(|m| ("tcp_options", m))?;
+        if b.len() % 4 != 0 || b.len() > 40 {
+            return Err((
+                "tcp_options",
+                format!("{} bytes: options are a multiple of 4, at most 40", b.len()),
+            ));
+        }
+        ext.tcp_options = b;
+    }
+    if let Some(f) = frag {
+        if !has_v4 {
+            return Err(("ipv4_frag", "only applies to an `ipv4` frame".into()));
+        }
+        if f.offset > 0x1fff {
+            return Err((
+                "ipv4_frag",
+                format!("offset {} does not fit in 13 bits", f.offset),
+            ));
+        }
+        ext.ip_mf = f.mf;
+        ext.ip_frag_offset = f.offset;
+    }
+    if let Some(t) = tunnel {
+        if t.kind == TunnelKind::Gre
+            && (t.vni.is_some() || t.sport.is_some() || t.dport.is_some() || t.udp_csum.is_some())
+        {
+            return Err((
+                "tunnel",
+                "vni, sport, dport and udp_csum belong to kind = \"vxlan\"".into(),
+            ));
+        }
+        if t.kind == TunnelKind::Vxlan
+            && (t.key.is_some() || t.seq.is_some() || t.csum.is_some() || t.gre_flags.is_some())
+        {
+            return Err((
+                "tunnel",
+                "key, seq, csum and gre_flags belong to kind = \"gre\"".into(),
+            ));
+        }
+        if t.csum == Some(Csum::Partial) || t.csum == Some(Csum::Zero) {
+            return Err((
+                "tunnel",
+                "csum is \"good\" or \"bad\" (it sets the C flag)".into(),
+            ));
+        }
+        let vni = t.vni.unwrap_or(42);
+        if vni > 0xff_ffff {
+            return Err(("tunnel", format!("vni {vni} is wider than 24 bits")));
+        }
+        ext.tunnel = Some(Tunnel {
+            kind: t.kind,
+            key: t.key,
+            seq: t.seq,
+            csum: t.csum,
+            gre_flags: t.gre_flags,
+            vni,
+            sport: t.sport.unwrap_or(50000),
+            dport: t.dport.unwrap_or(4789),
+            udp_csum: t.udp_csum.unwrap_or(Csum::Zero),
+            src_mac: t.outer_src_mac.map_or([2, 0, 0, 0, 1, 1], |m| m.0),
+            dst_mac: t.outer_dst_mac.map_or([2, 0, 0, 0, 1, 2], |m| m.0),
+            src: t.outer_src.unwrap_or(Ipv4Addr::new(192, 168, 0, 1)),
+            dst: t.outer_dst.unwrap_or(Ipv4Addr::new(192, 168, 0, 2)),
+            ttl: t.outer_ttl.unwrap_or(64),
+            id: t.outer_id.unwrap_or(100),
+            df: t.outer_df.unwrap_or(false),
+        });
+    }
+    Ok(ext)
+}
+
+/// The `rep`-th copy: outer ID and GRE sequence advance by one.
+pub fn repeat(ext: &mut Ext, rep: u32) {
+    if let Some(t) = &mut ext.tunnel {
+        t.id = t.id.wrapping_add(rep as u16);
+        if let Some(s) = &mut t.seq {
+            *s = s.wrapping_add(rep);
+        }
+    }
+}
+
+fn ones(data: &[u8], mut s: u32) -> u32 {
+    for w in data.chunks(2) {
+        s += u32::from(w[0]) << 8 | u32::from(w.get(1).copied().unwrap_or(0));
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s
+}
+
+fn csum_value(c: Csum, good: u16) -> u16 {
+    match c {
+        Csum::Good | Csum::Partial => good,
+        Csum::Zero => 0,
+        Csum::Bad => match good ^ 0x0100 {
+            0 => good ^ 0x0200,
+            b => b,
+        },
+    }
+}
+
+/// Wrap the inner frame in `out` in the tunnel's outer headers.
+pub fn wrap(t: &Tunnel, out: &mut Vec<u8>) -> Result<(), String> {
+    let inner = std::mem::take(out);
+    let mut l4 = Vec::with_capacity(inner.len() + 16);
+    let proto = match t.kind {
+        TunnelKind::Gre => {
+            let mut flags = 0u16;
+            if t.csum.is_some() {
+                flags |= 0x8000;
+            }
+            if t.key.is_some() {
+                flags |= 0x2000;
+            }
+            if t.seq.is_some() {
+                flags |= 0x1000;
+            }
+            l4.extend_from_slice(&t.gre_flags.unwrap_or(flags).to_be_bytes());
+            l4.extend_from_slice(&0x6558u16.to_be_bytes());
+            if t.csum.is_some() {
+                l4.extend_from_slice(&[0; 4]);
+            }
+            if let Some(k) = t.key {
+                l4.extend_from_slice(&k.to_be_bytes());
+            }
+            if let Some(s) = t.seq {
+                l4.extend_from_slice(&s.to_be_bytes());
+            }
+            l4.extend_from_slice(&inner);
+            if let Some(c) = t.csum {
+                let good = !(ones(&l4, 0) as u16);
+                l4[4..6].copy_from_slice(&csum_value(c, good).to_be_bytes());
+            }
+            47u8
+        }
+        TunnelKind::Vxlan => {
+            let len = 16 + inner.len();
+            if len > 0xffff {
+                return Err(format!("UDP length {len} does not fit in 16 bits"));
+            }
+            l4.extend_from_slice(&t.sport.to_be_bytes());
+            l4.extend_from_slice(&t.dport.to_be_bytes());
+            l4.extend_from_slice(&(len as u16).to_be_bytes());
+            l4.extend_from_slice(&[0, 0, 0x08, 0, 0, 0]);
+            l4.extend_from_slice(&(t.vni << 8).to_be_bytes());
+            l4.extend_from_slice(&inner);
+            let mut pseudo = Vec::with_capacity(12);
+            pseudo.extend_from_slice(&t.src.octets());
+            pseudo.extend_from_slice(&t.dst.octets());
+            pseudo.extend_from_slice(&[0, 17]);
+            pseudo.extend_from_slice(&(len as u16).to_be_bytes());
+            let good = match !(ones(&l4, ones(&pseudo, 0)) as u16) {
+                0 => 0xffff,
+                c => c,
+            };
+            l4[6..8].copy_from_slice(&csum_value(t.udp_csum, good).to_be_bytes());
+            17u8
+        }
+    };
+    let tot = 20 + l4.len();
+    if tot > 0xffff {
+        return Err(format!(
+            "outer IPv4 total length {tot} does not fit in 16 bits"
+        ));
+    }
+    out.extend_from_slice(&t.dst_mac);
+    out.extend_from_slice(&t.src_mac);
+    out.extend_from_slice(&[0x08, 0x00]);
+    let mut ip = [0u8; 20];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&(tot as u16).to_be_bytes());
+    ip[4..6].copy_from_slice(&t.id.to_be_bytes());
+    ip[6] = if t.df { 0x40 } else { 0 };
+    ip[8] = t.ttl;
+    ip[9] = proto;
+    ip[12..16].copy_from_slice(&t.src.octets());
+    ip[16..20].copy_from_slice(&t.dst.octets());
+    let c = !(ones(&ip, 0) as u16);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    out.extend_from_slice(&ip);
+    out.extend_from_slice(&l4);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tunnel(kind: TunnelKind) -> Tunnel {
+        Tunnel {
+            kind,
+            key: Some(42),
+            seq: None,
+            csum: Some(Csum::Good),
+            gre_flags: None,
+            vni: 42,
+            sport: 50000,
+            dport: 4789,
+            udp_csum: Csum::Good,
+            src_mac: [2, 0, 0, 0, 1, 1],
+            dst_mac: [2, 0, 0, 0, 1, 2],
+            src: Ipv4Addr::new(192, 168, 0, 1),
+            dst: Ipv4Addr::new(192, 168, 0, 2),
+            ttl: 64,
+            id: 100,
+            df: false,
+        }
+    }
+
+    #[test]
+    fn gre_with_key_and_checksum_verifies() {
+        let mut out = vec![0xabu8; 60];
+        wrap(&tunnel(TunnelKind::Gre), &mut out).unwrap();
+        // 14 + 20 + 12 (C, K) + 60.
+        assert_eq!(out.len(), 106);
+        assert_eq!(&out[34..38], &[0xa0, 0x00, 0x65, 0x58]);
+        assert_eq!(&out[42..46], &42u32.to_be_bytes());
+        assert_eq!(ones(&out[34..], 0), 0xffff, "GRE checksum");
+        assert_eq!(ones(&out[14..34], 0), 0xffff, "outer IPv4 checksum");
+        assert_eq!(out[23], 47);
+    }
+
+    #[test]
+    fn vxlan_udp_checksum_verifies() {
+        let mut out = vec![0x11u8; 61];
+        wrap(&tunnel(TunnelKind::Vxlan), &mut out).unwrap();
+        assert_eq!(out.len(), 61 + 50);
+        assert_eq!(&out[36..38], &4789u16.to_be_bytes());
+        assert_eq!(&out[42..50], &[0x08, 0, 0, 0, 0, 0, 42, 0]);
+        let mut pseudo = vec![192, 168, 0, 1, 192, 168, 0, 2, 0, 17];
+        pseudo.extend_from_slice(&((61 + 16) as u16).to_be_bytes());
+        assert_eq!(ones(&out[34..], ones(&pseudo, 0)), 0xffff);
+    }
+}
