@@ -47,8 +47,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub frame_size: Option<usize>,
     /// What to measure on the simulator: `tun-read` (the read path next to raw pcap
-    /// reads), or `xdp-vhost` (the XDP write path and vhost_net batching on and off,
-    /// 64-byte frames in memory).
+    /// reads), or `datapaths` (GRO, the XDP write path, vhost_net batching on and off;
+    /// frames in memory).
     #[arg(long, default_value = "tun-read")]
     pub pipeline: String,
 }
@@ -191,7 +191,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
     }
     match args.pipeline.as_str() {
         "tun-read" => {}
-        "xdp-vhost" => {
+        "datapaths" | "xdp-vhost" => {
             let repo =
                 std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
             if !repo.join("scenarios/xdp/xdp_drop.o").exists() {
@@ -211,7 +211,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
         }
         other => {
             return Err(CliError(format!(
-                "--pipeline {other}: expected tun-read or xdp-vhost"
+                "--pipeline {other}: expected tun-read or datapaths"
             )))
         }
     }
