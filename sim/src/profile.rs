@@ -206,7 +206,8 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
 };
 
 /// Every profile, default first.
-pub const PROFILES: [KernelProfile; 5] = [LINUX_6_18, LINUX_4_20, LINUX_4_19, LINUX_4_16, LINUX_3_12];
+pub const PROFILES: [KernelProfile; 5] =
+    [LINUX_6_18, LINUX_4_20, LINUX_4_19, LINUX_4_16, LINUX_3_12];
 
 impl KernelProfile {
     /// The profile named `name`, or an error listing the known names.
@@ -251,6 +252,9 @@ mod tests {
     fn lookup_by_name_and_unknown_names_list_the_choices() {
         assert_eq!(KernelProfile::by_name("linux-3.12").unwrap(), LINUX_3_12);
         let err = KernelProfile::by_name("linux-2.6").unwrap_err().to_string();
-        assert!(err.contains("linux-6.18, linux-4.20, linux-4.19, linux-4.16, linux-3.12"), "{err}");
+        assert!(
+            err.contains("linux-6.18, linux-4.20, linux-4.19, linux-4.16, linux-3.12"),
+            "{err}"
+        );
     }
 }

@@ -490,10 +490,16 @@ impl Scenario {
             },
         });
         if xdp.is_some() && !profile.tun_write.xdp {
-            return Err(err(format!("xdp: {} has no XDP on tap (v4.14)", profile.name)));
+            return Err(err(format!(
+                "xdp: {} has no XDP on tap (v4.14)",
+                profile.name
+            )));
         }
         let redirect = match &raw.redirect {
-            Some(d) => Some(device_config(d).map_err(|m| err(format!("redirect.{}", m.trim_start_matches("device."))))?),
+            Some(d) => Some(
+                device_config(d)
+                    .map_err(|m| err(format!("redirect.{}", m.trim_start_matches("device."))))?,
+            ),
             None => None,
         };
         if raw.pipeline == Pipeline::TunRead
@@ -505,7 +511,9 @@ impl Scenario {
             ));
         }
         if raw.vhost.is_some() != (raw.pipeline == Pipeline::VhostTx) {
-            return Err(err("[vhost] goes with pipeline = \"vhost-tx\", and vhost-tx needs it".to_string()));
+            return Err(err(
+                "[vhost] goes with pipeline = \"vhost-tx\", and vhost-tx needs it".to_string(),
+            ));
         }
         let mut device = device;
         let guest = match &raw.vhost {
@@ -513,11 +521,15 @@ impl Scenario {
             Some(v) => {
                 let hdr_len = v.hdr_len.unwrap_or(12);
                 if hdr_len != 10 && hdr_len != 12 {
-                    return Err(err(format!("vhost.hdr_len: {hdr_len}; a TX header is 10 or 12 bytes")));
+                    return Err(err(format!(
+                        "vhost.hdr_len: {hdr_len}; a TX header is 10 or 12 bytes"
+                    )));
                 }
                 // QEMU's tap: IFF_NO_PI | IFF_VNET_HDR with the negotiated header size.
                 if raw.device.no_pi == Some(false) || raw.device.vnet_hdr == Some(false) {
-                    return Err(err("device: a vhost-net tap has no_pi and vnet_hdr".to_string()));
+                    return Err(err(
+                        "device: a vhost-net tap has no_pi and vnet_hdr".to_string()
+                    ));
                 }
                 device.no_pi = true;
                 device.vnet_hdr = true;
@@ -527,7 +539,9 @@ impl Scenario {
                     (FillName::Trickle, None) => GuestFill::Trickle,
                     (FillName::Burst, Some(n)) if n > 0 => GuestFill::Burst(n),
                     (FillName::Burst, _) => {
-                        return Err(err("vhost.burst: fill = \"burst\" needs burst > 0".to_string()))
+                        return Err(err(
+                            "vhost.burst: fill = \"burst\" needs burst > 0".to_string()
+                        ))
                     }
                     (_, Some(_)) => {
                         return Err(err("vhost.burst: only with fill = \"burst\"".to_string()))
@@ -537,7 +551,11 @@ impl Scenario {
                     hdr_len,
                     fill,
                     vnet: v.vnet.as_ref().map(vnet_of).unwrap_or_default(),
-                    overrides: v.packet.iter().map(|p| (p.index, vnet_of(&p.vnet))).collect(),
+                    overrides: v
+                        .packet
+                        .iter()
+                        .map(|p| (p.index, vnet_of(&p.vnet)))
+                        .collect(),
                 })
             }
         };
@@ -674,6 +692,11 @@ fn device_config(d: &RawDevice) -> Result<TunConfig, String> {
             Offload::Uso6 => f.uso6 = true,
         }
     }
+    if c.offloads.uso4 != c.offloads.uso6 {
+        // tun.c: set_offload turns on NETIF_F_GSO_UDP_L4 only for both bits; one alone is
+        // -EINVAL (seen on 6.18: TUNSETOFFLOAD 0x21 fails).
+        return Err("device.offloads: \"uso4\" and \"uso6\" go together (TUNSETOFFLOAD refuses one alone with EINVAL)".into());
+    }
     if c.offloads != Offloads::default() && !c.offloads.csum {
         // tun.c: set_offload ignores TSO/UFO/USO bits unless TUN_F_CSUM is set.
         return Err("device.offloads: GSO offloads need \"csum\" too (tun.c: set_offload)".into());
@@ -792,6 +815,7 @@ mod tests {
             ),
             ("[skb]\nheadlen = \"some\"\n", "headlen"),
             ("[device]\noffloads = [\"tso4\"]\n", "csum"),
+            ("[device]\noffloads = [\"csum\", \"uso4\"]\n", "go together"),
             ("pipeline2 = 1\n", "pipeline2"),
         ];
         for (extra, want) in cases {

@@ -1040,71 +1040,6 @@ mod tests {
         assert_eq!(x.data(), &f[..]);
     }
 
-    /// Speed, not correctness: `cargo test --release -p skbsim-sim --lib bench_ -- --ignored --nocapture`.
-    /// Each figure is the best of 25 short repetitions (the machine may be shared).
-    #[test]
-    #[ignore]
-    fn bench_interpreter() {
-        use std::time::Instant;
-        fn best(mut f: impl FnMut() -> u64) -> (f64, u64) {
-            let mut min = f64::MAX;
-            let mut insns = 0;
-            for _ in 0..25 {
-                let t = Instant::now();
-                insns = f();
-                min = min.min(t.elapsed().as_secs_f64() * 1e9);
-            }
-            (min, insns)
-        }
-        let mut vm = Vm::with_budget(u64::MAX);
-        let mut env = BasicEnv::default();
-        let spin = crate::bpf::assemble(
-            "spin",
-            "r1 = 200000\nloop: r1 -= 1\nif r1 != 0 goto loop\nexit",
-        )
-        .unwrap();
-        let mut x = XdpBuff::new(&[0; 64]);
-        let (ns, insns) = best(|| vm.run_xdp(&spin, &mut x, &mut env).unwrap().insns);
-        println!("ALU/branch loop: {:.2} ns/insn", ns / insns as f64);
-
-        let n = 20_000u64;
-        let frame: Vec<u8> = (0..64).collect();
-        let mut counted = crate::bpf::assemble("count", COUNTED).unwrap();
-        counted.bind_maps(&mut env.maps).unwrap();
-        let swap = crate::bpf::assemble("swap", MAC_SWAP).unwrap();
-        for (name, p) in [
-            ("MAC swap + XDP_TX", &swap),
-            ("verdict counter (lookup + atomic add)", &counted),
-        ] {
-            let (ns, insns) = best(|| {
-                let mut insns = 0;
-                for _ in 0..n {
-                    (x.data, x.data_meta, x.data_end) = (256, 256, 320);
-                    insns += vm.run_xdp(p, &mut x, &mut env).unwrap().insns;
-                }
-                insns
-            });
-            println!(
-                "{name}, 64 B frame reused: {:.1} ns/frame, {:.2} Mframes/s, {} insns/frame, {:.2} ns/insn",
-                ns / n as f64,
-                n as f64 / ns * 1e3,
-                insns / n,
-                ns / insns as f64
-            );
-        }
-        let (ns, _) = best(|| {
-            for _ in 0..n {
-                let mut x = XdpBuff::new(&frame);
-                vm.run_xdp(&swap, &mut x, &mut env).unwrap();
-            }
-            0
-        });
-        println!(
-            "MAC swap with a fresh 4 KiB XdpBuff per frame: {:.2} Mframes/s",
-            n as f64 / ns * 1e3
-        );
-    }
-
     /// xdp_count.c as clang -O2 compiles it (see testdata), assembled.
     const COUNTED: &str = "
         .map verdicts array 4 8 5
@@ -1133,4 +1068,33 @@ mod tests {
         lock *(u64 *)(r0 + 0) += r1
         r0 = *(u32 *)(r10 - 4)
         exit";
+
+    #[test]
+    fn counted_program_counts_each_verdict_in_its_map_slot() {
+        let mut maps = crate::bpf::Maps::new();
+        let mut p = crate::bpf::assemble("counted", COUNTED).unwrap();
+        p.bind_maps(&mut maps).unwrap();
+        let mut env = crate::bpf::BasicEnv::new(maps);
+        let mut arp = vec![0u8; 60];
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        let ip = {
+            let mut f = vec![0u8; 60];
+            f[12..14].copy_from_slice(&[0x08, 0x00]);
+            f
+        };
+        // ARP: XDP_TX (3); IPv4: XDP_PASS (2); a 10-byte frame: XDP_DROP (1).
+        for (frame, want) in [
+            (&arp[..], 3u32),
+            (&ip[..], 2),
+            (&arp[..10], 1),
+            (&arp[..], 3),
+        ] {
+            let mut x = XdpBuff::new(frame);
+            let run = Vm::new().run_xdp(&p, &mut x, &mut env).unwrap();
+            assert_eq!(run.action, want);
+        }
+        let m = env.maps.by_name("verdicts").unwrap();
+        let counts: Vec<u64> = (0..5).map(|k| m.read_u64(k).unwrap_or(0)).collect();
+        assert_eq!(counts, vec![0, 1, 1, 2, 0]);
+    }
 }

@@ -205,7 +205,7 @@ pub fn skb_gro_receive(cfg: &GroConfig, p: &mut GroSkb, skb: &mut GroSkb) -> Res
             Some(n) => n,
             None => &mut p.layout.frags,
         };
-        if *lp + 1 <= MAX_SKB_FRAGS {
+        if *lp < MAX_SKB_FRAGS {
             *lp += 1;
         } else if cfg.rules.frags_overflow_to_frag_list {
             // goto merge: chained on frag_list with its head pulled to the payload.
@@ -292,11 +292,7 @@ pub fn checksum_validate(skb: &mut GroSkb, zero_okay: bool, check: u16, psum: u3
 /// __skb_incr_checksum_unnecessary.
 fn incr_checksum_unnecessary(skb: &mut GroSkb) {
     match skb.ip_summed {
-        IpSummed::Unnecessary => {
-            if skb.csum_level < 3 {
-                skb.csum_level += 1;
-            }
-        }
+        IpSummed::Unnecessary if skb.csum_level < 3 => skb.csum_level += 1,
         IpSummed::None => {
             skb.ip_summed = IpSummed::Unnecessary;
             skb.csum_level = 0;

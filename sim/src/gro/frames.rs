@@ -52,6 +52,8 @@ impl Default for Tcp4 {
     }
 }
 
+// The IPv4 header fields, one argument each, as the frame builders read them.
+#[allow(clippy::too_many_arguments)]
 fn ipv4_header(
     saddr: [u8; 4],
     daddr: [u8; 4],

@@ -274,7 +274,8 @@ mod tests {
 
     #[test]
     fn ttl_tos_df_id_split_the_flow_on_every_profile_but_tos_on_3_12() {
-        let cases: [(fn(&mut super::super::frames::Tcp4), Reason); 4] = [
+        type Edit = fn(&mut super::super::frames::Tcp4);
+        let cases: [(Edit, Reason); 4] = [
             (|s| s.ttl = 9, reason::IPV4_TTL),
             (|s| s.tos = 4, reason::IPV4_TOS),
             (|s| s.df = false, reason::IPV4_DF),
@@ -297,7 +298,8 @@ mod tests {
 
     #[test]
     fn fragments_options_and_bad_header_checksums_go_up_before_the_held_flow() {
-        let edits: [(fn(&mut [u8]), Reason); 3] = [
+        type Edit = fn(&mut [u8]);
+        let edits: [(Edit, Reason); 3] = [
             (|h| h[6] |= 0x20, reason::IPV4_FRAG),
             (|h| h[0] = 0x46, reason::IPV4_IHL),
             (|h| h[8] ^= 0, reason::IPV4_CSUM),

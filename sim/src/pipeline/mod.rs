@@ -3,7 +3,7 @@
 //! trace, the output pcap and the benchmarks.
 
 pub mod frame_meta;
+pub mod tap_gro;
 pub mod tap_write;
 pub mod tun_read;
 pub mod vhost_tx;
-pub mod tap_gro;

@@ -319,55 +319,6 @@ fn teb_gro_off_delivers_every_frame_on_delivers_one_skb_per_poll() {
     assert!((on - 1e6 / 1496.0 / 32.0).abs() < 0.01, "{on}");
 }
 
-/// `cargo test -p skbsim-sim --release --lib tap_gro -- --ignored --nocapture`
-#[test]
-#[ignore]
-fn bench_speed() {
-    use std::time::Instant;
-    for kind in [BenchStream::Tcp, BenchStream::GreTeb] {
-        let frames = bench_frames(kind, 3200);
-        let plan = bench_plan(&LINUX_6_18, true);
-        let t = Instant::now();
-        let c = bench_run(&LINUX_6_18, &plan, &frames, 100);
-        let s = t.elapsed().as_secs_f64();
-        println!(
-            "{kind:?}: {} frames in {s:.3} s = {:.2} M frames/s, {} skbs",
-            c.frames,
-            c.frames as f64 / s / 1e6,
-            c.skbs
-        );
-    }
-    println!(
-        "GRE-TEB skbs/MB: teb off {:.1}, on {:.1}",
-        bench_teb_skbs_per_mb(&LINUX_6_18, false, 3200),
-        bench_teb_skbs_per_mb(&LINUX_6_18, true, 3200)
-    );
-}
-
-#[test]
-#[ignore]
-fn bench_speed_needs_csum() {
-    use std::time::Instant;
-    let frames = bench_frames(BenchStream::Tcp, 3200);
-    let mut plan = bench_plan(&LINUX_6_18, true);
-    plan.needs_csum = true;
-    let t = Instant::now();
-    let c = bench_run(&LINUX_6_18, &plan, &frames, 100);
-    let s = t.elapsed().as_secs_f64();
-    println!("needs_csum: {:.2} M frames/s", c.frames as f64 / s / 1e6);
-    let t = Instant::now();
-    let mut x = 0u32;
-    for _ in 0..100 {
-        for f in &frames {
-            x = x.wrapping_add(crate::gro::csum::sum(&f[34..]));
-        }
-    }
-    println!(
-        "sum only: {:.2} M frames/s ({x})",
-        320000.0 / t.elapsed().as_secs_f64() / 1e6
-    );
-}
-
 fn scenario_lengths(name: &str) -> (Vec<usize>, String) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/tap-gro");
     let sc = Scenario::load(&dir.join(format!("{name}.toml"))).expect("scenario loads");
@@ -412,30 +363,4 @@ fn every_tap_gro_scenario_runs_and_the_real_observations_hold() {
     assert!(t.contains("vxlan_dev: len 13554"), "{t}");
     assert_eq!(scenario_lengths("gre-teb-off").0, vec![1496; 10]);
     assert_eq!(scenario_lengths("gre-teb-on").0, vec![14096]);
-}
-
-/// `... --ignored --nocapture print_tap_gro_scenarios`: lengths and start reasons.
-#[test]
-#[ignore]
-fn print_tap_gro_scenarios() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/tap-gro");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("dir")
-        .filter_map(|e| {
-            e.ok()?
-                .file_name()
-                .to_str()?
-                .strip_suffix(".toml")
-                .map(String::from)
-        })
-        .collect();
-    names.sort();
-    for n in names {
-        let (l, t) = scenario_lengths(&n);
-        let starts: Vec<&str> = t
-            .lines()
-            .filter_map(|x| x.strip_prefix("  start: "))
-            .collect();
-        println!("{n}: {l:?} {starts:?}");
-    }
 }

@@ -68,9 +68,15 @@ pub fn fill_devmaps(maps: &mut Maps, target: u32) -> Result<(), String> {
 pub enum WriteEvent {
     Write(WriteRecord),
     /// The stack received a frame (AF_PACKET on A).
-    Stack { write: usize, delivery: Delivery },
+    Stack {
+        write: usize,
+        delivery: Delivery,
+    },
     /// A read on A's fd (`on_redirect` false) or B's.
-    Read { on_redirect: bool, record: ReadRecord },
+    Read {
+        on_redirect: bool,
+        record: ReadRecord,
+    },
 }
 
 /// One write() by userspace.
@@ -106,7 +112,8 @@ pub fn compose_write(scenario: &Scenario, index: u64, frame: &[u8]) -> (Vec<u8>,
     if dev.vnet_hdr {
         let start = w.len();
         w.resize(start + dev.vnet_hdr_sz, 0);
-        let mut view = VirtioNetHdr::new_unchecked(&mut w[start..], VnetHdrLayout::Basic, dev.vnet_endian);
+        let mut view =
+            VirtioNetHdr::new_unchecked(&mut w[start..], VnetHdrLayout::Basic, dev.vnet_endian);
         // The area is at least 10 bytes (vnet_hdr_sz >= 10 is validated).
         let _ = vnet.emit(&mut view);
     }
@@ -194,7 +201,13 @@ impl<'s> TapWriteRun<'s> {
 
     /// After a write (or a vhost kick): what the stack received since the last call,
     /// then the readers of A and B drained.
-    pub fn after(&mut self, write: usize, frame: u64, ts_ns: u64, sink: &mut impl FnMut(WriteEvent)) {
+    pub fn after(
+        &mut self,
+        write: usize,
+        frame: u64,
+        ts_ns: u64,
+        sink: &mut impl FnMut(WriteEvent),
+    ) {
         while self.stack_seen < self.net.stack.len() {
             let delivery = self.net.stack[self.stack_seen].clone();
             self.stack_seen += 1;
@@ -210,7 +223,13 @@ impl<'s> TapWriteRun<'s> {
         self.net.dev(ifindex).map(|d| d.stats).unwrap_or_default()
     }
 
-    fn drain(&mut self, on_redirect: bool, frame: u64, ts_ns: u64, sink: &mut impl FnMut(WriteEvent)) {
+    fn drain(
+        &mut self,
+        on_redirect: bool,
+        frame: u64,
+        ts_ns: u64,
+        sink: &mut impl FnMut(WriteEvent),
+    ) {
         let ifindex = if on_redirect {
             IFINDEX_REDIRECT
         } else {
@@ -225,7 +244,11 @@ impl<'s> TapWriteRun<'s> {
             if dev.queued() == 0 {
                 return;
             }
-            let n = if on_redirect { self.reads_b } else { self.reads_a };
+            let n = if on_redirect {
+                self.reads_b
+            } else {
+                self.reads_a
+            };
             let size = plan.buffer(n);
             self.buf.clear();
             self.buf.resize(size, plan.fill);

@@ -46,7 +46,11 @@ impl ReadRecord {
 /// Bytes before the frame in a read: the PI and the vnet area.
 pub fn header_len(device: &TunConfig) -> usize {
     let pi = if device.no_pi { 0 } else { TUN_PI_LEN };
-    let vnet = if device.vnet_hdr { device.vnet_hdr_sz } else { 0 };
+    let vnet = if device.vnet_hdr {
+        device.vnet_hdr_sz
+    } else {
+        0
+    };
     pi + vnet
 }
 

@@ -59,7 +59,8 @@ impl<'s> VhostTxRun<'s> {
         let mut bytes = vec![0u8; guest.hdr_len];
         let vnet = guest.vnet_for(index);
         // A virtio 1.0 guest is little-endian; the 10 header bytes then num_buffers.
-        let mut view = VirtioNetHdr::new_unchecked(&mut bytes[..], VnetHdrLayout::Basic, Endian::Little);
+        let mut view =
+            VirtioNetHdr::new_unchecked(&mut bytes[..], VnetHdrLayout::Basic, Endian::Little);
         let _ = vnet.emit(&mut view);
         bytes.extend_from_slice(frame);
         self.pending.push(TxDesc {
@@ -81,21 +82,32 @@ impl<'s> VhostTxRun<'s> {
     }
 
     /// The last kick for whatever the guest still holds.
-    pub fn finish(&mut self, last: (u64, u64), sink: &mut impl FnMut(VhostTxEvent)) -> Result<(), ModelError> {
+    pub fn finish(
+        &mut self,
+        last: (u64, u64),
+        sink: &mut impl FnMut(VhostTxEvent),
+    ) -> Result<(), ModelError> {
         if !self.pending.is_empty() {
             self.kick(last.0, last.1, sink)?;
         }
         Ok(())
     }
 
-    fn kick(&mut self, frame: u64, ts_ns: u64, sink: &mut impl FnMut(VhostTxEvent)) -> Result<(), ModelError> {
+    fn kick(
+        &mut self,
+        frame: u64,
+        ts_ns: u64,
+        sink: &mut impl FnMut(VhostTxEvent),
+    ) -> Result<(), ModelError> {
         self.worker.add_avail(std::mem::take(&mut self.pending));
         let profile = self.scenario.profile;
-        self.worker
-            .kick(&mut self.host.net, &profile, &mut |e| sink(VhostTxEvent::Worker(e)))?;
+        self.worker.kick(&mut self.host.net, &profile, &mut |e| {
+            sink(VhostTxEvent::Worker(e))
+        })?;
         let k = self.kicks;
         self.kicks += 1;
-        self.host.after(k, frame, ts_ns, &mut |e| sink(VhostTxEvent::Host(e)));
+        self.host
+            .after(k, frame, ts_ns, &mut |e| sink(VhostTxEvent::Host(e)));
         Ok(())
     }
 

@@ -96,8 +96,14 @@ pub fn first_divergence(left: &str, right: &str, ignore: &[&str]) -> Option<Dive
             .iter()
             .any(|i| b.event == *i || b.event.strip_prefix(i).is_some_and(|r| r.starts_with(' ')))
     };
-    let a: Vec<Block<'_>> = blocks(left).into_iter().filter(|b| !skip_block(b)).collect();
-    let b: Vec<Block<'_>> = blocks(right).into_iter().filter(|b| !skip_block(b)).collect();
+    let a: Vec<Block<'_>> = blocks(left)
+        .into_iter()
+        .filter(|b| !skip_block(b))
+        .collect();
+    let b: Vec<Block<'_>> = blocks(right)
+        .into_iter()
+        .filter(|b| !skip_block(b))
+        .collect();
     let keep = |f: &&(String, &str)| {
         !ignore
             .iter()
@@ -188,7 +194,10 @@ mod tests {
 
     #[test]
     fn ignored_events_are_dropped_whole() {
-        let b = A.replace("\ntotals: reads 1\n", "\nbatch 0: 1 packets\n  reason: x\n\ntotals: reads 1\n");
+        let b = A.replace(
+            "\ntotals: reads 1\n",
+            "\nbatch 0: 1 packets\n  reason: x\n\ntotals: reads 1\n",
+        );
         assert!(first_divergence(A, &b, &[]).is_some());
         assert_eq!(first_divergence(A, &b, &["batch"]), None);
         // "batch" does not swallow "batched" or the header.

@@ -6,9 +6,9 @@
 //! then the totals. Blank lines separate blocks.
 
 pub mod diff;
-pub mod vhost;
 pub mod gro;
-pub mod write;
 mod render;
+pub mod vhost;
+pub mod write;
 
 pub use render::{describe_device, render_tun_read, trace_json, TraceHeader, MODEL_ONLY_FIELDS};

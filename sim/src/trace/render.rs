@@ -163,7 +163,11 @@ pub(crate) fn hexdump(out: &mut String, data: &[u8]) {
         line(out, i * 16, chunk);
     }
     let tail = (data.len() - 1) / 16 * 16;
-    let _ = writeln!(out, "    ...: {} bytes not shown (all in the output pcap)", tail - 128);
+    let _ = writeln!(
+        out,
+        "    ...: {} bytes not shown (all in the output pcap)",
+        tail - 128
+    );
     line(out, tail, &data[tail..]);
 }
 
@@ -212,7 +216,11 @@ pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &T
             );
         }
         None => {
-            let _ = writeln!(out, "{label} {}: buffer {} -> {result}", r.read, r.buffer_len);
+            let _ = writeln!(
+                out,
+                "{label} {}: buffer {} -> {result}",
+                r.read, r.buffer_len
+            );
         }
     }
     if let Some(k) = r.model.as_ref().and_then(|m| m.skb.as_ref()) {
@@ -346,7 +354,12 @@ pub(crate) fn stats_json(s: &TunStats) -> Value {
 }
 
 /// The same trace for machines.
-pub fn trace_json(header: &TraceHeader, device: &TunConfig, events: &[Event], stats: &TunStats) -> Value {
+pub fn trace_json(
+    header: &TraceHeader,
+    device: &TunConfig,
+    events: &[Event],
+    stats: &TunStats,
+) -> Value {
     let events: Vec<Value> = events
         .iter()
         .map(|e| match e {

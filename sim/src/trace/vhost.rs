@@ -3,11 +3,11 @@
 
 use std::fmt::Write as _;
 
+use crate::bpf::Maps;
 use crate::pipeline::vhost_tx::VhostTxEvent;
 use crate::scenario::{GuestFill, Scenario};
 use crate::tun::TunStats;
 use crate::vhost::{VhostEvent, VhostOps, Via};
-use crate::bpf::Maps;
 
 use super::render::ts;
 use super::write::{action_line, fate_line, render_header, render_host_event, render_totals};
@@ -15,13 +15,25 @@ use super::TraceHeader;
 
 /// Fields that describe how packets were grouped, not what became of them: ignore these
 /// (and the worker's blocks) to compare two profiles' verdicts and bytes.
-pub const VHOST_GROUPING_FIELDS: [&str; 7] = ["via", "kick", "batch", "used", "requeue", "ops", "per_packet"];
+pub const VHOST_GROUPING_FIELDS: [&str; 7] = [
+    "via",
+    "kick",
+    "batch",
+    "used",
+    "requeue",
+    "ops",
+    "per_packet",
+];
 
 fn range(p: &[u64]) -> String {
     match (p.first(), p.last()) {
         (Some(a), Some(b)) if a == b => a.to_string(),
         (Some(a), Some(b)) if (b - a) as usize + 1 == p.len() => format!("{a}-{b}"),
-        _ => p.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","),
+        _ => p
+            .iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
     }
 }
 
@@ -36,7 +48,11 @@ fn render_worker(out: &mut String, e: &VhostEvent) {
             reason,
             xdp_flushes,
         } => {
-            let _ = writeln!(out, "batch {batch}: {} packets in one TUN_MSG_PTR sendmsg", packets.len());
+            let _ = writeln!(
+                out,
+                "batch {batch}: {} packets in one TUN_MSG_PTR sendmsg",
+                packets.len()
+            );
             let _ = writeln!(out, "  packets: {}", range(packets));
             let _ = writeln!(out, "  reason: {}", reason.name());
             let _ = writeln!(out, "  xdp_do_flush: {xdp_flushes}");
@@ -62,7 +78,10 @@ fn render_worker(out: &mut String, e: &VhostEvent) {
             let _ = writeln!(out, "used: {heads} heads, one vhost_add_used_and_signal_n");
         }
         VhostEvent::Requeue { packets, bytes } => {
-            let _ = writeln!(out, "requeue: weight reached after {packets} packets, {bytes} bytes");
+            let _ = writeln!(
+                out,
+                "requeue: weight reached after {packets} packets, {bytes} bytes"
+            );
         }
         VhostEvent::Stall { packet, errno } => {
             let _ = writeln!(out, "stall: packet {packet} put back after {errno}");
@@ -107,7 +126,11 @@ pub fn render_vhost_tx(
             GuestFill::Burst(n) => format!("bursts of {n}"),
             GuestFill::Trickle => "one packet per kick".to_string(),
         };
-        let _ = writeln!(out, "guest: virtio_net_hdr {} bytes, fills {fill}", g.hdr_len);
+        let _ = writeln!(
+            out,
+            "guest: virtio_net_hdr {} bytes, fills {fill}",
+            g.hdr_len
+        );
     }
     // render_host_event tracks the latest counters; the totals use the final ones.
     let (mut last_a, mut last_b) = (TunStats::default(), None);
@@ -115,7 +138,9 @@ pub fn render_vhost_tx(
         out.push('\n');
         match e {
             VhostTxEvent::Worker(w) => render_worker(&mut out, w),
-            VhostTxEvent::Host(h) => render_host_event(&mut out, scenario, h, &mut last_a, &mut last_b),
+            VhostTxEvent::Host(h) => {
+                render_host_event(&mut out, scenario, h, &mut last_a, &mut last_b)
+            }
         }
     }
     out.push('\n');

@@ -65,7 +65,11 @@ fn render_write(out: &mut String, w: &WriteRecord) {
         w.frame,
         ts(w.ts_ns),
         w.len,
-        if w.nonblocking { "nonblocking" } else { "blocking" }
+        if w.nonblocking {
+            "nonblocking"
+        } else {
+            "blocking"
+        }
     );
     if let Some(m) = &w.model {
         if let Some(p) = m.path {
@@ -132,7 +136,12 @@ pub(crate) fn render_header(out: &mut String, header: &TraceHeader, scenario: &S
 }
 
 /// The final counters of A and B and the program's maps.
-pub(crate) fn render_totals(out: &mut String, a: &TunStats, b: Option<&TunStats>, maps: Option<&Maps>) {
+pub(crate) fn render_totals(
+    out: &mut String,
+    a: &TunStats,
+    b: Option<&TunStats>,
+    maps: Option<&Maps>,
+) {
     let _ = writeln!(out, "  counters A: {}", counters(a));
     if let Some(b) = b {
         let _ = writeln!(out, "  counters B: {}", counters(b));
@@ -176,7 +185,10 @@ pub(crate) fn render_host_event(
             record,
         } => {
             let (label, dev) = if *on_redirect {
-                ("read B", scenario.redirect.as_ref().unwrap_or(&scenario.device))
+                (
+                    "read B",
+                    scenario.redirect.as_ref().unwrap_or(&scenario.device),
+                )
             } else {
                 ("read A", &scenario.device)
             };

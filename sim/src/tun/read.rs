@@ -98,7 +98,10 @@ impl TunDevice {
             Some(RingEntry::Skb(mut skb)) => {
                 let mut out = self.put_user(&mut skb, buf, rules);
                 // tun_chr_read_iter: ret = min_t(ssize_t, ret, len).
-                out.result = out.put_user_ret.map(|r| r.min(buf.len())).ok_or(Errno::EINVAL);
+                out.result = out
+                    .put_user_ret
+                    .map(|r| r.min(buf.len()))
+                    .ok_or(Errno::EINVAL);
                 out.ops = skb.ops;
                 self.free(skb);
                 out
@@ -110,7 +113,12 @@ impl TunDevice {
     /// tun_put_user_xdp (R1.11): no tun_pi even without IFF_NO_PI; an all-zero vnet area
     /// (-EINVAL if it does not fit); the frame truncated to the buffer; the return value
     /// and tx_bytes are the bytes copied plus vnet_hdr_sz, not the frame's length.
-    fn put_user_xdp(&mut self, frame: &XdpFrame, buf: &mut [u8], rules: &TunReadRules) -> ReadOutcome {
+    fn put_user_xdp(
+        &mut self,
+        frame: &XdpFrame,
+        buf: &mut [u8],
+        rules: &TunReadRules,
+    ) -> ReadOutcome {
         let mut out = ReadOutcome::nothing(Err(Errno::EINVAL));
         out.xdp_frame = true;
         let vnet_hdr_sz = if self.config.vnet_hdr {

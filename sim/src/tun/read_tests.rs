@@ -43,7 +43,12 @@ fn no_pi() -> TunConfig {
     }
 }
 
-fn read(d: &mut TunDevice, skb: SkBuff, size: usize, rules: &TunReadRules) -> (ReadOutcome, Vec<u8>) {
+fn read(
+    d: &mut TunDevice,
+    skb: SkBuff,
+    size: usize,
+    rules: &TunReadRules,
+) -> (ReadOutcome, Vec<u8>) {
     assert!(d.xmit(skb));
     let mut buf = vec![0xee; size];
     let o = d.read(&mut buf, rules);
@@ -122,7 +127,12 @@ fn r1_9_vnet_padding_zeroed_since_6_15_and_left_alone_before() {
 fn r1_10_tag_spliced_after_the_macs_for_8021q_and_8021ad() {
     for (proto, tci) in [(0x8100u16, 0x6064u16), (0x88a8, 0x000a), (0x8100, 0xffff)] {
         let mut d = dev(no_pi());
-        let (o, buf) = read(&mut d, tagged_skb(60, proto, tci), 2048, &LINUX_6_18.tun_read);
+        let (o, buf) = read(
+            &mut d,
+            tagged_skb(60, proto, tci),
+            2048,
+            &LINUX_6_18.tun_read,
+        );
         assert_eq!(o.result, Ok(64));
         let f = frame(60);
         let mut want = f[..12].to_vec();
@@ -141,7 +151,12 @@ fn r1_10_short_buffers_cut_macs_tag_or_payload_and_still_count_all() {
     let tag = [0x81, 0x00, 0x60, 0x64];
     for (size, want_len) in [(8usize, 8usize), (12, 12), (14, 14), (63, 63)] {
         let mut d = dev(no_pi());
-        let (o, buf) = read(&mut d, tagged_skb(60, 0x8100, 0x6064), size, &LINUX_6_18.tun_read);
+        let (o, buf) = read(
+            &mut d,
+            tagged_skb(60, 0x8100, 0x6064),
+            size,
+            &LINUX_6_18.tun_read,
+        );
         assert_eq!(o.result, Ok(want_len), "buffer {size}");
         let mut want = f[..12].to_vec();
         want.extend_from_slice(&tag);
@@ -207,7 +222,10 @@ fn r1_1_full_ring_drops_with_tx_dropped() {
     assert!(d.xmit(skb_of(&frame(60))));
     assert!(!d.xmit(skb_of(&frame(60))));
     assert_eq!(d.stats.tx_dropped, 1);
-    assert_eq!(d.stats.tx_packets, 0, "R1.1: tx_packets counts on read only");
+    assert_eq!(
+        d.stats.tx_packets, 0,
+        "R1.1: tx_packets counts on read only"
+    );
 }
 
 #[test]
@@ -216,14 +234,24 @@ fn offload_off_inserts_in_software_same_bytes_but_proto_is_the_tpid() {
     let f = frame(60);
     let hw = {
         let mut d = dev(TunConfig::default());
-        read(&mut d, tagged_skb(60, 0x8100, 0x6064), 2048, &LINUX_6_18.tun_read)
+        read(
+            &mut d,
+            tagged_skb(60, 0x8100, 0x6064),
+            2048,
+            &LINUX_6_18.tun_read,
+        )
     };
     let sw = {
         let mut d = dev(TunConfig {
             tx_vlan_ctag: false,
             ..TunConfig::default()
         });
-        read(&mut d, tagged_skb(60, 0x8100, 0x6064), 2048, &LINUX_6_18.tun_read)
+        read(
+            &mut d,
+            tagged_skb(60, 0x8100, 0x6064),
+            2048,
+            &LINUX_6_18.tun_read,
+        )
     };
     assert_eq!(hw.0.result, Ok(68));
     assert_eq!(sw.0.result, Ok(68));
@@ -253,7 +281,10 @@ fn r1_12_linux_3_12_returns_bytes_written_and_counts_room() {
     // Tagged, buffer ending inside the tag: tx_bytes += 0.
     let mut d = dev(no_pi());
     let (o, _) = read(&mut d, tagged_skb(60, 0x8100, 1), 14, r);
-    assert_eq!((o.result, d.stats.tx_bytes, d.stats.tx_packets), (Ok(14), 0, 1));
+    assert_eq!(
+        (o.result, d.stats.tx_bytes, d.stats.tx_packets),
+        (Ok(14), 0, 1)
+    );
 }
 
 #[test]
@@ -264,7 +295,12 @@ fn r1_12_linux_3_12_strip_ignores_vnet_and_tag() {
     };
     // PI 4 + vnet 10 + frame 60 = 74; a 64-byte buffer truncates the frame by 10, but
     // 3.12 compares buffer - 4 = 60 with skb->len = 60: no STRIP.
-    let (o, _) = read(&mut dev(cfg.clone()), skb_of(&frame(60)), 64, &LINUX_3_12.tun_read);
+    let (o, _) = read(
+        &mut dev(cfg.clone()),
+        skb_of(&frame(60)),
+        64,
+        &LINUX_3_12.tun_read,
+    );
     assert_eq!(o.pi, Some((0, ETH_P_IP)));
     let (o, _) = read(&mut dev(cfg), skb_of(&frame(60)), 64, &LINUX_6_18.tun_read);
     assert_eq!(o.pi, Some((TUN_PKT_STRIP, ETH_P_IP)));

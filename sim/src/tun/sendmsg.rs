@@ -96,7 +96,10 @@ impl Net {
             } else {
                 // xdp_init_buff + xdp_set_data_meta_invalid, then the program.
                 b.xdp.set_meta_unsupported();
-                let att = dev.xdp.as_mut().ok_or_else(|| ModelError("no program".into()))?;
+                let att = dev
+                    .xdp
+                    .as_mut()
+                    .ok_or_else(|| ModelError("no program".into()))?;
                 let run = att
                     .run(&mut b.xdp)
                     .map_err(|e| ModelError(format!("XDP program: {e}")))?;

@@ -81,7 +81,14 @@ mod tests {
         let h = vnet_hdr_from_skb(&skb, 4, &LINUX_6_18.tun_read).unwrap();
         // R1.7: hdr_len = skb_headlen (54, not adjusted for the tag); csum_start 34 + 4.
         assert_eq!(
-            (h.flags, h.gso_type, h.hdr_len, h.gso_size, h.csum_start, h.csum_offset),
+            (
+                h.flags,
+                h.gso_type,
+                h.hdr_len,
+                h.gso_size,
+                h.csum_start,
+                h.csum_offset
+            ),
             (1, 0x81, 54, 1448, 38, 16)
         );
         // R1.12: 3.12 did not shift csum_start.

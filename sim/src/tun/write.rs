@@ -176,7 +176,8 @@ impl Net {
         let frame = &bytes[parsed.frame_start..];
         let len = frame.len();
         if cfg.kind == DeviceKind::Tap
-            && (len < ETH_HLEN || (parsed.gso.hdr_len != 0 && usize::from(parsed.gso.hdr_len) < ETH_HLEN))
+            && (len < ETH_HLEN
+                || (parsed.gso.hdr_len != 0 && usize::from(parsed.gso.hdr_len) < ETH_HLEN))
         {
             return Ok(WriteOutcome::rejected(Errno::EINVAL));
         }
@@ -210,7 +211,10 @@ impl Net {
         // the skb is marked for generic XDP inside tun (R2.3, R2.6).
         let mut tun_generic = rules.xdp && prog_mode == Some(XdpMode::Native);
         if build {
-            if rules.xdp && prog_mode == Some(XdpMode::Native) && parsed.gso.gso_type == VIRTIO_NET_HDR_GSO_NONE {
+            if rules.xdp
+                && prog_mode == Some(XdpMode::Native)
+                && parsed.gso.gso_type == VIRTIO_NET_HDR_GSO_NONE
+            {
                 tun_generic = false;
                 match build_skb_native(self, ifindex, frame, rules)? {
                     NativeResult::Consumed(report, fate) => {
@@ -346,7 +350,8 @@ impl Net {
             .dev_mut(ifindex)
             .and_then(|d| d.xdp.as_mut())
             .ok_or_else(|| ModelError("generic XDP without a program".into()))?;
-        let g = run_generic(att, &frame, ifindex).map_err(|e| ModelError(format!("XDP program: {e}")))?;
+        let g = run_generic(att, &frame, ifindex)
+            .map_err(|e| ModelError(format!("XDP program: {e}")))?;
         let report = XdpReport {
             place,
             action: g.run.action,
@@ -415,7 +420,11 @@ pub(crate) fn eth_type_trans(skb: &mut SkBuff) {
 }
 
 /// R2.1: the PI and the vnet header. Errors here change no counter.
-fn parse_write(bytes: &[u8], cfg: &super::TunConfig, read_rules: &TunReadRules) -> Result<Parsed, Errno> {
+fn parse_write(
+    bytes: &[u8],
+    cfg: &super::TunConfig,
+    read_rules: &TunReadRules,
+) -> Result<Parsed, Errno> {
     let mut pos = 0;
     let mut pi_proto = None;
     if !cfg.no_pi {

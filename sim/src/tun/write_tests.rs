@@ -61,11 +61,17 @@ fn stats(net: &Net, i: u32) -> TunStats {
 #[test]
 fn r2_1_malformed_writes_are_einval_and_count_nothing() {
     let mut net = net_with(None, None);
-    assert_eq!(write(&mut net, &frame(60)[..13], false).result, Err(Errno::EINVAL));
+    assert_eq!(
+        write(&mut net, &frame(60)[..13], false).result,
+        Err(Errno::EINVAL)
+    );
     assert_eq!(write(&mut net, &[], false).result, Err(Errno::EINVAL));
     // PI mode: 3 bytes cannot hold the PI.
     net.dev_mut(A).unwrap().config.no_pi = false;
-    assert_eq!(write(&mut net, &[0, 0, 8], false).result, Err(Errno::EINVAL));
+    assert_eq!(
+        write(&mut net, &[0, 0, 8], false).result,
+        Err(Errno::EINVAL)
+    );
     // vnet mode: fewer bytes than vnet_hdr_sz.
     let cfg = &mut net.dev_mut(A).unwrap().config;
     cfg.no_pi = true;
@@ -85,7 +91,10 @@ fn plain_write_reaches_the_stack_and_counts_rx() {
     let out = write(&mut net, &frame(60), false);
     assert_eq!(out.result, Ok(60));
     assert_eq!(out.path, Some(WritePath::AllocSkb));
-    assert_eq!((stats(&net, A).rx_packets, stats(&net, A).rx_bytes), (1, 60));
+    assert_eq!(
+        (stats(&net, A).rx_packets, stats(&net, A).rx_bytes),
+        (1, 60)
+    );
     assert_eq!(net.stack.len(), 1);
     assert_eq!(net.stack[0].frame, frame(60));
 }
@@ -97,10 +106,20 @@ fn r2_7_device_down_is_eio_with_rx_dropped_on_6_18_and_silent_on_4_19() {
     assert_eq!(write(&mut net, &frame(60), false).result, Err(Errno::EIO));
     assert_eq!(stats(&net, A).rx_dropped, 1);
     let out = net
-        .tun_write(A, &frame(60), WriteOpts::default(), &LINUX_4_19.tun_write, &LINUX_4_19.tun_read)
+        .tun_write(
+            A,
+            &frame(60),
+            WriteOpts::default(),
+            &LINUX_4_19.tun_write,
+            &LINUX_4_19.tun_read,
+        )
         .unwrap();
     assert_eq!(out.result, Err(Errno::EIO));
-    assert_eq!(stats(&net, A).rx_dropped, 1, "4.19 returned before counting");
+    assert_eq!(
+        stats(&net, A).rx_dropped,
+        1,
+        "4.19 returned before counting"
+    );
 }
 
 #[test]
@@ -132,7 +151,11 @@ fn blocking_write_falls_back_to_generic_in_tun_and_counts_nothing_on_drop() {
     let out = write(&mut net, &frame(60), false);
     assert_eq!(out.path, Some(WritePath::AllocSkb));
     assert_eq!(out.xdp[0].place, XdpWhere::TunGeneric);
-    assert_eq!(stats(&net, A), TunStats::default(), "observed: nothing counted at all");
+    assert_eq!(
+        stats(&net, A),
+        TunStats::default(),
+        "observed: nothing counted at all"
+    );
     // Too big for build_skb, even non-blocking: the same fallback.
     let out = write(&mut net, &frame(3457), true);
     assert_eq!(out.xdp[0].place, XdpWhere::TunGeneric);
@@ -157,15 +180,15 @@ fn native_tx_comes_back_without_pi_and_counts_rx_and_tx() {
     w.extend(frame(60));
     assert_eq!(write(&mut net, &w, true).fate, Fate::XdpTx);
     let mut buf = [0xeeu8; 100];
-    let r = net
-        .dev_mut(A)
-        .unwrap()
-        .read(&mut buf, &LINUX_6_18.tun_read);
+    let r = net.dev_mut(A).unwrap().read(&mut buf, &LINUX_6_18.tun_read);
     // R1.11: no PI even without IFF_NO_PI; the frame byte for byte.
     assert_eq!(r.result, Ok(60));
     assert_eq!(&buf[..60], &frame(60)[..]);
     let s = stats(&net, A);
-    assert_eq!((s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes), (1, 60, 1, 60));
+    assert_eq!(
+        (s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes),
+        (1, 60, 1, 60)
+    );
 }
 
 #[test]
@@ -175,7 +198,13 @@ fn xdp_tx_before_4_17_comes_back_as_an_skb_with_pi_and_no_rx() {
     let mut w = vec![0, 0, 8, 0];
     w.extend(frame(60));
     let out = net
-        .tun_write(A, &w, WriteOpts { nonblocking: true }, &LINUX_4_16.tun_write, &LINUX_4_16.tun_read)
+        .tun_write(
+            A,
+            &w,
+            WriteOpts { nonblocking: true },
+            &LINUX_4_16.tun_write,
+            &LINUX_4_16.tun_read,
+        )
         .unwrap();
     assert_eq!(out.fate, Fate::XdpTx);
     let mut buf = [0u8; 100];

@@ -41,8 +41,8 @@ pub(crate) fn build_skb_native(
 ) -> Result<NativeResult, ModelError> {
     let pad = TUN_RX_PAD + XDP_PACKET_HEADROOM;
     let buflen = skb_data_align(frame.len() + pad) + SKB_SHINFO_SIZE;
-    let mut buff =
-        XdpBuff::with_layout(frame, pad, buflen).map_err(|e| ModelError(format!("xdp_buff: {e}")))?;
+    let mut buff = XdpBuff::with_layout(frame, pad, buflen)
+        .map_err(|e| ModelError(format!("xdp_buff: {e}")))?;
     buff.ingress_ifindex = ifindex;
     if !rules.xdp_meta {
         buff.set_meta_unsupported();

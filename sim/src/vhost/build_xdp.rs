@@ -38,8 +38,9 @@ pub fn vhost_net_build_xdp(
     let buflen = skb_data_align(len + pad) + SKB_SHINFO_SIZE;
     let mut gso = VirtioNetHdrRepr::default();
     if sock_hlen > 0 {
-        let view = VirtioNetHdr::new_checked(&chain[..sock_hlen], VnetHdrLayout::Basic, Endian::Little)
-            .map_err(|_| Errno::EINVAL)?;
+        let view =
+            VirtioNetHdr::new_checked(&chain[..sock_hlen], VnetHdrLayout::Basic, Endian::Little)
+                .map_err(|_| Errno::EINVAL)?;
         gso = VirtioNetHdrRepr::parse(&view).map_err(|_| Errno::EINVAL)?;
         if gso.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
             let need = u32::from(gso.csum_start) + u32::from(gso.csum_offset) + 2;
@@ -70,9 +71,15 @@ mod tests {
     fn enospc_thresholds_match_the_spec_with_sock_hlen_12() {
         // R3.5: len (including the 12-byte header) > 3648 without XDP, > 3392 with.
         assert!(vhost_net_build_xdp(&chain(3648 - 12), 12, false).is_ok());
-        assert_eq!(vhost_net_build_xdp(&chain(3649 - 12), 12, false).unwrap_err(), Errno::ENOSPC);
+        assert_eq!(
+            vhost_net_build_xdp(&chain(3649 - 12), 12, false).unwrap_err(),
+            Errno::ENOSPC
+        );
         assert!(vhost_net_build_xdp(&chain(3392 - 12), 12, true).is_ok());
-        assert_eq!(vhost_net_build_xdp(&chain(3393 - 12), 12, true).unwrap_err(), Errno::ENOSPC);
+        assert_eq!(
+            vhost_net_build_xdp(&chain(3393 - 12), 12, true).unwrap_err(),
+            Errno::ENOSPC
+        );
     }
 
     #[test]
@@ -88,6 +95,9 @@ mod tests {
     fn hdr_len_beyond_the_chain_is_einval() {
         let mut c = chain(60);
         c[2] = 200; // hdr_len 200, little-endian
-        assert_eq!(vhost_net_build_xdp(&c, 12, false).unwrap_err(), Errno::EINVAL);
+        assert_eq!(
+            vhost_net_build_xdp(&c, 12, false).unwrap_err(),
+            Errno::EINVAL
+        );
     }
 }

@@ -405,7 +405,9 @@ mod tests {
     fn batch_sizes(ev: &[VhostEvent]) -> Vec<(usize, FlushReason)> {
         ev.iter()
             .filter_map(|e| match e {
-                VhostEvent::Batch { packets, reason, .. } => Some((packets.len(), *reason)),
+                VhostEvent::Batch {
+                    packets, reason, ..
+                } => Some((packets.len(), *reason)),
                 _ => None,
             })
             .collect()
@@ -418,7 +420,10 @@ mod tests {
             batch_sizes(&ev),
             vec![(64, FlushReason::BatchFull), (1, FlushReason::RingEmpty)]
         );
-        assert_eq!((ops.sendmsg_batched, ops.sendmsg_single, ops.used_updates), (2, 0, 2));
+        assert_eq!(
+            (ops.sendmsg_batched, ops.sendmsg_single, ops.used_updates),
+            (2, 0, 2)
+        );
         // No program: every buffer becomes an skb; rx_bytes counts the 60-byte frames.
         let st = net.dev(A).unwrap().stats;
         assert_eq!((st.rx_packets, st.rx_bytes), (65, 65 * 60));

@@ -19,7 +19,11 @@ pub struct GenericRun {
 /// Run `att` over `frame` as generic XDP does. The buffer is the skb made private and
 /// linear with XDP_PACKET_HEADROOM of headroom (netif_receive_generic_xdp); its tailroom
 /// is the skb's: UNCERTAIN, modelled as the 64-byte alignment slack of the data area.
-pub fn run_generic(att: &mut XdpAttachment, frame: &[u8], ifindex: u32) -> Result<GenericRun, BpfError> {
+pub fn run_generic(
+    att: &mut XdpAttachment,
+    frame: &[u8],
+    ifindex: u32,
+) -> Result<GenericRun, BpfError> {
     let data_area = (XDP_PACKET_HEADROOM + frame.len()).div_ceil(64) * 64;
     let frame_sz = data_area + SKB_SHARED_INFO_SIZE;
     let mut buff = XdpBuff::with_layout(frame, XDP_PACKET_HEADROOM, frame_sz)?;

@@ -204,7 +204,11 @@ pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
             h.set_ecn(ip.tos & 3);
             h.set_total_length(l3_len as u16);
             h.set_identification(ip.id);
-            let mf = if spec.ext.ip_mf { Ipv4Flags::MoreFragments } else { 0 };
+            let mf = if spec.ext.ip_mf {
+                Ipv4Flags::MoreFragments
+            } else {
+                0
+            };
             h.set_flags(if ip.df { Ipv4Flags::DontFragment } else { 0 } | mf);
             h.set_fragment_offset(spec.ext.ip_frag_offset);
             h.set_ttl(ip.ttl);

@@ -20,7 +20,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// A 64-byte IPv4/UDP frame (the classic pps size).
 fn frame64() -> Vec<u8> {
     let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
-    f.extend_from_slice(&[0x45, 0, 0, 50, 0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+    f.extend_from_slice(&[
+        0x45, 0, 0, 50, 0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ]);
     f.extend_from_slice(&[0x13, 0x88, 0x13, 0x89, 0, 30, 0, 0]);
     f.resize(64, 0xab);
     f
@@ -28,7 +30,10 @@ fn frame64() -> Vec<u8> {
 
 fn scenario(repo: &Path, text: &str) -> Result<Scenario, CliError> {
     // Program paths resolve against scenarios/xdp/, where the objects are.
-    Ok(Scenario::parse(&repo.join("scenarios/xdp/bench.toml"), text)?)
+    Ok(Scenario::parse(
+        &repo.join("scenarios/xdp/bench.toml"),
+        text,
+    )?)
 }
 
 /// Frames/s of a tap-write run with `prog` attached natively, nonblocking writes, the
@@ -57,7 +62,12 @@ pub fn xdp_write_fps(repo: &Path, prog: &str, frames: u64, runs: usize) -> Resul
 
 /// Packets/s and op counts of a guest sending through vhost_net into a tap with
 /// XDP_DROP, under `profile` (batching or not), in bursts of 256 descriptors.
-pub fn vhost_drop(repo: &Path, profile: &str, packets: u64, runs: usize) -> Result<(f64, VhostOps), CliError> {
+pub fn vhost_drop(
+    repo: &Path,
+    profile: &str,
+    packets: u64,
+    runs: usize,
+) -> Result<(f64, VhostOps), CliError> {
     let s = scenario(
         repo,
         &format!(
@@ -74,7 +84,8 @@ pub fn vhost_drop(repo: &Path, profile: &str, packets: u64, runs: usize) -> Resu
         for i in 0..packets {
             run.frame(i, i, &f, &mut sink).map_err(|e| CliError(e.0))?;
         }
-        run.finish((packets, packets), &mut sink).map_err(|e| CliError(e.0))?;
+        run.finish((packets, packets), &mut sink)
+            .map_err(|e| CliError(e.0))?;
         rates.push(packets as f64 / t.elapsed().as_secs_f64());
         ops = run.ops();
     }
@@ -84,7 +95,9 @@ pub fn vhost_drop(repo: &Path, profile: &str, packets: u64, runs: usize) -> Resu
 /// GRO frames/s for a plain TCP and a GRE-TEB stream (32 writes per NAPI poll), and the
 /// skbs the stack sees per MB of a GRE-TEB stream with and without the ETH_P_TEB offload.
 pub fn gro(frames: u64, runs: usize) -> (f64, f64, f64, f64) {
-    use sim::pipeline::tap_gro::{bench_frames, bench_plan, bench_run, bench_teb_skbs_per_mb, BenchStream};
+    use sim::pipeline::tap_gro::{
+        bench_frames, bench_plan, bench_run, bench_teb_skbs_per_mb, BenchStream,
+    };
     let p = sim::profile::KernelProfile::default();
     let rate = |kind: BenchStream| {
         let fs = bench_frames(kind, 1000);

@@ -28,7 +28,4 @@ macro_rules! from_display {
     )*};
 }
 
-from_display!(
-    sim::scenario::ScenarioError,
-    sim::pcap::PcapError
-);
+from_display!(sim::scenario::ScenarioError, sim::pcap::PcapError);

@@ -82,7 +82,12 @@ fn read(p: &Path) -> Result<Vec<u8>, CliError> {
 
 /// Exit 0 when equal, 1 with the first difference printed. `ignore` names trace fields
 /// and whole events to leave out (traces only).
-pub fn diff(left: &Path, right: &Path, as_json: bool, ignore: &[String]) -> Result<ExitCode, CliError> {
+pub fn diff(
+    left: &Path,
+    right: &Path,
+    as_json: bool,
+    ignore: &[String],
+) -> Result<ExitCode, CliError> {
     let ignore: Vec<&str> = ignore.iter().map(String::as_str).collect();
     let (a, b) = (read(left)?, read(right)?);
     let found = if is_pcap(left) && is_pcap(right) {

@@ -55,10 +55,13 @@ pub fn to_snap(trace: &str) -> String {
 /// half a golden.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(|e| CliError(format!("{}: cannot create: {e}", dir.display())))?;
+    fs::create_dir_all(dir)
+        .map_err(|e| CliError(format!("{}: cannot create: {e}", dir.display())))?;
     let tmp = dir.join(format!(
         ".{}.tmp-{}",
-        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
         std::process::id()
     ));
     let fail = |e: std::io::Error| CliError(format!("{}: cannot write: {e}", path.display()));
@@ -102,8 +105,8 @@ pub fn check(dir: &Path, out: &ScenarioOutput) -> Result<Verdict, CliError> {
             trace_path.display()
         )));
     }
-    let golden_pcap =
-        fs::read(&pcap_path).map_err(|e| CliError(format!("{}: cannot read: {e}", pcap_path.display())))?;
+    let golden_pcap = fs::read(&pcap_path)
+        .map_err(|e| CliError(format!("{}: cannot read: {e}", pcap_path.display())))?;
     if golden_pcap != out.pcap {
         let detail = pcap_divergence(&golden_pcap, &out.pcap, &pcap_path, Path::new("(replay)"))?
             .unwrap_or_else(|| "the pcap files differ in their headers".to_string());

@@ -101,7 +101,11 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
         let _ = writeln!(t, "[reader]\nbuffers = [{}]", b.join(", "));
     }
     let _ = writeln!(t, "[skb]");
-    let _ = writeln!(t, "vlan = {}", q(if a.inband_vlan { "inband" } else { "hwaccel" }));
+    let _ = writeln!(
+        t,
+        "vlan = {}",
+        q(if a.inband_vlan { "inband" } else { "hwaccel" })
+    );
     let _ = writeln!(t, "checksum = {}", q(&a.checksum));
     let _ = writeln!(t, "gso = {}", q(&a.gso));
     if a.gso_size > 0 {

@@ -13,7 +13,10 @@ use crate::runner::ScenarioOutput;
 
 /// Replay a tap-write scenario on the simulator. The output pcap holds what the stack
 /// received (as AF_PACKET on the written tap sees it), in order.
-pub fn run_tap_write(scenario: &Scenario, progress: Option<&ProgressBar>) -> Result<ScenarioOutput, CliError> {
+pub fn run_tap_write(
+    scenario: &Scenario,
+    progress: Option<&ProgressBar>,
+) -> Result<ScenarioOutput, CliError> {
     let mut reader = PcapReader::open(&scenario.input)?;
     let name = |e: String| CliError(format!("{}: {e}", scenario.path.display()));
     let mut run = TapWriteRun::new(scenario).map_err(|e| name(e.0))?;
@@ -23,7 +26,14 @@ pub fn run_tap_write(scenario: &Scenario, progress: Option<&ProgressBar>) -> Res
     while let Some(frame) = reader.next_frame() {
         let frame = frame?;
         run.frame(frame.index, frame.ts_ns, frame.data, &mut sink)
-            .map_err(|e| CliError(format!("{}: frame {}: {}", scenario.input.display(), frame.index, e.0)))?;
+            .map_err(|e| {
+                CliError(format!(
+                    "{}: frame {}: {}",
+                    scenario.input.display(),
+                    frame.index,
+                    e.0
+                ))
+            })?;
         frames += 1;
         if let Some(pb) = progress {
             if frames.is_multiple_of(4096) {
@@ -59,11 +69,15 @@ pub fn run_tap_write(scenario: &Scenario, progress: Option<&ProgressBar>) -> Res
 
 /// Replay a vhost-tx scenario on the simulator. The output pcap holds what the stack
 /// received.
-pub fn run_vhost_tx(scenario: &Scenario, progress: Option<&ProgressBar>) -> Result<ScenarioOutput, CliError> {
+pub fn run_vhost_tx(
+    scenario: &Scenario,
+    progress: Option<&ProgressBar>,
+) -> Result<ScenarioOutput, CliError> {
     use sim::pipeline::vhost_tx::{VhostTxEvent, VhostTxRun};
     use sim::trace::vhost::render_vhost_tx;
     let mut reader = PcapReader::open(&scenario.input)?;
-    let mut run = VhostTxRun::new(scenario).map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
+    let mut run = VhostTxRun::new(scenario)
+        .map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
     let mut events = Vec::new();
     let mut sink = |e: VhostTxEvent| events.push(e);
     let mut frames = 0u64;
@@ -72,7 +86,14 @@ pub fn run_vhost_tx(scenario: &Scenario, progress: Option<&ProgressBar>) -> Resu
         let frame = frame?;
         last = (frame.index, frame.ts_ns);
         run.frame(frame.index, frame.ts_ns, frame.data, &mut sink)
-            .map_err(|e| CliError(format!("{}: frame {}: {}", scenario.input.display(), frame.index, e.0)))?;
+            .map_err(|e| {
+                CliError(format!(
+                    "{}: frame {}: {}",
+                    scenario.input.display(),
+                    frame.index,
+                    e.0
+                ))
+            })?;
         frames += 1;
         if let Some(pb) = progress {
             if frames.is_multiple_of(4096) {
@@ -85,10 +106,21 @@ pub fn run_vhost_tx(scenario: &Scenario, progress: Option<&ProgressBar>) -> Resu
     let header = TraceHeader::for_scenario(scenario, "sim");
     let net = &run.host().net;
     let stats = (
-        net.dev(sim::pipeline::tap_write::IFINDEX_DUT).map(|d| d.stats).unwrap_or_default(),
-        net.dev(sim::pipeline::tap_write::IFINDEX_REDIRECT).map(|d| d.stats),
+        net.dev(sim::pipeline::tap_write::IFINDEX_DUT)
+            .map(|d| d.stats)
+            .unwrap_or_default(),
+        net.dev(sim::pipeline::tap_write::IFINDEX_REDIRECT)
+            .map(|d| d.stats),
     );
-    let trace = render_vhost_tx(&header, scenario, &events, &run.ops(), frames, run.host().maps(), stats);
+    let trace = render_vhost_tx(
+        &header,
+        scenario,
+        &events,
+        &run.ops(),
+        frames,
+        run.host().maps(),
+        stats,
+    );
     let host: Vec<WriteEvent> = events
         .iter()
         .filter_map(|e| match e {
@@ -116,7 +148,8 @@ pub fn run_vhost_tx(scenario: &Scenario, progress: Option<&ProgressBar>) -> Resu
 /// Replay a tap-gro scenario on the simulator. The output pcap holds the skbs as the
 /// stack sees them after GRO.
 pub fn run_tap_gro(scenario: &Scenario) -> Result<ScenarioOutput, CliError> {
-    let frames: Vec<sim::pcap::Frame> = PcapReader::open(&scenario.input)?.collect::<Result<_, _>>()?;
+    let frames: Vec<sim::pcap::Frame> =
+        PcapReader::open(&scenario.input)?.collect::<Result<_, _>>()?;
     let n = frames.len() as u64;
     let out = sim::pipeline::tap_gro::run_tap_gro(
         scenario,

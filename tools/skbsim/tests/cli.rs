@@ -20,34 +20,41 @@ fn skbsim(args: &[&str], cwd: &Path) -> Output {
 fn workspace(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(dir.join("scenarios/t")).unwrap();
-    fs::create_dir_all(dir.join("scenarios/pcaps")).unwrap();
+    fs::create_dir_all(dir.join("scenarios/t")).expect("create scenarios/t");
+    fs::create_dir_all(dir.join("scenarios/pcaps")).expect("create scenarios/pcaps");
     dir
 }
 
 fn tcp_frame(payload: usize) -> Vec<u8> {
     let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
-    f.extend_from_slice(&[0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
-    f.extend_from_slice(&[0x9c, 0x40, 0, 80, 0, 0, 0, 1, 0, 0, 0, 1, 0x50, 0x10, 2, 0, 0, 0, 0, 0]);
+    f.extend_from_slice(&[
+        0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ]);
+    f.extend_from_slice(&[
+        0x9c, 0x40, 0, 80, 0, 0, 0, 1, 0, 0, 0, 1, 0x50, 0x10, 2, 0, 0, 0, 0, 0,
+    ]);
     f.extend((0..payload).map(|i| i as u8));
     f
 }
 
 fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut w = PcapWriter::create(path, PcapFormat::Pcap).unwrap();
+    let mut w = PcapWriter::create(path, PcapFormat::Pcap).expect("create pcap");
     for (i, f) in frames.iter().enumerate() {
-        w.write_frame(1_000_000_000 + i as u64, f).unwrap();
+        w.write_frame(1_000_000_000 + i as u64, f)
+            .expect("write frame");
     }
-    w.finish().unwrap();
+    w.finish().expect("finish pcap");
 }
 
 fn scenario(dir: &Path, extra: &str) -> PathBuf {
     let p = dir.join("scenarios/t/s.toml");
     fs::write(
         &p,
-        format!("description = \"t\"\ninput = \"../pcaps/in.pcap\"\npipeline = \"tun-read\"\n{extra}"),
+        format!(
+            "description = \"t\"\ninput = \"../pcaps/in.pcap\"\npipeline = \"tun-read\"\n{extra}"
+        ),
     )
-    .unwrap();
+    .expect("write scenario");
     p
 }
 
@@ -66,7 +73,11 @@ fn assert_bad_input(out: &Output, needles: &[&str]) {
 fn corrupt_pcap_magic() {
     let d = workspace("corrupt-magic");
     scenario(&d, "");
-    fs::write(d.join("scenarios/pcaps/in.pcap"), b"this is not a pcap file at all").unwrap();
+    fs::write(
+        d.join("scenarios/pcaps/in.pcap"),
+        b"this is not a pcap file at all",
+    )
+    .unwrap();
     assert_bad_input(&skbsim(&["run", "scenarios"], &d), &["in.pcap"]);
 }
 
@@ -97,7 +108,10 @@ fn wrong_link_type() {
 fn frame_shorter_than_ethernet_header() {
     let d = workspace("short-frame");
     scenario(&d, "");
-    write_pcap(&d.join("scenarios/pcaps/in.pcap"), &[tcp_frame(0), vec![2; 10]]);
+    write_pcap(
+        &d.join("scenarios/pcaps/in.pcap"),
+        &[tcp_frame(0), vec![2; 10]],
+    );
     assert_bad_input(
         &skbsim(&["run", "scenarios"], &d),
         &["in.pcap", "frame 1", "shorter than an Ethernet header"],
@@ -109,7 +123,10 @@ fn unknown_scenario_key() {
     let d = workspace("unknown-key");
     scenario(&d, "[device]\nvnet_hdr_size = 12\n");
     write_pcap(&d.join("scenarios/pcaps/in.pcap"), &[tcp_frame(0)]);
-    assert_bad_input(&skbsim(&["run", "scenarios"], &d), &["s.toml", "vnet_hdr_size"]);
+    assert_bad_input(
+        &skbsim(&["run", "scenarios"], &d),
+        &["s.toml", "vnet_hdr_size"],
+    );
 }
 
 #[test]
@@ -124,19 +141,34 @@ fn missing_input_and_missing_scenario() {
 fn bless_then_run_passes_and_a_hand_edited_golden_fails_with_a_field_diff() {
     let d = workspace("golden-edit");
     scenario(&d, "");
-    write_pcap(&d.join("scenarios/pcaps/in.pcap"), &[tcp_frame(20), tcp_frame(0)]);
+    write_pcap(
+        &d.join("scenarios/pcaps/in.pcap"),
+        &[tcp_frame(20), tcp_frame(0)],
+    );
     let out = skbsim(&["run", "scenarios"], &d);
     assert_eq!(out.status.code(), Some(1), "no golden yet must fail");
     assert!(skbsim(&["bless", "scenarios"], &d).status.success());
     let out = skbsim(&["run", "scenarios"], &d);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed, 0 failed"));
 
     // Edit the PI of the second read by hand: the diff names the read and the field.
     let trace = d.join("golden/t/s/trace.snap");
     let text = fs::read_to_string(&trace).unwrap();
-    let edited = text.replacen("pi: flags 0x0000 proto 0x0800", "pi: flags 0x0001 proto 0x0800", 2);
-    let edited = edited.replacen("pi: flags 0x0001 proto 0x0800", "pi: flags 0x0000 proto 0x0800", 1);
+    let edited = text.replacen(
+        "pi: flags 0x0000 proto 0x0800",
+        "pi: flags 0x0001 proto 0x0800",
+        2,
+    );
+    let edited = edited.replacen(
+        "pi: flags 0x0001 proto 0x0800",
+        "pi: flags 0x0000 proto 0x0800",
+        1,
+    );
     fs::write(&trace, edited).unwrap();
     let out = skbsim(&["run", "scenarios"], &d);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -158,10 +190,16 @@ fn replay_writes_what_userspace_read_and_diff_compares_pcaps() {
     let input = d.join("in.pcap");
     write_pcap(&input, &[tcp_frame(100)]);
     let out = skbsim(
-        &["replay", "in.pcap", "--no-pi", "--buffer", "60", "-o", "out.pcap", "--trace", "-"],
+        &[
+            "replay", "in.pcap", "--no-pi", "--buffer", "60", "-o", "out.pcap", "--trace", "-",
+        ],
         &d,
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let trace = String::from_utf8_lossy(&out.stdout);
     assert!(trace.contains("buffer 60 -> 60"), "{trace}");
     // What userspace read is the first 60 bytes of the 154-byte frame.

@@ -29,8 +29,13 @@ fn scenario_matches_golden(
     settings.set_prepend_module_to_snapshot(false);
     settings.set_input_file(&path);
     settings.bind(|| insta::assert_snapshot!("trace", out.trace));
-    let golden_pcap = std::fs::read(dir.join(PCAP_FILE))
-        .unwrap_or_else(|e| panic!("{}: {e} (run `skbsim bless {}`)", dir.display(), path.display()));
+    let golden_pcap = std::fs::read(dir.join(PCAP_FILE)).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run `skbsim bless {}`)",
+            dir.display(),
+            path.display()
+        )
+    });
     if golden_pcap != out.pcap {
         let detail = skbsim::diff::pcap_divergence(
             &golden_pcap,

@@ -17,7 +17,9 @@ fn scenario(name: &str) -> Scenario {
 }
 
 fn trace(name: &str) -> String {
-    run_sim(&scenario(name), None).unwrap_or_else(|e| panic!("{e}")).trace
+    run_sim(&scenario(name), None)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .trace
 }
 
 #[test]
@@ -45,8 +47,14 @@ fn batching_does_less_work_per_packet() {
     // against 300 single ones; used-ring updates are batched in both.
     let batched = trace("xdp-drop-linux-4.20");
     let single = trace("xdp-drop-linux-4.19");
-    assert!(batched.contains("ops: sendmsg batched 5 single 0,"), "{batched}");
-    assert!(single.contains("ops: sendmsg batched 0 single 300,"), "{single}");
+    assert!(
+        batched.contains("ops: sendmsg batched 5 single 0,"),
+        "{batched}"
+    );
+    assert!(
+        single.contains("ops: sendmsg batched 0 single 300,"),
+        "{single}"
+    );
     for t in [&batched, &single] {
         assert!(t.contains("used updates 5, signals 5, requeues 1"), "{t}");
     }
