@@ -1075,7 +1075,7 @@ mod tests {
         let mut p = crate::bpf::assemble("counted", COUNTED).unwrap();
         p.bind_maps(&mut maps).unwrap();
         let mut env = crate::bpf::BasicEnv::new(maps);
-        let mut arp = vec![0u8; 60];
+        let mut arp = [0u8; 60];
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
         let ip = {
             let mut f = vec![0u8; 60];
