@@ -135,32 +135,6 @@ fn vxlan_dev_len(s: &GroSkb) -> Option<usize> {
     None
 }
 
-fn hexdump(out: &mut String, data: &[u8]) {
-    let line = |out: &mut String, off: usize, chunk: &[u8]| {
-        let _ = write!(out, "    {off:04x}:");
-        for b in chunk {
-            let _ = write!(out, " {b:02x}");
-        }
-        out.push('\n');
-    };
-    if data.len() <= 256 {
-        for (i, c) in data.chunks(16).enumerate() {
-            line(out, i * 16, c);
-        }
-        return;
-    }
-    for (i, c) in data[..128].chunks(16).enumerate() {
-        line(out, i * 16, c);
-    }
-    let tail = (data.len() - 1) / 16 * 16;
-    let _ = writeln!(
-        out,
-        "    ...: {} bytes not shown (all in the output pcap)",
-        tail - 128
-    );
-    line(out, tail, &data[tail..]);
-}
-
 fn header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
     let p = &run.plan;
     let on = |b: bool| if b { "on" } else { "off" };
@@ -260,7 +234,7 @@ fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
     let bytes = s.to_vec();
     let _ = writeln!(out, "  summary: {}", describe(&bytes));
     out.push_str("  bytes:\n");
-    hexdump(out, &bytes);
+    super::render::hexdump(out, &bytes);
 }
 
 /// The text trace of a finished run.

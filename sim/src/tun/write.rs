@@ -448,12 +448,7 @@ fn parse_write(
         let view = VirtioNetHdr::new_checked(&bytes[pos..pos + sz], VnetHdrLayout::Basic, endian)
             .map_err(|_| Errno::EINVAL)?;
         gso = VirtioNetHdrRepr::parse(&view).map_err(|_| Errno::EINVAL)?;
-        if gso.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
-            let need = u32::from(gso.csum_start) + u32::from(gso.csum_offset) + 2;
-            if need > u32::from(gso.hdr_len) {
-                gso.hdr_len = need.min(u32::from(u16::MAX)) as u16;
-            }
-        }
+        raise_hdr_len_for_csum(&mut gso);
         pos += sz;
         if usize::from(gso.hdr_len) > bytes.len() - pos {
             return Err(Errno::EINVAL);
@@ -464,6 +459,18 @@ fn parse_write(
         gso,
         frame_start: pos,
     })
+}
+
+/// With NEEDS_CSUM, hdr_len is raised to cover the checksum field: csum_start +
+/// csum_offset + 2 (tun_vnet.h: __tun_vnet_hdr_get; drivers/vhost/net.c:
+/// vhost_net_build_xdp does the same).
+pub(crate) fn raise_hdr_len_for_csum(gso: &mut VirtioNetHdrRepr) {
+    if gso.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
+        let need = u32::from(gso.csum_start) + u32::from(gso.csum_offset) + 2;
+        if need > u32::from(gso.hdr_len) {
+            gso.hdr_len = need.min(u32::from(u16::MAX)) as u16;
+        }
+    }
 }
 
 /// virtio_net_hdr_to_skb (include/linux/virtio_net.h), the checks tun relies on:

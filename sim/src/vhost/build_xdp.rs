@@ -6,9 +6,7 @@ use crate::bpf::XdpBuff;
 use crate::errno::Errno;
 use crate::tun::sendmsg::BatchBuff;
 use crate::tun::write::{PAGE_SIZE, SKB_SHINFO_SIZE};
-use crate::wire::virtio_net_hdr::{
-    Endian, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_F_NEEDS_CSUM,
-};
+use crate::wire::virtio_net_hdr::{Endian, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout};
 
 /// VHOST_NET_RX_PAD: NET_IP_ALIGN (0 on x86) + NET_SKB_PAD (64).
 pub const VHOST_NET_RX_PAD: usize = 64;
@@ -42,12 +40,7 @@ pub fn vhost_net_build_xdp(
             VirtioNetHdr::new_checked(&chain[..sock_hlen], VnetHdrLayout::Basic, Endian::Little)
                 .map_err(|_| Errno::EINVAL)?;
         gso = VirtioNetHdrRepr::parse(&view).map_err(|_| Errno::EINVAL)?;
-        if gso.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
-            let need = u32::from(gso.csum_start) + u32::from(gso.csum_offset) + 2;
-            if need > u32::from(gso.hdr_len) {
-                gso.hdr_len = need.min(u32::from(u16::MAX)) as u16;
-            }
-        }
+        crate::tun::write::raise_hdr_len_for_csum(&mut gso);
         if usize::from(gso.hdr_len) > len {
             return Err(Errno::EINVAL);
         }

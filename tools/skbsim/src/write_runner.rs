@@ -1,5 +1,5 @@
-//! The simulated `tap-write` pipeline: pcap in, trace and a pcap of what the stack
-//! received out.
+//! The simulated `tap-write`, `vhost-tx` and `tap-gro` pipelines: pcap in, trace and a
+//! pcap of what the stack received out.
 
 use indicatif::ProgressBar;
 use sim::pcap::{PcapFormat, PcapReader, PcapWriter};
@@ -11,29 +11,25 @@ use sim::trace::TraceHeader;
 use crate::cli_error::CliError;
 use crate::runner::ScenarioOutput;
 
-/// Replay a tap-write scenario on the simulator. The output pcap holds what the stack
-/// received (as AF_PACKET on the written tap sees it), in order.
-pub fn run_tap_write(
+/// Feed every frame of the scenario's pcap to `step` (index, ts, bytes); a model error
+/// names the pcap and the frame. Returns the frame count and the last (index, ts).
+fn for_each_frame(
     scenario: &Scenario,
     progress: Option<&ProgressBar>,
-) -> Result<ScenarioOutput, CliError> {
+    mut step: impl FnMut(u64, u64, &[u8]) -> Result<(), String>,
+) -> Result<(u64, (u64, u64)), CliError> {
     let mut reader = PcapReader::open(&scenario.input)?;
-    let name = |e: String| CliError(format!("{}: {e}", scenario.path.display()));
-    let mut run = TapWriteRun::new(scenario).map_err(|e| name(e.0))?;
-    let mut events = Vec::new();
-    let mut sink = |e: WriteEvent| events.push(e);
-    let mut frames = 0u64;
+    let (mut frames, mut last) = (0u64, (0, 0));
     while let Some(frame) = reader.next_frame() {
         let frame = frame?;
-        run.frame(frame.index, frame.ts_ns, frame.data, &mut sink)
-            .map_err(|e| {
-                CliError(format!(
-                    "{}: frame {}: {}",
-                    scenario.input.display(),
-                    frame.index,
-                    e.0
-                ))
-            })?;
+        last = (frame.index, frame.ts_ns);
+        step(frame.index, frame.ts_ns, frame.data).map_err(|e| {
+            CliError(format!(
+                "{}: frame {}: {e}",
+                scenario.input.display(),
+                frame.index
+            ))
+        })?;
         frames += 1;
         if let Some(pb) = progress {
             if frames.is_multiple_of(4096) {
@@ -41,6 +37,22 @@ pub fn run_tap_write(
             }
         }
     }
+    Ok((frames, last))
+}
+
+/// Replay a tap-write scenario on the simulator. The output pcap holds what the stack
+/// received (as AF_PACKET on the written tap sees it), in order.
+pub fn run_tap_write(
+    scenario: &Scenario,
+    progress: Option<&ProgressBar>,
+) -> Result<ScenarioOutput, CliError> {
+    let name = |e: String| CliError(format!("{}: {e}", scenario.path.display()));
+    let mut run = TapWriteRun::new(scenario).map_err(|e| name(e.0))?;
+    let mut events = Vec::new();
+    let mut sink = |e: WriteEvent| events.push(e);
+    let (frames, _) = for_each_frame(scenario, progress, |i, ts, data| {
+        run.frame(i, ts, data, &mut sink).map_err(|e| e.0)
+    })?;
     let header = TraceHeader::for_scenario(scenario, "sim");
     let trace = render_tap_write(&header, scenario, &events, run.maps());
     let json = tap_write_json(&header, &events);
@@ -75,32 +87,13 @@ pub fn run_vhost_tx(
 ) -> Result<ScenarioOutput, CliError> {
     use sim::pipeline::vhost_tx::{VhostTxEvent, VhostTxRun};
     use sim::trace::vhost::render_vhost_tx;
-    let mut reader = PcapReader::open(&scenario.input)?;
     let mut run = VhostTxRun::new(scenario)
         .map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
     let mut events = Vec::new();
     let mut sink = |e: VhostTxEvent| events.push(e);
-    let mut frames = 0u64;
-    let mut last = (0, 0);
-    while let Some(frame) = reader.next_frame() {
-        let frame = frame?;
-        last = (frame.index, frame.ts_ns);
-        run.frame(frame.index, frame.ts_ns, frame.data, &mut sink)
-            .map_err(|e| {
-                CliError(format!(
-                    "{}: frame {}: {}",
-                    scenario.input.display(),
-                    frame.index,
-                    e.0
-                ))
-            })?;
-        frames += 1;
-        if let Some(pb) = progress {
-            if frames.is_multiple_of(4096) {
-                pb.set_message(format!("{frames} frames"));
-            }
-        }
-    }
+    let (frames, last) = for_each_frame(scenario, progress, |i, ts, data| {
+        run.frame(i, ts, data, &mut sink).map_err(|e| e.0)
+    })?;
     run.finish(last, &mut sink)
         .map_err(|e| CliError(format!("{}: {}", scenario.input.display(), e.0)))?;
     let header = TraceHeader::for_scenario(scenario, "sim");
