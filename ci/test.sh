@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# The test command of the README. Real-kernel tests run when root (CI is root); without
-# root they print "skipped: <reason>" and do not count as passes.
+# The test command of the README. As root it first installs what the tests need
+# (ci/install.sh is idempotent); real-kernel tests need root: without it they print
+# "skipped: <reason>", and under CI (which runs as root) a skip is a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "$(id -u)" = 0 ]; then
+  bash ci/install.sh
+fi
 cargo test --workspace --locked
