@@ -1,0 +1,380 @@
+//! The scenario file as serde reads it, and its conversion into the model's types.
+//! Every table denies unknown keys, so a misspelt key is an error that names it.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::pipeline::frame_meta::{GsoKind, SkbRecipe};
+use crate::skb::IpSummed;
+use crate::tun::{
+    DeviceKind, Offloads, TunConfig, VnetEndian, DEFAULT_VNET_HDR_SZ, TUN_READQ_SIZE,
+};
+
+use super::{Pipeline, WriteOverride, WriterPlan, WriterVnet};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScenario {
+    pub(super) description: String,
+    pub(super) input: PathBuf,
+    pub(super) pipeline: Pipeline,
+    pub(super) profile: Option<String>,
+    pub(super) sim_only: Option<String>,
+    #[serde(default)]
+    pub(super) device: RawDevice,
+    #[serde(default)]
+    pub(super) reader: RawReader,
+    #[serde(default)]
+    pub(super) skb: RawSkb,
+    pub(super) writer: Option<RawWriter>,
+    pub(super) xdp: Option<RawXdp>,
+    pub(super) redirect: Option<RawDevice>,
+    pub(super) gro: Option<crate::gro::plan::RawGro>,
+    pub(super) vhost: Option<RawVhost>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawVhost {
+    pub(super) hdr_len: Option<usize>,
+    pub(super) fill: Option<FillName>,
+    pub(super) burst: Option<usize>,
+    pub(super) vnet: Option<RawVnet>,
+    #[serde(default)]
+    pub(super) packet: Vec<RawPacketOverride>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum FillName {
+    All,
+    Burst,
+    Trickle,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPacketOverride {
+    pub(super) index: u64,
+    pub(super) vnet: RawVnet,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWriter {
+    pub(super) nonblocking: Option<bool>,
+    pub(super) vnet: Option<RawVnet>,
+    pub(super) pi_proto: Option<u16>,
+    #[serde(default)]
+    pub(super) write: Vec<RawWriteOverride>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawVnet {
+    pub(super) flags: Option<u8>,
+    pub(super) gso_type: Option<u8>,
+    pub(super) hdr_len: Option<u16>,
+    pub(super) gso_size: Option<u16>,
+    pub(super) csum_start: Option<u16>,
+    pub(super) csum_offset: Option<u16>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWriteOverride {
+    pub(super) index: u64,
+    pub(super) truncate: Option<usize>,
+    pub(super) nonblocking: Option<bool>,
+    pub(super) vnet: Option<RawVnet>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawXdp {
+    pub(super) program: PathBuf,
+    pub(super) section: Option<String>,
+    pub(super) mode: XdpModeName,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum XdpModeName {
+    Native,
+    Generic,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDevice {
+    pub(super) kind: Option<Kind>,
+    pub(super) no_pi: Option<bool>,
+    pub(super) vnet_hdr: Option<bool>,
+    pub(super) vnet_hdr_sz: Option<usize>,
+    pub(super) vnet_be: Option<bool>,
+    pub(super) tx_vlan_offload: Option<RawVlanOffload>,
+    pub(super) offloads: Option<Vec<Offload>>,
+    pub(super) tx_queue_len: Option<usize>,
+    pub(super) up: Option<bool>,
+    pub(super) napi: Option<bool>,
+    pub(super) napi_frags: Option<bool>,
+    pub(super) sndbuf: Option<bool>,
+    pub(super) mtu: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Kind {
+    Tap,
+    Tun,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawVlanOffload {
+    pub(super) ctag: bool,
+    pub(super) stag: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Offload {
+    Csum,
+    Tso4,
+    Tso6,
+    TsoEcn,
+    Ufo,
+    Uso4,
+    Uso6,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawReader {
+    pub(super) buffers: Option<Vec<usize>>,
+    pub(super) fill: Option<u8>,
+    pub(super) read_every: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum VlanMode {
+    Hwaccel,
+    Inband,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Checksum {
+    None,
+    Unnecessary,
+    Partial,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Gso {
+    None,
+    Tcp,
+    UdpL4,
+    Ufo,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum Headlen {
+    Named(String),
+    Bytes(usize),
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSkbFields {
+    pub(super) vlan: Option<VlanMode>,
+    pub(super) checksum: Option<Checksum>,
+    pub(super) gso: Option<Gso>,
+    pub(super) gso_size: Option<u16>,
+    pub(super) gso_ecn: Option<bool>,
+    pub(super) headlen: Option<Headlen>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSkb {
+    #[serde(flatten)]
+    pub(super) fields: RawSkbFields,
+    #[serde(default)]
+    pub(super) frame: Vec<RawFrameOverride>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFrameOverride {
+    pub(super) index: u64,
+    #[serde(flatten)]
+    pub(super) fields: RawSkbFields,
+}
+
+/// toml's errors span several lines (a source excerpt); keep the message and the key.
+pub(super) fn one_line_toml_error(e: &toml::de::Error) -> String {
+    let msg = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(span) => format!("{msg} (at byte {})", span.start),
+        None => msg,
+    }
+}
+
+pub(super) fn vnet_of(v: &RawVnet) -> WriterVnet {
+    WriterVnet {
+        flags: v.flags.unwrap_or(0),
+        gso_type: v.gso_type.unwrap_or(0),
+        hdr_len: v.hdr_len.unwrap_or(0),
+        gso_size: v.gso_size.unwrap_or(0),
+        csum_start: v.csum_start.unwrap_or(0),
+        csum_offset: v.csum_offset.unwrap_or(0),
+        ..WriterVnet::default()
+    }
+}
+
+pub(super) fn writer_plan(w: Option<&RawWriter>) -> Result<WriterPlan, String> {
+    let Some(w) = w else {
+        return Ok(WriterPlan::default());
+    };
+    Ok(WriterPlan {
+        nonblocking: w.nonblocking.unwrap_or(false),
+        vnet: w.vnet.as_ref().map(vnet_of).unwrap_or_default(),
+        pi_proto: w.pi_proto,
+        overrides: w
+            .write
+            .iter()
+            .map(|o| WriteOverride {
+                index: o.index,
+                truncate: o.truncate,
+                nonblocking: o.nonblocking,
+                vnet: o.vnet.as_ref().map(vnet_of),
+            })
+            .collect(),
+    })
+}
+
+pub(super) fn device_config(d: &RawDevice) -> Result<TunConfig, String> {
+    let mut c = TunConfig::default();
+    if let Some(k) = d.kind {
+        c.kind = match k {
+            Kind::Tap => DeviceKind::Tap,
+            Kind::Tun => DeviceKind::Tun,
+        };
+    }
+    c.no_pi = d.no_pi.unwrap_or(false);
+    c.vnet_hdr = d.vnet_hdr.unwrap_or(false);
+    if let Some(sz) = d.vnet_hdr_sz {
+        // tun_vnet_ioctl: TUNSETVNETHDRSZ rejects sizes below sizeof(virtio_net_hdr).
+        if sz < DEFAULT_VNET_HDR_SZ {
+            return Err(format!(
+                "device.vnet_hdr_sz: {sz} is below 10, which TUNSETVNETHDRSZ refuses with EINVAL"
+            ));
+        }
+        if !c.vnet_hdr {
+            return Err("device.vnet_hdr_sz: set without vnet_hdr = true".into());
+        }
+        c.vnet_hdr_sz = sz;
+    }
+    if d.vnet_be == Some(true) {
+        c.vnet_endian = VnetEndian::Big;
+    }
+    if let Some(v) = &d.tx_vlan_offload {
+        c.tx_vlan_ctag = v.ctag;
+        c.tx_vlan_stag = v.stag;
+    }
+    for o in d.offloads.iter().flatten() {
+        let f = &mut c.offloads;
+        match o {
+            Offload::Csum => f.csum = true,
+            Offload::Tso4 => f.tso4 = true,
+            Offload::Tso6 => f.tso6 = true,
+            Offload::TsoEcn => f.tso_ecn = true,
+            Offload::Ufo => f.ufo = true,
+            Offload::Uso4 => f.uso4 = true,
+            Offload::Uso6 => f.uso6 = true,
+        }
+    }
+    if c.offloads.uso4 != c.offloads.uso6 {
+        // tun.c: set_offload turns on NETIF_F_GSO_UDP_L4 only for both bits; one alone is
+        // -EINVAL (seen on 6.18: TUNSETOFFLOAD 0x21 fails).
+        return Err("device.offloads: \"uso4\" and \"uso6\" go together (TUNSETOFFLOAD refuses one alone with EINVAL)".into());
+    }
+    if c.offloads != Offloads::default() && !c.offloads.csum {
+        // tun.c: set_offload ignores TSO/UFO/USO bits unless TUN_F_CSUM is set.
+        return Err("device.offloads: GSO offloads need \"csum\" too (tun.c: set_offload)".into());
+    }
+    c.up = d.up.unwrap_or(true);
+    c.napi = d.napi.unwrap_or(false);
+    c.napi_frags = d.napi_frags.unwrap_or(false);
+    c.sndbuf_set = d.sndbuf.unwrap_or(false);
+    if let Some(m) = d.mtu {
+        c.mtu = m;
+    }
+    if let Some(q) = d.tx_queue_len {
+        if q == 0 {
+            return Err("device.tx_queue_len: must be at least 1".into());
+        }
+        c.tx_queue_len = q;
+    } else {
+        c.tx_queue_len = TUN_READQ_SIZE;
+    }
+    Ok(c)
+}
+
+pub(super) fn recipe(f: &RawSkbFields, base: &SkbRecipe) -> Result<SkbRecipe, String> {
+    let mut r = *base;
+    if let Some(v) = f.vlan {
+        r.vlan_hwaccel = matches!(v, VlanMode::Hwaccel);
+    }
+    if let Some(c) = f.checksum {
+        r.checksum = match c {
+            Checksum::None => IpSummed::None,
+            Checksum::Unnecessary => IpSummed::Unnecessary,
+            Checksum::Partial => IpSummed::Partial,
+        };
+    }
+    if let Some(g) = f.gso {
+        r.gso = match g {
+            Gso::None => GsoKind::None,
+            Gso::Tcp => GsoKind::Tcp,
+            Gso::UdpL4 => GsoKind::UdpL4,
+            Gso::Ufo => GsoKind::Ufo,
+        };
+        if r.gso != GsoKind::None && r.headlen.is_none() && f.headlen.is_none() {
+            // A sender's TSO skb has its headers linear and the payload in pages.
+            r.headlen = Some(None);
+        }
+    }
+    if let Some(s) = f.gso_size {
+        r.gso_size = s;
+    }
+    if let Some(e) = f.gso_ecn {
+        r.gso_ecn = e;
+    }
+    if let Some(h) = &f.headlen {
+        r.headlen = match h {
+            Headlen::Named(s) if s == "all" => None,
+            Headlen::Named(s) if s == "headers" => Some(None),
+            Headlen::Named(s) => {
+                return Err(format!(
+                    "headlen: \"{s}\" is not \"all\", \"headers\" or a byte count"
+                ))
+            }
+            Headlen::Bytes(n) => Some(Some(*n)),
+        };
+    }
+    if r.gso != GsoKind::None && r.gso_size == 0 {
+        return Err("gso_size: a GSO skb needs gso_size > 0".into());
+    }
+    if r.gso != GsoKind::None && r.checksum != IpSummed::Partial {
+        return Err(
+            "checksum: a GSO skb is always CHECKSUM_PARTIAL; set checksum = \"partial\"".into(),
+        );
+    }
+    Ok(r)
+}

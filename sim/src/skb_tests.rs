@@ -1,0 +1,106 @@
+//! Tests of skb.rs.
+
+use super::*;
+
+fn tagged_frame() -> Vec<u8> {
+    let mut f = vec![
+        0x02, 0, 0, 0, 0, 0x02, // dst
+        0x02, 0, 0, 0, 0, 0x01, // src
+        0x81, 0x00, 0x60, 0x64, // 802.1Q pcp 3 vid 100
+        0x08, 0x00, // IPv4
+    ];
+    f.extend_from_slice(&[0x45; 20]);
+    f
+}
+
+#[test]
+fn push_pull_put_move_data_and_respect_limits() {
+    let mut skb = SkBuff::alloc(4, 8);
+    assert_eq!(skb.headroom(), 4);
+    skb.put_data(&[1, 2, 3]).unwrap();
+    assert_eq!(skb.linear(), &[1, 2, 3]);
+    skb.push(2).unwrap().copy_from_slice(&[9, 8]);
+    assert_eq!(skb.linear(), &[9, 8, 1, 2, 3]);
+    assert_eq!(
+        skb.push(3).unwrap_err(),
+        SkbError::Under {
+            need: 3,
+            headroom: 2
+        }
+    );
+    skb.pull(1).unwrap();
+    assert_eq!(skb.linear(), &[8, 1, 2, 3]);
+    assert!(skb.put(6).is_err());
+    assert_eq!(skb.ops.allocations, 1);
+    assert_eq!(skb.ops.bytes_copied_in, 3);
+}
+
+#[test]
+fn untag_moves_the_outer_tag_into_hwaccel_and_memmoves_the_macs() {
+    let frame = tagged_frame();
+    let mut skb = SkBuff::from_frame(&frame, NET_SKB_PAD, frame.len());
+    assert!(skb.vlan_untag());
+    assert_eq!(
+        skb.vlan,
+        Some(VlanTag {
+            proto: 0x8100,
+            tci: 0x6064
+        })
+    );
+    assert_eq!(skb.protocol, ETH_P_IP);
+    assert_eq!(skb.len(), frame.len() - 4);
+    assert_eq!(&skb.linear()[..12], &frame[..12]);
+    assert_eq!(&skb.linear()[12..14], &[0x08, 0x00]);
+    assert_eq!(skb.ops.bytes_memmoved, 12);
+}
+
+#[test]
+fn push_inside_restores_the_in_band_frame_and_sets_protocol_to_the_tpid() {
+    let frame = tagged_frame();
+    let mut skb = SkBuff::from_frame(&frame, NET_SKB_PAD, frame.len());
+    skb.vlan_untag();
+    skb.vlan_hwaccel_push_inside();
+    assert_eq!(skb.to_vec(), frame);
+    assert_eq!(skb.vlan, None);
+    assert_eq!(skb.protocol, ETH_P_8021Q);
+    assert_eq!(skb.ops.bytes_memmoved, 24);
+    assert_eq!(skb.ops.allocations, 1);
+}
+
+#[test]
+fn push_inside_without_headroom_reallocates() {
+    let frame = tagged_frame();
+    let mut skb = SkBuff::from_frame(&frame, 0, frame.len());
+    skb.vlan_untag();
+    // Untag pulled 4 bytes, so there are exactly 4 of headroom: no realloc.
+    skb.vlan_hwaccel_push_inside();
+    assert_eq!(skb.ops.allocations, 1);
+    let mut skb = SkBuff::from_frame(&frame[4..], 0, frame.len() - 4);
+    skb.vlan_hwaccel_put_tag(0x88a8, 7);
+    skb.vlan_hwaccel_push_inside();
+    assert_eq!(skb.ops.allocations, 2);
+    assert_eq!(&skb.linear()[12..16], &[0x88, 0xa8, 0x00, 0x07]);
+}
+
+#[test]
+fn copy_bits_crosses_the_linear_paged_boundary() {
+    let frame: Vec<u8> = (0..40u8).collect();
+    let mut skb = SkBuff::from_frame(&frame, 16, 10);
+    assert_eq!(skb.headlen(), 10);
+    assert_eq!(skb.data_len(), 30);
+    let mut out = [0u8; 6];
+    assert_eq!(skb.copy_bits_to_user(7, &mut out), 6);
+    assert_eq!(out, [7, 8, 9, 10, 11, 12]);
+    assert_eq!(skb.copy_bits_to_user(38, &mut out), 2);
+    assert_eq!(skb.copy_bits_to_user(40, &mut out), 0);
+    assert_eq!(skb.ops.bytes_copied_to_user, 8);
+    assert_eq!(skb.byte(39), Some(39));
+    assert_eq!(skb.byte(40), None);
+}
+
+#[test]
+fn gso_names_are_kernel_names() {
+    assert_eq!(gso::names(gso::TCPV4 | gso::DODGY), "TCPV4|DODGY");
+    assert_eq!(gso::names(0), "0");
+    assert_eq!(gso::names(1 << 30), "0x40000000");
+}

@@ -1,0 +1,226 @@
+//! Tests of summary.rs.
+
+use super::*;
+
+// dst 02:00:00:00:00:02, src 02:00:00:00:00:01; the ethertype follows separately.
+const MACS: [u8; 12] = [2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
+const A_TO_B: &str = "02:00:00:00:00:01 > 02:00:00:00:00:02";
+const IP4: [u8; 2] = [0x08, 0x00];
+// TCP 1000 > 80, seq 1, ack 0, doff 5, ACK, win 512.
+const TCP_ACK: [u8; 20] = [
+    0x03, 0xe8, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10, 0x02, 0x00, 0, 0, 0, 0,
+];
+// TCP 1000 > 80, seq 100, ack 0, doff 5, SYN, win 65535.
+const TCP_SYN: [u8; 20] = [
+    0x03, 0xe8, 0x00, 0x50, 0, 0, 0, 100, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0,
+];
+// UDP 5000 > 53, length 28 (20 bytes of payload).
+const UDP_DNS: [u8; 8] = [0x13, 0x88, 0x00, 0x35, 0x00, 0x1c, 0, 0];
+// IPv6 header, payload length 20, TCP, fe80::1 > fe80::2.
+const IP6_TCP: [u8; 40] = [
+    0x60, 0, 0, 0, 0x00, 0x14, 6, 64, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xfe,
+    0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
+];
+
+/// IPv4 header 10.0.0.1 > 10.0.0.2 with tot_len and protocol patched in.
+fn ipv4_hdr(tot_len: u16, proto: u8) -> Vec<u8> {
+    let t = tot_len.to_be_bytes();
+    vec![
+        0x45, 0, t[0], t[1], 0, 1, 0x40, 0, 64, proto, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ]
+}
+
+/// IPv4 UDP 5000 > 53 with 20 bytes of payload (48 bytes).
+fn ip_udp() -> Vec<u8> {
+    [&ipv4_hdr(48, 17)[..], &UDP_DNS, &[0u8; 20]].concat()
+}
+
+fn tcp_frame() -> Vec<u8> {
+    [&MACS[..], &IP4, &ipv4_hdr(140, 6), &TCP_ACK, &[0u8; 100]].concat()
+}
+
+fn vlan_udp_frame() -> Vec<u8> {
+    [&MACS[..], &[0x81, 0x00, 0x60, 0x64, 0x08, 0x00], &ip_udp()].concat() // pcp 3 vid 100
+}
+
+fn qinq_ipv6_frame() -> Vec<u8> {
+    // 802.1ad vid 10, 802.1Q vid 20, then IPv6.
+    let tags = [0x88, 0xa8, 0x00, 0x0a, 0x81, 0x00, 0x00, 0x14, 0x86, 0xdd];
+    [&MACS[..], &tags, &IP6_TCP, &TCP_SYN].concat()
+}
+
+/// gretap: outer IPv4 192.168.0.1 > .2, GRE K key 42 TEB, then `inner`.
+fn gretap(inner: &[u8]) -> Vec<u8> {
+    let mut ip = ipv4_hdr(u16::try_from(28 + inner.len()).expect("small"), 47);
+    ip[12..20].copy_from_slice(&[192, 168, 0, 1, 192, 168, 0, 2]);
+    let gre = [0x20, 0x00, 0x65, 0x58, 0, 0, 0, 0x2a];
+    [&MACS[..], &IP4, &ip, &gre, inner].concat()
+}
+
+fn vxlan_frame() -> Vec<u8> {
+    let inner = [&MACS[..], &[0x88, 0xcc], &[0u8; 4]].concat();
+    let ulen = u16::try_from(16 + inner.len()).expect("small");
+    let u = ulen.to_be_bytes();
+    let udp = [0xc0, 0x00, 0x12, 0xb5, u[0], u[1], 0, 0]; // 49152 > 4789
+    let vx = [0x08, 0, 0, 0, 0x00, 0x00, 0x2a, 0x00]; // I flag, vni 42
+    let ip = ipv4_hdr(20 + ulen, 17);
+    [&MACS[..], &IP4, &ip, &udp, &vx, &inner].concat()
+}
+
+#[test]
+fn tcp_over_ipv4() {
+    let want = ", IPv4 10.0.0.1 > 10.0.0.2, TCP 1000 > 80 [A] seq 1 ack 0 win 512 len 100";
+    assert_eq!(describe(&tcp_frame()), format!("{A_TO_B}{want}"));
+    let mut big = tcp_frame();
+    big[16..18].copy_from_slice(&[0, 0]);
+    assert!(describe(&big).contains("10.0.0.2 tot_len 0, TCP 1000 > 80"));
+    assert_eq!(
+        (tcp_flags(0x12), tcp_flags(0x19), tcp_flags(0)),
+        ("SA".into(), "FPA".into(), "none".into())
+    );
+}
+
+#[test]
+fn vlan_udp() {
+    let want = ", 802.1Q pcp 3 dei 0 vid 100, IPv4 10.0.0.1 > 10.0.0.2, UDP 5000 > 53 len 20";
+    assert_eq!(describe(&vlan_udp_frame()), format!("{A_TO_B}{want}"));
+    for (tpid, tci, want) in [
+        (0x8100, 0x6064, "802.1Q pcp 3 dei 0 vid 100"),
+        (0x88a8, 0x1005, "802.1ad pcp 0 dei 1 vid 5"),
+        (0x9100, 7, "QinQ vid 7"),
+        (0x1234, 7, "vlan 0x1234 vid 7"),
+    ] {
+        assert_eq!(describe_vlan_tci(tpid, tci), want);
+    }
+}
+
+#[test]
+fn qinq_ipv6() {
+    let want = ", 802.1ad vid 10, 802.1Q vid 20, IPv6 fe80::1 > fe80::2, \
+                TCP 1000 > 80 [S] seq 100 ack 0 win 65535 len 0";
+    assert_eq!(describe(&qinq_ipv6_frame()), format!("{A_TO_B}{want}"));
+}
+
+#[test]
+fn gretap_recurses() {
+    let inner = [&MACS[..], &IP4, &ip_udp()].concat();
+    let want = format!(
+        "{A_TO_B}, IPv4 192.168.0.1 > 192.168.0.2, GRE [K key 0x2a] TEB, inner: {A_TO_B}, \
+         IPv4 10.0.0.1 > 10.0.0.2, UDP 5000 > 53 len 20"
+    );
+    assert_eq!(describe(&gretap(&inner)), want);
+    // Three levels of gretap: the third inner frame is elided.
+    let s = describe(&gretap(&gretap(&gretap(&inner))));
+    assert_eq!(s.matches("inner: ").count(), 3, "{s}");
+    assert!(
+        s.ends_with("inner: 62 bytes not shown (depth limit)"),
+        "{s}"
+    );
+}
+
+#[test]
+fn vxlan() {
+    let want = ", IPv4 10.0.0.1 > 10.0.0.2, UDP 49152 > 4789 len 26, VXLAN vni 42, inner: ";
+    let s = describe(&vxlan_frame());
+    assert_eq!(s, format!("{A_TO_B}{want}{A_TO_B}, ethertype 0x88cc len 4"));
+}
+
+#[test]
+fn unknown_and_truncated() {
+    let lldp = [&MACS[..], &[0x88, 0xcc], &[0u8; 46]].concat();
+    assert_eq!(
+        describe(&lldp),
+        format!("{A_TO_B}, ethertype 0x88cc len 46")
+    );
+    let short = [&MACS[..], &IP4, &[0x45u8; 7]].concat();
+    let want = ", truncated IPv4 (20 bytes needed, 7 present)";
+    assert_eq!(describe(&short), format!("{A_TO_B}{want}"));
+    assert_eq!(describe(&MACS[..6]), "truncated Ethernet (6 bytes)");
+    assert_eq!(describe(&[]), "truncated Ethernet (0 bytes)");
+    let tag_cut = [&MACS[..], &[0x81, 0x00, 0x00]].concat();
+    let want = ", truncated 802.1Q (4 bytes needed, 1 present)";
+    assert_eq!(describe(&tag_cut), format!("{A_TO_B}{want}"));
+    let arp = [&MACS[..], &[0x08, 0x06, 0, 1, 8, 0, 6, 4, 0, 1], &MACS[6..]].concat();
+    let arp = [&arp[..], &[10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 10, 0, 0, 2]].concat();
+    assert_eq!(
+        describe(&arp),
+        format!("{A_TO_B}, ARP who-has 10.0.0.2 tell 10.0.0.1")
+    );
+}
+
+#[test]
+fn inconsistent_lengths_do_not_panic() {
+    // IHL 15 (60 bytes) with only 20 present; pnet's options getter would panic.
+    let mut f = tcp_frame();
+    f.truncate(34);
+    f[14] = 0x4f;
+    let want = ", IPv4 10.0.0.1 > 10.0.0.2, truncated IPv4 options (60 bytes needed, 20 present)";
+    assert_eq!(describe(&f), format!("{A_TO_B}{want}"));
+    // TCP data offset 15 (60 bytes): fits in 120 bytes, not in 40.
+    let mut f = tcp_frame();
+    f[34 + 12] = 0xf0;
+    assert!(describe(&f).ends_with("win 512 len 60"));
+    f.truncate(34 + 40);
+    assert!(describe(&f).ends_with("truncated TCP options (60 bytes needed, 40 present)"));
+    // UDP length larger than the datagram.
+    let mut f = vlan_udp_frame();
+    f[18 + 20 + 5] = 0xff;
+    assert!(describe(&f).ends_with("UDP 5000 > 53 len 247 (20 present)"));
+}
+
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005);
+        self.0 = self.0.wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+    fn byte(&mut self) -> u8 {
+        self.next().to_le_bytes()[0]
+    }
+}
+
+#[test]
+fn fuzz_never_panics_and_is_deterministic() {
+    let inner = [&MACS[..], &IP4, &ip_udp()].concat();
+    let frames = [
+        tcp_frame(),
+        vlan_udp_frame(),
+        qinq_ipv6_frame(),
+        gretap(&inner),
+        gretap(&gretap(&qinq_ipv6_frame())),
+        vxlan_frame(),
+    ];
+    let mut rng = Lcg(42);
+    for frame in &frames {
+        for len in 0..=frame.len() {
+            assert_eq!(describe(&frame[..len]), describe(&frame[..len]));
+        }
+        // Single-byte corruptions of the valid frame, at every position.
+        for pos in 0..frame.len() {
+            let mut f = frame.clone();
+            f[pos] = rng.byte();
+            let _ = describe(&f);
+            f.truncate(pos + 1);
+            let _ = describe(&f);
+        }
+    }
+    for _ in 0..2000 {
+        let len = usize::from(rng.byte()) % 200;
+        let mut f: Vec<u8> = (0..len).map(|_| rng.byte()).collect();
+        // Steer some random frames past the magic values the parsers dispatch on.
+        if len > 38 && rng.next().is_multiple_of(2) {
+            let ip4 = rng.next().is_multiple_of(2);
+            f[12..15].copy_from_slice(if ip4 {
+                &[0x08, 0x00, 0x45]
+            } else {
+                &[0x86, 0xdd, 0x60]
+            });
+            f[if ip4 { 23 } else { 20 }] = [6, 17, 47, 1, 44, 0][usize::from(rng.byte()) % 6];
+            if rng.next().is_multiple_of(2) {
+                f[36..38].copy_from_slice(&[0x12, 0xb5]); // UDP dport 4789 behind IPv4
+            }
+        }
+        let _ = describe(&f);
+    }
+}
