@@ -1,6 +1,7 @@
 //! Tests of scenario.rs.
 
 use super::*;
+use crate::skb::IpSummed;
 
 fn parse(text: &str) -> Result<Scenario, ScenarioError> {
     Scenario::parse(Path::new("scenarios/tun-read/x.toml"), text)
