@@ -7,6 +7,7 @@
 
 pub mod diff;
 pub mod gro;
+pub mod gro_observed;
 mod render;
 pub mod vhost;
 pub mod write;

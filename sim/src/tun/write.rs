@@ -361,7 +361,7 @@ impl Net {
             insns: g.run.insns,
         };
         // bpf_prog_run_generic_xdp applies head/tail moves to the skb.
-        *skb = rebuilt(skb, &g.frame);
+        *skb = rebuilt(skb, &g.frame, g.head_delta);
         let fate = match g.run.action {
             crate::bpf::xdp::XDP_PASS => None,
             crate::bpf::xdp::XDP_TX => {
@@ -374,6 +374,15 @@ impl Net {
                 Some(Fate::XdpTx)
             }
             crate::bpf::xdp::XDP_REDIRECT => Some(match report.redirect_to {
+                // xdp_do_generic_redirect -> xdp_ok_fwd_dev on the frame with its MAC
+                // header: the target must be up and the frame within mtu + 14 + 4.
+                Some(to)
+                    if self.dev(to).is_some_and(|d| {
+                        d.config.up && skb.len() > d.config.mtu + ETH_HLEN + crate::skb::VLAN_HLEN
+                    }) =>
+                {
+                    Fate::XdpError(Errno::EMSGSIZE)
+                }
                 Some(to) if self.dev(to).is_some_and(|d| d.config.up) => {
                     let skb = skb.clone();
                     if let Some(d) = self.dev_mut(to) {
@@ -390,13 +399,30 @@ impl Net {
     }
 }
 
-/// A fresh skb holding `frame` with the metadata of `old` that generic XDP keeps.
-fn rebuilt(old: &SkBuff, frame: &[u8]) -> SkBuff {
+/// The skb after a generic run (bpf_prog_run_generic_xdp): the frame as the program left
+/// it, every piece of metadata kept (checksum and GSO state stay; csum_start keeps its
+/// place in the packet, so it moves by the head delta), and eth_type_trans run again
+/// when the EtherType or the destination's multicast class changed.
+fn rebuilt(old: &SkBuff, frame: &[u8], head_delta: isize) -> SkBuff {
     let mut skb = SkBuff::from_frame(frame, XDP_PACKET_HEADROOM, frame.len());
     skb.ops = old.ops;
     skb.protocol = old.protocol;
     skb.vlan = old.vlan;
+    skb.gso_size = old.gso_size;
+    skb.gso_segs = old.gso_segs;
+    skb.gso_type = old.gso_type;
+    skb.encapsulation = old.encapsulation;
     skb.ip_summed = old.ip_summed;
+    skb.reset_mac_header();
+    if old.ip_summed == IpSummed::Partial {
+        let start = old.checksum_start_offset() as isize - head_delta;
+        skb.partial_csum_set(start.max(0) as usize, old.csum_offset);
+    }
+    let ethertype = |s: &SkBuff| (s.byte(12), s.byte(13));
+    let multicast = |s: &SkBuff| s.byte(0).map(|b| b & 1);
+    if ethertype(old) != ethertype(&skb) || multicast(old) != multicast(&skb) {
+        eth_type_trans(&mut skb);
+    }
     skb
 }
 

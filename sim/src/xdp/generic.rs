@@ -14,6 +14,9 @@ pub struct GenericRun {
     pub run: XdpRun,
     /// The frame as the program left it (data..data_end).
     pub frame: Vec<u8>,
+    /// How far the program moved data (bpf_xdp_adjust_head): positive pulls bytes off
+    /// the front, negative pushes.
+    pub head_delta: isize,
 }
 
 /// Run `att` over `frame` as generic XDP does. The buffer is the skb made private and
@@ -32,5 +35,6 @@ pub fn run_generic(
     Ok(GenericRun {
         run,
         frame: buff.data().to_vec(),
+        head_delta: buff.data as isize - XDP_PACKET_HEADROOM as isize,
     })
 }

@@ -8,16 +8,22 @@
 //! - [`Rtnl`]: `NETLINK_ROUTE` link operations and `IFLA_STATS64` counters.
 //! - [`Ethtool`]: netdev features by name through `SIOCETHTOOL`.
 //! - [`PacketSocket`]: AF_PACKET with `PACKET_AUXDATA`.
+//! - [`bpf`]: bpf(2) maps, XDP program load (skbsim's own instruction bytes), test runs
+//!   and XDP attachment.
 //! - [`sysfs`]: per-device sysfs attributes through a private sysfs mount
 //!   ([`set_gro_flush_timeout`]).
 //! - [`genl::NetdevGenl`]: the netdev generic netlink family's NAPI objects.
 //! - [`arm`]: scenarios replayed through the real kernel ([`arm::run_tun_read`]) and the
 //!   real tx-VLAN-offload benchmark ([`arm::vlan_offload_bench`]).
+//! - [`lab`]: a guest Linux kernel under QEMU (fetched with apt, booted from an
+//!   initramfs) for what this machine's kernel lacks: GRE, 802.1Q devices, vhost_net.
 
 pub mod arm;
+pub mod bpf;
 pub mod error;
 pub mod ethtool;
 pub mod genl;
+pub mod lab;
 pub mod netlink;
 pub mod netns;
 pub mod packet;

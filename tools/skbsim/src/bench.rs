@@ -49,6 +49,8 @@ pub struct BenchArgs {
     /// What to measure on the simulator: `tun-read` (the read path next to raw pcap
     /// reads), or `datapaths` (GRO, the XDP write path, vhost_net batching on and off;
     /// frames in memory).
+    /// With `--backend tap`: `xdp-tx` measures XDP_TX attached native vs generic on a
+    /// tap (64- and 1500-byte frames, or `--frame-size`).
     #[arg(long, default_value = "tun-read")]
     pub pipeline: String,
 }
@@ -185,6 +187,12 @@ fn peak_rss_kib() -> Option<u64> {
 pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
     if args.runs == 0 {
         return Err(CliError("--runs must be at least 1".into()));
+    }
+    if args.backend == Backend::Tap && args.pipeline == "gro" {
+        return crate::bench_gro_real::bench(args);
+    }
+    if args.backend == Backend::Tap && args.pipeline == "xdp-tx" {
+        return crate::bench_xdp_real::bench(args);
     }
     if args.backend == Backend::Tap {
         return bench_tap(args);

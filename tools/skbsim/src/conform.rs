@@ -18,8 +18,9 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{json, Value};
 use sim::pcap::{Frame, PcapReader};
-use sim::scenario::Scenario;
+use sim::scenario::{Pipeline, Scenario};
 use sim::trace::diff::first_divergence;
+use sim::trace::write::WRITE_MODEL_ONLY_FIELDS;
 use sim::trace::MODEL_ONLY_FIELDS;
 
 use crate::cli_error::CliError;
@@ -95,10 +96,31 @@ pub enum Outcome {
     Error(String),
 }
 
+/// The trace fields only the model knows in `pipeline`'s traces, left out when a trace
+/// is compared with the real kernel's: [`MODEL_ONLY_FIELDS`], plus
+/// [`WRITE_MODEL_ONLY_FIELDS`] for `tap-write`.
+pub fn model_only_fields(pipeline: Pipeline) -> Vec<&'static str> {
+    let mut fields = MODEL_ONLY_FIELDS.to_vec();
+    if pipeline == Pipeline::TapWrite {
+        fields.extend(WRITE_MODEL_ONLY_FIELDS);
+    }
+    fields
+}
+
 /// The first difference between a simulator trace and a real-kernel trace of `scenario`,
 /// skipping [`MODEL_ONLY_FIELDS`].
 pub fn compare_traces(scenario: &str, sim: &str, real: &str) -> Option<Mismatch> {
-    first_divergence(sim.trim_end(), real.trim_end(), &MODEL_ONLY_FIELDS).map(|d| Mismatch {
+    compare_traces_ignoring(scenario, sim, real, &MODEL_ONLY_FIELDS)
+}
+
+/// [`compare_traces`] skipping the fields in `ignore` (see [`model_only_fields`]).
+pub fn compare_traces_ignoring(
+    scenario: &str,
+    sim: &str,
+    real: &str,
+    ignore: &[&str],
+) -> Option<Mismatch> {
+    first_divergence(sim.trim_end(), real.trim_end(), ignore).map(|d| Mismatch {
         scenario: scenario.to_string(),
         read: d.event,
         field: d.field,
@@ -183,6 +205,23 @@ pub fn compare_outputs(
     compare_pcaps(scenario, &sim.pcap, &real.pcap)
 }
 
+/// [`compare_outputs`] for `scenario`'s pipeline: the trace without
+/// [`model_only_fields`], then the pcap.
+pub fn compare_scenario_outputs(
+    scenario: &Scenario,
+    sim: &ScenarioOutput,
+    real: &ScenarioOutput,
+) -> Result<Option<Mismatch>, CliError> {
+    if scenario.pipeline == Pipeline::TapGro {
+        return crate::gro_real::compare_gro_outputs(&scenario.name, sim, real);
+    }
+    let ignore = model_only_fields(scenario.pipeline);
+    if let Some(m) = compare_traces_ignoring(&scenario.name, &sim.trace, &real.trace, &ignore) {
+        return Ok(Some(m));
+    }
+    compare_pcaps(&scenario.name, &sim.pcap, &real.pcap)
+}
+
 fn reads_in(trace: &str) -> usize {
     trace.lines().filter(|l| l.starts_with("read ")).count()
 }
@@ -209,7 +248,7 @@ pub fn conform_one(scenario: &Scenario) -> Outcome {
             return Outcome::Error(format!("real kernel: {msg}"));
         }
     };
-    match compare_outputs(&scenario.name, &sim, &real) {
+    match compare_scenario_outputs(scenario, &sim, &real) {
         Ok(None) => Outcome::Agree {
             frames: real.frames,
             reads: reads_in(&real.trace),

@@ -2,11 +2,14 @@
 //! binary runs.
 
 pub mod bench;
+pub mod bench_gro_real;
 pub mod bench_sim;
+pub mod bench_xdp_real;
 pub mod cli_error;
 pub mod conform;
 pub mod diff;
 pub mod golden;
+pub mod gro_real;
 pub mod progress;
 pub mod replay;
 pub mod runner;

@@ -105,6 +105,19 @@ pub fn run_tap(scenario: &Scenario) -> Result<ScenarioOutput, CliError> {
                 real.notes,
             )
         }
+        Pipeline::TapGro => crate::gro_real::run_tap_gro_real(scenario),
+        Pipeline::TapWrite => {
+            let real = arm::run_tap_write(scenario)
+                .map_err(|e| CliError(format!("{}: {e}", scenario.name)))?;
+            crate::write_runner::tap_write_output(
+                scenario,
+                Backend::Tap.name(),
+                &real.events,
+                real.maps.as_ref(),
+                real.frames,
+                real.notes,
+            )
+        }
         other => Err(CliError(format!(
             "{}: the {} pipeline has no real arm yet",
             scenario.name,

@@ -7,7 +7,6 @@ use clap::Args;
 use serde_json::json;
 use sim::scenario::Scenario;
 use sim::trace::diff::first_divergence;
-use sim::trace::MODEL_ONLY_FIELDS;
 
 use crate::cli_error::CliError;
 use crate::diff::pcap_divergence;
@@ -107,9 +106,15 @@ pub fn in_shard(name: &str, shard: Option<(u64, u64)>) -> bool {
     }
 }
 
-/// Compare a real-kernel replay with the (simulator's) goldens in `dir`: the trace
-/// without [`MODEL_ONLY_FIELDS`], the output pcap byte for byte.
-pub fn check_real(dir: &Path, out: &ScenarioOutput) -> Result<Verdict, CliError> {
+/// Compare a real-kernel replay of a `pipeline` scenario with the (simulator's) goldens
+/// in `dir`: the trace without the fields only the model knows
+/// ([`crate::conform::model_only_fields`]), the output pcap byte for byte.
+pub fn check_real(
+    dir: &Path,
+    out: &ScenarioOutput,
+    pipeline: sim::scenario::Pipeline,
+) -> Result<Verdict, CliError> {
+    let ignore = crate::conform::model_only_fields(pipeline);
     let trace_path = dir.join(golden::TRACE_FILE);
     let pcap_path = dir.join(golden::PCAP_FILE);
     for p in [&trace_path, &pcap_path] {
@@ -120,7 +125,7 @@ pub fn check_real(dir: &Path, out: &ScenarioOutput) -> Result<Verdict, CliError>
     let golden_trace = std::fs::read_to_string(&trace_path)
         .map_err(|e| CliError(format!("{}: cannot read: {e}", trace_path.display())))?;
     let golden_trace = golden::snap_body(&golden_trace).trim_end();
-    if let Some(d) = first_divergence(golden_trace, out.trace.trim_end(), &MODEL_ONLY_FIELDS) {
+    if let Some(d) = first_divergence(golden_trace, out.trace.trim_end(), &ignore) {
         return Ok(Verdict::Mismatch(format!(
             "{} (- golden, + real kernel)\n{d}",
             trace_path.display()
@@ -216,7 +221,10 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
                 golden::bless(&dir, &out)?;
                 None
             }
-            Mode::Check if tap => Some(check_real(&dir, &out)?),
+            Mode::Check if tap && s.pipeline == sim::scenario::Pipeline::TapGro => {
+                Some(crate::gro_real::check_real_gro(&dir, &out)?)
+            }
+            Mode::Check if tap => Some(check_real(&dir, &out, s.pipeline)?),
             Mode::Check => Some(golden::check(&dir, &out)?),
         };
         pb.inc(1);

@@ -53,19 +53,33 @@ pub fn run_tap_write(
     let (frames, _) = for_each_frame(scenario, progress, |i, ts, data| {
         run.frame(i, ts, data, &mut sink).map_err(|e| e.0)
     })?;
-    let header = TraceHeader::for_scenario(scenario, "sim");
-    let trace = render_tap_write(&header, scenario, &events, run.maps());
-    let json = tap_write_json(&header, &events);
+    tap_write_output(scenario, "sim", &events, run.maps(), frames, Vec::new())
+}
+
+/// A tap-write run's events (the simulator's, or the real kernel's with `backend`
+/// "tap") as the trace, its JSON and the pcap of what the stack received, each frame
+/// stamped with the first write's timestamp.
+pub fn tap_write_output(
+    scenario: &Scenario,
+    backend: &str,
+    events: &[WriteEvent],
+    maps: Option<&sim::bpf::Maps>,
+    frames: u64,
+    notes: Vec<String>,
+) -> Result<ScenarioOutput, CliError> {
+    let header = TraceHeader::for_scenario(scenario, backend);
+    let trace = render_tap_write(&header, scenario, events, maps);
+    let json = tap_write_json(&header, events);
+    let ts = events
+        .iter()
+        .find_map(|w| match w {
+            WriteEvent::Write(r) if r.write == 0 => Some(r.ts_ns),
+            _ => None,
+        })
+        .unwrap_or(0);
     let mut writer = PcapWriter::new(Vec::new(), PcapFormat::Pcap)?;
-    for e in &events {
+    for e in events {
         if let WriteEvent::Stack { delivery, .. } = e {
-            let ts = events
-                .iter()
-                .find_map(|w| match w {
-                    WriteEvent::Write(r) if r.write == 0 => Some(r.ts_ns),
-                    _ => None,
-                })
-                .unwrap_or(0);
             writer.write_frame(ts, &delivery.frame)?;
         }
     }
@@ -75,7 +89,7 @@ pub fn run_tap_write(
         json,
         pcap,
         frames,
-        notes: Vec::new(),
+        notes,
     })
 }
 

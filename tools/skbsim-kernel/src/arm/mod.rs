@@ -4,8 +4,14 @@
 //!
 //! - [`tun_read`]: the `tun-read` pipeline (a writer tap bridged to the tap under test).
 //! - [`bench`]: real frames/s through that path, tx VLAN offload on vs off.
+//! - [`tap_write`]: the `tap-write` pipeline (writes into a tap through its XDP program),
+//!   and the real XDP_TX native-vs-generic benchmark ([`tap_write::xdp_tx_bench`]).
+//! - [`tap_gro`]: the `tap-gro` pipeline (writes into an IFF_NAPI tap, GRO, AF_PACKET
+//!   with PACKET_VNET_HDR), and the real GRO on/off benchmark ([`tap_gro::gro_bench`]).
 
 pub mod bench;
+pub mod tap_gro;
+pub mod tap_write;
 pub mod tun_read;
 
 use std::fmt;
@@ -18,11 +24,14 @@ use crate::error::KernelError;
 pub fn real_arm(pipeline: Pipeline) -> Result<(), String> {
     match pipeline {
         Pipeline::TunRead => Ok(()),
+        Pipeline::TapWrite => Ok(()),
+        Pipeline::TapGro => Ok(()),
         other => Err(format!("the {} pipeline has no real arm yet", other.name())),
     }
 }
 
 pub use bench::{vlan_offload_bench, BenchFrame, VlanBench, VlanBenchConfig, VlanModeResult};
+pub use tap_write::{run_tap_write, RealTapWrite};
 pub use tun_read::{expressible, run_tun_read, RealTunRead, WriterKind};
 
 /// Why a real-kernel arm could not produce a trace.

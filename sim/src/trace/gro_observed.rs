@@ -1,0 +1,464 @@
+//! The tap-gro trace of a real-kernel run: skbs as an AF_PACKET socket with
+//! `PACKET_VNET_HDR` saw them on the tap (and on a vxlan device), with no model
+//! information. Same layout and field names as [`super::gro::render_tap_gro`], so
+//! `first_divergence` compares the two field by field once both went through
+//! [`observable`] and the model-only fields ([`super::gro::GRO_MODEL_ONLY_FIELDS`]) and the
+//! fields no socket shows ([`GRO_UNOBSERVED_FIELDS`]) are skipped.
+//!
+//! What the kernel shows, per delivered skb: its bytes and length (AF_PACKET), and the
+//! `virtio_net_hdr` that `virtio_net_hdr_from_skb` builds from it: `gso_type` (only
+//! TCPV4, TCPV6 or UDP_L4, plus the ECN bit: tunnel, FIXEDID and ACCECN bits are not
+//! expressible), `gso_size`, `hdr_len` (= skb_headlen), and for CHECKSUM_PARTIAL the
+//! csum start and offset (DATA_VALID for CHECKSUM_UNNECESSARY). `gso_segs` is not in the
+//! header: it is derived from the length, the headers and `gso_size` (exact for a GRO
+//! skb: every merged segment but the last carries exactly gso_size bytes).
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::pipeline::tap_gro::innermost_tcp;
+use crate::scenario::Scenario;
+use crate::wire::summary::describe;
+
+/// Trace fields of the simulator that no real-kernel observation shows: `encap` (the
+/// inner header offsets of an encapsulated skb).
+pub const GRO_UNOBSERVED_FIELDS: [&str; 1] = ["encap"];
+
+/// `VIRTIO_NET_HDR_F_NEEDS_CSUM`.
+pub const VNET_F_NEEDS_CSUM: u8 = 1;
+/// `VIRTIO_NET_HDR_F_DATA_VALID`.
+pub const VNET_F_DATA_VALID: u8 = 2;
+/// `VIRTIO_NET_HDR_GSO_ECN`.
+pub const VNET_GSO_ECN: u8 = 0x80;
+
+/// The `virtio_net_hdr` AF_PACKET returned with one skb (host byte order).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObservedVnet {
+    pub flags: u8,
+    pub gso_type: u8,
+    pub hdr_len: u16,
+    pub gso_size: u16,
+    pub csum_start: u16,
+    pub csum_offset: u16,
+}
+
+impl ObservedVnet {
+    /// Parse the 10-byte header (little endian, as AF_PACKET writes it on x86).
+    pub fn parse(b: &[u8]) -> Option<ObservedVnet> {
+        let h = b.get(..10)?;
+        let u = |o: usize| u16::from_le_bytes([h[o], h[o + 1]]);
+        Some(ObservedVnet {
+            flags: h[0],
+            gso_type: h[1],
+            hdr_len: u(2),
+            gso_size: u(4),
+            csum_start: u(6),
+            csum_offset: u(8),
+        })
+    }
+
+    /// The gso type in the simulator's names ("TCPV4", "TCPV4|TCP_ECN"), "none".
+    pub fn gso_names(&self) -> String {
+        let base = match self.gso_type & !VNET_GSO_ECN {
+            0 => return "none".into(),
+            1 => "TCPV4".to_string(),
+            3 => "UDP".to_string(),
+            4 => "TCPV6".to_string(),
+            5 => "UDP_L4".to_string(),
+            other => format!("{other:#04x}"),
+        };
+        if self.gso_type & VNET_GSO_ECN != 0 {
+            format!("{base}|TCP_ECN")
+        } else {
+            base
+        }
+    }
+}
+
+/// One skb the stack saw, as a packet socket read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObservedSkb {
+    /// The frame (Ethernet header first).
+    pub bytes: Vec<u8>,
+    /// The virtio-net header; `None` when the read failed (see `error`).
+    pub vnet: Option<ObservedVnet>,
+    /// Why the skb could not be read (`recvmsg` failed after the socket had it queued).
+    pub error: Option<String>,
+    /// The length of the matching decapsulated frame on the vxlan device, for a GSO skb
+    /// of a VXLAN flow.
+    pub vxlan_dev_len: Option<usize>,
+}
+
+/// A `write()` the tap refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservedWriteError {
+    pub frame: u64,
+    pub ts_ns: u64,
+    pub len: usize,
+    /// The errno's name ("EINVAL").
+    pub errno: String,
+}
+
+/// The configuration the real arm applied (and read back where the kernel tells it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservedSetup {
+    /// What `backend:` says (how the run was made).
+    pub backend: String,
+    pub feature: bool,
+    pub teb_gro: bool,
+    pub vlan_gro: bool,
+    pub vxlan_ports: Vec<u16>,
+    pub burst: usize,
+    pub flush_timeout_ns: u64,
+    pub hz: u32,
+    pub weight: usize,
+    pub nonblocking: bool,
+    pub needs_csum: bool,
+}
+
+/// A whole real run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservedGro {
+    pub setup: ObservedSetup,
+    pub write_errors: Vec<ObservedWriteError>,
+    pub deliveries: Vec<ObservedSkb>,
+    /// Writes the tap accepted.
+    pub written: u64,
+    /// The tap's counters at the end.
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+}
+
+fn ts(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+fn hexdump(out: &mut String, data: &[u8]) {
+    let line = |out: &mut String, off: usize, chunk: &[u8]| {
+        let _ = write!(out, "    {off:04x}:");
+        for b in chunk {
+            let _ = write!(out, " {b:02x}");
+        }
+        out.push('\n');
+    };
+    if data.len() <= 256 {
+        for (i, c) in data.chunks(16).enumerate() {
+            line(out, i * 16, c);
+        }
+        return;
+    }
+    for (i, c) in data[..128].chunks(16).enumerate() {
+        line(out, i * 16, c);
+    }
+    let tail = (data.len() - 1) / 16 * 16;
+    let _ = writeln!(
+        out,
+        "    ...: {} bytes not shown (all in the output pcap)",
+        tail - 128
+    );
+    line(out, tail, &data[tail..]);
+}
+
+/// gso_segs of a GRO skb: the TCP payload (after the innermost TCP header, through
+/// VXLAN on `vxlan_ports`) over gso_size, rounded up. `None` when there is no TCP header
+/// to find.
+pub fn derived_segs(bytes: &[u8], gso_size: u16, vxlan_ports: &[u16]) -> Option<usize> {
+    if gso_size == 0 {
+        return None;
+    }
+    let th = innermost_tcp(bytes, vxlan_ports)?;
+    let doff = usize::from(*bytes.get(th + 12)? >> 4) * 4;
+    let payload = bytes.len().checked_sub(th + doff)?;
+    Some(payload.div_ceil(usize::from(gso_size)))
+}
+
+fn gso_text(s: &ObservedSkb, v: &ObservedVnet, ports: &[u16]) -> String {
+    if v.gso_type == 0 {
+        return "none".into();
+    }
+    let segs = derived_segs(&s.bytes, v.gso_size, ports)
+        .map_or_else(|| "?".to_string(), |n| n.to_string());
+    format!("{} size {} segs {segs}", v.gso_names(), v.gso_size)
+}
+
+fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup) {
+    let on = |b: bool| if b { "on" } else { "off" };
+    let ports: Vec<String> = o.vxlan_ports.iter().map(|x| x.to_string()).collect();
+    let _ = writeln!(out, "scenario: {}", sc.name);
+    let _ = writeln!(out, "description: {}", sc.description);
+    let _ = writeln!(out, "backend: {}", o.backend);
+    let _ = writeln!(out, "profile: {}", sc.profile.name);
+    let _ = writeln!(out, "device: tap IFF_NAPI no_pi");
+    let _ = writeln!(
+        out,
+        "gro: {} teb {} vlan {} vxlan_ports [{}]",
+        on(o.feature),
+        on(o.teb_gro),
+        on(o.vlan_gro),
+        ports.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "napi: burst {} gro_flush_timeout {} ns HZ {} weight {}",
+        o.burst, o.flush_timeout_ns, o.hz, o.weight
+    );
+    let _ = writeln!(
+        out,
+        "write: {} {}",
+        if o.nonblocking {
+            "nonblocking"
+        } else {
+            "blocking"
+        },
+        if o.needs_csum {
+            "NEEDS_CSUM"
+        } else {
+            "CHECKSUM_NONE"
+        }
+    );
+    let input = sc
+        .input
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let _ = writeln!(out, "input: {input}");
+}
+
+fn render_skb(out: &mut String, n: usize, s: &ObservedSkb, ports: &[u16]) {
+    let Some(v) = &s.vnet else {
+        let _ = writeln!(out, "deliver {n}: unreadable");
+        let _ = writeln!(
+            out,
+            "  error: {}",
+            s.error.as_deref().unwrap_or("no virtio-net header")
+        );
+        return;
+    };
+    let _ = writeln!(out, "deliver {n}: len {}", s.bytes.len());
+    let _ = writeln!(out, "  gso: {}", gso_text(s, v, ports));
+    if v.flags & VNET_F_NEEDS_CSUM != 0 {
+        let _ = writeln!(
+            out,
+            "  csum: CHECKSUM_PARTIAL start {} offset {}",
+            v.csum_start, v.csum_offset
+        );
+    } else if v.flags & VNET_F_DATA_VALID != 0 {
+        let _ = writeln!(out, "  ip_summed: CHECKSUM_UNNECESSARY (vnet DATA_VALID)");
+    } else {
+        let _ = writeln!(
+            out,
+            "  ip_summed: CHECKSUM_NONE or CHECKSUM_COMPLETE (vnet flags 0)"
+        );
+    }
+    if let Some(l) = s.vxlan_dev_len {
+        let _ = writeln!(out, "  vxlan_dev: len {l}");
+    }
+    if v.gso_type != 0 {
+        let _ = writeln!(out, "  layout: head {} (vnet hdr_len)", v.hdr_len);
+    }
+    let _ = writeln!(out, "  summary: {}", describe(&s.bytes));
+    out.push_str("  bytes:\n");
+    hexdump(out, &s.bytes);
+}
+
+/// The text trace of a real run, in the simulator's layout.
+pub fn render_observed(sc: &Scenario, o: &ObservedGro) -> String {
+    let mut out = String::new();
+    header(&mut out, sc, &o.setup);
+    for e in &o.write_errors {
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "write-error (frame {}, ts {}): {}",
+            e.frame,
+            ts(e.ts_ns),
+            e.errno
+        );
+        let _ = writeln!(
+            out,
+            "  len: {} (tun_get_user: a tap frame needs 14 bytes; nothing counted)",
+            e.len
+        );
+    }
+    let ports = &o.setup.vxlan_ports;
+    for (n, s) in o.deliveries.iter().enumerate() {
+        out.push('\n');
+        render_skb(&mut out, n, s, ports);
+    }
+    out.push('\n');
+    let lens: Vec<String> = o
+        .deliveries
+        .iter()
+        .map(|d| d.bytes.len().to_string())
+        .collect();
+    let bytes: usize = o.deliveries.iter().map(|d| d.bytes.len()).sum();
+    let segs: usize = o
+        .deliveries
+        .iter()
+        .map(|d| match &d.vnet {
+            Some(v) if v.gso_type != 0 => derived_segs(&d.bytes, v.gso_size, ports).unwrap_or(1),
+            _ => 1,
+        })
+        .sum();
+    let _ = writeln!(
+        out,
+        "totals: written {} write_errors {} delivered {}",
+        o.written,
+        o.write_errors.len(),
+        o.deliveries.len()
+    );
+    let _ = writeln!(
+        out,
+        "  tap: rx_packets {} rx_bytes {}",
+        o.rx_packets, o.rx_bytes
+    );
+    let _ = writeln!(
+        out,
+        "  stack: packets {} bytes {bytes} segs {segs}",
+        o.deliveries.len()
+    );
+    let _ = writeln!(out, "  lengths: [{}]", lens.join(", "));
+    out
+}
+
+/// The same for machines.
+pub fn observed_json(sc: &Scenario, o: &ObservedGro) -> Value {
+    let p = &o.setup;
+    let ports = &p.vxlan_ports;
+    let deliveries: Vec<Value> = o
+        .deliveries
+        .iter()
+        .enumerate()
+        .map(|(n, s)| {
+            let v = s.vnet.unwrap_or_default();
+            let partial = v.flags & VNET_F_NEEDS_CSUM != 0;
+            json!({
+                "deliver": n,
+                "len": s.bytes.len(),
+                "error": s.error,
+                "gso_type": v.gso_names(),
+                "gso_size": v.gso_size,
+                "gso_segs": derived_segs(&s.bytes, v.gso_size, ports),
+                "vnet": s.vnet.map(|v| json!({"flags": v.flags, "gso_type": v.gso_type,
+                    "hdr_len": v.hdr_len, "gso_size": v.gso_size,
+                    "csum_start": v.csum_start, "csum_offset": v.csum_offset})),
+                "csum_start": partial.then_some(v.csum_start),
+                "csum_offset": partial.then_some(v.csum_offset),
+                "vxlan_dev_len": s.vxlan_dev_len,
+                "summary": describe(&s.bytes),
+                "bytes": s.bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            })
+        })
+        .collect();
+    json!({
+        "scenario": sc.name,
+        "backend": p.backend,
+        "profile": sc.profile.name,
+        "gro": {
+            "feature": p.feature, "teb_gro": p.teb_gro, "vlan_gro": p.vlan_gro,
+            "vxlan_ports": p.vxlan_ports, "burst": p.burst,
+            "flush_timeout_ns": p.flush_timeout_ns, "hz": p.hz,
+            "nonblocking": p.nonblocking, "needs_csum": p.needs_csum,
+        },
+        "write_errors": o.write_errors.iter().map(|e| json!({"frame": e.frame, "ts_ns": e.ts_ns, "len": e.len, "errno": e.errno})).collect::<Vec<_>>(),
+        "deliveries": deliveries,
+        "totals": {
+            "written": o.written,
+            "rx_packets": o.rx_packets,
+            "rx_bytes": o.rx_bytes,
+            "stack_packets": o.deliveries.len(),
+            "stack_bytes": o.deliveries.iter().map(|d| d.bytes.len()).sum::<usize>(),
+            "lengths": o.deliveries.iter().map(|d| d.bytes.len()).collect::<Vec<_>>(),
+        },
+    })
+}
+
+/// The part of a gso type name list (`TCPV4|UDP_TUNNEL`) a `virtio_net_hdr` can carry:
+/// the first of TCPV4, TCPV6, UDP_L4 (virtio_net_hdr_from_skb's order), plus TCP_ECN.
+pub fn virtio_gso_names(names: &str) -> String {
+    let set: Vec<&str> = names.split('|').collect();
+    let Some(base) = ["TCPV4", "TCPV6", "UDP_L4"]
+        .into_iter()
+        .find(|n| set.contains(n))
+    else {
+        return format!("{names} (no virtio_net_hdr gso type)");
+    };
+    if set.contains(&"TCP_ECN") {
+        format!("{base}|TCP_ECN")
+    } else {
+        base.to_string()
+    }
+}
+
+/// A tap-gro trace (simulator's or real) reduced to what a real run can show, for
+/// comparing the two: a delivery's event name loses the model's poll number and time
+/// (`deliver 3 (poll 2, ts 1.000002000)` becomes `deliver 3`), and a gso type keeps only
+/// what a `virtio_net_hdr` carries ([`virtio_gso_names`]). Other lines are unchanged.
+pub fn observable(trace: &str) -> String {
+    let mut out = String::with_capacity(trace.len());
+    for line in trace.lines() {
+        if let Some(rest) = line.strip_prefix("deliver ") {
+            if let Some((n, tail)) = rest.split_once(" (poll ") {
+                if let Some((_, after)) = tail.split_once(')') {
+                    out.push_str("deliver ");
+                    out.push_str(n);
+                    out.push_str(after);
+                    out.push('\n');
+                    continue;
+                }
+            }
+        }
+        if let Some(rest) = line.strip_prefix("  gso: ") {
+            if let Some((names, tail)) = rest.split_once(" size ") {
+                let _ = writeln!(out, "  gso: {} size {tail}", virtio_gso_names(names));
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn observable_drops_poll_and_time_and_tunnel_bits() {
+        let t = "scenario: x\n\ndeliver 0 (poll 10, ts 1.001009000): len 13604\n  gso: TCPV4|UDP_TUNNEL size 1350 segs 10\n  gso: none\n";
+        assert_eq!(
+            observable(t),
+            "scenario: x\n\ndeliver 0: len 13604\n  gso: TCPV4 size 1350 segs 10\n  gso: none\n"
+        );
+        assert_eq!(
+            virtio_gso_names("TCPV4|TCP_FIXEDID|TCP_ECN"),
+            "TCPV4|TCP_ECN"
+        );
+        assert_eq!(virtio_gso_names("TCPV4|TCP_ACCECN"), "TCPV4");
+        assert!(virtio_gso_names("GRE").contains("no virtio_net_hdr"));
+    }
+
+    #[test]
+    fn vnet_parses_little_endian_and_names_gso() {
+        let v = ObservedVnet::parse(&[1, 0x81, 0xae, 5, 0x78, 5, 34, 0, 16, 0]).unwrap();
+        assert_eq!(
+            (v.hdr_len, v.gso_size, v.csum_start, v.csum_offset),
+            (1454, 1400, 34, 16)
+        );
+        assert_eq!(v.gso_names(), "TCPV4|TCP_ECN");
+        assert_eq!(ObservedVnet::default().gso_names(), "none");
+    }
+
+    #[test]
+    fn segs_are_the_payload_over_gso_size_rounded_up() {
+        let frames = crate::gro::frames::Tcp4::default().stream(1);
+        let f = &frames[0];
+        // 1454 bytes: 54 of headers, 1400 of payload.
+        assert_eq!(derived_segs(f, 1400, &[4789]), Some(1));
+        assert_eq!(derived_segs(f, 700, &[4789]), Some(2));
+        assert_eq!(derived_segs(f, 699, &[4789]), Some(3));
+        assert_eq!(derived_segs(f, 0, &[4789]), None);
+    }
+}

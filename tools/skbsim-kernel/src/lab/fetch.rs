@@ -1,0 +1,385 @@
+//! Fetching the guest kernel, QEMU and busybox through the system package manager without
+//! installing anything: `apt-get download` into `<cache>/debs`, `dpkg-deb -x` into
+//! `<cache>/root`, then the .debs are deleted. Nothing on the host is upgraded, removed or
+//! configured (installing Debian 12's qemu-system-x86 would remove a newer qemu-utils).
+//!
+//! QEMU's shared libraries: the closure of `Depends`/`Pre-Depends` is walked from the QEMU
+//! packages, stopping at any package the host already has installed (any alternative of a
+//! dependency group counts), so only the missing libraries are fetched; QEMU then runs with
+//! `LD_LIBRARY_PATH` pointing into the cache. `ldd` checks that nothing is left missing.
+
+use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::LabError;
+
+/// The metapackage that names the current Debian cloud kernel.
+pub const KERNEL_META: &str = "linux-image-cloud-amd64";
+/// QEMU's packages (qemu-system-common carries the TCG accelerator module).
+pub const QEMU_PACKAGES: [&str; 4] = [
+    "qemu-system-x86",
+    "qemu-system-common",
+    "qemu-system-data",
+    "seabios",
+];
+/// A statically linked busybox.
+pub const BUSYBOX_PACKAGE: &str = "busybox-static";
+
+/// Written last into `<cache>/root`: the packages unpacked there, one `name version` per
+/// line. Its presence means the tree is complete.
+const STAMP: &str = ".skbsim-lab-packages";
+
+/// What a guest boot needs, all inside the cache.
+#[derive(Debug, Clone)]
+pub struct Artefacts {
+    /// `<cache>/root`: every package unpacked.
+    pub root: PathBuf,
+    /// The guest kernel release (`6.1.0-57-cloud-amd64`).
+    pub kver: String,
+    /// `<root>/boot/vmlinuz-<kver>`.
+    pub vmlinuz: PathBuf,
+    /// `<root>/lib/modules/<kver>`.
+    pub modules: PathBuf,
+    /// `<root>/usr/bin/qemu-system-x86_64`.
+    pub qemu: PathBuf,
+    /// QEMU's `LD_LIBRARY_PATH`.
+    pub lib_path: String,
+    /// QEMU's `QEMU_MODULE_DIR` (accel-tcg-x86_64.so).
+    pub qemu_module_dir: PathBuf,
+    /// Firmware directories for `-L`.
+    pub firmware: Vec<PathBuf>,
+    /// `<root>/bin/busybox` (static).
+    pub busybox: PathBuf,
+    /// `name version` of every unpacked package.
+    pub packages: Vec<String>,
+    /// True when this call downloaded and unpacked (a cold cache).
+    pub fetched: bool,
+    /// How long fetching took (zero when cached).
+    pub fetch_time: Duration,
+}
+
+fn run(step: &'static str, cmd: &mut Command) -> Result<String, LabError> {
+    let shown = format!("{cmd:?}").replace('"', "");
+    let out = cmd
+        .output()
+        .map_err(|e| LabError::new(step, format!("cannot run {shown}: {e}")))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty() && !l.starts_with("W:"))
+            .unwrap_or("")
+            .trim();
+        return Err(LabError::new(
+            step,
+            format!("{shown} failed ({}): {last}", out.status),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Packages installed on the host (dpkg status `installed`).
+fn installed_packages() -> Result<HashSet<String>, LabError> {
+    let out = run(
+        "download",
+        Command::new("dpkg-query").args(["-W", "-f", "${Package} ${db:Status-Status}\\n"]),
+    )?;
+    Ok(out
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(_, s)| *s == "installed")
+        .map(|(p, _)| p.to_string())
+        .collect())
+}
+
+/// The dependency groups (`a | b`) of `pkg`'s candidate version; `None` when apt knows no
+/// such (real) package.
+fn depends_of(pkg: &str) -> Result<Option<Vec<Vec<String>>>, LabError> {
+    let out = Command::new("apt-cache")
+        .args(["show", "--no-all-versions", pkg])
+        .output()
+        .map_err(|e| LabError::new("download", format!("cannot run apt-cache: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !text.contains("Package:") {
+        return Ok(None);
+    }
+    let mut groups = Vec::new();
+    for line in text.lines() {
+        let Some(list) = line
+            .strip_prefix("Depends: ")
+            .or_else(|| line.strip_prefix("Pre-Depends: "))
+        else {
+            continue;
+        };
+        for group in list.split(',') {
+            let alts = group
+                .split('|')
+                .map(|a| {
+                    let name = a.split('(').next().unwrap_or("").trim();
+                    name.split(':').next().unwrap_or("").to_string()
+                })
+                .filter(|n| !n.is_empty())
+                .collect::<Vec<_>>();
+            if !alts.is_empty() {
+                groups.push(alts);
+            }
+        }
+    }
+    Ok(Some(groups))
+}
+
+/// The packages to fetch for `roots`: the roots and every dependency the host lacks.
+pub fn closure(roots: &[&str], installed: &HashSet<String>) -> Result<Vec<String>, LabError> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    let mut queue: VecDeque<String> = roots.iter().map(|r| r.to_string()).collect();
+    while let Some(p) = queue.pop_front() {
+        if !seen.insert(p.clone()) || installed.contains(&p) {
+            continue;
+        }
+        let Some(groups) = depends_of(&p)? else {
+            if roots.contains(&p.as_str()) {
+                return Err(LabError::new(
+                    "download",
+                    format!("apt knows no package {p} (is `apt-get update` done?)"),
+                ));
+            }
+            // A virtual package nobody installed: the ldd check reports what is missing.
+            continue;
+        };
+        out.push(p);
+        for alts in groups {
+            if alts.iter().any(|a| installed.contains(a)) {
+                continue;
+            }
+            queue.push_back(alts[0].clone());
+        }
+    }
+    Ok(out)
+}
+
+/// The versioned kernel image package the cloud metapackage depends on.
+fn kernel_package() -> Result<String, LabError> {
+    let groups = depends_of(KERNEL_META)?.ok_or_else(|| {
+        LabError::new(
+            "download",
+            format!("apt knows no package {KERNEL_META} (is `apt-get update` done?)"),
+        )
+    })?;
+    groups
+        .into_iter()
+        .flatten()
+        .find(|p| p.starts_with("linux-image-"))
+        .ok_or_else(|| {
+            LabError::new(
+                "download",
+                format!("{KERNEL_META} depends on no linux-image package"),
+            )
+        })
+}
+
+/// The guest kernel release found in `<root>/boot`.
+fn find_kver(root: &Path) -> Result<String, LabError> {
+    let boot = root.join("boot");
+    let rd = fs::read_dir(&boot)
+        .map_err(|e| LabError::new("unpack", format!("{}: {e}", boot.display())))?;
+    let mut found: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .strip_prefix("vmlinuz-")
+                .map(str::to_string)
+        })
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .ok_or_else(|| LabError::new("unpack", format!("no vmlinuz-* in {}", boot.display())))
+}
+
+fn artefacts(root: &Path, fetched: bool, fetch_time: Duration) -> Result<Artefacts, LabError> {
+    let kver = find_kver(root)?;
+    let stamp = fs::read_to_string(root.join(STAMP)).unwrap_or_default();
+    let lib_dirs = ["usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu"];
+    let lib_path = lib_dirs
+        .iter()
+        .map(|d| root.join(d).display().to_string())
+        .collect::<Vec<_>>()
+        .join(":");
+    let a = Artefacts {
+        root: root.to_path_buf(),
+        vmlinuz: root.join("boot").join(format!("vmlinuz-{kver}")),
+        modules: root.join("lib/modules").join(&kver),
+        qemu: root.join("usr/bin/qemu-system-x86_64"),
+        lib_path,
+        qemu_module_dir: root.join("usr/lib/x86_64-linux-gnu/qemu"),
+        firmware: vec![root.join("usr/share/qemu"), root.join("usr/share/seabios")],
+        busybox: root.join("bin/busybox"),
+        packages: stamp.lines().map(str::to_string).collect(),
+        kver,
+        fetched,
+        fetch_time,
+    };
+    for (what, p) in [
+        ("the guest kernel", &a.vmlinuz),
+        ("the guest's modules", &a.modules),
+        ("QEMU", &a.qemu),
+        ("busybox", &a.busybox),
+    ] {
+        if !p.exists() {
+            return Err(LabError::new(
+                "unpack",
+                format!("{what} is missing: {}", p.display()),
+            ));
+        }
+    }
+    Ok(a)
+}
+
+/// The artefacts in `<cache>/root`, fetched first unless a complete tree is there.
+/// `progress` is told each step.
+pub fn prepare(cache: &Path, progress: &dyn Fn(&str)) -> Result<Artefacts, LabError> {
+    let root = cache.join("root");
+    if root.join(STAMP).exists() {
+        return artefacts(&root, false, Duration::ZERO);
+    }
+    let start = Instant::now();
+    fs::create_dir_all(cache)
+        .map_err(|e| LabError::new("download", format!("{}: {e}", cache.display())))?;
+    progress("resolving packages");
+    let installed = installed_packages()?;
+    let mut wanted: Vec<String> = vec![kernel_package()?, BUSYBOX_PACKAGE.to_string()];
+    // The kernel image and busybox are taken alone: their dependencies (kmod,
+    // initramfs-tools, ...) are for installing them, not for booting them.
+    for p in closure(&QEMU_PACKAGES, &installed)? {
+        if !wanted.contains(&p) {
+            wanted.push(p);
+        }
+    }
+    let debs = cache.join("debs");
+    let _ = fs::remove_dir_all(&debs);
+    fs::create_dir_all(&debs)
+        .map_err(|e| LabError::new("download", format!("{}: {e}", debs.display())))?;
+    progress(&format!("apt-get download: {} packages", wanted.len()));
+    run(
+        "download",
+        Command::new("apt-get")
+            .current_dir(&debs)
+            .args(["download", "-q", "-o", "APT::Sandbox::User=root"])
+            .args(&wanted),
+    )?;
+    let tmp = cache.join("root.tmp");
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp)
+        .map_err(|e| LabError::new("unpack", format!("{}: {e}", tmp.display())))?;
+    let mut files: Vec<PathBuf> = fs::read_dir(&debs)
+        .map_err(|e| LabError::new("unpack", format!("{}: {e}", debs.display())))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
+        .collect();
+    files.sort();
+    let mut stamp = BTreeSet::new();
+    for (i, deb) in files.iter().enumerate() {
+        progress(&format!(
+            "dpkg-deb -x {}/{}: {}",
+            i + 1,
+            files.len(),
+            deb.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        run("unpack", Command::new("dpkg-deb").arg("-x").arg(deb).arg(&tmp))?;
+        let info = run(
+            "unpack",
+            Command::new("dpkg-deb")
+                .args(["-f"])
+                .arg(deb)
+                .args(["Package", "Version"]),
+        )?;
+        let mut name = String::new();
+        let mut version = String::new();
+        for l in info.lines() {
+            if let Some(v) = l.strip_prefix("Package: ") {
+                name = v.trim().to_string();
+            } else if let Some(v) = l.strip_prefix("Version: ") {
+                version = v.trim().to_string();
+            }
+        }
+        stamp.insert(format!("{name} {version}"));
+    }
+    // What a headless x86_64 boot never reads.
+    for junk in [
+        "usr/share/doc",
+        "usr/share/man",
+        "usr/share/lintian",
+        "usr/libexec/qemu-system-i386",
+        "usr/bin/qemu-system-x86_64-microvm",
+    ] {
+        let p = tmp.join(junk);
+        let _ = if p.is_dir() {
+            fs::remove_dir_all(&p)
+        } else {
+            fs::remove_file(&p)
+        };
+    }
+    let _ = fs::remove_dir_all(&debs);
+    let partial = artefacts(&tmp, true, Duration::ZERO)?;
+    check_qemu_libs(&partial)?;
+    let stamp_text: String = stamp.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(tmp.join(STAMP), stamp_text)
+        .map_err(|e| LabError::new("unpack", format!("{}: {e}", tmp.display())))?;
+    let _ = fs::remove_dir_all(&root);
+    fs::rename(&tmp, &root)
+        .map_err(|e| LabError::new("unpack", format!("{}: {e}", root.display())))?;
+    artefacts(&root, true, start.elapsed())
+}
+
+/// `ldd` QEMU with the cache's libraries: every library must resolve.
+fn check_qemu_libs(a: &Artefacts) -> Result<(), LabError> {
+    let out = run(
+        "qemu libraries",
+        Command::new("ldd")
+            .arg(&a.qemu)
+            .env("LD_LIBRARY_PATH", &a.lib_path),
+    )?;
+    let missing: BTreeSet<&str> = out
+        .lines()
+        .filter(|l| l.contains("not found"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(LabError::new(
+            "qemu libraries",
+            format!(
+                "{} needs libraries neither the host nor the fetched packages have: {}",
+                a.qemu.display(),
+                missing.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        ))
+    }
+}
+
+/// Total size in bytes of the files under `dir` (symlinks not followed).
+pub fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let Ok(md) = e.path().symlink_metadata() else {
+                continue;
+            };
+            if md.is_dir() {
+                stack.push(e.path());
+            } else {
+                total += md.len();
+            }
+        }
+    }
+    total
+}

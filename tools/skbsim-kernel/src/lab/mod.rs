@@ -1,0 +1,171 @@
+//! The kernel lab: a guest Linux kernel under QEMU for what this machine's kernel lacks
+//! (GRE, 802.1Q devices, vhost_net; Debian 12's cloud kernel has them as modules).
+//!
+//! - [`fetch`]: the guest kernel, QEMU and busybox from the system's package manager
+//!   (`apt-get download` + `dpkg-deb -x` into the cache; nothing is installed).
+//! - [`image`]: the initramfs (a cached base archive and a per-run payload) and module
+//!   dependencies from `.modinfo`.
+//! - [`cpio`]: the newc writer.
+//! - [`qemu`]: the boot, the watchdog, KVM-then-TCG.
+//!
+//! [`Lab::open`] fetches (first run) and builds the base archive; [`Lab::run`] boots the
+//! guest for one [`Payload`] and returns the command's stdout and timings.
+
+pub mod cpio;
+pub mod fetch;
+pub mod image;
+pub mod qemu;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub use fetch::Artefacts;
+pub use image::{ModuleIndex, Payload, GUEST_IPROUTE2, GUEST_SKBSIM};
+pub use qemu::{Accel, BootResult};
+
+/// A lab failure: the step that failed (`download`, `unpack`, `modules`, `initramfs`,
+/// `qemu libraries`, `boot`, `boot timeout`, `kvm`, `kernel panic`, `run timeout`,
+/// `guest`) and what happened, on one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabError {
+    pub step: &'static str,
+    pub message: String,
+}
+
+impl LabError {
+    pub fn new(step: &'static str, message: impl Into<String>) -> LabError {
+        LabError {
+            step,
+            message: message.into().replace('\n', " "),
+        }
+    }
+}
+
+impl fmt::Display for LabError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "lab {}: {}", self.step, self.message)
+    }
+}
+
+impl std::error::Error for LabError {}
+
+/// The cache: `$SKBSIM_LAB_CACHE`, else `$XDG_CACHE_HOME/skbsim-lab`, else
+/// `$HOME/.cache/skbsim-lab`, else `target/skbsim-lab`.
+pub fn default_cache_dir() -> PathBuf {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(d) = env("SKBSIM_LAB_CACHE") {
+        return d;
+    }
+    if let Some(d) = env("XDG_CACHE_HOME") {
+        return d.join("skbsim-lab");
+    }
+    if let Some(d) = env("HOME") {
+        return d.join(".cache").join("skbsim-lab");
+    }
+    PathBuf::from("target/skbsim-lab")
+}
+
+/// How a run boots.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub accel: Accel,
+    pub memory_mb: u32,
+    pub boot_timeout: Duration,
+    pub run_timeout: Duration,
+    /// A name for the run directory (`<cache>/runs/<name>`).
+    pub name: String,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions {
+            accel: Accel::Auto,
+            memory_mb: 1024,
+            boot_timeout: Duration::from_secs(120),
+            run_timeout: Duration::from_secs(1800),
+            name: "run".into(),
+        }
+    }
+}
+
+/// A prepared lab: artefacts fetched, base archive built.
+#[derive(Debug)]
+pub struct Lab {
+    pub cache: PathBuf,
+    pub artefacts: Artefacts,
+    pub base: PathBuf,
+    index: ModuleIndex,
+    /// Time spent building the base archive (zero when cached).
+    pub base_time: Duration,
+}
+
+/// Timings and output of one [`Lab::run`].
+#[derive(Debug, Clone)]
+pub struct LabRun {
+    pub boot: BootResult,
+    /// Building the run's initrd.
+    pub initrd_time: Duration,
+    pub initrd_bytes: u64,
+    pub run_dir: PathBuf,
+}
+
+impl Lab {
+    /// Fetch (when the cache is cold) and build the base archive.
+    pub fn open(cache: &Path, progress: &dyn Fn(&str)) -> Result<Lab, LabError> {
+        let artefacts = fetch::prepare(cache, progress)?;
+        let start = Instant::now();
+        progress("base initramfs");
+        let (base, index) = image::base_archive(&artefacts, cache)?;
+        Ok(Lab {
+            cache: cache.to_path_buf(),
+            artefacts,
+            base,
+            index,
+            base_time: start.elapsed(),
+        })
+    }
+
+    /// The guest kernel's modules.
+    pub fn modules(&self) -> &ModuleIndex {
+        &self.index
+    }
+
+    /// Build the run's initrd and boot it.
+    pub fn run(
+        &self,
+        payload: &Payload,
+        opts: &RunOptions,
+        progress: &dyn Fn(&str),
+    ) -> Result<LabRun, LabError> {
+        let run_dir = self.cache.join("runs").join(&opts.name);
+        std::fs::create_dir_all(&run_dir)
+            .map_err(|e| LabError::new("initramfs", format!("{}: {e}", run_dir.display())))?;
+        let start = Instant::now();
+        progress("initramfs payload");
+        let initrd = run_dir.join("initrd.cpio");
+        image::build_initrd(&self.base, &self.index, &self.artefacts, payload, &initrd)?;
+        let initrd_time = start.elapsed();
+        let initrd_bytes = std::fs::metadata(&initrd).map(|m| m.len()).unwrap_or(0);
+        let spec = qemu::BootSpec {
+            initrd,
+            run_dir: run_dir.clone(),
+            accel: opts.accel,
+            memory_mb: opts.memory_mb,
+            boot_timeout: opts.boot_timeout,
+            run_timeout: opts.run_timeout,
+        };
+        let boot = qemu::boot(&self.artefacts, &self.cache, &spec, progress)?;
+        Ok(LabRun {
+            boot,
+            initrd_time,
+            initrd_bytes,
+            run_dir,
+        })
+    }
+}
+
+/// Single-quote `s` for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}

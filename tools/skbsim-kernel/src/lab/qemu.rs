@@ -1,0 +1,361 @@
+//! Booting the guest: `qemu-system-x86_64` from the cache with the guest kernel and an
+//! initrd, the console (ttyS0) on a pipe watched line by line, the data channel (ttyS1)
+//! in a file. A watchdog kills QEMU (by its pid) on "KVM internal error", a kernel panic,
+//! a boot that does not reach /init in time, or a command that outlives its timeout.
+//!
+//! KVM is tried first only when `/dev/kvm` exists and no earlier run recorded it as
+//! unusable (`<cache>/kvm-unusable`); on failure before /init the boot is retried under
+//! TCG. (On nested hosts KVM may abort with "failed to set MSR 0x10a" or hang.)
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::fetch::Artefacts;
+use super::image::{CONSOLE_BEGIN, CONSOLE_END, CONSOLE_INIT, DATA_BEGIN, DATA_END_PREFIX};
+use super::LabError;
+
+/// Which accelerator to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    /// KVM when /dev/kvm exists and was not found unusable before, else TCG.
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+/// How to boot.
+#[derive(Debug, Clone)]
+pub struct BootSpec {
+    pub initrd: PathBuf,
+    /// Where the console log, the data file and QEMU's stderr go.
+    pub run_dir: PathBuf,
+    pub accel: Accel,
+    pub memory_mb: u32,
+    /// From QEMU's start to the console's `skbsim-lab: init` line.
+    pub boot_timeout: Duration,
+    /// For the command (from `skbsim-lab: begin` to `skbsim-lab: end`).
+    pub run_timeout: Duration,
+}
+
+/// What a boot produced.
+#[derive(Debug, Clone)]
+pub struct BootResult {
+    /// `kvm` or `tcg`.
+    pub accel: &'static str,
+    /// Why KVM was not used, when it was tried and failed.
+    pub kvm_failure: Option<String>,
+    /// QEMU start to /init.
+    pub boot_time: Duration,
+    /// The command's wall clock in the guest (begin to end marker, seen on the console).
+    pub run_time: Duration,
+    /// QEMU start to QEMU exit.
+    pub total_time: Duration,
+    /// The command's exit status.
+    pub rc: i32,
+    /// The command's stdout (between the data markers).
+    pub output: String,
+    /// The console from the begin to the end marker (the command's stderr and kernel
+    /// messages).
+    pub stderr: String,
+    /// The guest's `uname -r`.
+    pub guest_kernel: String,
+}
+
+/// How long the guest may take to power off after its command ended.
+const POWEROFF_WAIT: Duration = Duration::from_secs(30);
+
+enum Line {
+    Text(String),
+    Eof,
+}
+
+fn spawn(art: &Artefacts, spec: &BootSpec, kvm: bool) -> Result<Child, LabError> {
+    let data = spec.run_dir.join("data.txt");
+    let _ = fs::remove_file(&data);
+    let stderr = fs::File::create(spec.run_dir.join("qemu.stderr"))
+        .map_err(|e| LabError::new("boot", format!("{}: {e}", spec.run_dir.display())))?;
+    let mut cmd = Command::new(&art.qemu);
+    cmd.env("LD_LIBRARY_PATH", &art.lib_path)
+        .env("QEMU_MODULE_DIR", &art.qemu_module_dir);
+    for fw in &art.firmware {
+        cmd.arg("-L").arg(fw);
+    }
+    if kvm {
+        cmd.args(["-accel", "kvm", "-cpu", "host"]);
+    } else {
+        cmd.args(["-accel", "tcg"]);
+    }
+    cmd.args(["-m", &spec.memory_mb.to_string()])
+        .args(["-nographic", "-monitor", "none", "-no-reboot", "-nic", "none"])
+        .args(["-serial", "stdio", "-serial"])
+        .arg(format!("file:{}", data.display()))
+        .arg("-kernel")
+        .arg(&art.vmlinuz)
+        .arg("-initrd")
+        .arg(&spec.initrd)
+        .args([
+            "-append",
+            "console=ttyS0 panic=-1 loglevel=5 8250.nr_uarts=2 rdinit=/init",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr));
+    cmd.spawn()
+        .map_err(|e| LabError::new("boot", format!("cannot start {}: {e}", art.qemu.display())))
+}
+
+/// Why one attempt failed: before /init (KVM may be retried as TCG) or after.
+enum Failure {
+    BeforeInit(LabError),
+    After(LabError),
+}
+
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn attempt(
+    art: &Artefacts,
+    spec: &BootSpec,
+    kvm: bool,
+    progress: &dyn Fn(&str),
+) -> Result<BootResult, Failure> {
+    let start = Instant::now();
+    let mut child = spawn(art, spec, kvm).map_err(Failure::BeforeInit)?;
+    let Some(stdout) = child.stdout.take() else {
+        kill(&mut child);
+        return Err(Failure::BeforeInit(LabError::new(
+            "boot",
+            "QEMU's stdout is not a pipe",
+        )));
+    };
+    let (tx, rx) = mpsc::channel();
+    let reader = thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => {
+                    let _ = tx.send(Line::Eof);
+                    return;
+                }
+                Ok(_) => {
+                    let s = String::from_utf8_lossy(&buf)
+                        .trim_end_matches(['\r', '\n'])
+                        .to_string();
+                    if tx.send(Line::Text(s)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    let console_path = spec.run_dir.join("console.log");
+    let mut console = String::new();
+    let mut init_at: Option<Instant> = None;
+    let mut begin_at: Option<Instant> = None;
+    let mut end: Option<(Instant, i32)> = None;
+    let mut guest_kernel = String::new();
+    let mut stderr = String::new();
+    let accel = if kvm { "kvm" } else { "tcg" };
+    let fail = |child: &mut Child, console: &str, init: bool, e: LabError| {
+        kill(child);
+        let _ = fs::write(&console_path, console);
+        if init {
+            Failure::After(e)
+        } else {
+            Failure::BeforeInit(e)
+        }
+    };
+    loop {
+        let deadline = match (init_at, begin_at, end) {
+            (_, _, Some((e, _))) => e + POWEROFF_WAIT,
+            (None, _, _) => start + spec.boot_timeout,
+            (Some(_), None, _) => start + spec.boot_timeout + Duration::from_secs(60),
+            (Some(_), Some(b), _) => b + spec.run_timeout,
+        };
+        let now = Instant::now();
+        if now >= deadline && end.is_some() {
+            // The command ended but the guest did not power off: its result stands.
+            kill(&mut child);
+            break;
+        }
+        if now >= deadline {
+            let (step, what) = match (init_at, begin_at) {
+                (None, _) => (
+                    "boot timeout",
+                    format!("the guest did not reach /init within {:?} ({accel})", spec.boot_timeout),
+                ),
+                (Some(_), None) => ("boot timeout", "the guest's /init did not start the command".to_string()),
+                (Some(_), Some(_)) => (
+                    "run timeout",
+                    format!("the command in the guest ran over {:?}", spec.run_timeout),
+                ),
+            };
+            return Err(fail(&mut child, &console, init_at.is_some(), LabError::new(step, what)));
+        }
+        let line = match rx.recv_timeout(deadline - now) {
+            Ok(Line::Text(l)) => l,
+            Ok(Line::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+        };
+        console.push_str(&line);
+        console.push('\n');
+        if begin_at.is_some() && end.is_none() && !line.starts_with(CONSOLE_END) {
+            stderr.push_str(&line);
+            stderr.push('\n');
+        }
+        if line.contains("KVM internal error") {
+            return Err(fail(&mut child, &console, init_at.is_some(), LabError::new("kvm", line.trim().to_string())));
+        }
+        if line.contains("Kernel panic") {
+            return Err(fail(
+                &mut child,
+                &console,
+                init_at.is_some(),
+                LabError::new("kernel panic", line.trim().to_string()),
+            ));
+        }
+        if let Some(rest) = line.strip_prefix(CONSOLE_INIT) {
+            init_at = Some(Instant::now());
+            guest_kernel = rest.trim().to_string();
+            progress(&format!("guest {guest_kernel} up ({accel}, {:.1} s)", start.elapsed().as_secs_f64()));
+        } else if line.starts_with(CONSOLE_BEGIN) {
+            begin_at = Some(Instant::now());
+        } else if let Some(rest) = line.strip_prefix(CONSOLE_END) {
+            let rc = rest.trim().strip_prefix("rc=").and_then(|r| r.parse().ok()).unwrap_or(-1);
+            end = Some((Instant::now(), rc));
+        } else if begin_at.is_some() && end.is_none() {
+            let short: String = line.chars().take(100).collect();
+            progress(&short);
+        } else if init_at.is_none() && !line.trim().is_empty() {
+            progress(&format!("booting ({accel}): {}", line.chars().take(80).collect::<String>()));
+        }
+    }
+    // QEMU closed its stdout: it is exiting.
+    let status = child.wait();
+    let _ = reader.join();
+    let total_time = start.elapsed();
+    let _ = fs::write(&console_path, &console);
+    let qemu_err = fs::read_to_string(spec.run_dir.join("qemu.stderr")).unwrap_or_default();
+    let qemu_err = qemu_err
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty() && !l.contains("warning:"))
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let Some(init) = init_at else {
+        let why = if qemu_err.is_empty() {
+            format!("QEMU exited ({}) before the guest reached /init", status.map(|s| s.to_string()).unwrap_or_default())
+        } else {
+            qemu_err
+        };
+        return Err(Failure::BeforeInit(LabError::new(if kvm { "kvm" } else { "boot" }, why)));
+    };
+    let (Some(begin), Some((end_at, rc))) = (begin_at, end) else {
+        let tail: Vec<&str> = console.lines().rev().take(3).collect();
+        return Err(Failure::After(LabError::new(
+            "guest",
+            format!(
+                "the guest stopped before its command ended (console: {})",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            ),
+        )));
+    };
+    let data = fs::read(spec.run_dir.join("data.txt")).unwrap_or_default();
+    let output = between_markers(&String::from_utf8_lossy(&data)).ok_or_else(|| {
+        Failure::After(LabError::new(
+            "guest",
+            format!("no output between the data markers in {}", spec.run_dir.join("data.txt").display()),
+        ))
+    })?;
+    Ok(BootResult {
+        accel,
+        kvm_failure: None,
+        boot_time: init - start,
+        run_time: end_at - begin,
+        total_time,
+        rc,
+        output,
+        stderr,
+        guest_kernel,
+    })
+}
+
+/// The text between the data channel's begin and end markers (carriage returns dropped).
+pub fn between_markers(data: &str) -> Option<String> {
+    let data = data.replace('\r', "");
+    let start = data.find(DATA_BEGIN)? + DATA_BEGIN.len();
+    let rest = data[start..].strip_prefix('\n').unwrap_or(&data[start..]);
+    let end = rest.find(DATA_END_PREFIX)?;
+    Some(rest[..end].to_string())
+}
+
+fn kvm_note(cache: &Path) -> PathBuf {
+    cache.join("kvm-unusable")
+}
+
+/// Boot per `spec`, falling back from KVM to TCG (see the module docs).
+pub fn boot(
+    art: &Artefacts,
+    cache: &Path,
+    spec: &BootSpec,
+    progress: &dyn Fn(&str),
+) -> Result<BootResult, LabError> {
+    fs::create_dir_all(&spec.run_dir)
+        .map_err(|e| LabError::new("boot", format!("{}: {e}", spec.run_dir.display())))?;
+    let kvm_present = Path::new("/dev/kvm").exists();
+    let try_kvm = match spec.accel {
+        Accel::Tcg => false,
+        Accel::Kvm => true,
+        Accel::Auto => kvm_present && !kvm_note(cache).exists(),
+    };
+    let mut kvm_failure = None;
+    if try_kvm {
+        progress("booting under KVM");
+        let kvm_spec = BootSpec {
+            boot_timeout: spec.boot_timeout.min(Duration::from_secs(20)),
+            ..spec.clone()
+        };
+        match attempt(art, &kvm_spec, true, progress) {
+            Ok(r) => return Ok(r),
+            Err(Failure::After(e)) => return Err(e),
+            Err(Failure::BeforeInit(e)) => {
+                if spec.accel == Accel::Kvm {
+                    return Err(e);
+                }
+                let _ = fs::write(kvm_note(cache), format!("{e}\n"));
+                progress(&format!("KVM unusable ({e}); falling back to TCG"));
+                kvm_failure = Some(e.to_string());
+            }
+        }
+    }
+    progress("booting under TCG");
+    match attempt(art, spec, false, progress) {
+        Ok(mut r) => {
+            r.kvm_failure = kvm_failure;
+            Ok(r)
+        }
+        Err(Failure::After(e) | Failure::BeforeInit(e)) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_between_markers() {
+        let d = "junk\r\n=== skbsim-lab begin ===\r\n{\"a\":1}\r\nline 2\r\n=== skbsim-lab end rc=0 ===\r\n";
+        assert_eq!(between_markers(d).as_deref(), Some("{\"a\":1}\nline 2\n"));
+        assert_eq!(between_markers("=== skbsim-lab begin ===\n"), None);
+    }
+}

@@ -1,0 +1,218 @@
+//! The tap-gro simulator against the real kernel (root only; without root every test
+//! prints `skipped: <reason>`, and in CI, which runs as root, fails). One test per
+//! scenario file in scenarios/tap-gro, named by the file: `sim_only` ones only check that
+//! their reason is given; the others must agree field by field (model-only and
+//! unobservable fields aside) and frame by frame. Plus: what the real trace shows for the
+//! VXLAN case of real-kernel-observations.md, a wrong model is caught with the scenario,
+//! delivery and field, and nothing is left behind on the host.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rstest::rstest;
+use sim::scenario::Scenario;
+use skbsim::conform::{conform_one, Outcome};
+use skbsim::gro_real::{compare_gro_outputs, compare_gro_traces};
+use skbsim::runner::{run_sim, run_tap, ScenarioOutput};
+
+/// Return early with a note when the kernel backend cannot run here (in CI: fail).
+macro_rules! require_privileges {
+    () => {
+        if let Err(reason) = skbsim_kernel::privileges_ok() {
+            // CI runs as root: a skip there would hide a real-kernel test, so it fails.
+            if std::env::var_os("CI").is_some() {
+                panic!("CI must run the real-kernel tests: {reason}");
+            }
+            eprintln!("skipped: {reason}");
+            return;
+        }
+    };
+}
+
+fn scenario_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/tap-gro")
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[rstest]
+fn sim_and_real_agree(#[files("../../scenarios/tap-gro/*.toml")] path: PathBuf) {
+    let name = stem(&path);
+    let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    if let Some(reason) = &scenario.sim_only {
+        assert!(
+            !reason.trim().is_empty(),
+            "{name}: sim_only needs a reason the real kernel cannot run it"
+        );
+        eprintln!("sim-only {name}: {reason}");
+        // What the arm itself says (not asserted: another machine's kernel may differ).
+        match skbsim_kernel::arm::tap_gro::expressible(&scenario) {
+            Err(e) => eprintln!("  the arm agrees: {e}"),
+            Ok(()) => eprintln!("  note: the arm would run {name} on this kernel"),
+        }
+        return;
+    }
+    require_privileges!();
+    match conform_one(&scenario) {
+        Outcome::Agree { frames, notes, .. } => {
+            eprintln!("{name}: sim and real kernel agree ({frames} frames)");
+            for n in notes {
+                eprintln!("  note: {n}");
+            }
+        }
+        Outcome::Diverge { mismatch, notes } => {
+            panic!(
+                "{name}: the simulator and the real kernel disagree\n{mismatch}\nnotes: {notes:?}"
+            )
+        }
+        Outcome::Error(e) => panic!("{name}: {e}"),
+        Outcome::SimOnly(_) => unreachable!("sim_only was handled above"),
+        Outcome::NoRealArm(why) => panic!("{name}: {why}"),
+    }
+}
+
+fn load(stem: &str) -> Scenario {
+    Scenario::load(&scenario_dir().join(format!("{stem}.toml"))).expect("scenario")
+}
+
+#[test]
+fn the_real_vxlan_trace_shows_what_the_kernel_exposes() {
+    require_privileges!();
+    let s = load("vxlan-napi-timeout");
+    let real = run_tap(&s).expect("real kernel");
+    eprintln!("{}", real.trace);
+    for part in [
+        "\ndeliver 0: len 13604\n",
+        "  gso: TCPV4 size 1350 segs 10\n",
+        "  csum: CHECKSUM_PARTIAL start 84 offset 16\n",
+        "  vxlan_dev: len 13554\n",
+        "  layout: head 1454 (vnet hdr_len)\n",
+        "totals: written 10 write_errors 0 delivered 1\n",
+        "  tap: rx_packets 10 rx_bytes 14540\n",
+        "  stack: packets 1 bytes 13604 segs 10\n",
+        "  lengths: [13604]\n",
+    ] {
+        assert!(real.trace.contains(part), "{part:?} missing");
+    }
+}
+
+#[test]
+fn bursts_share_one_napi_poll() {
+    require_privileges!();
+    // burst = 10, gro_flush_timeout 0: only a shared poll merges the ten writes.
+    let real = run_tap(&load("tcp-data-same")).expect("real kernel");
+    assert!(
+        real.trace.contains("  lengths: [14054]\n"),
+        "{}",
+        real.trace
+    );
+    // burst = 1, gro_flush_timeout 0: ten polls, ten packets.
+    let real = run_tap(&load("tcp-napi-no-timeout")).expect("real kernel");
+    assert!(
+        real.trace
+            .contains("  stack: packets 10 bytes 14540 segs 10\n"),
+        "{}",
+        real.trace
+    );
+}
+
+fn with_trace(out: &ScenarioOutput, trace: String) -> ScenarioOutput {
+    ScenarioOutput {
+        trace,
+        json: out.json.clone(),
+        pcap: out.pcap.clone(),
+        frames: out.frames,
+        notes: Vec::new(),
+    }
+}
+
+#[test]
+fn a_wrong_model_is_caught_with_scenario_delivery_and_field() {
+    let s = load("tcp-bad-csum-mid-burst");
+    let sim = run_sim(&s, None).expect("sim");
+    // A model that put the checksum of the merged skb one byte off.
+    let wrong = sim
+        .trace
+        .replacen("CHECKSUM_PARTIAL start 34", "CHECKSUM_PARTIAL start 35", 1);
+    assert_ne!(wrong, sim.trace, "the trace has a csum line to change");
+    let check = |real: &str| {
+        let m = compare_gro_traces(&s.name, &wrong, real).expect("the csum change is caught");
+        assert_eq!(m.scenario, "tap-gro/tcp-bad-csum-mid-burst");
+        assert_eq!(m.read, "deliver 1");
+        assert_eq!(m.field, "csum");
+        assert_eq!(m.sim, "CHECKSUM_PARTIAL start 35 offset 16");
+        assert_eq!(m.real, "CHECKSUM_PARTIAL start 34 offset 16");
+    };
+    // Against the right model's own trace (runs anywhere)...
+    check(&sim.trace);
+    assert_eq!(compare_gro_traces(&s.name, &sim.trace, &sim.trace), None);
+
+    require_privileges!();
+    // ...and against the real kernel, trace and pcap.
+    let real = run_tap(&s).expect("real kernel");
+    check(&real.trace);
+    assert_eq!(
+        compare_gro_outputs(&s.name, &sim, &real).expect("compare"),
+        None
+    );
+    let m = compare_gro_outputs(&s.name, &with_trace(&sim, wrong), &real)
+        .expect("compare")
+        .expect("caught");
+    assert_eq!(m.field, "csum");
+    // A delivery order the model got wrong: the first two skbs swapped in the pcap.
+    let frames: Vec<sim::pcap::Frame> = sim::pcap::PcapReader::from_reader(&sim.pcap[..], "sim")
+        .expect("pcap")
+        .collect::<Result<_, _>>()
+        .expect("frames");
+    let mut w = sim::pcap::PcapWriter::new(Vec::new(), sim::pcap::PcapFormat::Pcap).expect("w");
+    for i in [1, 0, 2] {
+        w.write_frame(frames[i].ts_ns, &frames[i].data)
+            .expect("write");
+    }
+    let swapped = ScenarioOutput {
+        pcap: w.finish().expect("finish"),
+        ..with_trace(&sim, sim.trace.clone())
+    };
+    let m = compare_gro_outputs(&s.name, &swapped, &real)
+        .expect("compare")
+        .expect("caught");
+    assert_eq!(m.read, "pcap frame 0");
+}
+
+/// Host links and named namespaces.
+fn host_state() -> (BTreeSet<String>, String) {
+    let links = Command::new("ip")
+        .args(["-o", "link"])
+        .output()
+        .expect("run ip -o link");
+    let names = String::from_utf8_lossy(&links.stdout)
+        .lines()
+        .filter_map(|l| l.split(':').nth(1))
+        .map(|n| n.trim().split('@').next().unwrap_or("").to_string())
+        .collect();
+    let netns = Command::new("ip")
+        .arg("netns")
+        .output()
+        .expect("run ip netns");
+    (names, String::from_utf8_lossy(&netns.stdout).into_owned())
+}
+
+#[test]
+fn nothing_is_left_behind_on_the_host() {
+    require_privileges!();
+    let before = host_state();
+    // Threaded NAPI, vxlan devices and addresses: all inside the run's namespace.
+    for stem in ["tcp-64k", "vxlan-vni"] {
+        let s = load(stem);
+        assert!(
+            matches!(conform_one(&s), Outcome::Agree { .. }),
+            "{stem} should agree"
+        );
+    }
+    assert_eq!(host_state(), before, "host links or namespaces changed");
+}
