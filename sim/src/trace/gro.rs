@@ -18,8 +18,10 @@ use crate::skb::{gso, IpSummed};
 use crate::wire::summary::describe;
 
 /// Trace fields only the model knows; a comparison with the real kernel skips them.
-pub const GRO_MODEL_ONLY_FIELDS: [&str; 9] = [
+/// `encap` (tunnel offsets and the UDP_TUNNEL_CSUM bit) is not in a virtio header either.
+pub const GRO_MODEL_ONLY_FIELDS: [&str; 10] = [
     "backend",
+    "encap",
     "frames",
     "start",
     "rule",

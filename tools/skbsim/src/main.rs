@@ -11,6 +11,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use skbsim::{bench, conform, diff, replay, suite};
 
+mod lab;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "skbsim",
@@ -49,6 +51,9 @@ enum Command {
     /// Measure simulated and raw pcap frames/s (medians of several runs), or with
     /// `--backend tap` real frames/s with tx VLAN offload on and off.
     Bench(bench::BenchArgs),
+    /// A guest Linux kernel (Debian 12's 6.1) under QEMU for what this kernel lacks (GRE,
+    /// 802.1Q devices, vhost_net): fetch it, run conform or checks inside it.
+    Lab(lab::LabArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +70,7 @@ fn main() -> ExitCode {
         } => diff::diff(&left, &right, json, &ignore),
         Command::Conform(args) => conform::conform(&args),
         Command::Bench(args) => bench::bench(&args),
+        Command::Lab(args) => lab::lab(&args),
     };
     match result {
         Ok(code) => code,

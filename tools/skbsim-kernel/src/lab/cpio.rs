@@ -181,10 +181,21 @@ mod tests {
         let names: Vec<&str> = e.iter().map(|x| x.0.as_str()).collect();
         assert_eq!(
             names,
-            ["dev", "dev/console", "usr", "usr/bin", "usr/bin/x", "bin", "bin/sh"]
+            [
+                "dev",
+                "dev/console",
+                "usr",
+                "usr/bin",
+                "usr/bin/x",
+                "bin",
+                "bin/sh"
+            ]
         );
         assert_eq!(e[1].1, S_IFCHR | 0o600);
-        assert_eq!(e[4], ("usr/bin/x".into(), S_IFREG | 0o755, b"hello".to_vec()));
+        assert_eq!(
+            e[4],
+            ("usr/bin/x".into(), S_IFREG | 0o755, b"hello".to_vec())
+        );
         assert_eq!(e[6].2, b"busybox");
     }
 }

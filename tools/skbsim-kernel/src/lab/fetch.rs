@@ -8,7 +8,7 @@
 //! dependency group counts), so only the missing libraries are fetched; QEMU then runs with
 //! `LD_LIBRARY_PATH` pointing into the cache. `ldd` checks that nothing is left missing.
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -96,80 +96,100 @@ fn installed_packages() -> Result<HashSet<String>, LabError> {
         .collect())
 }
 
-/// The dependency groups (`a | b`) of `pkg`'s candidate version; `None` when apt knows no
-/// such (real) package.
-fn depends_of(pkg: &str) -> Result<Option<Vec<Vec<String>>>, LabError> {
-    let out = Command::new("apt-cache")
-        .args(["show", "--no-all-versions", pkg])
-        .output()
-        .map_err(|e| LabError::new("download", format!("cannot run apt-cache: {e}")))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() || !text.contains("Package:") {
-        return Ok(None);
-    }
-    let mut groups = Vec::new();
-    for line in text.lines() {
-        let Some(list) = line
-            .strip_prefix("Depends: ")
-            .or_else(|| line.strip_prefix("Pre-Depends: "))
-        else {
-            continue;
-        };
-        for group in list.split(',') {
-            let alts = group
+/// A dependency list (`a (>= 1), b | c`) as groups of alternatives, names only.
+fn parse_depends(list: &str) -> Vec<Vec<String>> {
+    list.split(',')
+        .map(|group| {
+            group
                 .split('|')
                 .map(|a| {
                     let name = a.split('(').next().unwrap_or("").trim();
                     name.split(':').next().unwrap_or("").to_string()
                 })
                 .filter(|n| !n.is_empty())
-                .collect::<Vec<_>>();
-            if !alts.is_empty() {
-                groups.push(alts);
-            }
-        }
-    }
-    Ok(Some(groups))
+                .collect::<Vec<_>>()
+        })
+        .filter(|alts| !alts.is_empty())
+        .collect()
 }
 
-/// The packages to fetch for `roots`: the roots and every dependency the host lacks.
+/// The dependency groups of each of `pkgs`' candidate versions, from one `apt-cache show`
+/// (each call reads apt's whole cache: about a second). A name apt knows no real package
+/// for (a virtual package) is absent from the map.
+fn depends_of(pkgs: &[String]) -> Result<HashMap<String, Vec<Vec<String>>>, LabError> {
+    let out = Command::new("apt-cache")
+        .args(["show", "--no-all-versions"])
+        .args(pkgs)
+        .output()
+        .map_err(|e| LabError::new("download", format!("cannot run apt-cache: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut map = HashMap::new();
+    for stanza in text.split("\n\n") {
+        let mut name = None;
+        let mut groups = Vec::new();
+        for line in stanza.lines() {
+            if let Some(p) = line.strip_prefix("Package: ") {
+                name = Some(p.trim().to_string());
+            } else if let Some(list) = line
+                .strip_prefix("Depends: ")
+                .or_else(|| line.strip_prefix("Pre-Depends: "))
+            {
+                groups.extend(parse_depends(list));
+            }
+        }
+        if let Some(n) = name {
+            map.entry(n).or_insert(groups);
+        }
+    }
+    Ok(map)
+}
+
+/// The packages to fetch for `roots`: the roots and every dependency the host lacks
+/// (breadth first, one `apt-cache` call per level).
 pub fn closure(roots: &[&str], installed: &HashSet<String>) -> Result<Vec<String>, LabError> {
-    let mut seen = HashSet::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
-    let mut queue: VecDeque<String> = roots.iter().map(|r| r.to_string()).collect();
-    while let Some(p) = queue.pop_front() {
-        if !seen.insert(p.clone()) || installed.contains(&p) {
-            continue;
+    let mut level: Vec<String> = roots.iter().map(|r| r.to_string()).collect();
+    while !level.is_empty() {
+        level.retain(|p| !installed.contains(p) && seen.insert(p.clone()));
+        if level.is_empty() {
+            break;
         }
-        let Some(groups) = depends_of(&p)? else {
-            if roots.contains(&p.as_str()) {
-                return Err(LabError::new(
-                    "download",
-                    format!("apt knows no package {p} (is `apt-get update` done?)"),
-                ));
-            }
-            // A virtual package nobody installed: the ldd check reports what is missing.
-            continue;
-        };
-        out.push(p);
-        for alts in groups {
-            if alts.iter().any(|a| installed.contains(a)) {
+        let deps = depends_of(&level)?;
+        let mut next = Vec::new();
+        for p in &level {
+            let Some(groups) = deps.get(p) else {
+                if roots.contains(&p.as_str()) {
+                    return Err(LabError::new(
+                        "download",
+                        format!("apt knows no package {p} (is `apt-get update` done?)"),
+                    ));
+                }
+                // A virtual package nobody installed: the ldd check reports what is missing.
                 continue;
+            };
+            out.push(p.clone());
+            for alts in groups {
+                if !alts.iter().any(|a| installed.contains(a)) {
+                    next.push(alts[0].clone());
+                }
             }
-            queue.push_back(alts[0].clone());
         }
+        level = next;
     }
     Ok(out)
 }
 
 /// The versioned kernel image package the cloud metapackage depends on.
 fn kernel_package() -> Result<String, LabError> {
-    let groups = depends_of(KERNEL_META)?.ok_or_else(|| {
-        LabError::new(
-            "download",
-            format!("apt knows no package {KERNEL_META} (is `apt-get update` done?)"),
-        )
-    })?;
+    let groups = depends_of(&[KERNEL_META.to_string()])?
+        .remove(KERNEL_META)
+        .ok_or_else(|| {
+            LabError::new(
+                "download",
+                format!("apt knows no package {KERNEL_META} (is `apt-get update` done?)"),
+            )
+        })?;
     groups
         .into_iter()
         .flatten()
@@ -291,7 +311,10 @@ pub fn prepare(cache: &Path, progress: &dyn Fn(&str)) -> Result<Artefacts, LabEr
             files.len(),
             deb.file_name().unwrap_or_default().to_string_lossy()
         ));
-        run("unpack", Command::new("dpkg-deb").arg("-x").arg(deb).arg(&tmp))?;
+        run(
+            "unpack",
+            Command::new("dpkg-deb").arg("-x").arg(deb).arg(&tmp),
+        )?;
         let info = run(
             "unpack",
             Command::new("dpkg-deb")

@@ -150,7 +150,8 @@ fn module_name(file: &str) -> String {
 
 impl ModuleIndex {
     pub fn load(modules: &Path) -> Result<ModuleIndex, LabError> {
-        let err = |p: &Path, e: std::io::Error| LabError::new("modules", format!("{}: {e}", p.display()));
+        let err =
+            |p: &Path, e: std::io::Error| LabError::new("modules", format!("{}: {e}", p.display()));
         let mut files = HashMap::new();
         let mut stack = vec![modules.join("kernel")];
         while let Some(d) = stack.pop() {
@@ -164,13 +165,21 @@ impl ModuleIndex {
                 if f.ends_with(".ko.xz") || f.ends_with(".ko.zst") || f.ends_with(".ko.gz") {
                     return Err(LabError::new(
                         "modules",
-                        format!("{} is compressed; insmod here needs plain .ko files", p.display()),
+                        format!(
+                            "{} is compressed; insmod here needs plain .ko files",
+                            p.display()
+                        ),
                     ));
                 }
                 if f.ends_with(".ko") {
                     let rel = p
                         .strip_prefix(modules)
-                        .map_err(|_| LabError::new("modules", format!("{} outside {}", p.display(), modules.display())))?
+                        .map_err(|_| {
+                            LabError::new(
+                                "modules",
+                                format!("{} outside {}", p.display(), modules.display()),
+                            )
+                        })?
                         .to_string_lossy()
                         .into_owned();
                     files.insert(module_name(&f), rel);
@@ -196,14 +205,18 @@ impl ModuleIndex {
     }
 
     fn module(&self, name: &str) -> Result<Module, LabError> {
-        let rel = self
-            .files
-            .get(name)
-            .ok_or_else(|| LabError::new("modules", format!("the guest kernel has no module {name}")))?;
+        let rel = self.files.get(name).ok_or_else(|| {
+            LabError::new("modules", format!("the guest kernel has no module {name}"))
+        })?;
         let path = self.root.join(rel);
-        let bytes = fs::read(&path).map_err(|e| LabError::new("modules", format!("{}: {e}", path.display())))?;
-        let info = modinfo(&bytes)
-            .ok_or_else(|| LabError::new("modules", format!("{}: no .modinfo section", path.display())))?;
+        let bytes = fs::read(&path)
+            .map_err(|e| LabError::new("modules", format!("{}: {e}", path.display())))?;
+        let info = modinfo(&bytes).ok_or_else(|| {
+            LabError::new(
+                "modules",
+                format!("{}: no .modinfo section", path.display()),
+            )
+        })?;
         let depends = info
             .iter()
             .filter(|(k, _)| k == "depends")
@@ -224,7 +237,11 @@ impl ModuleIndex {
         let mut order: Vec<Module> = Vec::new();
         let mut done = BTreeSet::new();
         // Iterative post-order DFS: (module, dependencies pushed yet).
-        let mut stack: Vec<(String, bool)> = names.iter().rev().map(|n| (module_name(n), false)).collect();
+        let mut stack: Vec<(String, bool)> = names
+            .iter()
+            .rev()
+            .map(|n| (module_name(n), false))
+            .collect();
         let mut cache: BTreeMap<String, Module> = BTreeMap::new();
         let mut on_path = BTreeSet::new();
         while let Some((name, expanded)) = stack.pop() {
@@ -243,7 +260,10 @@ impl ModuleIndex {
                 continue;
             }
             if !on_path.insert(name.clone()) {
-                return Err(LabError::new("modules", format!("dependency cycle through {name}")));
+                return Err(LabError::new(
+                    "modules",
+                    format!("dependency cycle through {name}"),
+                ));
             }
             stack.push((name.clone(), true));
             for d in m.depends.iter().rev() {
@@ -293,7 +313,10 @@ pub fn host_libraries(binary: &Path) -> Result<Vec<PathBuf>, LabError> {
     for l in text.lines() {
         let l = l.trim();
         if l.contains("not found") {
-            return Err(LabError::new("initramfs", format!("{}: {l}", binary.display())));
+            return Err(LabError::new(
+                "initramfs",
+                format!("{}: {l}", binary.display()),
+            ));
         }
         let path = match l.split_once("=> ") {
             Some((_, rest)) => rest.split_whitespace().next(),
@@ -306,8 +329,14 @@ pub fn host_libraries(binary: &Path) -> Result<Vec<PathBuf>, LabError> {
     Ok(libs)
 }
 
-fn add_host_file<W: Write>(cpio: &mut CpioWriter<W>, host: &Path, guest: &str, perm: u32) -> Result<(), LabError> {
-    let data = fs::read(host).map_err(|e| LabError::new("initramfs", format!("{}: {e}", host.display())))?;
+fn add_host_file<W: Write>(
+    cpio: &mut CpioWriter<W>,
+    host: &Path,
+    guest: &str,
+    perm: u32,
+) -> Result<(), LabError> {
+    let data = fs::read(host)
+        .map_err(|e| LabError::new("initramfs", format!("{}: {e}", host.display())))?;
     cpio.file(guest, perm, &data)
         .map_err(|e| LabError::new("initramfs", format!("writing {guest}: {e}")))
 }
@@ -363,10 +392,14 @@ pub fn base_archive(art: &Artefacts, cache: &Path) -> Result<(PathBuf, ModuleInd
     }
     let mods = index.resolve(&LAB_MODULES)?;
     let tmp = path.with_extension("cpio.tmp");
-    let f = fs::File::create(&tmp).map_err(|e| LabError::new("initramfs", format!("{}: {e}", tmp.display())))?;
+    let f = fs::File::create(&tmp)
+        .map_err(|e| LabError::new("initramfs", format!("{}: {e}", tmp.display())))?;
     let mut cpio = CpioWriter::new(BufWriter::new(f));
     let io = |e: std::io::Error| LabError::new("initramfs", format!("{}: {e}", tmp.display()));
-    for d in ["dev", "proc", "sys", "run", "tmp", "var", "root", "etc", "bin", "sbin", "usr/bin", "usr/sbin", "lab"] {
+    for d in [
+        "dev", "proc", "sys", "run", "tmp", "var", "root", "etc", "bin", "sbin", "usr/bin",
+        "usr/sbin", "lab",
+    ] {
         cpio.dir(d).map_err(io)?;
     }
     cpio.char_dev("dev/console", 0o600, 5, 1).map_err(io)?;
@@ -380,13 +413,23 @@ pub fn base_archive(art: &Artefacts, cache: &Path) -> Result<(PathBuf, ModuleInd
     }
     let moddir = format!("lib/modules/{}", art.kver);
     for m in &mods {
-        add_host_file(&mut cpio, &art.modules.join(&m.rel), &format!("{moddir}/{}", m.rel), 0o644)?;
+        add_host_file(
+            &mut cpio,
+            &art.modules.join(&m.rel),
+            &format!("{moddir}/{}", m.rel),
+            0o644,
+        )?;
     }
-    cpio.file(&format!("{moddir}/modules.dep"), 0o644, modules_dep(&mods).as_bytes())
-        .map_err(io)?;
+    cpio.file(
+        &format!("{moddir}/modules.dep"),
+        0o644,
+        modules_dep(&mods).as_bytes(),
+    )
+    .map_err(io)?;
     for f in ["modules.builtin", "modules.order"] {
         if let Ok(data) = fs::read(art.modules.join(f)) {
-            cpio.file(&format!("{moddir}/{f}"), 0o644, &data).map_err(io)?;
+            cpio.file(&format!("{moddir}/{f}"), 0o644, &data)
+                .map_err(io)?;
         }
     }
     cpio.finish().map_err(io)?;
@@ -410,11 +453,21 @@ pub struct Payload {
 }
 
 /// `base` followed by the payload archive, written to `out`.
-pub fn build_initrd(base: &Path, index: &ModuleIndex, art: &Artefacts, payload: &Payload, out: &Path) -> Result<(), LabError> {
+pub fn build_initrd(
+    base: &Path,
+    index: &ModuleIndex,
+    art: &Artefacts,
+    payload: &Payload,
+    out: &Path,
+) -> Result<(), LabError> {
     let io = |e: std::io::Error| LabError::new("initramfs", format!("{}: {e}", out.display()));
     let names: Vec<&str> = payload.modules.iter().map(String::as_str).collect();
     let mods = index.resolve(&names)?;
-    let base_mods: BTreeSet<String> = index.resolve(&LAB_MODULES)?.into_iter().map(|m| m.rel).collect();
+    let base_mods: BTreeSet<String> = index
+        .resolve(&LAB_MODULES)?
+        .into_iter()
+        .map(|m| m.rel)
+        .collect();
     let mut f = BufWriter::new(fs::File::create(out).map_err(io)?);
     let mut base_file = fs::File::open(base).map_err(io)?;
     std::io::copy(&mut base_file, &mut f).map_err(io)?;
@@ -423,12 +476,19 @@ pub fn build_initrd(base: &Path, index: &ModuleIndex, art: &Artefacts, payload: 
     let mut order = String::new();
     for m in &mods {
         if !base_mods.contains(&m.rel) {
-            add_host_file(&mut cpio, &art.modules.join(&m.rel), &format!("{moddir}/{}", m.rel), 0o644)?;
+            add_host_file(
+                &mut cpio,
+                &art.modules.join(&m.rel),
+                &format!("{moddir}/{}", m.rel),
+                0o644,
+            )?;
         }
         order.push_str(&format!("/{moddir}/{}\n", m.rel));
     }
-    cpio.file("lab/modules", 0o644, order.as_bytes()).map_err(io)?;
-    cpio.file("lab/cmd", 0o755, payload.script.as_bytes()).map_err(io)?;
+    cpio.file("lab/modules", 0o644, order.as_bytes())
+        .map_err(io)?;
+    cpio.file("lab/cmd", 0o755, payload.script.as_bytes())
+        .map_err(io)?;
     cpio.file("lab/cwd", 0o644, payload.cwd.to_string_lossy().as_bytes())
         .map_err(io)?;
     cpio.dir(&payload.cwd.to_string_lossy()).map_err(io)?;
@@ -457,7 +517,11 @@ mod tests {
             rel: format!("kernel/{name}.ko"),
             depends: deps.iter().map(|d| d.to_string()).collect(),
         };
-        let mods = [m("llc", &[]), m("stp", &["llc"]), m("bridge", &["stp", "llc"])];
+        let mods = [
+            m("llc", &[]),
+            m("stp", &["llc"]),
+            m("bridge", &["stp", "llc"]),
+        ];
         assert_eq!(
             modules_dep(&mods),
             "kernel/llc.ko:\nkernel/stp.ko: kernel/llc.ko\nkernel/bridge.ko: kernel/stp.ko kernel/llc.ko\n"

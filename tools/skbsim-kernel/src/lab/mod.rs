@@ -53,7 +53,11 @@ impl std::error::Error for LabError {}
 /// The cache: `$SKBSIM_LAB_CACHE`, else `$XDG_CACHE_HOME/skbsim-lab`, else
 /// `$HOME/.cache/skbsim-lab`, else `target/skbsim-lab`.
 pub fn default_cache_dir() -> PathBuf {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     if let Some(d) = env("SKBSIM_LAB_CACHE") {
         return d;
     }

@@ -91,7 +91,14 @@ fn spawn(art: &Artefacts, spec: &BootSpec, kvm: bool) -> Result<Child, LabError>
         cmd.args(["-accel", "tcg"]);
     }
     cmd.args(["-m", &spec.memory_mb.to_string()])
-        .args(["-nographic", "-monitor", "none", "-no-reboot", "-nic", "none"])
+        .args([
+            "-nographic",
+            "-monitor",
+            "none",
+            "-no-reboot",
+            "-nic",
+            "none",
+        ])
         .args(["-serial", "stdio", "-serial"])
         .arg(format!("file:{}", data.display()))
         .arg("-kernel")
@@ -191,15 +198,26 @@ fn attempt(
             let (step, what) = match (init_at, begin_at) {
                 (None, _) => (
                     "boot timeout",
-                    format!("the guest did not reach /init within {:?} ({accel})", spec.boot_timeout),
+                    format!(
+                        "the guest did not reach /init within {:?} ({accel})",
+                        spec.boot_timeout
+                    ),
                 ),
-                (Some(_), None) => ("boot timeout", "the guest's /init did not start the command".to_string()),
+                (Some(_), None) => (
+                    "boot timeout",
+                    "the guest's /init did not start the command".to_string(),
+                ),
                 (Some(_), Some(_)) => (
                     "run timeout",
                     format!("the command in the guest ran over {:?}", spec.run_timeout),
                 ),
             };
-            return Err(fail(&mut child, &console, init_at.is_some(), LabError::new(step, what)));
+            return Err(fail(
+                &mut child,
+                &console,
+                init_at.is_some(),
+                LabError::new(step, what),
+            ));
         }
         let line = match rx.recv_timeout(deadline - now) {
             Ok(Line::Text(l)) => l,
@@ -213,7 +231,12 @@ fn attempt(
             stderr.push('\n');
         }
         if line.contains("KVM internal error") {
-            return Err(fail(&mut child, &console, init_at.is_some(), LabError::new("kvm", line.trim().to_string())));
+            return Err(fail(
+                &mut child,
+                &console,
+                init_at.is_some(),
+                LabError::new("kvm", line.trim().to_string()),
+            ));
         }
         if line.contains("Kernel panic") {
             return Err(fail(
@@ -226,17 +249,27 @@ fn attempt(
         if let Some(rest) = line.strip_prefix(CONSOLE_INIT) {
             init_at = Some(Instant::now());
             guest_kernel = rest.trim().to_string();
-            progress(&format!("guest {guest_kernel} up ({accel}, {:.1} s)", start.elapsed().as_secs_f64()));
+            progress(&format!(
+                "guest {guest_kernel} up ({accel}, {:.1} s)",
+                start.elapsed().as_secs_f64()
+            ));
         } else if line.starts_with(CONSOLE_BEGIN) {
             begin_at = Some(Instant::now());
         } else if let Some(rest) = line.strip_prefix(CONSOLE_END) {
-            let rc = rest.trim().strip_prefix("rc=").and_then(|r| r.parse().ok()).unwrap_or(-1);
+            let rc = rest
+                .trim()
+                .strip_prefix("rc=")
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(-1);
             end = Some((Instant::now(), rc));
         } else if begin_at.is_some() && end.is_none() {
             let short: String = line.chars().take(100).collect();
             progress(&short);
         } else if init_at.is_none() && !line.trim().is_empty() {
-            progress(&format!("booting ({accel}): {}", line.chars().take(80).collect::<String>()));
+            progress(&format!(
+                "booting ({accel}): {}",
+                line.chars().take(80).collect::<String>()
+            ));
         }
     }
     // QEMU closed its stdout: it is exiting.
@@ -254,11 +287,17 @@ fn attempt(
         .to_string();
     let Some(init) = init_at else {
         let why = if qemu_err.is_empty() {
-            format!("QEMU exited ({}) before the guest reached /init", status.map(|s| s.to_string()).unwrap_or_default())
+            format!(
+                "QEMU exited ({}) before the guest reached /init",
+                status.map(|s| s.to_string()).unwrap_or_default()
+            )
         } else {
             qemu_err
         };
-        return Err(Failure::BeforeInit(LabError::new(if kvm { "kvm" } else { "boot" }, why)));
+        return Err(Failure::BeforeInit(LabError::new(
+            if kvm { "kvm" } else { "boot" },
+            why,
+        )));
     };
     let (Some(begin), Some((end_at, rc))) = (begin_at, end) else {
         let tail: Vec<&str> = console.lines().rev().take(3).collect();
@@ -274,7 +313,10 @@ fn attempt(
     let output = between_markers(&String::from_utf8_lossy(&data)).ok_or_else(|| {
         Failure::After(LabError::new(
             "guest",
-            format!("no output between the data markers in {}", spec.run_dir.join("data.txt").display()),
+            format!(
+                "no output between the data markers in {}",
+                spec.run_dir.join("data.txt").display()
+            ),
         ))
     })?;
     Ok(BootResult {
