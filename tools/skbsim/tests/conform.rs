@@ -3,6 +3,9 @@
 //! named by the file; plus: nothing is left behind on the host after a normal, a failing
 //! and a SIGKILLed run, and a wrong model is caught with the scenario, read and field.
 
+mod common;
+use common::{assert_agrees, stem};
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -13,26 +16,6 @@ use sim::pcap::{PcapFormat, PcapWriter};
 use sim::scenario::Scenario;
 use skbsim::conform::{compare_outputs, compare_pcaps, compare_traces, conform_one, Outcome};
 use skbsim::runner::{run_sim, run_tap, ScenarioOutput};
-
-/// Return early with a note when the kernel backend cannot run here (in CI: fail).
-macro_rules! require_privileges {
-    () => {
-        if let Err(reason) = skbsim_kernel::privileges_ok() {
-            // CI runs as root: a skip there would hide a real-kernel test, so it fails.
-            if std::env::var_os("CI").is_some() {
-                panic!("CI must run the real-kernel tests: {reason}");
-            }
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
-}
-
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
 
 fn scenario_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/tun-read")
@@ -55,26 +38,7 @@ fn sim_and_real_agree(
         return;
     }
     require_privileges!();
-    match conform_one(&scenario) {
-        Outcome::Agree {
-            frames,
-            reads,
-            notes,
-        } => {
-            eprintln!("{name}: sim and real kernel agree ({frames} frames, {reads} reads)");
-            for n in notes {
-                eprintln!("  note: {n}");
-            }
-        }
-        Outcome::Diverge { mismatch, notes } => {
-            panic!(
-                "{name}: the simulator and the real kernel disagree\n{mismatch}\nnotes: {notes:?}"
-            )
-        }
-        Outcome::Error(e) => panic!("{name}: {e}"),
-        Outcome::SimOnly(_) => unreachable!("sim_only was handled above"),
-        Outcome::NoRealArm(why) => panic!("{name}: {why}"),
-    }
+    assert_agrees(&name, &scenario);
 }
 
 /// Host state that a run must not change: link names and named namespaces.

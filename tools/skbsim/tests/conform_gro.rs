@@ -6,6 +6,9 @@
 //! VXLAN case of real-kernel-observations.md, a wrong model is caught with the scenario,
 //! delivery and field, and nothing is left behind on the host.
 
+mod common;
+use common::{assert_agrees, stem};
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,28 +19,8 @@ use skbsim::conform::{conform_one, Outcome};
 use skbsim::gro_real::{compare_gro_outputs, compare_gro_traces};
 use skbsim::runner::{run_sim, run_tap, ScenarioOutput};
 
-/// Return early with a note when the kernel backend cannot run here (in CI: fail).
-macro_rules! require_privileges {
-    () => {
-        if let Err(reason) = skbsim_kernel::privileges_ok() {
-            // CI runs as root: a skip there would hide a real-kernel test, so it fails.
-            if std::env::var_os("CI").is_some() {
-                panic!("CI must run the real-kernel tests: {reason}");
-            }
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
-}
-
 fn scenario_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/tap-gro")
-}
-
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 #[rstest]
@@ -58,22 +41,7 @@ fn sim_and_real_agree(#[files("../../scenarios/tap-gro/*.toml")] path: PathBuf) 
         return;
     }
     require_privileges!();
-    match conform_one(&scenario) {
-        Outcome::Agree { frames, notes, .. } => {
-            eprintln!("{name}: sim and real kernel agree ({frames} frames)");
-            for n in notes {
-                eprintln!("  note: {n}");
-            }
-        }
-        Outcome::Diverge { mismatch, notes } => {
-            panic!(
-                "{name}: the simulator and the real kernel disagree\n{mismatch}\nnotes: {notes:?}"
-            )
-        }
-        Outcome::Error(e) => panic!("{name}: {e}"),
-        Outcome::SimOnly(_) => unreachable!("sim_only was handled above"),
-        Outcome::NoRealArm(why) => panic!("{name}: {why}"),
-    }
+    assert_agrees(&name, &scenario);
 }
 
 fn load(stem: &str) -> Scenario {

@@ -5,32 +5,15 @@
 //! of what the stack received must be the same. `sim_only` scenarios only need a reason.
 //! Plus: a wrong model is caught with the scenario, event and field.
 
+mod common;
+use common::{assert_agrees, stem};
+
 use std::path::{Path, PathBuf};
 
 use rstest::rstest;
 use sim::scenario::Scenario;
 use skbsim::conform::{compare_scenario_outputs, conform_one, model_only_fields, Outcome};
 use skbsim::runner::{run_sim, run_tap, ScenarioOutput};
-
-/// Return early with a note when the kernel backend cannot run here (in CI: fail).
-macro_rules! require_privileges {
-    () => {
-        if let Err(reason) = skbsim_kernel::privileges_ok() {
-            // CI runs as root: a skip there would hide a real-kernel test, so it fails.
-            if std::env::var_os("CI").is_some() {
-                panic!("CI must run the real-kernel tests: {reason}");
-            }
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
-}
-
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
 
 fn scenario(name: &str) -> Scenario {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -52,26 +35,7 @@ fn sim_and_real_agree(#[files("../../scenarios/tap-write/*.toml")] path: PathBuf
         return;
     }
     require_privileges!();
-    match conform_one(&scenario) {
-        Outcome::Agree {
-            frames,
-            reads,
-            notes,
-        } => {
-            eprintln!("{name}: sim and real kernel agree ({frames} frames, {reads} reads)");
-            for n in notes {
-                eprintln!("  note: {n}");
-            }
-        }
-        Outcome::Diverge { mismatch, notes } => {
-            panic!(
-                "{name}: the simulator and the real kernel disagree\n{mismatch}\nnotes: {notes:?}"
-            )
-        }
-        Outcome::Error(e) => panic!("{name}: {e}"),
-        Outcome::SimOnly(_) => unreachable!("sim_only was handled above"),
-        Outcome::NoRealArm(why) => panic!("{name}: {why}"),
-    }
+    assert_agrees(&name, &scenario);
 }
 
 fn outputs(s: &Scenario) -> (ScenarioOutput, ScenarioOutput) {

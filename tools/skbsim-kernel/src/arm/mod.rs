@@ -18,7 +18,11 @@ use std::fmt;
 
 use sim::scenario::Pipeline;
 
-use crate::error::KernelError;
+use sim::tun::{TunConfig, TunStats};
+
+use crate::error::{Errno, KernelError};
+use crate::rtnl::LinkStats;
+use crate::tap::tun_f;
 
 /// `Ok(())` when the real backend has an arm for `pipeline`; otherwise why not.
 pub fn real_arm(pipeline: Pipeline) -> Result<(), String> {
@@ -62,4 +66,39 @@ impl From<KernelError> for ArmError {
     fn from(e: KernelError) -> Self {
         ArmError::Kernel(e)
     }
+}
+
+/// A failed kernel operation as an arm error.
+pub(crate) fn kerr(op: String, e: Errno) -> ArmError {
+    ArmError::Kernel(KernelError::sys(op, e))
+}
+
+/// The netlink counters in the simulator's terms.
+pub(crate) fn tun_stats(s: &LinkStats) -> TunStats {
+    TunStats {
+        rx_packets: s.rx_packets,
+        rx_bytes: s.rx_bytes,
+        rx_dropped: s.rx_dropped,
+        rx_frame_errors: s.rx_frame_errors,
+        tx_packets: s.tx_packets,
+        tx_bytes: s.tx_bytes,
+        tx_dropped: s.tx_dropped,
+    }
+}
+
+/// TUNSETOFFLOAD bits for a scenario device.
+pub(crate) fn offload_bits(dev: &TunConfig) -> u32 {
+    let o = &dev.offloads;
+    [
+        (o.csum, tun_f::CSUM),
+        (o.tso4, tun_f::TSO4),
+        (o.tso6, tun_f::TSO6),
+        (o.tso_ecn, tun_f::TSO_ECN),
+        (o.ufo, tun_f::UFO),
+        (o.uso4, tun_f::USO4),
+        (o.uso6, tun_f::USO6),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .fold(0, |acc, (_, bit)| acc | bit)
 }

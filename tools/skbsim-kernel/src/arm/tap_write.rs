@@ -46,16 +46,16 @@ use sim::pipeline::tun_read::{header_len, ReadRecord};
 use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
 use sim::skb::VlanTag;
-use sim::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, DEFAULT_VNET_HDR_SZ, TUN_READQ_SIZE};
+use sim::tun::{DeviceKind, TunConfig, VnetEndian, DEFAULT_VNET_HDR_SZ, TUN_READQ_SIZE};
 
-use super::ArmError;
+use super::{kerr, offload_bits, tun_stats, ArmError};
 use crate::bpf::{attach_xdp, LoadedXdp, XdpMode};
 use crate::error::{Cause, Errno, KernelError};
 use crate::ethtool::Ethtool;
 use crate::netns::Netns;
 use crate::packet::{pkttype, PacketSocket};
 use crate::rtnl::{LinkStats, XdpAttached};
-use crate::tap::{tun_f, Tap, TapConfig};
+use crate::tap::{Tap, TapConfig};
 
 /// The tap written to (A).
 pub const WRITE_NAME: &str = "skbwa";
@@ -122,38 +122,6 @@ pub fn run_tap_write(scenario: &Scenario) -> Result<RealTapWrite, ArmError> {
         None => None,
     };
     Netns::run(|ns| Ok(replay(ns, scenario, prog.as_ref())))?
-}
-
-fn kerr(op: String, e: Errno) -> ArmError {
-    ArmError::Kernel(KernelError::sys(op, e))
-}
-
-fn tun_stats(s: &LinkStats) -> TunStats {
-    TunStats {
-        rx_packets: s.rx_packets,
-        rx_bytes: s.rx_bytes,
-        rx_dropped: s.rx_dropped,
-        rx_frame_errors: s.rx_frame_errors,
-        tx_packets: s.tx_packets,
-        tx_bytes: s.tx_bytes,
-        tx_dropped: s.tx_dropped,
-    }
-}
-
-fn offload_bits(dev: &TunConfig) -> u32 {
-    let o = &dev.offloads;
-    [
-        (o.csum, tun_f::CSUM),
-        (o.tso4, tun_f::TSO4),
-        (o.tso6, tun_f::TSO6),
-        (o.tso_ecn, tun_f::TSO_ECN),
-        (o.ufo, tun_f::UFO),
-        (o.uso4, tun_f::USO4),
-        (o.uso6, tun_f::USO6),
-    ]
-    .into_iter()
-    .filter(|(on, _)| *on)
-    .fold(0, |acc, (_, bit)| acc | bit)
 }
 
 /// Create and configure a tap from a scenario device, then bring it up if `dev.up`.

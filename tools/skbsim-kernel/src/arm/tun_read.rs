@@ -52,12 +52,12 @@ use sim::scenario::{Pipeline, Scenario};
 use sim::skb::{IpSummed, SkBuff, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
 use sim::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, TUN_READQ_SIZE};
 
-use super::ArmError;
+use super::{kerr, offload_bits, tun_stats, ArmError};
 use crate::error::{Cause, Errno, KernelError};
 use crate::ethtool::Ethtool;
 use crate::netns::Netns;
 use crate::rtnl::LinkStats;
-use crate::tap::{tun_f, Tap, TapConfig, VirtioNetHdr};
+use crate::tap::{Tap, TapConfig, VirtioNetHdr};
 
 /// How long the first read after a write waits for the frame to reach B.
 pub const FORWARD_WAIT: Duration = Duration::from_secs(1);
@@ -168,38 +168,6 @@ pub fn run_tun_read(scenario: &Scenario) -> Result<RealTunRead, ArmError> {
     let reader = PcapReader::open(&scenario.input).map_err(|e| ArmError::Input(e.to_string()))?;
     drop(reader);
     Netns::run(|ns| Ok(replay(ns, scenario)))?
-}
-
-fn kerr(op: String, e: Errno) -> ArmError {
-    ArmError::Kernel(KernelError::sys(op, e))
-}
-
-fn tun_stats(s: &LinkStats) -> TunStats {
-    TunStats {
-        rx_packets: s.rx_packets,
-        rx_bytes: s.rx_bytes,
-        rx_dropped: s.rx_dropped,
-        rx_frame_errors: s.rx_frame_errors,
-        tx_packets: s.tx_packets,
-        tx_bytes: s.tx_bytes,
-        tx_dropped: s.tx_dropped,
-    }
-}
-
-fn offload_bits(dev: &TunConfig) -> u32 {
-    let o = &dev.offloads;
-    [
-        (o.csum, tun_f::CSUM),
-        (o.tso4, tun_f::TSO4),
-        (o.tso6, tun_f::TSO6),
-        (o.tso_ecn, tun_f::TSO_ECN),
-        (o.ufo, tun_f::UFO),
-        (o.uso4, tun_f::USO4),
-        (o.uso6, tun_f::USO6),
-    ]
-    .into_iter()
-    .filter(|(on, _)| *on)
-    .fold(0, |acc, (_, bit)| acc | bit)
 }
 
 /// Create and configure the tap under test from the scenario's `[device]`; it starts down.

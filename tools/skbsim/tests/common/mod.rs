@@ -1,0 +1,54 @@
+//! Shared by the conformance tests: the privilege gate and the agreement check.
+#![allow(dead_code)]
+
+use std::path::Path;
+
+use sim::scenario::Scenario;
+use skbsim::conform::{conform_one, Outcome};
+
+/// Return early with a note when the kernel backend cannot run here. CI runs as root, so
+/// a skip there would hide a real-kernel test: it fails instead.
+#[macro_export]
+macro_rules! require_privileges {
+    () => {
+        if let Err(reason) = skbsim_kernel::privileges_ok() {
+            if std::env::var_os("CI").is_some() {
+                panic!("CI must run the real-kernel tests: {reason}");
+            }
+            eprintln!("skipped: {reason}");
+            return;
+        }
+    };
+}
+
+/// The scenario's file stem.
+pub fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Replay `scenario` on both backends and panic, naming the first divergence, unless
+/// they agree. The caller has handled sim_only and the privilege gate.
+pub fn assert_agrees(name: &str, scenario: &Scenario) {
+    match conform_one(scenario) {
+        Outcome::Agree {
+            frames,
+            reads,
+            notes,
+        } => {
+            eprintln!("{name}: sim and real kernel agree ({frames} frames, {reads} reads)");
+            for n in notes {
+                eprintln!("  note: {n}");
+            }
+        }
+        Outcome::Diverge { mismatch, notes } => {
+            panic!(
+                "{name}: the simulator and the real kernel disagree\n{mismatch}\nnotes: {notes:?}"
+            )
+        }
+        Outcome::Error(e) => panic!("{name}: {e}"),
+        Outcome::SimOnly(why) => panic!("{name}: unexpectedly sim-only: {why}"),
+        Outcome::NoRealArm(why) => panic!("{name}: {why}"),
+    }
+}
