@@ -1,0 +1,138 @@
+//! AF_PACKET capture with PACKET_VNET_HDR: what the stack received and its gso fields.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// An AF_PACKET socket with `PACKET_VNET_HDR` on one device: every frame comes with the
+/// `virtio_net_hdr` the kernel builds from its skb.
+#[derive(Debug)]
+pub struct VnetCapture {
+    pub(super) fd: OwnedFd,
+    pub(super) ifindex: u32,
+    pub(super) buf: Vec<u8>,
+}
+
+/// One received frame: the vnet header (or why there is none) and the bytes.
+pub(super) type Captured = (Result<ObservedVnet, String>, Vec<u8>);
+
+impl VnetCapture {
+    /// Bind to `ifindex` (refused in the process's main namespace).
+    pub fn bind(ifindex: u32) -> Result<Self, KernelError> {
+        let op = format!("AF_PACKET PACKET_VNET_HDR bind ifindex {ifindex}");
+        ensure_private_netns(&op)?;
+        // SAFETY: socket(2) with constant arguments; protocol 0 receives nothing before bind.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        let fd = owned_fd(fd).op(|| format!("{op}: socket"))?;
+        setsockopt_int(fd.as_fd(), SOL_PACKET, PACKET_VNET_HDR, 1)
+            .op(|| format!("{op}: PACKET_VNET_HDR"))?;
+        setsockopt_int(
+            fd.as_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            CAPTURE_RCVBUF,
+        )
+        .op(|| format!("{op}: SO_RCVBUFFORCE"))?;
+        // SAFETY: an all-zero sockaddr_ll is valid; the fields that matter are set below.
+        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_protocol = ETH_P_ALL.to_be();
+        addr.sll_ifindex = ifindex as i32;
+        // SAFETY: `addr` is a sockaddr_ll whose size is passed with it.
+        let ret = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        cvt(ret).op(|| op.clone())?;
+        Ok(VnetCapture {
+            fd,
+            ifindex,
+            buf: vec![0u8; VNET_LEN + (1 << 18)],
+        })
+    }
+
+    /// The next incoming frame within `timeout` (outgoing ones are skipped), or `None`.
+    pub fn recv(&mut self, timeout: Duration) -> Result<Option<Captured>, KernelError> {
+        let op = || format!("AF_PACKET recv on ifindex {}", self.ifindex);
+        loop {
+            if !poll_one(self.fd.as_fd(), libc::POLLIN, Some(timeout)).op(op)? {
+                return Ok(None);
+            }
+            // SAFETY: an all-zero sockaddr_ll is a valid value to be overwritten.
+            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            let mut iov = libc::iovec {
+                iov_base: self.buf.as_mut_ptr().cast(),
+                iov_len: self.buf.len(),
+            };
+            // SAFETY: an all-zero msghdr is valid; the pointers are filled in below.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_name = (&mut from as *mut libc::sockaddr_ll).cast();
+            msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            // SAFETY: msg points at a live sockaddr_ll and one iovec into self.buf, with
+            // their sizes; MSG_DONTWAIT because poll said a frame is ready.
+            let n = unsafe {
+                libc::recvmsg(
+                    self.fd.as_raw_fd(),
+                    &mut msg,
+                    libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+                )
+            };
+            let n = match cvt_len(n) {
+                Ok(n) => n,
+                Err(Errno::EAGAIN) => return Ok(None),
+                // packet_rcv_vnet: virtio_net_hdr_from_skb could not express the skb; the
+                // kernel dropped it.
+                Err(e @ Errno::EINVAL) => {
+                    return Ok(Some((
+                        Err(format!(
+                            "recvmsg: {} ({}): virtio_net_hdr_from_skb cannot describe this skb",
+                            e.name(),
+                            e.description()
+                        )),
+                        Vec::new(),
+                    )))
+                }
+                Err(e) => return Err(KernelError::sys(op(), e)),
+            };
+            if from.sll_pkttype == PACKET_OUTGOING {
+                continue;
+            }
+            if n > self.buf.len() || n < VNET_LEN {
+                return Err(KernelError::new(
+                    op(),
+                    Cause::Protocol(format!(
+                        "{n}-byte packet for a {}-byte buffer",
+                        self.buf.len()
+                    )),
+                ));
+            }
+            let vnet = ObservedVnet::parse(&self.buf[..VNET_LEN])
+                .ok_or_else(|| "short virtio-net header".to_string());
+            return Ok(Some((vnet, self.buf[VNET_LEN..n].to_vec())));
+        }
+    }
+
+    /// Every frame queued now.
+    pub fn drain_now(&mut self, into: &mut Vec<Captured>) -> Result<(), KernelError> {
+        while let Some(c) = self.recv(Duration::ZERO)? {
+            into.push(c);
+        }
+        Ok(())
+    }
+
+    /// Frames until none arrives for `quiet`.
+    pub fn drain_quiet(
+        &mut self,
+        quiet: Duration,
+        into: &mut Vec<Captured>,
+    ) -> Result<(), KernelError> {
+        while let Some(c) = self.recv(quiet)? {
+            into.push(c);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,631 @@
+//! The real `tap-gro` arm: a scenario's frames written into an `IFF_NAPI` tap in a fresh
+//! namespace, and every skb the stack sees after GRO read back with an AF_PACKET socket
+//! (`PACKET_VNET_HDR`) on the tap, and on a vxlan device for VXLAN flows. The result is
+//! an [`ObservedGro`], which `sim::trace::gro_observed::render_observed` writes in the
+//! simulator's tap-gro trace layout.
+//!
+//! # The setup (one fresh [`Netns::run`] per scenario)
+//! - The tap: `IFF_TAP|IFF_NO_PI|IFF_NAPI`, plus `IFF_VNET_HDR` for `[gro] needs_csum`
+//!   (each frame then carries `NEEDS_CSUM` at its innermost TCP header, offset 16, as the
+//!   model does) and `O_NONBLOCK` for `[gro] nonblocking` (`tun_build_skb`). Its name is
+//!   unique per run (`groXXXXX`), so that its NAPI thread can be told apart from another
+//!   run's.
+//! - `rx-gro` per `[gro] feature` (ethtool), `gro_flush_timeout` per
+//!   `[gro] flush_timeout_ns` (sysfs in a private mount namespace), both read back.
+//! - VXLAN: one vxlan device per port of `[gro] vxlan_ports` and VNI seen in the frames
+//!   (VNI 1 for a port no frame uses), so that every listed port has a VXLAN socket with a
+//!   `gro_receive`. When frames carry VXLAN, the tap takes the first such frame's outer
+//!   destination MAC and every outer destination IPv4 address (/32), and the devices
+//!   `local` = the first of them on the tap's link, so that the stack hands the merged
+//!   skb to `vxlan_rcv` and the vxlan device's own AF_PACKET socket sees the inner frame.
+//!
+//! # Bursts: several writes in one NAPI poll
+//! With `IFF_NAPI`, `tun_get_user` queues the skb on the tfile's write queue and calls
+//! `napi_schedule`; the NET_RX softirq runs when the write re-enables bottom halves, so
+//! every `write()` is its own poll (`[gro] burst = 1`, the default). Userspace cannot
+//! pass `MSG_MORE` (only `tun_sendmsg`, i.e. vhost-net, can). For `burst > 1` the arm
+//! switches the tap's NAPI to threaded mode (`/sys/class/net/TAP/threaded` = 1): then
+//! `napi_schedule` only wakes the `napi/TAP-0` kthread. The arm pins that kthread and
+//! the writing thread to one CPU and makes the writer `SCHED_FIFO`, so the kthread cannot
+//! run while the writer writes the burst; after `burst` writes (or more than
+//! `NAPI_POLL_WEIGHT` queued, when `tun_get_user` would schedule NAPI even under
+//! `MSG_MORE`) the writer sleeps until the kthread has polled and gone back to sleep
+//! (its `voluntary_ctxt_switches` rose and it is in state S). That poll sees the whole
+//! burst: exactly the model's `burst`. (A zero `gro_flush_timeout` would not merge
+//! anything with one poll per write, and a nonzero one merges across polls only while
+//! no jiffy passes; neither is the model's burst, so neither is used for it.)
+//!
+//! # Time
+//! `gro_flush_timeout` keeps skbs held across polls until the hrtimer fires, but
+//! `napi_complete_done` still flushes skbs aged in an older jiffy, so a run that crosses a
+//! tick would deliver differently. The arm measures HZ (the resolution of
+//! `CLOCK_MONOTONIC_COARSE`, which advances with jiffies), waits for a tick, then writes
+//! the first frame at the input's phase within its jiffy, and every burst's first frame no
+//! earlier than its input timestamp says (later when the machine is slower than the
+//! capture: the scenarios here space frames 1 us apart, and the writes take longer). The
+//! writer is `SCHED_FIFO` while it writes (also for `burst = 1`), so no ordinary thread
+//! of a busy machine gets between two writes. With a `gro_flush_timeout` the arm checks
+//! the write times afterwards (no tick inside a write, the input's jiffy steps, no gap the
+//! hrtimer could fire in) and runs the scenario again in a fresh namespace when they
+//! failed, up to [`ATTEMPTS`] times; that decision never looks at what was delivered.
+//! At the end it waits `gro_flush_timeout` plus a margin and collects until the sockets
+//! are quiet.
+//!
+//! # What is observed
+//! Per skb on the tap: the bytes, and the `virtio_net_hdr` that `virtio_net_hdr_from_skb`
+//! builds (gso type/size, `hdr_len` = skb_headlen, csum start/offset or DATA_VALID).
+//! For a GSO skb of a VXLAN flow: the length of the matching (byte-identical) inner frame
+//! on the vxlan device. Totals: the tap's rx_packets/rx_bytes (netlink). Outgoing frames
+//! (`PACKET_OUTGOING`) are not deliveries and are skipped.
+
+use std::collections::BTreeSet;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use sim::pcap::PcapReader;
+use sim::pipeline::tap_gro::innermost_tcp;
+use sim::profile::KernelProfile;
+use sim::scenario::{Pipeline, Scenario};
+use sim::trace::gro_observed::{
+    ObservedGro, ObservedSetup, ObservedSkb, ObservedVnet, ObservedWriteError, VNET_F_NEEDS_CSUM,
+};
+
+use super::ArmError;
+use crate::error::{Cause, Errno, ErrnoExt, KernelError};
+use crate::ethtool::Ethtool;
+use crate::netlink::{MsgBuilder, NlSocket, Nla, NLM_F_CREATE, NLM_F_EXCL};
+use crate::netns::Netns;
+use crate::sys::{cvt, cvt_len, ensure_private_netns, owned_fd, poll_one, setsockopt_int};
+use crate::sysfs::{gro_flush_timeout, set_gro_flush_timeout, write_net_attr};
+use crate::tap::TapConfig;
+
+/// `NAPI_POLL_WEIGHT`: tun's NAPI budget, and the queue length past which
+/// `tun_get_user` schedules NAPI whatever `MSG_MORE` says.
+pub const NAPI_POLL_WEIGHT: usize = 64;
+
+mod bench;
+mod capture;
+mod sched;
+mod vxlan;
+
+pub use bench::*;
+use capture::Captured;
+pub use capture::VnetCapture;
+use sched::*;
+use vxlan::*;
+
+const ETH_P_ALL: u16 = 0x0003;
+const SOL_PACKET: libc::c_int = 263;
+const PACKET_VNET_HDR: libc::c_int = 15;
+const PACKET_OUTGOING: u8 = 4;
+const VNET_LEN: usize = 10;
+/// Receive buffer of the capture sockets (`SO_RCVBUFFORCE`).
+const CAPTURE_RCVBUF: libc::c_int = 32 << 20;
+
+const RTM_NEWADDR: u16 = 20;
+const IFA_ADDRESS: u16 = 1;
+const IFA_LOCAL: u16 = 2;
+const IFLA_VXLAN_ID: u16 = 1;
+const IFLA_VXLAN_LINK: u16 = 3;
+const IFLA_VXLAN_LOCAL: u16 = 4;
+const IFLA_VXLAN_PORT: u16 = 15;
+/// More vxlan devices than this is not a GRO scenario.
+const MAX_VXLAN_DEVICES: usize = 16;
+
+/// How long the arm waits for a quiet capture socket at the end, beyond the flush timeout.
+const QUIET: Duration = Duration::from_millis(20);
+/// Attempts at a run whose writes keep the input's timing (see [`run_tap_gro`]).
+pub const ATTEMPTS: usize = 5;
+/// The longest a burst's NAPI poll may take before the arm gives up.
+const POLL_WAIT: Duration = Duration::from_secs(2);
+
+/// What the real arm produced for one scenario.
+#[derive(Debug, Clone)]
+pub struct RealTapGro {
+    /// What the sockets saw, for `render_observed`.
+    pub observed: ObservedGro,
+    /// For each delivery, the input timestamp of the last frame written before the arm
+    /// collected it (the arm does not time deliveries; the output pcap uses these).
+    pub delivered_ts: Vec<u64>,
+    /// Input frames.
+    pub frames: u64,
+    /// What the trace cannot say (how bursts were made, vxlan matching, lost frames).
+    pub notes: Vec<String>,
+}
+
+/// This kernel's HZ: `CLOCK_MONOTONIC_COARSE` advances once per tick.
+pub fn host_hz() -> Result<u32, KernelError> {
+    let mut res = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_getres writes one timespec through the pointer, which lives for the call.
+    let ret = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) };
+    cvt(ret).op(|| "clock_getres(CLOCK_MONOTONIC_COARSE)".to_string())?;
+    let ns = res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64;
+    if ns == 0 {
+        return Err(KernelError::new(
+            "clock_getres(CLOCK_MONOTONIC_COARSE)",
+            Cause::Protocol("resolution 0".into()),
+        ));
+    }
+    Ok(((1_000_000_000 + ns / 2) / ns) as u32)
+}
+
+fn coarse_now() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through the pointer; a valid clock id.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Return right after the next tick (jiffies advanced), then `phase` into the jiffy.
+fn align_to_tick(phase: Duration, jiffy: Duration) {
+    let start = coarse_now();
+    let give_up = Instant::now() + jiffy * 3;
+    while coarse_now() == start && Instant::now() < give_up {
+        std::hint::spin_loop();
+    }
+    let tick = Instant::now();
+    while tick.elapsed() < phase {
+        std::hint::spin_loop();
+    }
+}
+
+/// Whether this kernel was built with `symbol` (`=y` or `=m`), from `/proc/config.gz`
+/// (through `zcat`); `None` when the configuration cannot be read.
+pub fn kernel_config(symbol: &str) -> Option<bool> {
+    let out = std::process::Command::new("zcat")
+        .arg("/proc/config.gz")
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().find_map(|l| {
+        if l == format!("# {symbol} is not set") {
+            Some(false)
+        } else {
+            l.strip_prefix(symbol)
+                .and_then(|r| r.strip_prefix('='))
+                .map(|v| v == "y" || v == "m")
+        }
+    })
+}
+
+/// Whether a frame is IPv4 carrying GRE (protocol 47).
+fn is_gre(f: &[u8]) -> bool {
+    f.get(12..14) == Some(&[0x08, 0x00]) && f.get(23) == Some(&47)
+}
+
+fn load_frames(scenario: &Scenario) -> Result<Vec<(u64, u64, Vec<u8>)>, ArmError> {
+    PcapReader::open(&scenario.input)
+        .map_err(|e| ArmError::Input(e.to_string()))?
+        .map(|f| f.map(|f| (f.index, f.ts_ns, f.data)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| ArmError::Input(format!("{}: {e}", scenario.input.display())))
+}
+
+/// `Ok(())` when the real kernel here can run `scenario`; otherwise the reason, fit for
+/// `sim_only = "..."`. Reads the input pcap (GRE frames need a kernel with GRE).
+pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
+    expressible_with(scenario, &load_frames(scenario)?)
+}
+
+fn expressible_with(scenario: &Scenario, frames: &[(u64, u64, Vec<u8>)]) -> Result<(), ArmError> {
+    let host = KernelProfile::default();
+    if scenario.profile.name != host.name {
+        return Err(ArmError::Unsupported(format!(
+            "profile {} is not the host kernel's ({})",
+            scenario.profile.name, host.name
+        )));
+    }
+    super::real_arm(scenario.pipeline).map_err(ArmError::Unsupported)?;
+    if scenario.pipeline != Pipeline::TapGro {
+        return Err(ArmError::Unsupported(format!(
+            "the tap-gro arm cannot replay a {} scenario",
+            scenario.pipeline.name()
+        )));
+    }
+    let plan = &scenario.gro;
+    let hz = host_hz()?;
+    if plan.hz != hz {
+        return Err(ArmError::Unsupported(format!(
+            "gro.hz = {}: this kernel runs CONFIG_HZ={hz}",
+            plan.hz
+        )));
+    }
+    if !plan.teb_gro {
+        return Err(ArmError::Unsupported(
+            "gro.teb_gro = false: this kernel always registers the ETH_P_TEB GRO offload (eth_gro_receive, v4.0)"
+                .into(),
+        ));
+    }
+    if plan.vlan_gro {
+        return Err(ArmError::Unsupported(
+            match kernel_config("CONFIG_VLAN_8021Q") {
+                Some(false) => {
+                    "gro.vlan_gro = true: this kernel has no CONFIG_VLAN_8021Q, so no 802.1Q GRO"
+                }
+                _ => "gro.vlan_gro = true: the arm does not set up 802.1Q GRO",
+            }
+            .into(),
+        ));
+    }
+    if let Some((index, _, _)) = frames.iter().find(|f| is_gre(&f.2)) {
+        if kernel_config("CONFIG_NET_IPGRE_DEMUX") == Some(false) {
+            return Err(ArmError::Unsupported(format!(
+                "frame {index} is GRE and this kernel has no GRE (CONFIG_NET_IPGRE_DEMUX is not set): no gre_gro_receive"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Replay `scenario` through the real kernel in a fresh namespace.
+///
+/// With a `gro_flush_timeout`, what GRO delivers depends on when the writes happen
+/// (jiffies, the hrtimer). A run whose writes did not keep the input's timing (a tick
+/// inside a write, other jiffy steps than the input's timestamps give, a gap the hrtimer
+/// could fire in) is discarded and run again in a fresh namespace, up to [`ATTEMPTS`]
+/// times; this is decided from the write times alone, never from what was delivered.
+pub fn run_tap_gro(scenario: &Scenario) -> Result<RealTapGro, ArmError> {
+    let frames = load_frames(scenario)?;
+    expressible_with(scenario, &frames)?;
+    let mut retried = Vec::new();
+    loop {
+        let (mut real, timing) = Netns::run(|ns| Ok(replay(ns, scenario, &frames)))??;
+        match timing {
+            Some(why) if retried.len() + 1 < ATTEMPTS => retried.push(why),
+            timing => {
+                if !retried.is_empty() {
+                    real.notes.push(format!(
+                        "{} earlier attempt(s) discarded because the writes did not keep the input's timing: {}",
+                        retried.len(),
+                        retried.join("; ")
+                    ));
+                }
+                if let Some(why) = timing {
+                    real.notes.push(format!(
+                        "after {ATTEMPTS} attempts the writes still did not keep the input's timing ({why}); this run's deliveries may not be the scenario's"
+                    ));
+                }
+                return Ok(real);
+            }
+        }
+    }
+}
+
+/// A tap name no other run uses at the same time: "gro" and five hex digits (so that
+/// `napi/<name>-0` fits the 15 characters of a task's comm).
+fn unique_tap_name() -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mut x = u64::from(std::process::id()) << 32 | u64::from(n) << 20 | u64::from(nanos);
+    // splitmix64 finaliser: spread every input bit over the 20 kept.
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    format!("gro{:05x}", x & 0xf_ffff)
+}
+
+/// Take what `cap` has queued now; each new capture gets the input time `last`.
+fn collect(
+    cap: &mut VnetCapture,
+    captured: &mut Vec<Captured>,
+    ts: &mut Vec<u64>,
+    last: u64,
+) -> Result<(), KernelError> {
+    cap.drain_now(captured)?;
+    ts.resize(captured.len(), last);
+    Ok(())
+}
+
+/// One attempt; the second value says why its timing did not follow the input's, if it
+/// did not.
+fn replay(
+    ns: &mut Netns,
+    scenario: &Scenario,
+    frames: &[(u64, u64, Vec<u8>)],
+) -> Result<(RealTapGro, Option<String>), ArmError> {
+    let plan = &scenario.gro;
+    let mut notes = Vec::new();
+    let name = unique_tap_name();
+    let tap = TapConfig::tap(&name)
+        .napi(true)
+        .vnet_hdr(plan.needs_csum)
+        .nonblocking(plan.nonblocking)
+        .open()?;
+    let vx = vxlan_setup(frames, &plan.vxlan_ports);
+    if vx.devices.len() > MAX_VXLAN_DEVICES {
+        return Err(ArmError::Unsupported(format!(
+            "{} (port, VNI) pairs: more vxlan devices than the arm creates ({MAX_VXLAN_DEVICES})",
+            vx.devices.len()
+        )));
+    }
+    if let Some(mac) = vx.tap_mac {
+        ns.rtnl().set_address(tap.ifindex(), mac)?;
+    }
+    for a in &vx.addrs {
+        add_ipv4(tap.ifindex(), *a, 32)?;
+    }
+    ns.rtnl().set_up(tap.ifindex(), true)?;
+    let mut et = Ethtool::new()?;
+    if et.get_feature(&name, "rx-gro")? != plan.feature {
+        et.set_feature(&name, "rx-gro", plan.feature)?;
+    }
+    let feature = et.get_feature(&name, "rx-gro")?;
+    let mut vx_devs = Vec::new();
+    for (i, (port, vni)) in vx.devices.iter().enumerate() {
+        let dname = format!("skbvx{i}");
+        let mut data = vec![
+            Nla::u32(IFLA_VXLAN_ID, *vni),
+            Nla::be16(IFLA_VXLAN_PORT, *port),
+        ];
+        if let Some(local) = vx.addrs.first() {
+            data.push(Nla::bytes(IFLA_VXLAN_LOCAL, local));
+            data.push(Nla::u32(IFLA_VXLAN_LINK, tap.ifindex()));
+        }
+        let idx = ns.rtnl().create_link(&dname, "vxlan", &data)?;
+        ns.rtnl().set_up(idx, true)?;
+        vx_devs.push((dname, idx, *port, *vni));
+    }
+    set_gro_flush_timeout(&name, plan.flush_timeout_ns)?;
+    let timeout = gro_flush_timeout(&name)?;
+    let hz = host_hz()?;
+    let mut cap = VnetCapture::bind(tap.ifindex())?;
+    let mut vcaps = vx_devs
+        .iter()
+        .map(|(_, idx, _, _)| VnetCapture::bind(*idx))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut napi = if plan.burst > 1 {
+        Some(NapiThread::start(&name)?)
+    } else {
+        None
+    };
+    // Without CAP_SYS_NICE the single-write case still runs (the timing check below
+    // catches a preempted writer); bursts cannot.
+    let rt = match napi {
+        Some(_) => None,
+        None => match RealtimeWriter::enter(None) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                notes.push(format!("the writer runs without SCHED_FIFO: {e}"));
+                None
+            }
+        },
+    };
+    let backend = match &napi {
+        Some(t) => format!(
+            "real (AF_PACKET PACKET_VNET_HDR; bursts: threaded NAPI, {}, writer SCHED_FIFO)",
+            t.describe()
+        ),
+        None => format!(
+            "real (AF_PACKET PACKET_VNET_HDR; every write() polls NAPI{})",
+            if rt.is_some() {
+                ", writer SCHED_FIFO"
+            } else {
+                ""
+            }
+        ),
+    };
+    let vxlan_ports: Vec<u16> = vx_devs
+        .iter()
+        .map(|d| d.2)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if vx_devs.iter().any(|d| vx.addrs.is_empty() || d.3 != 1) {
+        let list: Vec<String> = vx_devs
+            .iter()
+            .map(|(n, _, p, v)| format!("{n} port {p} vni {v}"))
+            .collect();
+        notes.push(format!("vxlan devices: {}", list.join(", ")));
+    }
+
+    let mut captured: Vec<Captured> = Vec::new();
+    let mut captured_ts: Vec<u64> = Vec::new();
+    let mut write_errors = Vec::new();
+    let mut written = 0u64;
+    let mut wire = Vec::new();
+    let jiffy = Duration::from_nanos(1_000_000_000 / u64::from(hz.max(1)));
+    let ts0 = frames.first().map_or(0, |f| f.1);
+    let phase = Duration::from_nanos(ts0 % jiffy.as_nanos() as u64);
+    align_to_tick(phase, jiffy);
+    let t0 = Instant::now();
+    let mut pending = 0usize;
+    let mut last_ts = ts0;
+    let jiffy_ns = jiffy.as_nanos() as u64;
+    let mut times = Vec::with_capacity(frames.len());
+    for (index, ts, data) in frames {
+        if pending == 0 {
+            let due = Duration::from_nanos(ts.saturating_sub(ts0));
+            while t0.elapsed() < due {
+                let left = due - t0.elapsed();
+                if left > Duration::from_micros(200) {
+                    std::thread::sleep(left - Duration::from_micros(100));
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+            if let Some(t) = napi.as_mut() {
+                t.mark()?;
+            }
+        }
+        wire.clear();
+        if plan.needs_csum {
+            let mut h = [0u8; VNET_LEN];
+            if let Some(th) = innermost_tcp(data, &plan.vxlan_ports) {
+                let start = u16::try_from(th).map_err(|_| {
+                    ArmError::Input(format!("frame {index}: TCP header beyond 65535"))
+                })?;
+                h[0] = VNET_F_NEEDS_CSUM;
+                h[6..8].copy_from_slice(&start.to_le_bytes());
+                h[8..10].copy_from_slice(&16u16.to_le_bytes());
+            }
+            wire.extend_from_slice(&h);
+        }
+        wire.extend_from_slice(data);
+        last_ts = *ts;
+        let (before, jiffy_before) = (Instant::now(), jiffy_now(jiffy_ns));
+        let result = tap.write(&wire);
+        times.push(WriteTime {
+            ts: *ts,
+            before,
+            after: Instant::now(),
+            jiffy_before,
+            jiffy_after: jiffy_now(jiffy_ns),
+        });
+        match result {
+            Ok(n) if n == wire.len() => written += 1,
+            Ok(n) => {
+                return Err(ArmError::Kernel(KernelError::new(
+                    format!("write of frame {index} into {name}"),
+                    Cause::Protocol(format!("short write: {n} of {} bytes", wire.len())),
+                )))
+            }
+            Err(e) => {
+                write_errors.push(ObservedWriteError {
+                    frame: *index,
+                    ts_ns: *ts,
+                    len: data.len(),
+                    errno: e.name().to_string(),
+                });
+                continue;
+            }
+        }
+        pending += 1;
+        match napi.as_mut() {
+            Some(t) => {
+                if pending >= plan.burst || pending > NAPI_POLL_WEIGHT {
+                    pending = 0;
+                    t.let_poll()?;
+                    collect(&mut cap, &mut captured, &mut captured_ts, last_ts)?;
+                }
+            }
+            None => {
+                pending = 0;
+                collect(&mut cap, &mut captured, &mut captured_ts, last_ts)?;
+            }
+        }
+    }
+    if let (Some(t), true) = (napi.as_mut(), pending > 0) {
+        t.let_poll()?;
+    }
+    drop(rt);
+    let timing = timing_problem(&times, hz, timeout);
+    // The gro_flush_timeout hrtimer, then whatever is still in flight.
+    std::thread::sleep(Duration::from_nanos(timeout) + Duration::from_millis(2));
+    let quiet = QUIET + Duration::from_nanos(timeout.saturating_mul(2));
+    cap.drain_quiet(quiet, &mut captured)?;
+    captured_ts.resize(captured.len(), last_ts);
+    let mut vx_frames: Vec<(usize, Vec<u8>)> = Vec::new();
+    for (k, c) in vcaps.iter_mut().enumerate() {
+        let mut got = Vec::new();
+        c.drain_quiet(Duration::from_millis(5), &mut got)?;
+        vx_frames.extend(got.into_iter().map(|(_, b)| (k, b)));
+    }
+    if let Some(t) = &napi {
+        notes.push(format!(
+            "bursts: threaded NAPI, {}; {} polls waited for",
+            t.describe(),
+            t.polls
+        ));
+    }
+    drop(napi);
+    let stats = ns.rtnl().stats(tap.ifindex())?;
+
+    // Deliveries, and the vxlan device's frame for each GSO skb of a VXLAN flow.
+    let mut used = vec![false; vx_frames.len()];
+    let mut deliveries = Vec::new();
+    for (n, (vnet, bytes)) in captured.into_iter().enumerate() {
+        let mut skb = ObservedSkb {
+            bytes,
+            ..ObservedSkb::default()
+        };
+        match vnet {
+            Ok(v) => skb.vnet = Some(v),
+            Err(e) => {
+                notes.push(format!("delivery {n}: {e}"));
+                skb.error = Some(e);
+            }
+        }
+        if let (Some(v), Some(VxlanFrame { inner, .. })) =
+            (&skb.vnet, vxlan_of(&skb.bytes, &vxlan_ports))
+        {
+            if v.gso_type != 0 {
+                let want = skb.bytes.get(inner..).unwrap_or(&[]);
+                match (0..vx_frames.len()).find(|&i| !used[i] && vx_frames[i].1 == want) {
+                    Some(i) => {
+                        used[i] = true;
+                        skb.vxlan_dev_len = Some(vx_frames[i].1.len());
+                    }
+                    None => notes.push(format!(
+                        "delivery {n} (GSO, VXLAN) has no byte-identical inner frame on a vxlan device"
+                    )),
+                }
+            }
+        }
+        deliveries.push(skb);
+    }
+    let segs_seen: usize = deliveries
+        .iter()
+        .map(|d| match &d.vnet {
+            Some(v) if v.gso_type != 0 => {
+                sim::trace::gro_observed::derived_segs(&d.bytes, v.gso_size, &vxlan_ports)
+                    .unwrap_or(1)
+            }
+            _ => 1,
+        })
+        .sum();
+    if segs_seen as u64 != written {
+        notes.push(format!(
+            "{written} frames written, {segs_seen} segments delivered on {name}"
+        ));
+    }
+    let vx_seen = vx_frames.len();
+    let vx_matched = used.iter().filter(|u| **u).count();
+    if vx_seen > 0 {
+        notes.push(format!(
+            "vxlan devices received {vx_seen} frame(s), {vx_matched} matched to GSO skbs on the tap"
+        ));
+    }
+    let setup = ObservedSetup {
+        backend,
+        feature,
+        teb_gro: plan.teb_gro,
+        vlan_gro: plan.vlan_gro,
+        vxlan_ports,
+        burst: plan.burst,
+        flush_timeout_ns: timeout,
+        hz,
+        weight: NAPI_POLL_WEIGHT,
+        nonblocking: plan.nonblocking,
+        needs_csum: plan.needs_csum,
+    };
+    let real = RealTapGro {
+        observed: ObservedGro {
+            setup,
+            write_errors,
+            deliveries,
+            written,
+            rx_packets: stats.rx_packets,
+            rx_bytes: stats.rx_bytes,
+        },
+        delivered_ts: captured_ts,
+        frames: frames.len() as u64,
+        notes,
+    };
+    Ok((real, timing))
+}
+
+#[cfg(test)]
+mod tests;

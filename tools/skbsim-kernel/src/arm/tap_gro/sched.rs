@@ -1,0 +1,266 @@
+//! Making a burst of writes share one NAPI poll: threaded NAPI, CPU pinning, a
+//! SCHED_FIFO writer, and the timing checks that tell a run to be redone.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// A `cpu_set_t` with one CPU.
+pub(super) fn one_cpu(cpu: usize) -> libc::cpu_set_t {
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes one bit of the local set; cpu < CPU_SETSIZE is checked by
+    // the caller (sched_getcpu's answer).
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    set
+}
+
+pub(super) fn set_affinity(
+    tid: libc::pid_t,
+    set: &libc::cpu_set_t,
+    who: &str,
+) -> Result<(), KernelError> {
+    // SAFETY: sched_setaffinity reads a cpu_set_t of the given size, alive for the call.
+    let ret = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), set) };
+    cvt(ret).op(|| format!("sched_setaffinity {who}"))?;
+    Ok(())
+}
+
+/// The state letter and `voluntary_ctxt_switches` of a task.
+pub(super) fn task_status(pid: u32) -> Result<(char, u64), KernelError> {
+    let path = format!("/proc/{pid}/status");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        KernelError::new(
+            format!("read {path}"),
+            Cause::Protocol(format!("the NAPI thread is gone? {e}")),
+        )
+    })?;
+    let mut state = '?';
+    let mut vol = None;
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("State:") {
+            state = v.trim().chars().next().unwrap_or('?');
+        } else if let Some(v) = line.strip_prefix("voluntary_ctxt_switches:") {
+            vol = v.trim().parse().ok();
+        }
+    }
+    let vol = vol.ok_or_else(|| {
+        KernelError::new(
+            format!("parse {path}"),
+            Cause::Protocol("no voluntary_ctxt_switches".into()),
+        )
+    })?;
+    Ok((state, vol))
+}
+
+/// Kernel threads whose comm starts with `prefix`.
+pub(super) fn kthreads_named(prefix: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim_end().starts_with(prefix))
+        })
+        .collect()
+}
+
+/// The calling thread as `SCHED_FIFO` (priority 10), optionally pinned to one CPU,
+/// until dropped: no ordinary thread (another test, the build) preempts the writes, so
+/// their spacing follows the input and not the machine's load.
+#[derive(Debug)]
+pub struct RealtimeWriter {
+    pub(super) saved_affinity: libc::cpu_set_t,
+    pub(super) saved_policy: libc::c_int,
+    pub(super) saved_param: libc::sched_param,
+}
+
+impl RealtimeWriter {
+    /// Switch the calling thread; `pin` also restricts it to that CPU.
+    pub fn enter(pin: Option<usize>) -> Result<RealtimeWriter, KernelError> {
+        // SAFETY: an all-zero cpu_set_t is valid to be overwritten.
+        let mut saved_affinity: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: sched_getaffinity writes a cpu_set_t of the given size for this thread.
+        let ret = unsafe {
+            libc::sched_getaffinity(
+                0,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                &mut saved_affinity,
+            )
+        };
+        cvt(ret).op(|| "sched_getaffinity".to_string())?;
+        // SAFETY: sched_getscheduler(0) queries the calling thread.
+        let saved_policy = unsafe { libc::sched_getscheduler(0) };
+        cvt(saved_policy).op(|| "sched_getscheduler".to_string())?;
+        let mut saved_param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sched_getparam writes one sched_param for the calling thread.
+        let ret = unsafe { libc::sched_getparam(0, &mut saved_param) };
+        cvt(ret).op(|| "sched_getparam".to_string())?;
+        // From here on, Drop puts the thread back whatever fails below.
+        let guard = RealtimeWriter {
+            saved_affinity,
+            saved_policy,
+            saved_param,
+        };
+        if let Some(cpu) = pin {
+            set_affinity(0, &one_cpu(cpu), "writer")?;
+        }
+        let fifo = libc::sched_param { sched_priority: 10 };
+        // SAFETY: sched_setscheduler on the calling thread with a live sched_param.
+        let ret = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) };
+        cvt(ret).op(|| "sched_setscheduler SCHED_FIFO (writer)".to_string())?;
+        Ok(guard)
+    }
+}
+
+impl Drop for RealtimeWriter {
+    fn drop(&mut self) {
+        // SAFETY: restoring the calling thread's own policy and affinity from live values
+        // saved by `enter` on this thread.
+        unsafe {
+            libc::sched_setscheduler(0, self.saved_policy, &self.saved_param);
+            libc::sched_setaffinity(
+                0,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                &self.saved_affinity,
+            );
+        }
+    }
+}
+
+/// The tap's NAPI in threaded mode, its kthread on the writer's CPU, the writer
+/// `SCHED_FIFO` there (see the module docs). Dropping it puts the writer back.
+#[derive(Debug)]
+pub struct NapiThread {
+    pub(super) pid: u32,
+    pub(super) cpu: usize,
+    pub(super) mark: u64,
+    /// Polls waited for.
+    pub polls: u64,
+    pub(super) _writer: RealtimeWriter,
+}
+
+impl NapiThread {
+    /// Make `ifname`'s NAPI threaded and set up the writer (the calling thread).
+    pub fn start(ifname: &str) -> Result<NapiThread, KernelError> {
+        write_net_attr(ifname, "threaded", "1")?;
+        let prefix = format!("napi/{ifname}-");
+        let found = kthreads_named(&prefix);
+        let pid = match found.as_slice() {
+            [pid] => *pid,
+            other => {
+                return Err(KernelError::new(
+                    format!("find the NAPI kthread of {ifname}"),
+                    Cause::Protocol(format!(
+                        "{} kernel threads named {prefix}*: {other:?}",
+                        other.len()
+                    )),
+                ))
+            }
+        };
+        // SAFETY: sched_getcpu has no arguments.
+        let cpu = unsafe { libc::sched_getcpu() };
+        let cpu =
+            usize::try_from(cpu).map_err(|_| KernelError::sys("sched_getcpu", Errno::last()))?;
+        set_affinity(
+            pid as libc::pid_t,
+            &one_cpu(cpu),
+            &format!("napi thread {pid}"),
+        )?;
+        let writer = RealtimeWriter::enter(Some(cpu))?;
+        let mut t = NapiThread {
+            pid,
+            cpu,
+            mark: 0,
+            polls: 0,
+            _writer: writer,
+        };
+        t.mark()?;
+        Ok(t)
+    }
+
+    /// The kthread's pid and the CPU it shares with the writer.
+    pub fn describe(&self) -> String {
+        format!("napi kthread {} on CPU {}", self.pid, self.cpu)
+    }
+
+    /// Record where the kthread is before a burst's first write.
+    pub fn mark(&mut self) -> Result<(), KernelError> {
+        self.mark = task_status(self.pid)?.1;
+        Ok(())
+    }
+
+    /// Sleep until the kthread has polled what the burst queued and is asleep again.
+    pub fn let_poll(&mut self) -> Result<(), KernelError> {
+        let start = Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_micros(20));
+            let (state, vol) = task_status(self.pid)?;
+            if vol > self.mark && matches!(state, 'S' | 'I') {
+                self.mark = vol;
+                self.polls += 1;
+                return Ok(());
+            }
+            if start.elapsed() > POLL_WAIT {
+                return Err(KernelError::new(
+                    format!("wait for NAPI kthread {}", self.pid),
+                    Cause::Protocol(format!(
+                        "no poll within {POLL_WAIT:?} (state {state}, {vol} voluntary switches)"
+                    )),
+                ));
+            }
+        }
+    }
+}
+
+/// When one write happened: its input time, the wall clock around it, and the jiffy
+/// (coarse clock over the tick length) before and after.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct WriteTime {
+    pub(super) ts: u64,
+    pub(super) before: Instant,
+    pub(super) after: Instant,
+    pub(super) jiffy_before: u64,
+    pub(super) jiffy_after: u64,
+}
+
+/// Whether the writes kept the input's timing where GRO can see it, with a
+/// `gro_flush_timeout`: every write inside one jiffy, the same jiffy steps between writes
+/// as the input's timestamps (jiffies = ts * HZ / 1e9, as the model counts them), and no
+/// gap the hrtimer could fire in where the input has none. `None` when it did.
+pub(super) fn timing_problem(times: &[WriteTime], hz: u32, timeout_ns: u64) -> Option<String> {
+    if timeout_ns == 0 {
+        return None;
+    }
+    let jiffy_of = |ts: u64| (u128::from(ts) * u128::from(hz) / 1_000_000_000) as u64;
+    let first = times.first()?;
+    for (k, w) in times.iter().enumerate() {
+        if w.jiffy_before != w.jiffy_after {
+            return Some(format!("write {k} straddled a tick"));
+        }
+        let want = jiffy_of(w.ts).wrapping_sub(jiffy_of(first.ts));
+        let got = w.jiffy_after.wrapping_sub(first.jiffy_after);
+        if want != got {
+            return Some(format!(
+                "write {k} landed {got} jiffies after the first, the input says {want}"
+            ));
+        }
+        if k > 0 {
+            let prev = &times[k - 1];
+            let input_gap = w.ts.saturating_sub(prev.ts);
+            let real_gap = w.after.duration_since(prev.before);
+            if input_gap < timeout_ns && real_gap >= Duration::from_nanos(timeout_ns) {
+                return Some(format!(
+                    "writes {} and {k} were {real_gap:?} apart (input: {input_gap} ns), the gro_flush_timeout hrtimer could fire between them",
+                    k - 1
+                ));
+            }
+        }
+    }
+    None
+}
+
+pub(super) fn jiffy_now(jiffy_ns: u64) -> u64 {
+    (coarse_now().as_nanos() / u128::from(jiffy_ns.max(1))) as u64
+}

@@ -1,0 +1,95 @@
+//! VXLAN devices for the frames that carry VXLAN, so the merged skb reaches vxlan_rcv.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// What an outer IPv4/UDP/VXLAN frame says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct VxlanFrame {
+    pub(super) dst_mac: [u8; 6],
+    pub(super) dst_ip: [u8; 4],
+    pub(super) port: u16,
+    pub(super) vni: u32,
+    /// Offset of the inner Ethernet header.
+    pub(super) inner: usize,
+}
+
+/// The VXLAN view of `f` when it is IPv4/UDP to a port in `ports`.
+pub(super) fn vxlan_of(f: &[u8], ports: &[u16]) -> Option<VxlanFrame> {
+    if f.get(12..14)? != [0x08, 0x00] {
+        return None;
+    }
+    let ihl = usize::from(f.get(14)? & 0x0f) * 4;
+    if *f.get(14 + 9)? != 17 || ihl < 20 {
+        return None;
+    }
+    let udp = 14 + ihl;
+    let port = u16::from_be_bytes([*f.get(udp + 2)?, *f.get(udp + 3)?]);
+    if !ports.contains(&port) {
+        return None;
+    }
+    let v = f.get(udp + 8..udp + 16)?;
+    let vni = u32::from_be_bytes([0, v[4], v[5], v[6]]);
+    Some(VxlanFrame {
+        dst_mac: f.get(0..6)?.try_into().ok()?,
+        dst_ip: f.get(30..34)?.try_into().ok()?,
+        port,
+        vni,
+        inner: udp + 16,
+    })
+}
+
+/// The vxlan side of the setup, from the frames.
+#[derive(Debug, Default)]
+pub(super) struct VxlanSetup {
+    pub(super) tap_mac: Option<[u8; 6]>,
+    pub(super) addrs: Vec<[u8; 4]>,
+    pub(super) devices: Vec<(u16, u32)>,
+}
+
+pub(super) fn vxlan_setup(frames: &[(u64, u64, Vec<u8>)], ports: &[u16]) -> VxlanSetup {
+    let mut s = VxlanSetup::default();
+    let mut devs = BTreeSet::new();
+    for (_, _, f) in frames {
+        if let Some(VxlanFrame {
+            dst_mac: mac,
+            dst_ip: ip,
+            port,
+            vni,
+            ..
+        }) = vxlan_of(f, ports)
+        {
+            s.tap_mac.get_or_insert(mac);
+            if !s.addrs.contains(&ip) {
+                s.addrs.push(ip);
+            }
+            devs.insert((port, vni));
+        }
+    }
+    for &p in ports {
+        if !devs.iter().any(|(q, _)| *q == p) {
+            devs.insert((p, 1));
+        }
+    }
+    s.devices = devs.into_iter().collect();
+    s
+}
+
+/// `ip addr add A/prefix dev ifindex` (RTM_NEWADDR).
+pub(super) fn add_ipv4(ifindex: u32, addr: [u8; 4], prefix: u8) -> Result<(), KernelError> {
+    let op = format!(
+        "RTM_NEWADDR {}.{}.{}.{}/{prefix} ifindex {ifindex}",
+        addr[0], addr[1], addr[2], addr[3]
+    );
+    let mut sock = NlSocket::open(libc::NETLINK_ROUTE, "NETLINK_ROUTE")?;
+    // struct ifaddrmsg { u8 family, prefixlen, flags, scope; u32 index; }
+    let mut hdr = [0u8; 8];
+    hdr[0] = libc::AF_INET as u8;
+    hdr[1] = prefix;
+    hdr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    let mut m = MsgBuilder::new(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL);
+    m.header(&hdr)
+        .attr(IFA_LOCAL, &addr)
+        .attr(IFA_ADDRESS, &addr);
+    sock.request(&op, m).map(|_| ())
+}
