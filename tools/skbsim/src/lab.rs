@@ -25,12 +25,14 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
+use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
+use sim::trace::gro_observed::observable;
 use skbsim::cli_error::CliError;
 use skbsim::conform::{compare_scenario_outputs, model_only_fields};
 use skbsim::runner::{run_sim, run_tap, tap_ready, ScenarioOutput};
 use skbsim::suite::load_scenarios;
-use skbsim_kernel::lab::{self, Accel, Lab, LabError, LabRun, Payload, RunOptions};
+use skbsim_kernel::lab::{self, vlan, Accel, Lab, LabError, LabRun, Payload, RunOptions};
 
 #[derive(Debug, Args)]
 pub struct LabArgs {
@@ -48,12 +50,23 @@ pub enum LabCommand {
     Conform(LabConformArgs),
     /// Prove GRE works in the guest: a gretap tunnel between two namespaces, pinged.
     Gre(LabOpts),
+    /// 802.1Q in the guest: a VLAN device over a tap, read with tx VLAN offload on
+    /// (hw-accel splice) and off (software insertion), and received back untagged.
+    Vlan(LabOpts),
     /// Run a shell script in the guest (busybox sh; iproute2 is /usr/bin/ip, this skbsim
     /// /usr/bin/skbsim); print its stdout.
     Run(LabRunArgs),
     /// Inside the guest: run the real arm of each scenario, one JSON line per scenario.
     #[command(hide = true)]
-    GuestConform { paths: Vec<PathBuf> },
+    GuestConform {
+        paths: Vec<PathBuf>,
+        /// Run scenarios of other kernel profiles too, set up as the host profile's.
+        #[arg(long)]
+        old_profiles: bool,
+    },
+    /// Inside the guest: the 802.1Q device check, one JSON line per observation.
+    #[command(hide = true)]
+    GuestVlan,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -91,10 +104,15 @@ pub struct LabConformArgs {
     /// Run only shard K of N (1-based).
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// Also run scenarios of other kernel profiles (`linux-4.19`, ...) in the guest, set up
+    /// as 6.18 ones, and compare with the simulator under their own profile: which profile
+    /// does the guest kernel match?
+    #[arg(long)]
+    pub old_profiles: bool,
     /// Where to keep the guest's traces (default <cache>/results/<guest kernel>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Extra guest modules to load (tun and bridge always are).
+    /// Extra guest modules to load (tun and bridge always are, vxlan for tap-gro).
     #[arg(long, value_delimiter = ',')]
     pub modules: Vec<String>,
     #[command(flatten)]
@@ -162,7 +180,12 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode, CliError> {
         LabCommand::Conform(a) => conform(a),
         LabCommand::Gre(opts) => gre(opts),
         LabCommand::Run(a) => run_script(a),
-        LabCommand::GuestConform { paths } => guest_conform(paths),
+        LabCommand::GuestConform {
+            paths,
+            old_profiles,
+        } => guest_conform(paths, *old_profiles),
+        LabCommand::Vlan(opts) => vlan(opts),
+        LabCommand::GuestVlan => guest_vlan(),
     }
 }
 
@@ -385,6 +408,157 @@ fn gre(opts: &LabOpts) -> Result<ExitCode, CliError> {
 }
 
 // ---------------------------------------------------------------------------------------
+// 802.1Q
+
+fn guest_vlan() -> Result<ExitCode, CliError> {
+    tap_ready("lab guest-vlan")?;
+    let obs = vlan::vlan_device_check().map_err(|e| CliError(format!("vlan check: {e}")))?;
+    for o in obs {
+        println!(
+            "{}",
+            json!({
+                "case": o.case,
+                "pi": o.pi.map(|p| json!({"flags": p.flags, "proto": p.proto})),
+                "vnet": o.vnet.map(|v| json!({"flags": v.flags, "gso_type": v.gso_type, "hdr_len": v.hdr_len,
+                    "gso_size": v.gso_size, "csum_start": v.csum_start, "csum_offset": v.csum_offset})),
+                "frame": hex(&o.frame),
+                "aux_vlan": o.aux_vlan.map(|(valid, tci)| json!({"valid": valid, "tci": tci})),
+                "tx_bytes": o.tx_bytes,
+            })
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line for an observation of the 802.1Q check.
+fn vlan_line(o: &Value) -> String {
+    let frame = o
+        .get("frame")
+        .and_then(Value::as_str)
+        .and_then(unhex)
+        .unwrap_or_default();
+    let tag = match frame.get(12..16) {
+        Some([0x81, 0x00, hi, lo]) => format!(
+            "802.1Q tag vid {} at byte 12",
+            u16::from_be_bytes([*hi, *lo]) & 0xfff
+        ),
+        _ => format!(
+            "untagged (ethertype {:02x}{:02x})",
+            frame.get(12).copied().unwrap_or(0),
+            frame.get(13).copied().unwrap_or(0)
+        ),
+    };
+    let mut s = format!("{} bytes, {tag}", frame.len());
+    if let Some(pi) = o.get("pi").filter(|p| !p.is_null()) {
+        s.push_str(&format!(
+            ", pi flags {:#06x} proto {:#06x}",
+            pi.get("flags").and_then(Value::as_u64).unwrap_or(0),
+            pi.get("proto").and_then(Value::as_u64).unwrap_or(0)
+        ));
+    }
+    if let Some(v) = o.get("vnet").filter(|p| !p.is_null()) {
+        s.push_str(&format!(", vnet {v}"));
+    }
+    if let Some(t) = o.get("tx_bytes").and_then(Value::as_u64) {
+        s.push_str(&format!(", tx_bytes {t}"));
+    }
+    if let Some(a) = o.get("aux_vlan").filter(|p| !p.is_null()) {
+        s.push_str(&format!(", AF_PACKET vlan {a}"));
+    }
+    s
+}
+
+fn vlan(opts: &LabOpts) -> Result<ExitCode, CliError> {
+    let script = format!("{} lab guest-vlan\n", lab::GUEST_SKBSIM);
+    let modules = vec!["tun".to_string(), "8021q".to_string()];
+    let (run, setup) = boot_with(opts, "vlan", script, modules, Vec::new(), true)?;
+    let obs: Vec<Value> = run
+        .boot
+        .output
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let find = |case: &str| {
+        obs.iter()
+            .find(|o| o.get("case").and_then(Value::as_str) == Some(case))
+    };
+    let frame_of = |o: Option<&Value>| {
+        o.and_then(|o| o.get("frame"))
+            .and_then(Value::as_str)
+            .and_then(unhex)
+    };
+    let proto_of = |o: Option<&Value>| {
+        o.and_then(|o| o.get("pi"))
+            .and_then(|p| p.get("proto"))
+            .and_then(Value::as_u64)
+    };
+    let (on, off, rx) = (find("tx offload on"), find("tx offload off"), find("rx"));
+    let sent = vlan::udp_frame(64);
+    let mut tagged = sent[..12].to_vec();
+    tagged.extend([0x81, 0x00, 0x00, vlan::VID as u8]);
+    tagged.extend(&sent[12..]);
+    let checks = [
+        (
+            "the tap reads the tagged frame with offload on",
+            frame_of(on).as_deref() == Some(&tagged[..]),
+        ),
+        (
+            "the same bytes with offload off (software insertion)",
+            frame_of(off).as_deref() == Some(&tagged[..]),
+        ),
+        (
+            "pi.proto is the inner ethertype 0x0800 with offload on (hw-accel splice)",
+            proto_of(on) == Some(0x0800),
+        ),
+        (
+            "pi.proto is the TPID 0x8100 with offload off (vlan_insert_tag_set_proto)",
+            proto_of(off) == Some(0x8100),
+        ),
+        (
+            "a tagged frame written into the tap reaches the VLAN device untagged",
+            frame_of(rx).as_deref() == Some(&sent[..]),
+        ),
+    ];
+    let ok = run.boot.rc == 0 && checks.iter().all(|c| c.1);
+    let (boot, line) = boot_report(&run);
+    if opts.json {
+        println!(
+            "{}",
+            json!({"ok": ok, "observations": obs, "checks": checks.iter().map(|c| json!({"check": c.0, "ok": c.1})).collect::<Vec<_>>(),
+                   "stderr": run.boot.stderr, "setup": setup.0, "boot": boot})
+        );
+    } else {
+        println!(
+            "802.1Q device {} (vid {}) over tap {} in the guest {}:",
+            vlan::VLAN_DEV,
+            vlan::VID,
+            vlan::TAP,
+            run.boot.guest_kernel
+        );
+        for o in &obs {
+            println!(
+                "  {:<15} {}",
+                o.get("case").and_then(Value::as_str).unwrap_or("?"),
+                vlan_line(o)
+            );
+        }
+        for (what, good) in &checks {
+            println!("  {} {what}", if *good { "ok  " } else { "FAIL" });
+        }
+        if run.boot.rc != 0 {
+            eprint!("{}", run.boot.stderr);
+        }
+        eprintln!("lab: {}", setup.1);
+        eprintln!("lab: {line}");
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+// ---------------------------------------------------------------------------------------
 // conform in the guest
 
 fn hex(data: &[u8]) -> String {
@@ -403,7 +577,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 
 /// In the guest: one JSON line per scenario on stdout (the data channel); progress on
 /// stderr (the console).
-fn guest_conform(paths: &[PathBuf]) -> Result<ExitCode, CliError> {
+fn guest_conform(paths: &[PathBuf], old_profiles: bool) -> Result<ExitCode, CliError> {
     tap_ready("lab guest-conform")?;
     let scenarios = load_scenarios(paths, None)?;
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
@@ -416,6 +590,20 @@ fn guest_conform(paths: &[PathBuf]) -> Result<ExitCode, CliError> {
     for (i, s) in scenarios.iter().enumerate() {
         eprintln!("scenario {}/{}: {}", i + 1, scenarios.len(), s.name);
         let start = Instant::now();
+        let host = KernelProfile::default();
+        let forced;
+        let s = if old_profiles && s.profile.name != host.name {
+            // The arms refuse other profiles; the setup does not depend on the profile,
+            // so run it as the host profile's and let the host compare the trace with
+            // the simulator under the scenario's own profile.
+            let mut c = s.clone();
+            c.profile = host;
+            c.sim_only = None;
+            forced = c;
+            &forced
+        } else {
+            s
+        };
         let v = if let Some(reason) = &s.sim_only {
             json!({"scenario": s.name, "status": "sim-only", "reason": reason})
         } else if let Err(why) = skbsim_kernel::arm::real_arm(s.pipeline) {
@@ -576,11 +764,21 @@ fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
         files.extend(f);
     }
     let script = format!(
-        "{} lab guest-conform {}\n",
+        "{} lab guest-conform {}{}\n",
         lab::GUEST_SKBSIM,
+        if a.old_profiles {
+            "--old-profiles "
+        } else {
+            ""
+        },
         guest_paths.join(" ")
     );
+    // What the arms need and nothing more: 8021q, for one, would add 802.1Q GRO, which
+    // the 6.18 host (built without it) does not have.
     let mut modules = vec!["tun".to_string(), "bridge".to_string()];
+    if scenarios.iter().any(|s| s.pipeline == Pipeline::TapGro) {
+        modules.push("vxlan".to_string());
+    }
     modules.extend(a.modules.iter().cloned());
     let (run, setup) = boot_with(opts, "conform", script, modules, files, true)?;
     if run.boot.rc != 0 {
@@ -656,12 +854,22 @@ fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
                 continue;
             }
         }
+        let mut trace = g
+            .get("trace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let host = KernelProfile::default();
+        if a.old_profiles && s.profile.name != host.name {
+            // Set up as a host-profile scenario in the guest (see guest-conform).
+            trace = trace.replacen(
+                &format!("profile: {}", host.name),
+                &format!("profile: {}", s.profile.name),
+                1,
+            );
+        }
         let real = ScenarioOutput {
-            trace: g
-                .get("trace")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
+            trace,
             json: Value::Null,
             pcap: g
                 .get("pcap")
@@ -694,7 +902,12 @@ fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
         };
         let first = compare_scenario_outputs(s, &sim, &real)?;
         let diffs = if s.pipeline == Pipeline::TapGro {
-            Vec::new()
+            // What the real GRO arm can observe, as `skbsim conform` compares it.
+            all_differences(
+                &observable(&sim.trace),
+                &observable(&real.trace),
+                &skbsim::gro_real::ignored_fields(),
+            )
         } else {
             all_differences(&sim.trace, &real.trace, &model_only_fields(s.pipeline))
         };
@@ -707,10 +920,14 @@ fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
             None => {
                 passed += 1;
                 results.push(json!({"scenario": s.name, "status": "pass", "frames": real.frames, "reads": reads, "notes": real.notes}));
-                text.push(format!(
+                let mut t = format!(
                     "    pass  {}  ({} frames, {reads} reads)",
                     s.name, real.frames
-                ));
+                );
+                for n in &real.notes {
+                    t.push_str(&format!("\n          note: {n}"));
+                }
+                text.push(t);
             }
             Some(m) => {
                 failed += 1;

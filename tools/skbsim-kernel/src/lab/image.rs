@@ -23,8 +23,8 @@ use super::fetch::Artefacts;
 use super::LabError;
 
 /// The modules the base archive holds (with their dependencies): tun/tap, vhost_net,
-/// veth, the bridge, 802.1Q and GRE (gretap).
-pub const LAB_MODULES: [&str; 9] = [
+/// veth, the bridge, 802.1Q, GRE (gretap) and VXLAN.
+pub const LAB_MODULES: [&str; 10] = [
     "tun",
     "tap",
     "vhost_net",
@@ -34,6 +34,7 @@ pub const LAB_MODULES: [&str; 9] = [
     "gre",
     "ip_gre",
     "ip6_gre",
+    "vxlan",
 ];
 
 /// The guest's data channel: the command's stdout goes to the second serial port, which

@@ -7,6 +7,7 @@
 //!   dependencies from `.modinfo`.
 //! - [`cpio`]: the newc writer.
 //! - [`qemu`]: the boot, the watchdog, KVM-then-TCG.
+//! - [`vlan`]: the 802.1Q device check the guest runs (a VLAN device over a tap).
 //!
 //! [`Lab::open`] fetches (first run) and builds the base archive; [`Lab::run`] boots the
 //! guest for one [`Payload`] and returns the command's stdout and timings.
@@ -15,6 +16,7 @@ pub mod cpio;
 pub mod fetch;
 pub mod image;
 pub mod qemu;
+pub mod vlan;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -160,6 +162,8 @@ impl Lab {
             run_timeout: opts.run_timeout,
         };
         let boot = qemu::boot(&self.artefacts, &self.cache, &spec, progress)?;
+        // Kept only when the boot failed (to retry by hand); it is rebuilt every run.
+        let _ = std::fs::remove_file(&spec.initrd);
         Ok(LabRun {
             boot,
             initrd_time,
