@@ -152,6 +152,22 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
     vhost: VHOST_PER_PACKET,
 };
 
+/// Linux 6.1, the Debian guest kernel of `skbsim lab` (6.1 stable, with its backports):
+/// as 6.18 but the vnet padding is skipped (4adf74971018 is v6.15), no USO on tap (v6.2),
+/// and 4.19's GRO IP ID and CWR rules; its XDP counters already have the 2024 fixes (seen
+/// in the guest: XDP_TX counts rx, the 3457-byte fallback counts nothing).
+pub const LINUX_6_1: KernelProfile = KernelProfile {
+    name: "linux-6.1",
+    tun_read: TunReadRules {
+        vnet_pad_zero: false,
+        uso_on_read: false,
+        ..LINUX_6_18.tun_read
+    },
+    tun_write: LINUX_6_18.tun_write,
+    gro: crate::gro::rules::GRO_LINUX_6_1,
+    vhost: LINUX_6_18.vhost,
+};
+
 /// Linux 4.20: 4.19 plus vhost_net's XDP batching with tun's TUN_MSG_PTR (v4.20) and
 /// "tuntap: split out XDP logic", whose tun_build_skb prepares metadata.
 pub const LINUX_4_20: KernelProfile = KernelProfile {
@@ -206,8 +222,9 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
 };
 
 /// Every profile, default first.
-pub const PROFILES: [KernelProfile; 5] =
-    [LINUX_6_18, LINUX_4_20, LINUX_4_19, LINUX_4_16, LINUX_3_12];
+pub const PROFILES: [KernelProfile; 6] = [
+    LINUX_6_18, LINUX_6_1, LINUX_4_20, LINUX_4_19, LINUX_4_16, LINUX_3_12,
+];
 
 impl KernelProfile {
     /// The profile named `name`, or an error listing the known names.
@@ -253,7 +270,7 @@ mod tests {
         assert_eq!(KernelProfile::by_name("linux-3.12").unwrap(), LINUX_3_12);
         let err = KernelProfile::by_name("linux-2.6").unwrap_err().to_string();
         assert!(
-            err.contains("linux-6.18, linux-4.20, linux-4.19, linux-4.16, linux-3.12"),
+            err.contains("linux-6.18, linux-6.1, linux-4.20, linux-4.19, linux-4.16, linux-3.12"),
             "{err}"
         );
     }

@@ -95,6 +95,16 @@ pub const GRO_LINUX_4_19: GroRules = GroRules {
     ..GRO_LINUX_6_18
 };
 
+/// Linux 6.1 (Debian's 6.1 guest of `skbsim lab`): 6.18's engine with 4.19's IP ID
+/// rule (a fixed ID needs DF) and CWR masked from the flag word with TCP_ECN, as seen in
+/// the guest (scenarios ip-id-fixed-nodf-4.19 and tcp-flags-cwr-4.19 pass there).
+pub const GRO_LINUX_6_1: GroRules = GroRules {
+    ip_id: IpIdRule::Atomic419,
+    cwr_in_flag_xor: false,
+    cwr_gso: CwrGso::TcpEcn,
+    ..GRO_LINUX_6_18
+};
+
 /// Linux 3.12 ([3.12]): no GRE or UDP-tunnel GRO yet, no ETH_P_TEB handler, no flush
 /// timeout, no IFF_NAPI (tap-gro runs its engine as a NAPI driver would drive it).
 pub const GRO_LINUX_3_12: GroRules = GroRules {

@@ -860,7 +860,17 @@ fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
             .unwrap_or("")
             .to_string();
         let host = KernelProfile::default();
-        if a.old_profiles && s.profile.name != host.name {
+        // The guest runs Debian's 6.1: a host-profile scenario is compared with the
+        // simulator under linux-6.1, the guest kernel's rules.
+        let mut sim_scenario = s.clone();
+        if s.profile.name == host.name {
+            sim_scenario.profile = sim::profile::LINUX_6_1;
+            trace = trace.replacen(
+                &format!("profile: {}", host.name),
+                &format!("profile: {}", sim::profile::LINUX_6_1.name),
+                1,
+            );
+        } else if a.old_profiles {
             // Set up as a host-profile scenario in the guest (see guest-conform).
             trace = trace.replacen(
                 &format!("profile: {}", host.name),
@@ -891,7 +901,7 @@ fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
         let _ = std::fs::create_dir_all(&dir);
         let _ = std::fs::write(dir.join("trace.txt"), &real.trace);
         let _ = std::fs::write(dir.join("read.pcap"), &real.pcap);
-        let sim = match run_sim(s, None) {
+        let sim = match run_sim(&sim_scenario, None) {
             Ok(o) => o,
             Err(e) => {
                 errors += 1;
