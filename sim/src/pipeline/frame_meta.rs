@@ -141,13 +141,17 @@ pub fn build_skb(
     let lay = layout(frame).ok_or_else(|| RecipeError("no Ethernet header".into()))?;
     let headers = lay.headers_len().map(|h| h - shift);
     let full = frame.len();
+    // skb_vlan_untag pulls the tag into the linear part (pskb_may_pull), so an untagged
+    // skb's linear part always holds the MACs and the tag.
+    let min_linear = if untag { ETH_HLEN + 4 } else { 0 };
     let headlen = match recipe.headlen {
         None => full,
         Some(None) => headers.map(|h| h + shift).ok_or_else(|| {
             RecipeError("headlen = \"headers\" needs a complete IPv4/IPv6 TCP or UDP header".into())
         })?,
         Some(Some(n)) => (n + shift).min(full),
-    };
+    }
+    .max(min_linear);
     skb.fill_from_frame(frame, crate::skb::NET_SKB_PAD, headlen);
     skb.reset_mac_header();
     skb.protocol = lay.l3_proto;

@@ -2,7 +2,7 @@
 //! built, each run through tun_xdp_one, with one xdp_do_flush per batch
 //! (drivers/net/tun.c: tun_sendmsg, tun_xdp_one; R2.8-R2.9, v4.20+).
 
-use crate::bpf::xdp::{XDP_PASS, XDP_REDIRECT, XDP_TX};
+use crate::bpf::xdp::XDP_PASS;
 use crate::bpf::XdpBuff;
 use crate::errno::Errno;
 use crate::net::Net;
@@ -12,7 +12,7 @@ use crate::wire::virtio_net_hdr::{VirtioNetHdrRepr, VIRTIO_NET_HDR_GSO_NONE};
 use crate::xdp::{redirect_ifindex, XdpMode};
 
 use super::write::{eth_type_trans, Fate, ModelError, XdpReport, XdpWhere};
-use super::XdpFrame;
+use super::xdp::tun_xdp_act;
 
 /// One buffer of a TUN_MSG_PTR batch: the xdp_buff vhost built and the vnet header it
 /// put at data_hard_start.
@@ -111,72 +111,23 @@ impl Net {
                     redirect_to: redirect_ifindex(&run),
                     insns: run.insns,
                 };
-                let after = b.xdp.len() as u64;
-                match run.action {
-                    XDP_PASS => report = Some(r),
-                    XDP_TX => {
-                        let frame = XdpFrame {
-                            data: b.xdp.data().to_vec(),
-                        };
-                        dev.xdp_xmit(frame);
-                        if rules.xdp_act_rx_stats {
-                            dev.stats.rx_packets += 1;
-                            dev.stats.rx_bytes += after;
-                        }
-                        return Ok(XdpOneOutcome {
-                            result: Ok(()),
-                            xdp: Some(r),
-                            fate: Fate::XdpTx,
-                            page_held: false,
-                        });
-                    }
-                    XDP_REDIRECT => {
-                        let to = r.redirect_to;
-                        let frame = XdpFrame {
-                            data: b.xdp.data().to_vec(),
-                        };
-                        let ok = to.is_some_and(|t| self.dev(t).is_some_and(|d| d.config.up));
-                        let fate = if ok {
-                            let t = to.unwrap_or_default();
-                            if let Some(d) = self.dev_mut(t) {
-                                d.xdp_xmit(frame);
-                            }
-                            if rules.xdp_act_rx_stats {
-                                let st = self.stats_mut(ifindex);
-                                st.rx_packets += 1;
-                                st.rx_bytes += after;
-                            }
-                            Fate::XdpRedirected { ifindex: t }
-                        } else {
-                            self.stats_mut(ifindex).rx_dropped += 1;
-                            Fate::XdpError(if to.is_some() {
-                                Errno::ENETDOWN
-                            } else {
-                                Errno::EINVAL
-                            })
-                        };
-                        let result = match fate {
-                            Fate::XdpError(e) => Err(e),
-                            _ => Ok(()),
-                        };
-                        return Ok(XdpOneOutcome {
-                            result,
-                            xdp: Some(r),
-                            fate,
-                            page_held: false,
-                        });
-                    }
-                    _ => {
-                        // DROP/ABORTED/unknown: tun_xdp_act counted rx_dropped; the page
-                        // reference is released in bulk at the end of the batch.
-                        dev.stats.rx_dropped += 1;
-                        return Ok(XdpOneOutcome {
-                            result: Ok(()),
-                            xdp: Some(r),
-                            fate: Fate::XdpDropped,
-                            page_held: true,
-                        });
-                    }
+                if run.action == XDP_PASS {
+                    report = Some(r);
+                } else {
+                    // REDIRECT marks the batch for one xdp_do_flush; DROP's page reference
+                    // is released in bulk at the end of the batch.
+                    let fate = tun_xdp_act(self, ifindex, &b.xdp, run.action, r.redirect_to, rules);
+                    let result = match fate {
+                        Fate::XdpError(e) => Err(e),
+                        _ => Ok(()),
+                    };
+                    let page_held = fate == Fate::XdpDropped;
+                    return Ok(XdpOneOutcome {
+                        result,
+                        xdp: Some(r),
+                        fate,
+                        page_held,
+                    });
                 }
             }
         }

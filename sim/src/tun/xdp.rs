@@ -65,7 +65,6 @@ pub(crate) fn build_skb_native(
         redirect_to: redirect_ifindex(&run),
         insns: run.insns,
     };
-    let datasize = buff.len() as u64;
     match run.action {
         XDP_PASS => {
             // __tun_build_skb: build_skb over the buffer, skb_reserve(pad), skb_put(len),
@@ -74,56 +73,70 @@ pub(crate) fn build_skb_native(
             eth_type_trans(&mut skb);
             Ok(NativeResult::Pass(report, Box::new(skb)))
         }
-        XDP_TX => {
-            let fate = if !rules.xdp_tx_native {
-                // Before 59655a5b6c83 XDP_TX built an skb and sent it through the generic
-                // TX helper: it is read back with a PI, and tun counted no rx.
-                let mut skb = SkBuff::from_frame(buff.data(), buff.headroom(), buff.len());
-                eth_type_trans(&mut skb);
-                dev.xmit(skb);
-                Fate::XdpTx
-            } else if let Some(f) = convert_buff_to_frame(&buff) {
-                // tun_xdp_tx -> tun_xdp_xmit(dev, 1, &frame, XDP_XMIT_FLUSH). A full ring
-                // sends 0 frames: the frame is freed, tx_dropped counted, and tun_xdp_act
-                // still takes it as success (R2.4's quirk).
-                dev.xdp_xmit(f);
-                if rules.xdp_act_rx_stats {
-                    dev.stats.rx_packets += 1;
-                    dev.stats.rx_bytes += datasize;
-                }
-                Fate::XdpTx
-            } else {
-                dev.stats.rx_dropped += 1;
-                Fate::XdpError(Errno::EOVERFLOW)
-            };
+        XDP_TX if !rules.xdp_tx_native => {
+            // Before 59655a5b6c83 XDP_TX built an skb and sent it through the generic TX
+            // helper: it is read back with a PI, and tun counted no rx.
+            let mut skb = SkBuff::from_frame(buff.data(), buff.headroom(), buff.len());
+            eth_type_trans(&mut skb);
+            dev.xmit(skb);
+            Ok(NativeResult::Consumed(report, Fate::XdpTx))
+        }
+        action => {
+            let fate = tun_xdp_act(net, ifindex, &buff, action, report.redirect_to, rules);
             Ok(NativeResult::Consumed(report, fate))
         }
+    }
+}
+
+/// tun_xdp_act for the verdicts that consume the buffer (TX, REDIRECT, DROP, ABORTED,
+/// unknown), shared by tun_build_skb and tun_xdp_one (R2.4, R2.9). Counts as the
+/// profile says and returns the frame's fate.
+pub(crate) fn tun_xdp_act(
+    net: &mut Net,
+    ifindex: u32,
+    buff: &XdpBuff,
+    action: u32,
+    redirect_to: Option<u32>,
+    rules: &TunWriteRules,
+) -> Fate {
+    let datasize = buff.len() as u64;
+    let result = match action {
+        // tun_xdp_tx -> tun_xdp_xmit(dev, 1, &frame, XDP_XMIT_FLUSH). A full ring sends 0
+        // frames: the frame is freed, tx_dropped counted, and tun_xdp_act still takes it
+        // as success (R2.4's quirk).
+        XDP_TX => match (convert_buff_to_frame(buff), net.dev_mut(ifindex)) {
+            (Some(f), Some(dev)) => {
+                dev.xdp_xmit(f);
+                Ok(Fate::XdpTx)
+            }
+            _ => Err(Errno::EOVERFLOW),
+        },
+        // xdp_do_redirect, then xdp_do_flush right away (once per write; once per batch
+        // from tun_sendmsg): the devmap bulk queue never holds more than this one.
         XDP_REDIRECT => {
-            let fate = match xdp_do_redirect(net, &buff, report.redirect_to) {
-                Ok(to) => {
-                    // xdp_do_flush right away, once per write: the devmap bulk queue
-                    // (16 frames) never holds more than this one.
-                    if rules.xdp_act_rx_stats {
-                        let st = net.stats_mut(ifindex);
-                        st.rx_packets += 1;
-                        st.rx_bytes += datasize;
-                    }
-                    Fate::XdpRedirected { ifindex: to }
-                }
-                Err(e) => {
-                    // 4.19 counted rx_dropped here too (err_redirect).
-                    net.stats_mut(ifindex).rx_dropped += 1;
-                    Fate::XdpError(e)
-                }
-            };
-            Ok(NativeResult::Consumed(report, fate))
+            xdp_do_redirect(net, buff, redirect_to).map(|to| Fate::XdpRedirected { ifindex: to })
         }
         other => {
             // DROP, ABORTED (trace_xdp_exception) and unknown values
             // (bpf_warn_invalid_xdp_action) all count rx_dropped.
             debug_assert!(other == XDP_DROP || other == XDP_ABORTED || other > XDP_REDIRECT);
-            dev.stats.rx_dropped += 1;
-            Ok(NativeResult::Consumed(report, Fate::XdpDropped))
+            net.stats_mut(ifindex).rx_dropped += 1;
+            return Fate::XdpDropped;
+        }
+    };
+    match result {
+        Ok(fate) => {
+            if rules.xdp_act_rx_stats {
+                let st = net.stats_mut(ifindex);
+                st.rx_packets += 1;
+                st.rx_bytes += datasize;
+            }
+            fate
+        }
+        Err(e) => {
+            // v6.8 "tun: fix missing dropped counter"; 4.19 counted it too (err_redirect).
+            net.stats_mut(ifindex).rx_dropped += 1;
+            Fate::XdpError(e)
         }
     }
 }

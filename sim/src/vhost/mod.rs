@@ -194,7 +194,12 @@ impl VhostNetTx {
         self.ops.handle_tx_runs += 1;
         let batching = profile.vhost.xdp_batching
             && net.dev(self.ifindex).is_some_and(|d| !d.config.sndbuf_set);
-        let xdp_attached = net.dev(self.ifindex).is_some_and(|d| d.xdp.is_some());
+        // SOCK_XDP is set by tun_xdp_set, the driver-mode attach; an xdpgeneric program
+        // leaves vhost's XDP headroom at 0.
+        let xdp_attached = net
+            .dev(self.ifindex)
+            .and_then(|d| d.xdp.as_ref())
+            .is_some_and(|a| a.mode == crate::xdp::XdpMode::Native);
         let (mut sent, mut total_len) = (0usize, 0usize);
         loop {
             if self.done_idx == VHOST_NET_BATCH {
@@ -333,14 +338,14 @@ impl VhostNetTx {
                 xdp_flushes: out.flushes,
             });
             for (desc, o) in descs.into_iter().zip(out.per_buffer) {
-                let XdpOneOutcome {
-                    result, xdp, fate, ..
-                } = o;
+                // tun_sendmsg drops each tun_xdp_one return value: what vhost sees is the
+                // batch's sendmsg result (0); the buffer's fate carries any error.
+                let XdpOneOutcome { xdp, fate, .. } = o;
                 sink(VhostEvent::Packet(PacketFate {
                     packet: desc.packet,
                     ts_ns: desc.ts_ns,
                     via: Via::Batch(batch),
-                    result,
+                    result: Ok(()),
                     xdp,
                     fate,
                 }));

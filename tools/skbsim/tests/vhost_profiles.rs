@@ -26,7 +26,7 @@ fn trace(name: &str) -> String {
 fn batching_changes_grouping_only() {
     let mut ignore: Vec<&str> = vec!["scenario", "description", "profile"];
     ignore.extend(VHOST_GROUPING_FIELDS);
-    for v in ["drop", "tx", "pass", "redirect"] {
+    for v in ["drop", "tx", "pass", "redirect", "redirect-mtu"] {
         let batched = trace(&format!("xdp-{v}-linux-4.20"));
         let single = trace(&format!("xdp-{v}-linux-4.19"));
         assert_eq!(
