@@ -8,6 +8,8 @@
 
 use std::fmt::Write as _;
 
+use super::render::ts;
+
 use serde_json::{json, Value};
 
 use crate::gro::napi::{Delivered, End};
@@ -31,10 +33,6 @@ pub const GRO_MODEL_ONLY_FIELDS: [&str; 10] = [
     "poll",
     "held",
 ];
-
-fn ts(ns: u64) -> String {
-    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
-}
 
 /// "0-9", "0-3 5 7-8".
 pub fn ranges(frames: &[u64]) -> String {
@@ -139,51 +137,25 @@ fn vxlan_dev_len(s: &GroSkb) -> Option<usize> {
 
 fn header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
     let p = &run.plan;
-    let on = |b: bool| if b { "on" } else { "off" };
-    let ports: Vec<String> = p.vxlan_ports.iter().map(|x| x.to_string()).collect();
-    let _ = writeln!(out, "scenario: {}", sc.name);
-    let _ = writeln!(out, "description: {}", sc.description);
-    let _ = writeln!(out, "backend: sim");
-    let _ = writeln!(out, "profile: {}", sc.profile.name);
+    let setup = super::gro_observed::ObservedSetup {
+        backend: "sim".to_string(),
+        feature: p.feature,
+        teb_gro: p.teb_gro,
+        vlan_gro: p.vlan_gro,
+        vxlan_ports: p.vxlan_ports.clone(),
+        burst: p.burst,
+        flush_timeout_ns: p.flush_timeout_ns,
+        hz: p.hz,
+        weight: 64,
+        nonblocking: p.nonblocking,
+        needs_csum: p.needs_csum,
+    };
     let napi_note = if run.cfg.rules.tun_napi {
         ""
     } else {
         " (modelled: IFF_NAPI arrived in v4.15)"
     };
-    let _ = writeln!(out, "device: tap IFF_NAPI no_pi{napi_note}");
-    let _ = writeln!(
-        out,
-        "gro: {} teb {} vlan {} vxlan_ports [{}]",
-        on(p.feature),
-        on(p.teb_gro),
-        on(p.vlan_gro),
-        ports.join(", ")
-    );
-    let _ = writeln!(
-        out,
-        "napi: burst {} gro_flush_timeout {} ns HZ {} weight 64",
-        p.burst, p.flush_timeout_ns, p.hz
-    );
-    let _ = writeln!(
-        out,
-        "write: {} {}",
-        if p.nonblocking {
-            "nonblocking"
-        } else {
-            "blocking"
-        },
-        if p.needs_csum {
-            "NEEDS_CSUM"
-        } else {
-            "CHECKSUM_NONE"
-        }
-    );
-    let input = sc
-        .input
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let _ = writeln!(out, "input: {input}");
+    super::gro_observed::header(out, sc, &setup, napi_note);
 }
 
 fn render_delivered(out: &mut String, n: usize, d: &Delivered) {

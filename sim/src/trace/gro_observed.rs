@@ -15,6 +15,8 @@
 
 use std::fmt::Write as _;
 
+use super::render::ts;
+
 use serde_json::{json, Value};
 
 use crate::pipeline::tap_gro::innermost_tcp;
@@ -130,36 +132,6 @@ pub struct ObservedGro {
     pub rx_bytes: u64,
 }
 
-fn ts(ns: u64) -> String {
-    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
-}
-
-fn hexdump(out: &mut String, data: &[u8]) {
-    let line = |out: &mut String, off: usize, chunk: &[u8]| {
-        let _ = write!(out, "    {off:04x}:");
-        for b in chunk {
-            let _ = write!(out, " {b:02x}");
-        }
-        out.push('\n');
-    };
-    if data.len() <= 256 {
-        for (i, c) in data.chunks(16).enumerate() {
-            line(out, i * 16, c);
-        }
-        return;
-    }
-    for (i, c) in data[..128].chunks(16).enumerate() {
-        line(out, i * 16, c);
-    }
-    let tail = (data.len() - 1) / 16 * 16;
-    let _ = writeln!(
-        out,
-        "    ...: {} bytes not shown (all in the output pcap)",
-        tail - 128
-    );
-    line(out, tail, &data[tail..]);
-}
-
 /// gso_segs of a GRO skb: the TCP payload (after the innermost TCP header, through
 /// VXLAN on `vxlan_ports`) over gso_size, rounded up. `None` when there is no TCP header
 /// to find.
@@ -182,14 +154,16 @@ fn gso_text(s: &ObservedSkb, v: &ObservedVnet, ports: &[u16]) -> String {
     format!("{} size {} segs {segs}", v.gso_names(), v.gso_size)
 }
 
-fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup) {
+/// The header lines of a tap-gro trace, real or simulated; `device_note` qualifies the
+/// device line.
+pub(crate) fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup, device_note: &str) {
     let on = |b: bool| if b { "on" } else { "off" };
     let ports: Vec<String> = o.vxlan_ports.iter().map(|x| x.to_string()).collect();
     let _ = writeln!(out, "scenario: {}", sc.name);
     let _ = writeln!(out, "description: {}", sc.description);
     let _ = writeln!(out, "backend: {}", o.backend);
     let _ = writeln!(out, "profile: {}", sc.profile.name);
-    let _ = writeln!(out, "device: tap IFF_NAPI no_pi");
+    let _ = writeln!(out, "device: tap IFF_NAPI no_pi{device_note}");
     let _ = writeln!(
         out,
         "gro: {} teb {} vlan {} vxlan_ports [{}]",
@@ -259,13 +233,13 @@ fn render_skb(out: &mut String, n: usize, s: &ObservedSkb, ports: &[u16]) {
     }
     let _ = writeln!(out, "  summary: {}", describe(&s.bytes));
     out.push_str("  bytes:\n");
-    hexdump(out, &s.bytes);
+    super::render::hexdump(out, &s.bytes);
 }
 
 /// The text trace of a real run, in the simulator's layout.
 pub fn render_observed(sc: &Scenario, o: &ObservedGro) -> String {
     let mut out = String::new();
-    header(&mut out, sc, &o.setup);
+    header(&mut out, sc, &o.setup, "");
     for e in &o.write_errors {
         out.push('\n');
         let _ = writeln!(

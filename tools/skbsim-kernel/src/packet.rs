@@ -92,16 +92,7 @@ impl PacketSocket {
         let fd = owned_fd(fd).op(|| format!("{op}: socket"))?;
         setsockopt_int(fd.as_fd(), SOL_PACKET, PACKET_AUXDATA, 1)
             .op(|| format!("{op}: PACKET_AUXDATA"))?;
-        let addr = sockaddr_ll(ifindex, ETH_P_ALL);
-        // SAFETY: `addr` is a sockaddr_ll whose size is passed with it.
-        let ret = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        cvt(ret).op(|| op.clone())?;
+        bind_all(fd.as_fd(), ifindex).op(|| op.clone())?;
         Ok(PacketSocket {
             fd,
             ifindex,
@@ -258,4 +249,18 @@ fn sockaddr_ll(ifindex: u32, protocol: u16) -> libc::sockaddr_ll {
     a.sll_ifindex = ifindex as i32;
     a.sll_halen = 6;
     a
+}
+
+/// bind(2) an AF_PACKET socket to every protocol (ETH_P_ALL) on `ifindex`.
+pub(crate) fn bind_all(fd: std::os::fd::BorrowedFd<'_>, ifindex: u32) -> Result<(), Errno> {
+    let addr = sockaddr_ll(ifindex, ETH_P_ALL);
+    // SAFETY: `addr` is a sockaddr_ll whose size is passed with it.
+    let ret = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    cvt(ret).map(|_| ())
 }

@@ -50,9 +50,9 @@ use sim::pipeline::tun_read::{header_len, Event, ReadRecord};
 use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
 use sim::skb::{IpSummed, SkBuff, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
-use sim::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, TUN_READQ_SIZE};
+use sim::tun::{DeviceKind, TunConfig, TunStats};
 
-use super::{kerr, offload_bits, tun_stats, ArmError};
+use super::{kerr, tun_stats, ArmError};
 use crate::error::{Cause, Errno, KernelError};
 use crate::ethtool::Ethtool;
 use crate::netns::Netns;
@@ -170,51 +170,16 @@ pub fn run_tun_read(scenario: &Scenario) -> Result<RealTunRead, ArmError> {
     Netns::run(|ns| Ok(replay(ns, scenario)))?
 }
 
-/// Create and configure the tap under test from the scenario's `[device]`; it starts down.
+/// Create and configure the tap under test from the scenario's `[device]` (the same
+/// setup as the write arm's); it starts down and comes up once bridged.
 pub fn open_dut(ns: &mut Netns, dev: &TunConfig) -> Result<Tap, KernelError> {
-    let b = TapConfig::tap(DUT_NAME)
-        .no_pi(dev.no_pi)
-        .vnet_hdr(dev.vnet_hdr)
-        .nonblocking(true)
-        .open()?;
-    if dev.vnet_hdr && dev.vnet_hdr_sz != WRITER_VNET_LEN {
-        let sz = i32::try_from(dev.vnet_hdr_sz).map_err(|_| {
-            KernelError::new(
-                format!("TUNSETVNETHDRSZ on {DUT_NAME}"),
-                Cause::Protocol(format!("size {} does not fit an int", dev.vnet_hdr_sz)),
-            )
-        })?;
-        b.set_vnet_hdr_sz(sz)?;
-    }
-    if dev.vnet_endian == VnetEndian::Big {
-        b.set_vnet_be(true)?;
-    }
-    let bits = offload_bits(dev);
-    if bits != 0 {
-        b.set_offload(bits)?;
-    }
-    let mut et = Ethtool::new()?;
-    for (feature, on) in [
-        ("tx-vlan-hw-insert", dev.tx_vlan_ctag),
-        ("tx-vlan-stag-hw-insert", dev.tx_vlan_stag),
-    ] {
-        if et.get_feature(DUT_NAME, feature)? != on {
-            et.set_feature(DUT_NAME, feature, on)?;
-        }
-    }
-    if dev.tx_queue_len != TUN_READQ_SIZE {
-        let len = u32::try_from(dev.tx_queue_len).map_err(|_| {
-            KernelError::new(
-                format!("RTM_SETLINK {DUT_NAME} txqueuelen"),
-                Cause::Protocol(format!("{} does not fit a u32", dev.tx_queue_len)),
-            )
-        })?;
-        ns.rtnl().set_txqlen(b.ifindex(), len)?;
-    }
-    Ok(b)
+    let down = TunConfig {
+        up: false,
+        ..dev.clone()
+    };
+    super::tap_write::open_device(ns, DUT_NAME, &down, true)
 }
 
-/// Open a writer tap (up, not yet bridged).
 fn open_writer(ns: &mut Netns, kind: WriterKind) -> Result<Tap, KernelError> {
     let w = ns.tap_up(&kind.config())?;
     if kind == WriterKind::Frags {

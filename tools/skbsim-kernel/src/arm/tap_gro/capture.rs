@@ -32,20 +32,7 @@ impl VnetCapture {
             CAPTURE_RCVBUF,
         )
         .op(|| format!("{op}: SO_RCVBUFFORCE"))?;
-        // SAFETY: an all-zero sockaddr_ll is valid; the fields that matter are set below.
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_protocol = ETH_P_ALL.to_be();
-        addr.sll_ifindex = ifindex as i32;
-        // SAFETY: `addr` is a sockaddr_ll whose size is passed with it.
-        let ret = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        cvt(ret).op(|| op.clone())?;
+        crate::packet::bind_all(fd.as_fd(), ifindex).op(|| op.clone())?;
         Ok(VnetCapture {
             fd,
             ifindex,

@@ -95,7 +95,6 @@ pub use capture::VnetCapture;
 use sched::*;
 use vxlan::*;
 
-const ETH_P_ALL: u16 = 0x0003;
 const SOL_PACKET: libc::c_int = 263;
 const PACKET_VNET_HDR: libc::c_int = 15;
 const PACKET_OUTGOING: u8 = 4;
