@@ -150,6 +150,7 @@ pub fn inet_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) 
     }
     let level = usize::from(skb.cb.encap_mark);
     skb.cb.network_offsets[level] = off;
+    skb.network_header = off;
     if rule == IpIdRule::Atomic419 {
         skb.cb.is_atomic = frag & IP_DF != 0;
     }

@@ -207,6 +207,10 @@ pub struct GroSkb {
     pub gso_type: u32,
     pub encapsulation: bool,
     pub transport_header: usize,
+    /// skb->network_header: inet_gro_receive sets it at every IPv4 level, so after
+    /// receive it points at the innermost IP header (what pre-6.8 completions read as
+    /// ip_hdr(skb)).
+    pub network_header: usize,
     pub inner_mac_header: Option<usize>,
     pub inner_network_header: Option<usize>,
     pub inner_transport_header: Option<usize>,

@@ -30,6 +30,18 @@ pub enum CwrGso {
     AccEcn,
 }
 
+/// Which IPv4 header udp4_gro_complete takes the outer UDP pseudo-header from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UdpCompleteIph {
+    /// ip_hdr(skb): skb->network_header, which inet_gro_receive last set at the
+    /// *innermost* IPv4 level, so a VXLAN outer checksum is seeded with the inner
+    /// addresses ([4.19], 6.1 udp_offload.c: udp4_gro_complete; seen in the 6.1 guest).
+    SkbNetworkHeader,
+    /// NAPI_GRO_CB(skb)->network_offsets[skb->encapsulation]: the outer header (Richard
+    /// Gobert, "net: gro: use cb instead of skb->network_header", v6.8).
+    NetworkOffsets,
+}
+
 /// The GRO engine of one kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GroRules {
@@ -66,6 +78,7 @@ pub struct GroRules {
     pub tun_build_skb_max: Option<usize>,
     /// IFF_NAPI exists (v4.15, "tun: enable NAPI for TUN/TAP driver").
     pub tun_napi: bool,
+    pub udp_complete_iph: UdpCompleteIph,
 }
 
 /// Linux 6.18 (this machine's kernel).
@@ -83,6 +96,7 @@ pub const GRO_LINUX_6_18: GroRules = GroRules {
     frags_overflow_to_frag_list: true,
     tun_build_skb_max: Some(3456),
     tun_napi: true,
+    udp_complete_iph: UdpCompleteIph::NetworkOffsets,
 };
 
 /// Linux 4.19 ([4.19]).
@@ -92,6 +106,7 @@ pub const GRO_LINUX_4_19: GroRules = GroRules {
     cwr_gso: CwrGso::TcpEcn,
     fixedid_on_complete: false,
     tun_build_skb_max: Some(3712),
+    udp_complete_iph: UdpCompleteIph::SkbNetworkHeader,
     ..GRO_LINUX_6_18
 };
 
@@ -102,6 +117,7 @@ pub const GRO_LINUX_6_1: GroRules = GroRules {
     ip_id: IpIdRule::Atomic419,
     cwr_in_flag_xor: false,
     cwr_gso: CwrGso::TcpEcn,
+    udp_complete_iph: UdpCompleteIph::SkbNetworkHeader,
     ..GRO_LINUX_6_18
 };
 
@@ -121,4 +137,5 @@ pub const GRO_LINUX_3_12: GroRules = GroRules {
     frags_overflow_to_frag_list: false,
     tun_build_skb_max: None,
     tun_napi: false,
+    udp_complete_iph: UdpCompleteIph::SkbNetworkHeader,
 };

@@ -8,6 +8,7 @@ use super::core::{call_l3_receive, checksum_validate, postpull_rcsum, L3Handler}
 use super::csum;
 use super::eth::eth_gro_complete;
 use super::ipv4::{gro_compute_pseudo, IPPROTO_UDP};
+use super::rules::UdpCompleteIph;
 use super::{reason, GroConfig, GroSkb, GRO_RECURSION_LIMIT};
 use crate::skb::{gso, IpSummed};
 
@@ -122,7 +123,10 @@ pub fn udp4_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
     if skb.data.len() < nhoff + UDP_HLEN {
         return;
     }
-    let nh = skb.cb.network_offsets[usize::from(skb.encapsulation)];
+    let nh = match cfg.rules.udp_complete_iph {
+        UdpCompleteIph::NetworkOffsets => skb.cb.network_offsets[usize::from(skb.encapsulation)],
+        UdpCompleteIph::SkbNetworkHeader => skb.network_header,
+    };
     let len = skb.len - nhoff;
     let check = skb.be16(nhoff + 6);
     if check != 0 {

@@ -70,6 +70,9 @@ export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root
 echo "skbsim-lab: init $(uname -r)"
 data=/dev/ttyS1
 stty -F $data raw -echo 2>/dev/null
+# ip_gre (like ipip, sit, ...) would add its fallback devices (gretap0, erspan0, gre0)
+# to every new namespace; the arms only run in namespaces that hold nothing but lo.
+echo 1 > /proc/sys/net/core/fb_tunnels_only_for_init_net
 while read -r m; do
   [ -n "$m" ] || continue
   insmod "$m" || echo "skbsim-lab: insmod $m failed"
