@@ -15,6 +15,8 @@
 //! - [`genl::NetdevGenl`]: the netdev generic netlink family's NAPI objects.
 //! - [`arm`]: scenarios replayed through the real kernel ([`arm::run_tun_read`]) and the
 //!   real tx-VLAN-offload benchmark ([`arm::vlan_offload_bench`]).
+//! - [`features`]: the kernel features a scenario needs (GRE, vhost_net, USO on tap),
+//!   probed on the running kernel.
 //! - [`lab`]: a guest Linux kernel under QEMU (fetched with apt, booted from an
 //!   initramfs) for what this machine's kernel lacks: GRE, 802.1Q devices, vhost_net.
 
@@ -22,6 +24,7 @@ pub mod arm;
 pub mod bpf;
 pub mod error;
 pub mod ethtool;
+pub mod features;
 pub mod genl;
 pub mod lab;
 pub mod netlink;

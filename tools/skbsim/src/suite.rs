@@ -205,7 +205,14 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
             results.push(json!({"scenario": s.name, "status": "sim-only", "reason": reason}));
             continue;
         }
-        if let (true, Err(why)) = (tap, skbsim_kernel::arm::real_arm(s.pipeline)) {
+        // Probed only for the real backend (the probes need root and namespaces).
+        let arm = if tap {
+            skbsim_kernel::arm::real_arm(s.pipeline)
+                .and_then(|()| skbsim_kernel::features::missing(s).map_or(Ok(()), Err))
+        } else {
+            Ok(())
+        };
+        if let Err(why) = arm {
             no_arm += 1;
             pb.inc(1);
             if !args.json {

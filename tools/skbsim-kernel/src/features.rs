@@ -1,0 +1,154 @@
+//! Kernel features a scenario's real arm needs, and whether the running kernel has them.
+//!
+//! The host here (6.18) has no GRE and no vhost_net; the lab's guest (6.1) has both but
+//! no USO on tap. A scenario that needs a missing feature is neither passed nor failed
+//! by `skbsim conform`: it is reported as needing another kernel, with the probe's answer,
+//! and `skbsim lab conform` loads the feature's module in the guest and runs it there.
+//!
+//! Each probe asks the kernel itself (a device created in a private namespace, an ioctl
+//! on a scratch tap, the character device) rather than reading a config file, so the
+//! answer is the same on every kernel, built-in or modular.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Mutex;
+
+use sim::scenario::{Pipeline, Scenario};
+
+use crate::error::{Errno, KernelError};
+use crate::netns::Netns;
+use crate::netlink::Nla;
+use crate::tap::{tun_f, TapConfig};
+
+/// A kernel feature a real arm may need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KernelFeature {
+    /// gretap devices and gre_offload (CONFIG_NET_IPGRE, CONFIG_NET_IPGRE_DEMUX).
+    Gre,
+    /// /dev/vhost-net (CONFIG_VHOST_NET).
+    VhostNet,
+    /// TUN_F_USO4|TUN_F_USO6 in TUNSETOFFLOAD (v6.2, "tun: support UDP segmentation
+    /// offload").
+    TunUso,
+}
+
+impl KernelFeature {
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelFeature::Gre => "gre",
+            KernelFeature::VhostNet => "vhost_net",
+            KernelFeature::TunUso => "tun-uso",
+        }
+    }
+
+    /// The guest module that brings the feature (`None`: a kernel version, not a module).
+    pub fn module(self) -> Option<&'static str> {
+        match self {
+            KernelFeature::Gre => Some("ip_gre"),
+            KernelFeature::VhostNet => Some("vhost_net"),
+            KernelFeature::TunUso => None,
+        }
+    }
+}
+
+impl fmt::Display for KernelFeature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether a frame is IPv4 carrying GRE (protocol 47).
+pub fn is_gre_frame(f: &[u8]) -> bool {
+    f.get(12..14) == Some(&[0x08, 0x00]) && f.get(23) == Some(&47)
+}
+
+/// The features `scenario`'s real arm needs, from its pipeline, device and input frames.
+/// An unreadable pcap needs nothing here: the arm reports it.
+pub fn required(scenario: &Scenario) -> Vec<KernelFeature> {
+    let mut out = Vec::new();
+    if scenario.pipeline == Pipeline::VhostTx {
+        out.push(KernelFeature::VhostNet);
+    }
+    let o = &scenario.device.offloads;
+    if o.uso4 || o.uso6 {
+        out.push(KernelFeature::TunUso);
+    }
+    if scenario.pipeline == Pipeline::TapGro {
+        if let Ok(reader) = sim::pcap::PcapReader::open(&scenario.input) {
+            let gre = reader
+                .into_iter()
+                .filter_map(Result::ok)
+                .any(|f| is_gre_frame(&f.data));
+            if gre {
+                out.push(KernelFeature::Gre);
+            }
+        }
+    }
+    out
+}
+
+static PROBED: Mutex<BTreeMap<KernelFeature, Result<(), String>>> = Mutex::new(BTreeMap::new());
+
+/// `Ok(())` when the running kernel has `feature`; otherwise what the probe saw. Probed
+/// once per process.
+pub fn probe(feature: KernelFeature) -> Result<(), String> {
+    if let Ok(cache) = PROBED.lock() {
+        if let Some(r) = cache.get(&feature) {
+            return r.clone();
+        }
+    }
+    let r = match feature {
+        KernelFeature::Gre => probe_gre(),
+        KernelFeature::VhostNet => probe_vhost_net(),
+        KernelFeature::TunUso => probe_tun_uso(),
+    };
+    if let Ok(mut cache) = PROBED.lock() {
+        cache.insert(feature, r.clone());
+    }
+    r
+}
+
+/// The first feature `scenario` needs that this kernel lacks, as one line.
+pub fn missing(scenario: &Scenario) -> Option<String> {
+    required(scenario).into_iter().find_map(|f| {
+        probe(f)
+            .err()
+            .map(|why| format!("needs {f}, which this kernel lacks ({why})"))
+    })
+}
+
+fn probe_gre() -> Result<(), String> {
+    let r = Netns::run(|ns| {
+        // ip_gre.c: ipgre_tap_ops; the device exists only inside this namespace.
+        // IFLA_GRE_LOCAL (include/uapi/linux/if_tunnel.h).
+        const IFLA_GRE_LOCAL: u16 = 6;
+        let local = Nla::bytes(IFLA_GRE_LOCAL, &[192, 0, 2, 1]);
+        ns.rtnl()
+            .create_link("skbprobegre", "gretap", &[local])
+            .map(|_| ())
+    });
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_errno(Errno::EOPNOTSUPP) => {
+            Err("RTM_NEWLINK gretap: EOPNOTSUPP, no gretap link type".into())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn probe_vhost_net() -> Result<(), String> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/vhost-net")
+        .map(drop)
+        .map_err(|e| format!("/dev/vhost-net: {e}"))
+}
+
+fn probe_tun_uso() -> Result<(), String> {
+    let r: Result<(), KernelError> = Netns::run(|_| {
+        let t = TapConfig::tap("skbprobeuso").vnet_hdr(true).open()?;
+        t.set_offload(tun_f::CSUM | tun_f::USO4 | tun_f::USO6)
+    });
+    r.map_err(|e| e.to_string())
+}

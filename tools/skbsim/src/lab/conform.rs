@@ -1,0 +1,386 @@
+//! `skbsim lab conform`: the real arms run in the guest (`guest_conform`, this binary
+//! inside the initramfs), their traces come back over the data serial port, and the host
+//! compares them with the simulator under the guest kernel's profile (`conform`).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use sim::profile::KernelProfile;
+use sim::scenario::{Pipeline, Scenario};
+use sim::trace::gro_observed::observable;
+use skbsim::cli_error::CliError;
+use skbsim::conform::{compare_scenario_outputs, model_only_fields};
+use skbsim::runner::{run_sim, run_tap, tap_ready, ScenarioOutput};
+use skbsim::suite::load_scenarios;
+use skbsim_kernel::lab;
+
+use super::diff::{all_differences, hex, unhex};
+use super::{boot_report, boot_with, cache_of, mib, LabConformArgs};
+
+/// In the guest: one JSON line per scenario on stdout (the data channel); progress on
+/// stderr (the console).
+pub(super) fn guest_conform(paths: &[PathBuf], old_profiles: bool) -> Result<ExitCode, CliError> {
+    tap_ready("lab guest-conform")?;
+    let scenarios = load_scenarios(paths, None)?;
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut out = std::io::stdout().lock();
+    let emit = |out: &mut std::io::StdoutLock<'_>, v: Value| {
+        let _ = writeln!(out, "{v}");
+        let _ = out.flush();
+    };
+    emit(&mut out, json!({"kernel": kernel.trim()}));
+    for (i, s) in scenarios.iter().enumerate() {
+        eprintln!("scenario {}/{}: {}", i + 1, scenarios.len(), s.name);
+        let start = Instant::now();
+        let host = KernelProfile::default();
+        let forced;
+        let s = if old_profiles && s.profile.name != host.name {
+            // The arms refuse other profiles; the setup does not depend on the profile,
+            // so run it as the host profile's and let the host compare the trace with
+            // the simulator under the scenario's own profile.
+            let mut c = s.clone();
+            c.profile = host;
+            c.sim_only = None;
+            forced = c;
+            &forced
+        } else {
+            s
+        };
+        let v = if let Some(reason) = &s.sim_only {
+            json!({"scenario": s.name, "status": "sim-only", "reason": reason})
+        } else if let Err(why) = skbsim_kernel::arm::real_arm(s.pipeline) {
+            json!({"scenario": s.name, "status": "no-real-arm", "reason": why})
+        } else if let Some(why) = skbsim_kernel::features::missing(s) {
+            json!({"scenario": s.name, "status": "needs-kernel", "reason": why})
+        } else {
+            match run_tap(s) {
+                Ok(o) => json!({
+                    "scenario": s.name,
+                    "status": "ok",
+                    "trace": o.trace,
+                    "pcap": hex(&o.pcap),
+                    "frames": o.frames,
+                    "notes": o.notes,
+                    "ms": start.elapsed().as_millis() as u64,
+                }),
+                Err(e) => {
+                    let prefix = format!("{}: ", s.name);
+                    let msg = e.0.strip_prefix(&prefix).unwrap_or(&e.0).to_string();
+                    json!({"scenario": s.name, "status": "error", "error": msg})
+                }
+            }
+        };
+        emit(&mut out, v);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One differing field between the simulator's and the guest's trace.
+
+fn scenario_files(s: &Scenario) -> Vec<PathBuf> {
+    let mut files = vec![s.path.clone(), s.input.clone()];
+    if let Some(x) = &s.xdp {
+        files.push(x.program.clone());
+    }
+    files
+        .into_iter()
+        .map(|f| std::fs::canonicalize(&f).unwrap_or(f))
+        .collect()
+}
+
+pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
+    let opts = &a.opts;
+    let scenarios = load_scenarios(&a.paths, a.shard.as_deref())?;
+    let mut files = Vec::new();
+    let mut guest_paths = Vec::new();
+    for s in &scenarios {
+        let f = scenario_files(s);
+        guest_paths.push(lab::shell_quote(&f[0].to_string_lossy()));
+        files.extend(f);
+    }
+    let script = format!(
+        "{} lab guest-conform {}{}\n",
+        lab::GUEST_SKBSIM,
+        if a.old_profiles {
+            "--old-profiles "
+        } else {
+            ""
+        },
+        guest_paths.join(" ")
+    );
+    // What the arms need and nothing more: 8021q, for one, would add 802.1Q GRO, which
+    // the 6.18 host (built without it) does not have.
+    let mut modules = vec!["tun".to_string(), "bridge".to_string()];
+    if scenarios.iter().any(|s| s.pipeline == Pipeline::TapGro) {
+        modules.push("vxlan".to_string());
+    }
+    // And the modules of the kernel features the scenarios need (ip_gre, vhost_net).
+    for s in &scenarios {
+        for m in skbsim_kernel::features::required(s)
+            .iter()
+            .filter_map(|f| f.module())
+        {
+            if !modules.iter().any(|x| x == m) {
+                modules.push(m.to_string());
+            }
+        }
+    }
+    modules.extend(a.modules.iter().cloned());
+    let (run, setup) = boot_with(opts, "conform", script, modules, files, true)?;
+    if run.boot.rc != 0 {
+        let last = run
+            .boot
+            .stderr
+            .lines()
+            .rev()
+            .find(|l| l.contains("skbsim"))
+            .unwrap_or("");
+        return Err(CliError(format!(
+            "lab guest: skbsim exited {} in the guest: {last}",
+            run.boot.rc
+        )));
+    }
+    let mut guest: HashMap<String, Value> = HashMap::new();
+    let mut kernel = String::new();
+    for line in run.boot.output.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if let Some(k) = v.get("kernel").and_then(Value::as_str) {
+            kernel = k.to_string();
+        } else if let Some(name) = v.get("scenario").and_then(Value::as_str) {
+            guest.insert(name.to_string(), v);
+        }
+    }
+    let out_dir = a
+        .out
+        .clone()
+        .unwrap_or_else(|| cache_of(opts).join("results").join(&kernel));
+    let (mut passed, mut failed, mut sim_only, mut errors, mut no_arm) = (0, 0, 0, 0, 0);
+    let mut other_kernel = 0;
+    let mut results = Vec::new();
+    let mut text = Vec::new();
+    for s in &scenarios {
+        let Some(g) = guest.get(&s.name) else {
+            errors += 1;
+            results.push(
+                json!({"scenario": s.name, "status": "error", "error": "no result from the guest"}),
+            );
+            text.push(format!("   error  {}: no result from the guest", s.name));
+            continue;
+        };
+        let status = g.get("status").and_then(Value::as_str).unwrap_or("");
+        let reason = g
+            .get("reason")
+            .or_else(|| g.get("error"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        match status {
+            "sim-only" => {
+                sim_only += 1;
+                results.push(json!({"scenario": s.name, "status": "sim-only", "reason": reason}));
+                text.push(format!("sim-only  {}: {reason}", s.name));
+                continue;
+            }
+            "needs-kernel" => {
+                other_kernel += 1;
+                results.push(json!({"scenario": s.name, "status": "needs-kernel", "reason": reason}));
+                text.push(format!("  kernel  {}: {reason}", s.name));
+                continue;
+            }
+            "no-real-arm" => {
+                no_arm += 1;
+                results
+                    .push(json!({"scenario": s.name, "status": "no-real-arm", "reason": reason}));
+                text.push(format!(" no-arm  {}: {reason}", s.name));
+                continue;
+            }
+            "ok" => {}
+            _ => {
+                errors += 1;
+                results.push(json!({"scenario": s.name, "status": "error", "error": reason}));
+                text.push(format!(
+                    "   error  {}: real kernel (guest): {reason}",
+                    s.name
+                ));
+                continue;
+            }
+        }
+        let mut trace = g
+            .get("trace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let host = KernelProfile::default();
+        // The guest runs Debian's 6.1: a host-profile scenario is compared with the
+        // simulator under linux-6.1, the guest kernel's rules.
+        let mut sim_scenario = s.clone();
+        if s.profile.name == host.name {
+            sim_scenario.profile = sim::profile::LINUX_6_1;
+            trace = trace.replacen(
+                &format!("profile: {}", host.name),
+                &format!("profile: {}", sim::profile::LINUX_6_1.name),
+                1,
+            );
+        } else if a.old_profiles {
+            // Set up as a host-profile scenario in the guest (see guest-conform).
+            trace = trace.replacen(
+                &format!("profile: {}", host.name),
+                &format!("profile: {}", s.profile.name),
+                1,
+            );
+        }
+        let real = ScenarioOutput {
+            trace,
+            json: Value::Null,
+            pcap: g
+                .get("pcap")
+                .and_then(Value::as_str)
+                .and_then(unhex)
+                .unwrap_or_default(),
+            frames: g.get("frames").and_then(Value::as_u64).unwrap_or(0),
+            notes: g
+                .get("notes")
+                .and_then(Value::as_array)
+                .map(|n| {
+                    n.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        let dir = out_dir.join(&s.name);
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::write(dir.join("trace.txt"), &real.trace);
+        let _ = std::fs::write(dir.join("read.pcap"), &real.pcap);
+        let sim = match run_sim(&sim_scenario, None) {
+            Ok(o) => o,
+            Err(e) => {
+                errors += 1;
+                results.push(json!({"scenario": s.name, "status": "error", "error": format!("simulator: {e}")}));
+                text.push(format!("   error  {}: simulator: {e}", s.name));
+                continue;
+            }
+        };
+        let first = compare_scenario_outputs(s, &sim, &real)?;
+        let diffs = if s.pipeline == Pipeline::TapGro {
+            // What the real GRO arm can observe, as `skbsim conform` compares it.
+            all_differences(
+                &observable(&sim.trace),
+                &observable(&real.trace),
+                &skbsim::gro_real::ignored_fields(),
+            )
+        } else {
+            all_differences(&sim.trace, &real.trace, &model_only_fields(s.pipeline))
+        };
+        let reads = real
+            .trace
+            .lines()
+            .filter(|l| l.starts_with("read "))
+            .count();
+        match first {
+            None => {
+                passed += 1;
+                results.push(json!({"scenario": s.name, "status": "pass", "frames": real.frames, "reads": reads, "notes": real.notes}));
+                let mut t = format!(
+                    "    pass  {}  ({} frames, {reads} reads)",
+                    s.name, real.frames
+                );
+                for n in &real.notes {
+                    t.push_str(&format!("\n          note: {n}"));
+                }
+                text.push(t);
+            }
+            Some(m) => {
+                failed += 1;
+                let list: Vec<Value> = diffs
+                    .iter()
+                    .map(|d| json!({"event": d.event, "field": d.field, "sim": d.sim, "real": d.real}))
+                    .collect();
+                results.push(json!({
+                    "scenario": s.name,
+                    "status": "fail",
+                    "divergence": {"read": m.read, "field": m.field, "sim": m.sim, "real": m.real},
+                    "differences": list,
+                    "notes": real.notes,
+                }));
+                let mut t = format!(
+                    "    FAIL  {}  ({} differing fields; first `{}` {})",
+                    s.name,
+                    diffs.len().max(1),
+                    m.read,
+                    m.field
+                );
+                if diffs.is_empty() {
+                    t.push_str(&format!(
+                        "\n          {} `{}`: sim {} | guest {}",
+                        m.read, m.field, m.sim, m.real
+                    ));
+                }
+                for d in &diffs {
+                    t.push_str(&format!(
+                        "\n          {}  {}:\n            sim:   {}\n            guest: {}",
+                        d.event, d.field, d.sim, d.real
+                    ));
+                }
+                text.push(t);
+            }
+        }
+    }
+    let size = lab::fetch::dir_size(&cache_of(opts));
+    let (boot, boot_line) = boot_report(&run);
+    let summary_json = json!({
+        "guest_kernel": kernel,
+        "results": results,
+        "passed": passed,
+        "failed": failed,
+        "sim_only": sim_only,
+        "errors": errors,
+        "no_real_arm": no_arm,
+        "needs_kernel": other_kernel,
+        "setup": setup.0,
+        "boot": boot,
+        "cache_bytes": size,
+        "traces": out_dir,
+    });
+    let _ = std::fs::create_dir_all(&out_dir);
+    let _ = std::fs::write(out_dir.join("summary.json"), format!("{summary_json:#}\n"));
+    if opts.json {
+        println!("{summary_json}");
+    } else {
+        for t in &text {
+            println!("{t}");
+        }
+        let mut arm = String::new();
+        if other_kernel > 0 {
+            arm.push_str(&format!(", {other_kernel} for another kernel"));
+        }
+        if no_arm > 0 {
+            arm.push_str(&format!(", {no_arm} without a real arm"));
+        }
+        println!(
+            "{passed} passed, {failed} failed, {sim_only} sim-only{arm} (real arm in guest {kernel} vs the simulator)"
+        );
+        eprintln!("lab: {}", setup.1);
+        eprintln!("lab: {boot_line}");
+        eprintln!(
+            "lab: guest traces in {}; cache {} ({})",
+            out_dir.display(),
+            cache_of(opts).display(),
+            mib(size)
+        );
+    }
+    Ok(if errors > 0 {
+        ExitCode::from(2)
+    } else if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+

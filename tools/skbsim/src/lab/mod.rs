@@ -1,0 +1,408 @@
+//! `skbsim lab`: a guest Linux kernel under QEMU (Debian 12's cloud kernel, 6.1) for the
+//! real arms this machine's kernel cannot run (GRE, 802.1Q devices, vhost_net). The work
+//! (fetching, the initramfs, QEMU and its watchdog) is `skbsim_kernel::lab`; this file is
+//! the command line and the comparison of the guest's traces with the simulator's.
+//!
+//! - `skbsim lab fetch`: fetch and unpack (first run), build the base initramfs, print the
+//!   cache and its size.
+//! - `skbsim lab conform [PATH...]`: the real arms run inside the guest (this binary,
+//!   copied into the initramfs, as `skbsim lab guest-conform`), their traces come back over
+//!   a serial port and are compared with the simulator's here: every differing field of
+//!   every event is listed, not just the first. The guest's traces and pcaps are kept in
+//!   `<cache>/results/<guest kernel>/`.
+//! - `skbsim lab gre`: a gretap tunnel between two namespaces in the guest (iproute2).
+//! - `skbsim lab run SCRIPT`: any shell script in the guest; its stdout comes back.
+//!
+//! Exit codes: 0 good, 1 a difference (conform) or a failed check, 2 a failure to run (one
+//! line naming the step: download, unpack, modules, initramfs, boot timeout, ...).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{json, Value};
+use skbsim::cli_error::CliError;
+use skbsim_kernel::lab::{self, Accel, Lab, LabError, LabRun, Payload, RunOptions};
+
+mod conform;
+mod diff;
+mod vlan;
+
+use conform::{conform, guest_conform};
+use vlan::{guest_vlan, vlan};
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Fetch the guest kernel, QEMU and busybox (apt-get download, nothing installed) and
+    /// build the base initramfs; print the cache.
+    Fetch(LabOpts),
+    /// Run scenarios' real arms inside the guest kernel and compare with the simulator,
+    /// listing every field that differs.
+    Conform(LabConformArgs),
+    /// Prove GRE works in the guest: a gretap tunnel between two namespaces, pinged.
+    Gre(LabOpts),
+    /// 802.1Q in the guest: a VLAN device over a tap, read with tx VLAN offload on
+    /// (hw-accel splice) and off (software insertion), and received back untagged.
+    Vlan(LabOpts),
+    /// Run a shell script in the guest (busybox sh; iproute2 is /usr/bin/ip, this skbsim
+    /// /usr/bin/skbsim); print its stdout.
+    Run(LabRunArgs),
+    /// Inside the guest: run the real arm of each scenario, one JSON line per scenario.
+    #[command(hide = true)]
+    GuestConform {
+        paths: Vec<PathBuf>,
+        /// Run scenarios of other kernel profiles too, set up as the host profile's.
+        #[arg(long)]
+        old_profiles: bool,
+    },
+    /// Inside the guest: the 802.1Q device check, one JSON line per observation.
+    #[command(hide = true)]
+    GuestVlan,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AccelArg {
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LabOpts {
+    /// The cache (default $SKBSIM_LAB_CACHE, else $XDG_CACHE_HOME/skbsim-lab, else
+    /// ~/.cache/skbsim-lab).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// KVM when /dev/kvm works (auto falls back to TCG and remembers), or force one.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub accel: AccelArg,
+    /// Guest memory in MiB.
+    #[arg(long, default_value_t = 1024)]
+    pub memory: u32,
+    /// Seconds the guest's command may run.
+    #[arg(long, default_value_t = 1800)]
+    pub timeout: u64,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LabConformArgs {
+    /// Scenario files or directories (searched recursively for *.toml).
+    #[arg(default_value = "scenarios/tun-read")]
+    pub paths: Vec<PathBuf>,
+    /// Run only shard K of N (1-based).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Also run scenarios of other kernel profiles (`linux-4.19`, ...) in the guest, set up
+    /// as 6.18 ones, and compare with the simulator under their own profile: which profile
+    /// does the guest kernel match?
+    #[arg(long)]
+    pub old_profiles: bool,
+    /// Where to keep the guest's traces (default <cache>/results/<guest kernel>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Extra guest modules to load (tun and bridge always are, vxlan for tap-gro).
+    #[arg(long, value_delimiter = ',')]
+    pub modules: Vec<String>,
+    #[command(flatten)]
+    pub opts: LabOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct LabRunArgs {
+    /// The shell script.
+    pub script: PathBuf,
+    /// Guest modules to load (default: every module the lab carries).
+    #[arg(long, value_delimiter = ',')]
+    pub modules: Vec<String>,
+    #[command(flatten)]
+    pub opts: LabOpts,
+}
+
+fn lab_err(e: LabError) -> CliError {
+    CliError(e.to_string())
+}
+
+fn spinner(json: bool) -> ProgressBar {
+    let target = if json {
+        ProgressDrawTarget::hidden()
+    } else {
+        ProgressDrawTarget::stderr()
+    };
+    let pb = ProgressBar::with_draw_target(None, target);
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed:>4} lab: {wide_msg}") {
+        pb.set_style(style);
+    }
+    pb.enable_steady_tick(Duration::from_millis(200));
+    pb
+}
+
+pub(super) fn cache_of(opts: &LabOpts) -> PathBuf {
+    opts.cache.clone().unwrap_or_else(lab::default_cache_dir)
+}
+
+fn run_options(opts: &LabOpts, name: &str) -> RunOptions {
+    RunOptions {
+        accel: match opts.accel {
+            AccelArg::Auto => Accel::Auto,
+            AccelArg::Kvm => Accel::Kvm,
+            AccelArg::Tcg => Accel::Tcg,
+        },
+        memory_mb: opts.memory,
+        run_timeout: Duration::from_secs(opts.timeout),
+        name: name.to_string(),
+        ..RunOptions::default()
+    }
+}
+
+pub(super) fn secs(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+pub(super) fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+pub fn lab(args: &LabArgs) -> Result<ExitCode, CliError> {
+    match &args.command {
+        LabCommand::Fetch(opts) => fetch(opts),
+        LabCommand::Conform(a) => conform(a),
+        LabCommand::Gre(opts) => gre(opts),
+        LabCommand::Run(a) => run_script(a),
+        LabCommand::GuestConform {
+            paths,
+            old_profiles,
+        } => guest_conform(paths, *old_profiles),
+        LabCommand::Vlan(opts) => vlan(opts),
+        LabCommand::GuestVlan => guest_vlan(),
+    }
+}
+
+fn open_lab(opts: &LabOpts, pb: &ProgressBar) -> Result<Lab, CliError> {
+    let cache = cache_of(opts);
+    let lab = Lab::open(&cache, &|m: &str| pb.set_message(m.to_string())).map_err(lab_err)?;
+    Ok(lab)
+}
+
+/// Setup timings as JSON and as one line.
+fn setup_report(lab: &Lab) -> (Value, String) {
+    let a = &lab.artefacts;
+    let install = if a.fetched {
+        format!("fetched in {}", secs(a.fetch_time))
+    } else {
+        "cached".to_string()
+    };
+    (
+        json!({
+            "cache": lab.cache,
+            "fetched": a.fetched,
+            "fetch_s": a.fetch_time.as_secs_f64(),
+            "base_initramfs_s": lab.base_time.as_secs_f64(),
+            "guest_kernel": a.kver,
+        }),
+        format!(
+            "kernel {} and QEMU {install}; base initramfs {}",
+            a.kver,
+            secs(lab.base_time)
+        ),
+    )
+}
+
+pub(super) fn boot_report(run: &LabRun) -> (Value, String) {
+    let b = &run.boot;
+    let kvm = b
+        .kvm_failure
+        .as_ref()
+        .map(|k| format!(" (KVM unusable: {k})"))
+        .unwrap_or_default();
+    (
+        json!({
+            "accel": b.accel,
+            "kvm_failure": b.kvm_failure,
+            "initrd_bytes": run.initrd_bytes,
+            "initrd_s": run.initrd_time.as_secs_f64(),
+            "boot_s": b.boot_time.as_secs_f64(),
+            "run_s": b.run_time.as_secs_f64(),
+            "qemu_s": b.total_time.as_secs_f64(),
+            "guest": b.guest_kernel,
+            "run_dir": run.run_dir,
+        }),
+        format!(
+            "guest {} under {}{kvm}: initrd {} in {}, boot {}, command {}, QEMU total {}",
+            b.guest_kernel,
+            b.accel,
+            mib(run.initrd_bytes),
+            secs(run.initrd_time),
+            secs(b.boot_time),
+            secs(b.run_time),
+            secs(b.total_time)
+        ),
+    )
+}
+
+fn fetch(opts: &LabOpts) -> Result<ExitCode, CliError> {
+    let pb = spinner(opts.json);
+    let lab = open_lab(opts, &pb)?;
+    pb.finish_and_clear();
+    let size = lab::fetch::dir_size(&lab.cache);
+    let (setup, line) = setup_report(&lab);
+    if opts.json {
+        println!(
+            "{}",
+            json!({"setup": setup, "cache_bytes": size, "packages": lab.artefacts.packages})
+        );
+    } else {
+        println!("{line}");
+        println!("cache {} ({})", lab.cache.display(), mib(size));
+        println!(
+            "QEMU {}\nkernel {}\n{} packages: {}",
+            lab.artefacts.qemu.display(),
+            lab.artefacts.vmlinuz.display(),
+            lab.artefacts.packages.len(),
+            lab.artefacts.packages.join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_script(a: &LabRunArgs) -> Result<ExitCode, CliError> {
+    let script = std::fs::read_to_string(&a.script)
+        .map_err(|e| CliError(format!("{}: {e}", a.script.display())))?;
+    let modules = if a.modules.is_empty() {
+        lab::image::LAB_MODULES
+            .iter()
+            .map(|m| m.to_string())
+            .collect()
+    } else {
+        a.modules.clone()
+    };
+    let (run, _) = boot_with(&a.opts, "script", script, modules, Vec::new(), false)?;
+    print!("{}", run.boot.output);
+    eprint!("{}", run.boot.stderr);
+    eprintln!("lab: {}", boot_report(&run).1);
+    Ok(if run.boot.rc == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Open the lab and boot one payload; returns the run and the setup report.
+pub(super) fn boot_with(
+    opts: &LabOpts,
+    name: &str,
+    script: String,
+    modules: Vec<String>,
+    files: Vec<PathBuf>,
+    skbsim: bool,
+) -> Result<(LabRun, (Value, String)), CliError> {
+    let pb = spinner(opts.json);
+    let lab = open_lab(opts, &pb)?;
+    let setup = setup_report(&lab);
+    let cwd = std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
+    let skbsim = if skbsim {
+        Some(std::env::current_exe().map_err(|e| CliError(format!("this binary's path: {e}")))?)
+    } else {
+        None
+    };
+    let payload = Payload {
+        script,
+        modules,
+        cwd,
+        files,
+        skbsim,
+    };
+    let progress = |m: &str| pb.set_message(m.to_string());
+    let run = lab.run(&payload, &run_options(opts, name), &progress);
+    pb.finish_and_clear();
+    Ok((run.map_err(lab_err)?, setup))
+}
+
+const GRE_SCRIPT: &str = r#"set -e
+IP=/usr/bin/ip
+$IP netns add a
+$IP netns add b
+$IP link add va type veth peer name vb
+$IP link set va netns a
+$IP link set vb netns b
+$IP -n a link set lo up
+$IP -n b link set lo up
+$IP -n a addr add 192.0.2.1/24 dev va
+$IP -n b addr add 192.0.2.2/24 dev vb
+$IP -n a link set va up
+$IP -n b link set vb up
+$IP -n a link add gt0 type gretap local 192.0.2.1 remote 192.0.2.2 key 7
+$IP -n b link add gt0 type gretap local 192.0.2.2 remote 192.0.2.1 key 7
+$IP -n a addr add 198.51.100.1/24 dev gt0
+$IP -n b addr add 198.51.100.2/24 dev gt0
+$IP -n a link set gt0 up
+$IP -n b link set gt0 up
+echo "link: $($IP -d -n a link show gt0 | tr '\n' ' ')"
+$IP netns exec a ping -c 3 -W 2 198.51.100.2 | sed 's/^/ping: /'
+echo "stats-a: $($IP -s -n a link show gt0 | tr '\n' ' ')"
+echo "stats-b-veth: $($IP -s -n b link show vb | tr '\n' ' ')"
+"#;
+
+fn gre(opts: &LabOpts) -> Result<ExitCode, CliError> {
+    let modules = vec!["ip_gre".to_string(), "veth".to_string()];
+    let (run, setup) = boot_with(
+        opts,
+        "gre",
+        GRE_SCRIPT.to_string(),
+        modules,
+        Vec::new(),
+        false,
+    )?;
+    let out = &run.boot.output;
+    let received = out
+        .lines()
+        .find(|l| l.contains("packets received"))
+        .map(str::trim)
+        .unwrap_or("");
+    let ok = run.boot.rc == 0 && received.contains(" 3 packets received");
+    let kind = out
+        .lines()
+        .find_map(|l| l.strip_prefix("link: "))
+        .and_then(|l| l.split("gretap").nth(1).map(|r| format!("gretap{r}")))
+        .unwrap_or_default();
+    let (boot, line) = boot_report(&run);
+    if opts.json {
+        println!(
+            "{}",
+            json!({"ok": ok, "rc": run.boot.rc, "output": out, "stderr": run.boot.stderr, "setup": setup.0, "boot": boot})
+        );
+    } else {
+        if ok {
+            println!("gretap works in the guest: {received}");
+            println!(
+                "  {}",
+                kind.split_whitespace()
+                    .take(12)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+        } else {
+            println!("gretap FAILED in the guest (rc {}):", run.boot.rc);
+            print!("{out}");
+            eprint!("{}", run.boot.stderr);
+        }
+        eprintln!("lab: {}", setup.1);
+        eprintln!("lab: {line}");
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
