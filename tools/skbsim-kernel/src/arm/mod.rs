@@ -11,6 +11,7 @@
 
 pub mod bench;
 pub mod tap_gro;
+pub mod tap_side;
 pub mod tap_write;
 pub mod tun_read;
 

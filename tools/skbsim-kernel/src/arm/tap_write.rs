@@ -33,38 +33,26 @@
 //! anything that arrived late.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sim::bpf::{Maps, Program};
 use sim::errno::Errno as SimErrno;
-use sim::net::Delivery;
 use sim::pcap::PcapReader;
 use sim::pipeline::tap_write::{
-    compose_write, load_program, WriteEvent, WriteRecord, IFINDEX_DUT, IFINDEX_REDIRECT,
+    compose_write, load_program, WriteEvent, WriteRecord,
 };
-use sim::pipeline::tun_read::{header_len, ReadRecord};
 use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
-use sim::skb::VlanTag;
-use sim::tun::{DeviceKind, TunConfig, VnetEndian, DEFAULT_VNET_HDR_SZ, TUN_READQ_SIZE};
+use sim::tun::VnetEndian;
 
-use super::{kerr, offload_bits, tun_stats, ArmError};
+use super::tap_side::TapSide;
+pub use super::tap_side::{open_device, LATE_WAIT, REDIRECT_NAME, SNDBUF, WRITE_NAME};
+use super::{kerr, tun_stats, ArmError};
 use crate::bpf::{attach_xdp, LoadedXdp, XdpMode};
 use crate::error::{Cause, Errno, KernelError};
-use crate::ethtool::Ethtool;
 use crate::netns::Netns;
-use crate::packet::{pkttype, PacketSocket};
 use crate::rtnl::{LinkStats, XdpAttached};
 use crate::tap::{Tap, TapConfig};
-
-/// The tap written to (A).
-pub const WRITE_NAME: &str = "skbwa";
-/// The redirect target (B).
-pub const REDIRECT_NAME: &str = "skbwb";
-/// How long the arm waits after the last write for anything late.
-pub const LATE_WAIT: Duration = Duration::from_millis(50);
-/// `TUNSETSNDBUF` value for `sndbuf = true`: anything but `INT_MAX` disables build_skb.
-pub const SNDBUF: i32 = i32::MAX - 1;
 
 /// What the real arm produced for one scenario.
 #[derive(Debug, Clone)]
@@ -124,180 +112,12 @@ pub fn run_tap_write(scenario: &Scenario) -> Result<RealTapWrite, ArmError> {
     Netns::run(|ns| Ok(replay(ns, scenario, prog.as_ref())))?
 }
 
-/// Create and configure a tap from a scenario device, then bring it up if `dev.up`.
-pub fn open_device(
-    ns: &mut Netns,
-    name: &str,
-    dev: &TunConfig,
-    nonblocking: bool,
-) -> Result<Tap, KernelError> {
-    let base = match dev.kind {
-        DeviceKind::Tap => TapConfig::tap(name),
-        DeviceKind::Tun => TapConfig::tun(name),
-    };
-    let t = base
-        .no_pi(dev.no_pi)
-        .vnet_hdr(dev.vnet_hdr)
-        .napi(dev.napi || dev.napi_frags)
-        .napi_frags(dev.napi_frags)
-        .nonblocking(nonblocking)
-        .open()?;
-    let int = |what: &str, v: usize| {
-        i32::try_from(v).map_err(|_| {
-            KernelError::new(
-                format!("{what} on {name}"),
-                Cause::Protocol(format!("{v} does not fit an int")),
-            )
-        })
-    };
-    if dev.vnet_hdr && dev.vnet_hdr_sz != DEFAULT_VNET_HDR_SZ {
-        t.set_vnet_hdr_sz(int("TUNSETVNETHDRSZ", dev.vnet_hdr_sz)?)?;
-    }
-    if dev.vnet_endian == VnetEndian::Big {
-        t.set_vnet_be(true)?;
-    }
-    let bits = offload_bits(dev);
-    if bits != 0 {
-        t.set_offload(bits)?;
-    }
-    if dev.sndbuf_set {
-        t.set_sndbuf(SNDBUF)?;
-    }
-    if dev.kind == DeviceKind::Tap {
-        let mut et = Ethtool::new()?;
-        for (feature, on) in [
-            ("tx-vlan-hw-insert", dev.tx_vlan_ctag),
-            ("tx-vlan-stag-hw-insert", dev.tx_vlan_stag),
-        ] {
-            if et.get_feature(name, feature)? != on {
-                et.set_feature(name, feature, on)?;
-            }
-        }
-    }
-    if dev.tx_queue_len != TUN_READQ_SIZE {
-        let len = u32::try_from(dev.tx_queue_len).map_err(|_| {
-            KernelError::new(
-                format!("RTM_SETLINK {name} txqueuelen"),
-                Cause::Protocol(format!("{} does not fit a u32", dev.tx_queue_len)),
-            )
-        })?;
-        ns.rtnl().set_txqlen(t.ifindex(), len)?;
-    }
-    let default_mtu = TunConfig::default().mtu;
-    if dev.mtu != default_mtu {
-        let mtu = u32::try_from(dev.mtu).map_err(|_| {
-            KernelError::new(
-                format!("RTM_SETLINK {name} mtu"),
-                Cause::Protocol(format!("{} does not fit a u32", dev.mtu)),
-            )
-        })?;
-        ns.rtnl().set_mtu(t.ifindex(), mtu)?;
-    }
-    if dev.up {
-        ns.rtnl().set_up(t.ifindex(), true)?;
-    }
-    Ok(t)
-}
-
-/// One frame from the AF_PACKET socket, if one is queued within `timeout`. A socket
-/// bound to a device that is down reports `ENETDOWN` once (`packet_do_bind` sets
-/// `sk_err`); that is not a frame and not a failure.
-fn recv_packet(
-    packet: &mut PacketSocket,
-    timeout: Duration,
-) -> Result<Option<(Vec<u8>, crate::packet::AuxData)>, KernelError> {
-    for _ in 0..4 {
-        match packet.recv_timeout(Some(timeout)) {
-            Err(e) if e.is_errno(Errno::ENETDOWN) => continue,
-            other => return other,
-        }
-    }
-    packet.recv_timeout(Some(timeout))
-}
-
-struct Replay<'s> {
-    scenario: &'s Scenario,
-    a: Tap,
-    b: Option<Tap>,
-    packet: PacketSocket,
-    events: Vec<WriteEvent>,
-    reads_a: usize,
-    reads_b: usize,
-    outgoing: usize,
-    notes: Vec<String>,
-    buf: Vec<u8>,
-}
-
 fn replay(
     ns: &mut Netns,
     scenario: &Scenario,
     prog: Option<&(Program, XdpMode)>,
 ) -> Result<RealTapWrite, ArmError> {
-    let a = open_device(
-        ns,
-        WRITE_NAME,
-        &scenario.device,
-        scenario.writer.nonblocking,
-    )?;
-    let b = match &scenario.redirect {
-        Some(cfg) => Some(open_device(ns, REDIRECT_NAME, cfg, true)?),
-        None => None,
-    };
-    // The simulator's A and B are ifindex 2 and 3; only a difference is worth a note
-    // (the devmap carries B's real ifindex either way).
-    let mut notes = Vec::new();
-    let b_index = b.as_ref().map(Tap::ifindex);
-    if a.ifindex() != IFINDEX_DUT || b_index.is_some_and(|i| i != IFINDEX_REDIRECT) {
-        notes.push(format!(
-            "ifindex A {} (model {IFINDEX_DUT}){}",
-            a.ifindex(),
-            b_index
-                .map(|i| format!(", B {i} (model {IFINDEX_REDIRECT})"))
-                .unwrap_or_default()
-        ));
-    }
-    let loaded = match prog {
-        Some((p, mode)) => {
-            let l = LoadedXdp::load(p)?;
-            if let Some(b) = &b {
-                l.fill_devmaps(b.ifindex())?;
-            }
-            attach_xdp(ns.rtnl(), a.ifindex(), &l, *mode)?;
-            Some(l)
-        }
-        None => None,
-    };
-    let mut packet = PacketSocket::bind(a.ifindex())?;
-    packet.set_timeout(Some(Duration::ZERO));
-    // Nothing should be queued yet; anything that is was not written by the replay.
-    let mut stray = 0;
-    while recv_packet(&mut packet, Duration::ZERO)?.is_some() {
-        stray += 1;
-    }
-    for t in std::iter::once(&a).chain(b.as_ref()) {
-        t.set_nonblocking(true)?;
-        stray += t
-            .drain()
-            .map_err(|e| kerr(format!("drain {} before the replay", t.name()), e))?;
-    }
-    if stray > 0 {
-        notes.push(format!(
-            "{stray} frame(s) nobody wrote were queued before the replay and were discarded"
-        ));
-    }
-    let mut run = Replay {
-        scenario,
-        a,
-        b,
-        packet,
-        events: Vec::new(),
-        reads_a: 0,
-        reads_b: 0,
-        outgoing: 0,
-        notes,
-        buf: Vec::new(),
-    };
-
+    let (mut run, loaded) = TapSide::setup(ns, scenario, prog, scenario.writer.nonblocking)?;
     let mut reader =
         PcapReader::open(&scenario.input).map_err(|e| ArmError::Input(e.to_string()))?;
     let mut frames = 0u64;
@@ -339,28 +159,7 @@ fn replay(
         run.after(ns, writes, index, ts)?;
         writes += 1;
     }
-    run.late()?;
-    if run.outgoing > 0 {
-        run.notes.push(format!(
-            "AF_PACKET on {WRITE_NAME} also saw {} outgoing frame(s) (PACKET_OUTGOING), left out",
-            run.outgoing
-        ));
-    }
-    let maps = match &loaded {
-        Some(l) => {
-            if let Some((_, mode)) = prog {
-                let still = ns.rtnl().link(run.a.ifindex())?.xdp;
-                if !matches!(still, Some((m, Some(_))) if m == mode.attached()) {
-                    run.notes.push(format!(
-                        "the program is no longer attached as {:?} at the end: {still:?}",
-                        mode.attached()
-                    ));
-                }
-            }
-            Some(l.sim_maps()?)
-        }
-        None => None,
-    };
+    let maps = run.finish(ns, loaded.as_ref(), prog)?;
     Ok(RealTapWrite {
         events: run.events,
         maps,
@@ -368,172 +167,6 @@ fn replay(
         notes: run.notes,
     })
 }
-
-impl Replay<'_> {
-    /// What the stack received since the last call, then the readers of A and B.
-    fn after(&mut self, ns: &mut Netns, write: usize, frame: u64, ts: u64) -> Result<(), ArmError> {
-        self.stack(write)?;
-        self.drain(ns, false, frame, ts)?;
-        if self.b.is_some() {
-            self.drain(ns, true, frame, ts)?;
-        }
-        Ok(())
-    }
-
-    /// Drain the AF_PACKET socket into `Stack` events.
-    fn stack(&mut self, write: usize) -> Result<usize, ArmError> {
-        let mut n = 0;
-        while let Some((frame, aux)) = recv_packet(&mut self.packet, Duration::ZERO)? {
-            if aux.pkttype == pkttype::OUTGOING {
-                self.outgoing += 1;
-                continue;
-            }
-            if aux.truncated {
-                self.notes.push(format!(
-                    "AF_PACKET truncated a {}-byte frame after write {write}",
-                    aux.len
-                ));
-            }
-            let vlan = aux.vlan_valid.then_some(VlanTag {
-                proto: if aux.vlan_tpid_valid {
-                    aux.vlan_tpid
-                } else {
-                    sim::skb::ETH_P_8021Q
-                },
-                tci: aux.vlan_tci,
-            });
-            self.events.push(WriteEvent::Stack {
-                write,
-                delivery: Delivery {
-                    ifindex: aux.ifindex,
-                    frame,
-                    vlan,
-                    protocol: aux.protocol,
-                },
-            });
-            n += 1;
-        }
-        Ok(n)
-    }
-
-    /// Read A's (or B's) fd until `EAGAIN`, one `Read` event per read.
-    fn drain(
-        &mut self,
-        ns: &mut Netns,
-        on_redirect: bool,
-        frame: u64,
-        ts: u64,
-    ) -> Result<usize, ArmError> {
-        let (tap, dev) = if on_redirect {
-            match (&self.b, &self.scenario.redirect) {
-                (Some(b), Some(cfg)) => (b, cfg),
-                _ => return Ok(0),
-            }
-        } else {
-            (&self.a, &self.scenario.device)
-        };
-        tap.set_nonblocking(true)?;
-        let plan = &self.scenario.reader;
-        let name = tap.name().to_string();
-        let mut done = 0usize;
-        loop {
-            let n = if on_redirect {
-                self.reads_b
-            } else {
-                self.reads_a
-            };
-            let size = plan.buffer(n);
-            if size == 0
-                && !tap
-                    .wait_readable(Duration::ZERO)
-                    .map_err(|e| kerr(format!("poll on {name}"), e))?
-            {
-                break;
-            }
-            self.buf.clear();
-            self.buf.resize(size, plan.fill);
-            let result = match tap.read(&mut self.buf) {
-                Err(Errno::EAGAIN) => break,
-                Ok(got) => Ok(got),
-                Err(e) => Err(SimErrno::from_code(e.0).ok_or_else(|| {
-                    kerr(
-                        format!(
-                            "read {n} ({size}-byte buffer) on {name}: an errno the trace format cannot show"
-                        ),
-                        e,
-                    )
-                })?),
-            };
-            let visible = match result {
-                Ok(got) => got,
-                Err(_) => size.min(header_len(dev)),
-            };
-            let stats = tun_stats(&ns.rtnl().stats(tap.ifindex())?);
-            self.events.push(WriteEvent::Read {
-                on_redirect,
-                record: ReadRecord {
-                    read: n,
-                    frame: Some((frame, ts)),
-                    buffer_len: size,
-                    result,
-                    data: self.buf[..visible.min(self.buf.len())].to_vec(),
-                    stats,
-                    model: None,
-                },
-            });
-            if on_redirect {
-                self.reads_b += 1;
-            } else {
-                self.reads_a += 1;
-            }
-            done += 1;
-            if done > 4 * TUN_READQ_SIZE + plan.buffers.len() + 64 {
-                return Err(ArmError::Kernel(KernelError::new(
-                    format!("read loop on {name}"),
-                    Cause::Protocol(format!(
-                        "{done} reads without EAGAIN; the reader plan never drains the queue"
-                    )),
-                )));
-            }
-        }
-        Ok(done)
-    }
-
-    /// After the last write: anything arriving within [`LATE_WAIT`] is a note (the trace
-    /// has only what was there right after each write).
-    fn late(&mut self) -> Result<(), ArmError> {
-        let until = Instant::now() + LATE_WAIT;
-        let mut late = Vec::new();
-        loop {
-            if let Some((f, aux)) = recv_packet(&mut self.packet, Duration::from_millis(5))? {
-                if aux.pkttype != pkttype::OUTGOING {
-                    late.push(format!("AF_PACKET on {WRITE_NAME}: {} bytes", f.len()));
-                }
-            }
-            for t in std::iter::once(&self.a).chain(self.b.as_ref()) {
-                if t.wait_readable(Duration::ZERO)
-                    .map_err(|e| kerr(format!("poll on {}", t.name()), e))?
-                {
-                    let n = t
-                        .drain()
-                        .map_err(|e| kerr(format!("drain {}", t.name()), e))?;
-                    late.push(format!("{n} frame(s) on {}'s fd", t.name()));
-                }
-            }
-            if Instant::now() >= until {
-                break;
-            }
-        }
-        if !late.is_empty() {
-            self.notes.push(format!(
-                "arrived after the replay's reads (not in the trace): {}",
-                late.join("; ")
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// What to measure in [`xdp_tx_bench`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct XdpTxBenchConfig {
@@ -736,3 +369,4 @@ pub fn xdp_tx_program(repo: &Path) -> Result<Program, String> {
     let path = repo.join("scenarios/xdp/xdp_tx.o");
     sim::bpf::load_elf_file(&path, "xdp").map_err(|e| e.to_string())
 }
+
