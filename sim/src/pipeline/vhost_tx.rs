@@ -2,12 +2,36 @@
 //! A (ifindex 2), with the scenario's XDP program and redirect target; the guest fills
 //! its TX virtqueue all at once, in bursts, or one packet per kick.
 
-use crate::scenario::{GuestFill, Scenario};
+use crate::scenario::{GuestFill, GuestPlan, Scenario};
 use crate::tun::write::ModelError;
 use crate::vhost::{TxDesc, VhostEvent, VhostNetTx, VhostOps};
 use crate::wire::virtio_net_hdr::{Endian, VirtioNetHdr, VnetHdrLayout};
 
 use super::tap_write::{TapWriteRun, WriteEvent, IFINDEX_DUT};
+
+/// The bytes of TX descriptor chain `index` as the guest writes them: its virtio_net_hdr
+/// (`hdr_len` bytes) then the frame. The real arm's userspace vhost client writes the
+/// same bytes into its ring.
+pub fn guest_packet(guest: &GuestPlan, index: u64, frame: &[u8]) -> Vec<u8> {
+    let mut bytes = vec![0u8; guest.hdr_len];
+    let vnet = guest.vnet_for(index);
+    // A virtio 1.0 guest is little-endian; the 10 header bytes then num_buffers.
+    let mut view =
+        VirtioNetHdr::new_unchecked(&mut bytes[..], VnetHdrLayout::Basic, Endian::Little);
+    let _ = vnet.emit(&mut view);
+    bytes.extend_from_slice(frame);
+    bytes
+}
+
+/// Whether the guest kicks once it holds `pending` unkicked packets (the last kick, for
+/// whatever is left, comes after the input's last frame).
+pub fn kicks_now(guest: &GuestPlan, pending: usize) -> bool {
+    match guest.fill {
+        GuestFill::All => false,
+        GuestFill::Trickle => true,
+        GuestFill::Burst(n) => pending >= n,
+    }
+}
 
 /// What happened, in order: the worker's events and what the host saw.
 #[allow(clippy::large_enum_variant)]
@@ -56,13 +80,7 @@ impl<'s> VhostTxRun<'s> {
         let Some(guest) = self.scenario.guest.as_ref() else {
             return Err(ModelError("vhost-tx without [vhost]".into()));
         };
-        let mut bytes = vec![0u8; guest.hdr_len];
-        let vnet = guest.vnet_for(index);
-        // A virtio 1.0 guest is little-endian; the 10 header bytes then num_buffers.
-        let mut view =
-            VirtioNetHdr::new_unchecked(&mut bytes[..], VnetHdrLayout::Basic, Endian::Little);
-        let _ = vnet.emit(&mut view);
-        bytes.extend_from_slice(frame);
+        let bytes = guest_packet(guest, index, frame);
         self.pending.push(TxDesc {
             head: self.next_head,
             packet: index,
@@ -70,12 +88,7 @@ impl<'s> VhostTxRun<'s> {
             bytes,
         });
         self.next_head = self.next_head.wrapping_add(1);
-        let kick_now = match guest.fill {
-            GuestFill::All => false,
-            GuestFill::Trickle => true,
-            GuestFill::Burst(n) => self.pending.len() >= n,
-        };
-        if kick_now {
+        if kicks_now(guest, self.pending.len()) {
             self.kick(index, ts_ns, sink)?;
         }
         Ok(())

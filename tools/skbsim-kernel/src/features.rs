@@ -16,8 +16,8 @@ use std::sync::Mutex;
 use sim::scenario::{Pipeline, Scenario};
 
 use crate::error::{Errno, KernelError};
-use crate::netns::Netns;
 use crate::netlink::Nla;
+use crate::netns::Netns;
 use crate::tap::{tun_f, TapConfig};
 
 /// A kernel feature a real arm may need.

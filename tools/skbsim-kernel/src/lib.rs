@@ -17,6 +17,8 @@
 //!   real tx-VLAN-offload benchmark ([`arm::vlan_offload_bench`]).
 //! - [`features`]: the kernel features a scenario needs (GRE, vhost_net, USO on tap),
 //!   probed on the running kernel.
+//! - [`vhost`]: a userspace vhost_net client (owner, memory table, TX vring, eventfds,
+//!   backend) for the vhost-tx arm.
 //! - [`lab`]: a guest Linux kernel under QEMU (fetched with apt, booted from an
 //!   initramfs) for what this machine's kernel lacks: GRE, 802.1Q devices, vhost_net.
 
@@ -34,6 +36,7 @@ pub mod rtnl;
 pub mod sys;
 pub mod sysfs;
 pub mod tap;
+pub mod vhost;
 
 pub use error::{Cause, Errno, KernelError};
 pub use ethtool::{get_feature, set_feature, Ethtool, Feature};

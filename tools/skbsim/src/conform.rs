@@ -104,7 +104,7 @@ pub enum Outcome {
 /// [`WRITE_MODEL_ONLY_FIELDS`] for `tap-write`.
 pub fn model_only_fields(pipeline: Pipeline) -> Vec<&'static str> {
     let mut fields = MODEL_ONLY_FIELDS.to_vec();
-    if pipeline == Pipeline::TapWrite {
+    if matches!(pipeline, Pipeline::TapWrite | Pipeline::VhostTx) {
         fields.extend(WRITE_MODEL_ONLY_FIELDS);
     }
     fields
@@ -219,6 +219,17 @@ pub fn compare_scenario_outputs(
         return crate::gro_real::compare_gro_outputs(&scenario.name, sim, real);
     }
     let ignore = model_only_fields(scenario.pipeline);
+    if scenario.pipeline == Pipeline::VhostTx {
+        // Batches, per-packet paths and op counts are the model's alone.
+        let (s, r) = (
+            sim::trace::vhost::observable(&sim.trace),
+            sim::trace::vhost::observable(&real.trace),
+        );
+        if let Some(m) = compare_traces_ignoring(&scenario.name, &s, &r, &ignore) {
+            return Ok(Some(m));
+        }
+        return compare_pcaps(&scenario.name, &sim.pcap, &real.pcap);
+    }
     if let Some(m) = compare_traces_ignoring(&scenario.name, &sim.trace, &real.trace, &ignore) {
         return Ok(Some(m));
     }
@@ -305,7 +316,10 @@ pub fn conform(args: &ConformArgs) -> Result<ExitCode, CliError> {
             Outcome::NeedsKernel(why) => {
                 other_kernel += 1;
                 results.push(json!({"scenario": s.name, "status": "needs-kernel", "reason": why}));
-                format!("  kernel  {}: {why}; `skbsim lab conform` runs it in the guest", s.name)
+                format!(
+                    "  kernel  {}: {why}; `skbsim lab conform` runs it in the guest",
+                    s.name
+                )
             }
             Outcome::Diverge { mismatch, notes } => {
                 failed += 1;

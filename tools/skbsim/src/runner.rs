@@ -118,11 +118,25 @@ pub fn run_tap(scenario: &Scenario) -> Result<ScenarioOutput, CliError> {
                 real.notes,
             )
         }
-        other => Err(CliError(format!(
-            "{}: the {} pipeline has no real arm yet",
-            scenario.name,
-            other.name()
-        ))),
+        Pipeline::VhostTx => {
+            let real = arm::run_vhost_tx(scenario)
+                .map_err(|e| CliError(format!("{}: {e}", scenario.name)))?;
+            let last_ts = PcapReader::open(&scenario.input)?
+                .filter_map(Result::ok)
+                .last()
+                .map_or(0, |f| f.ts_ns);
+            crate::write_runner::vhost_tx_output(
+                scenario,
+                Backend::Tap.name(),
+                &real.events,
+                &sim::vhost::VhostOps::default(),
+                real.frames,
+                real.maps.as_ref(),
+                real.stats,
+                last_ts,
+                real.notes,
+            )
+        }
     }
 }
 

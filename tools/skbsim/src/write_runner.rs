@@ -100,7 +100,6 @@ pub fn run_vhost_tx(
     progress: Option<&ProgressBar>,
 ) -> Result<ScenarioOutput, CliError> {
     use sim::pipeline::vhost_tx::{VhostTxEvent, VhostTxRun};
-    use sim::trace::vhost::render_vhost_tx;
     let mut run = VhostTxRun::new(scenario)
         .map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
     let mut events = Vec::new();
@@ -110,7 +109,6 @@ pub fn run_vhost_tx(
     })?;
     run.finish(last, &mut sink)
         .map_err(|e| CliError(format!("{}: {}", scenario.input.display(), e.0)))?;
-    let header = TraceHeader::for_scenario(scenario, "sim");
     let net = &run.host().net;
     let stats = (
         net.dev(sim::pipeline::tap_write::IFINDEX_DUT)
@@ -119,15 +117,38 @@ pub fn run_vhost_tx(
         net.dev(sim::pipeline::tap_write::IFINDEX_REDIRECT)
             .map(|d| d.stats),
     );
-    let trace = render_vhost_tx(
-        &header,
+    vhost_tx_output(
         scenario,
+        "sim",
         &events,
         &run.ops(),
         frames,
         run.host().maps(),
         stats,
-    );
+        last.1,
+        Vec::new(),
+    )
+}
+
+/// A vhost-tx run's events (the simulator's, or the real kernel's with `backend` "tap":
+/// kicks, used returns and the host's events, no op counts) as the trace, the host
+/// events' JSON and the pcap of what the stack received, stamped with `last_ts`.
+#[allow(clippy::too_many_arguments)]
+pub fn vhost_tx_output(
+    scenario: &Scenario,
+    backend: &str,
+    events: &[sim::pipeline::vhost_tx::VhostTxEvent],
+    ops: &sim::vhost::VhostOps,
+    frames: u64,
+    maps: Option<&sim::bpf::Maps>,
+    stats: (sim::tun::TunStats, Option<sim::tun::TunStats>),
+    last_ts: u64,
+    notes: Vec<String>,
+) -> Result<ScenarioOutput, CliError> {
+    use sim::pipeline::vhost_tx::VhostTxEvent;
+    let header = TraceHeader::for_scenario(scenario, backend);
+    let trace =
+        sim::trace::vhost::render_vhost_tx(&header, scenario, events, ops, frames, maps, stats);
     let host: Vec<WriteEvent> = events
         .iter()
         .filter_map(|e| match e {
@@ -139,7 +160,7 @@ pub fn run_vhost_tx(
     let mut writer = PcapWriter::new(Vec::new(), PcapFormat::Pcap)?;
     for e in &host {
         if let WriteEvent::Stack { delivery, .. } = e {
-            writer.write_frame(last.1, &delivery.frame)?;
+            writer.write_frame(last_ts, &delivery.frame)?;
         }
     }
     let pcap = writer.finish()?;
@@ -148,7 +169,7 @@ pub fn run_vhost_tx(
         json,
         pcap,
         frames,
-        notes: Vec::new(),
+        notes,
     })
 }
 

@@ -8,12 +8,15 @@
 //!   and the real XDP_TX native-vs-generic benchmark ([`tap_write::xdp_tx_bench`]).
 //! - [`tap_gro`]: the `tap-gro` pipeline (writes into an IFF_NAPI tap, GRO, AF_PACKET
 //!   with PACKET_VNET_HDR), and the real GRO on/off benchmark ([`tap_gro::gro_bench`]).
+//! - [`vhost_tx`]: the `vhost-tx` pipeline (a userspace vhost_net client as the guest,
+//!   the tap's host side as in tap-write); needs /dev/vhost-net (the lab's guest).
 
 pub mod bench;
 pub mod tap_gro;
 pub mod tap_side;
 pub mod tap_write;
 pub mod tun_read;
+pub mod vhost_tx;
 
 use std::fmt;
 
@@ -31,13 +34,14 @@ pub fn real_arm(pipeline: Pipeline) -> Result<(), String> {
         Pipeline::TunRead => Ok(()),
         Pipeline::TapWrite => Ok(()),
         Pipeline::TapGro => Ok(()),
-        other => Err(format!("the {} pipeline has no real arm yet", other.name())),
+        Pipeline::VhostTx => Ok(()),
     }
 }
 
 pub use bench::{vlan_offload_bench, BenchFrame, VlanBench, VlanBenchConfig, VlanModeResult};
 pub use tap_write::{run_tap_write, RealTapWrite};
 pub use tun_read::{expressible, run_tun_read, RealTunRead, WriterKind};
+pub use vhost_tx::{run_vhost_tx, RealVhostTx};
 
 /// Why a real-kernel arm could not produce a trace.
 #[derive(Debug, Clone, PartialEq, Eq)]

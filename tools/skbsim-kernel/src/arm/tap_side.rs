@@ -147,66 +147,66 @@ impl<'s> TapSide<'s> {
         prog: Option<&(Program, XdpMode)>,
         a_nonblocking: bool,
     ) -> Result<(TapSide<'s>, Option<LoadedXdp>), ArmError> {
-    let a = open_device(ns, WRITE_NAME, &scenario.device, a_nonblocking)?;
-    let b = match &scenario.redirect {
-        Some(cfg) => Some(open_device(ns, REDIRECT_NAME, cfg, true)?),
-        None => None,
-    };
-    // The simulator's A and B are ifindex 2 and 3; only a difference is worth a note
-    // (the devmap carries B's real ifindex either way).
-    let mut notes = Vec::new();
-    let b_index = b.as_ref().map(Tap::ifindex);
-    if a.ifindex() != IFINDEX_DUT || b_index.is_some_and(|i| i != IFINDEX_REDIRECT) {
-        notes.push(format!(
-            "ifindex A {} (model {IFINDEX_DUT}){}",
-            a.ifindex(),
-            b_index
-                .map(|i| format!(", B {i} (model {IFINDEX_REDIRECT})"))
-                .unwrap_or_default()
-        ));
-    }
-    let loaded = match prog {
-        Some((p, mode)) => {
-            let l = LoadedXdp::load(p)?;
-            if let Some(b) = &b {
-                l.fill_devmaps(b.ifindex())?;
-            }
-            attach_xdp(ns.rtnl(), a.ifindex(), &l, *mode)?;
-            Some(l)
+        let a = open_device(ns, WRITE_NAME, &scenario.device, a_nonblocking)?;
+        let b = match &scenario.redirect {
+            Some(cfg) => Some(open_device(ns, REDIRECT_NAME, cfg, true)?),
+            None => None,
+        };
+        // The simulator's A and B are ifindex 2 and 3; only a difference is worth a note
+        // (the devmap carries B's real ifindex either way).
+        let mut notes = Vec::new();
+        let b_index = b.as_ref().map(Tap::ifindex);
+        if a.ifindex() != IFINDEX_DUT || b_index.is_some_and(|i| i != IFINDEX_REDIRECT) {
+            notes.push(format!(
+                "ifindex A {} (model {IFINDEX_DUT}){}",
+                a.ifindex(),
+                b_index
+                    .map(|i| format!(", B {i} (model {IFINDEX_REDIRECT})"))
+                    .unwrap_or_default()
+            ));
         }
-        None => None,
-    };
-    let mut packet = PacketSocket::bind(a.ifindex())?;
-    packet.set_timeout(Some(Duration::ZERO));
-    // Nothing should be queued yet; anything that is was not written by the replay.
-    let mut stray = 0;
-    while recv_packet(&mut packet, Duration::ZERO)?.is_some() {
-        stray += 1;
-    }
-    for t in std::iter::once(&a).chain(b.as_ref()) {
-        t.set_nonblocking(true)?;
-        stray += t
-            .drain()
-            .map_err(|e| kerr(format!("drain {} before the replay", t.name()), e))?;
-    }
-    if stray > 0 {
-        notes.push(format!(
-            "{stray} frame(s) nobody wrote were queued before the replay and were discarded"
-        ));
-    }
-    let side = TapSide {
-        scenario,
-        a,
-        b,
-        packet,
-        events: Vec::new(),
-        reads_a: 0,
-        reads_b: 0,
-        outgoing: 0,
-        notes,
-        buf: Vec::new(),
-    };
-    Ok((side, loaded))
+        let loaded = match prog {
+            Some((p, mode)) => {
+                let l = LoadedXdp::load(p)?;
+                if let Some(b) = &b {
+                    l.fill_devmaps(b.ifindex())?;
+                }
+                attach_xdp(ns.rtnl(), a.ifindex(), &l, *mode)?;
+                Some(l)
+            }
+            None => None,
+        };
+        let mut packet = PacketSocket::bind(a.ifindex())?;
+        packet.set_timeout(Some(Duration::ZERO));
+        // Nothing should be queued yet; anything that is was not written by the replay.
+        let mut stray = 0;
+        while recv_packet(&mut packet, Duration::ZERO)?.is_some() {
+            stray += 1;
+        }
+        for t in std::iter::once(&a).chain(b.as_ref()) {
+            t.set_nonblocking(true)?;
+            stray += t
+                .drain()
+                .map_err(|e| kerr(format!("drain {} before the replay", t.name()), e))?;
+        }
+        if stray > 0 {
+            notes.push(format!(
+                "{stray} frame(s) nobody wrote were queued before the replay and were discarded"
+            ));
+        }
+        let side = TapSide {
+            scenario,
+            a,
+            b,
+            packet,
+            events: Vec::new(),
+            reads_a: 0,
+            reads_b: 0,
+            outgoing: 0,
+            notes,
+            buf: Vec::new(),
+        };
+        Ok((side, loaded))
     }
 
     /// After the last kick or write: late arrivals, outgoing frames, whether the program
@@ -240,7 +240,13 @@ impl<'s> TapSide<'s> {
     }
 
     /// What the stack received since the last call, then the readers of A and B.
-    pub(crate) fn after(&mut self, ns: &mut Netns, write: usize, frame: u64, ts: u64) -> Result<(), ArmError> {
+    pub(crate) fn after(
+        &mut self,
+        ns: &mut Netns,
+        write: usize,
+        frame: u64,
+        ts: u64,
+    ) -> Result<(), ArmError> {
         self.stack(write)?;
         self.drain(ns, false, frame, ts)?;
         if self.b.is_some() {

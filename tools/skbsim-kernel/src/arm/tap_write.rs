@@ -38,9 +38,7 @@ use std::time::Instant;
 use sim::bpf::{Maps, Program};
 use sim::errno::Errno as SimErrno;
 use sim::pcap::PcapReader;
-use sim::pipeline::tap_write::{
-    compose_write, load_program, WriteEvent, WriteRecord,
-};
+use sim::pipeline::tap_write::{compose_write, load_program, WriteEvent, WriteRecord};
 use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
 use sim::tun::VnetEndian;
@@ -369,4 +367,3 @@ pub fn xdp_tx_program(repo: &Path) -> Result<Program, String> {
     let path = repo.join("scenarios/xdp/xdp_tx.o");
     sim::bpf::load_elf_file(&path, "xdp").map_err(|e| e.to_string())
 }
-

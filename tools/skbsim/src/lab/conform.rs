@@ -189,7 +189,8 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
             }
             "needs-kernel" => {
                 other_kernel += 1;
-                results.push(json!({"scenario": s.name, "status": "needs-kernel", "reason": reason}));
+                results
+                    .push(json!({"scenario": s.name, "status": "needs-kernel", "reason": reason}));
                 text.push(format!("  kernel  {}: {reason}", s.name));
                 continue;
             }
@@ -274,6 +275,12 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
                 &observable(&sim.trace),
                 &observable(&real.trace),
                 &skbsim::gro_real::ignored_fields(),
+            )
+        } else if s.pipeline == Pipeline::VhostTx {
+            all_differences(
+                &sim::trace::vhost::observable(&sim.trace),
+                &sim::trace::vhost::observable(&real.trace),
+                &model_only_fields(s.pipeline),
             )
         } else {
             all_differences(&sim.trace, &real.trace, &model_only_fields(s.pipeline))
@@ -383,4 +390,3 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
         ExitCode::SUCCESS
     })
 }
-

@@ -127,7 +127,6 @@ pub fn all_differences(sim: &str, real: &str, ignore: &[&str]) -> Vec<FieldDiff>
     out
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,4 +178,3 @@ mod tests {
         );
     }
 }
-

@@ -405,4 +405,3 @@ fn gre(opts: &LabOpts) -> Result<ExitCode, CliError> {
         ExitCode::from(1)
     })
 }
-

@@ -158,4 +158,3 @@ pub(super) fn vlan(opts: &LabOpts) -> Result<ExitCode, CliError> {
         ExitCode::from(1)
     })
 }
-

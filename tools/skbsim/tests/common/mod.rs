@@ -56,7 +56,10 @@ pub fn assert_agrees(name: &str, scenario: &Scenario) {
             let lab_brings = skbsim_kernel::features::required(scenario)
                 .iter()
                 .any(|f| f.module().is_some() && skbsim_kernel::features::probe(*f).is_err());
-            assert!(lab_brings, "{name}: {why}, and the lab cannot bring it either");
+            assert!(
+                lab_brings,
+                "{name}: {why}, and the lab cannot bring it either"
+            );
             eprintln!("not run here: {name}: {why}; checked in the guest by `skbsim lab conform`");
         }
     }

@@ -1,0 +1,189 @@
+//! The real `vhost-tx` arm: a userspace vhost client ([`crate::vhost::VhostNet`]) plays the
+//! guest. Tap A is set up from `[device]` as QEMU sets one up (IFF_NO_PI | IFF_VNET_HDR,
+//! the negotiated header size) with the scenario's XDP program and redirect target B
+//! ([`TapSide`], as the tap-write arm); the vhost device gets A as the backend of its TX
+//! queue. Each input frame becomes one descriptor holding the very bytes the simulator's
+//! guest writes ([`guest_packet`]), published and kicked as the scenario's fill plan says
+//! ([`kicks_now`]). After each kick the arm waits until the worker has returned every
+//! descriptor (or made no progress for [`USED_WAIT`]), then records what the stack
+//! received and what A's and B's fds return.
+//!
+//! What the kernel does not expose is not produced: batch boundaries, the path of each
+//! packet (TUN_MSG_PTR batch or sendmsg alone), XDP verdicts, requeues and op counts.
+//! The trace has the kicks, the used-ring entries per kick and the host's events, and
+//! `sim::trace::vhost::observable` reduces the simulator's trace to the same.
+
+use std::time::Duration;
+
+use sim::bpf::Maps;
+use sim::pcap::PcapReader;
+use sim::pipeline::tap_write::load_program;
+use sim::pipeline::vhost_tx::{guest_packet, kicks_now, VhostTxEvent};
+use sim::profile::KernelProfile;
+use sim::scenario::{Pipeline, Scenario};
+use sim::tun::{TunStats, VnetEndian};
+use sim::vhost::VhostEvent;
+
+use super::tap_side::TapSide;
+use super::{tun_stats, ArmError};
+use crate::bpf::XdpMode;
+use crate::netns::Netns;
+use crate::vhost::{VhostNet, MAX_RING, VIRTIO_F_VERSION_1};
+
+/// How long a kick may make no progress before the arm stops waiting for the used ring
+/// (a stalled descriptor stays in the avail ring, as in the model).
+pub const USED_WAIT: Duration = Duration::from_millis(500);
+
+/// What the real arm produced for one scenario.
+#[derive(Debug, Clone)]
+pub struct RealVhostTx {
+    /// Kicks, used-ring returns per kick, and the host's events, in order.
+    pub events: Vec<VhostTxEvent>,
+    pub maps: Option<Maps>,
+    /// A's and B's counters at the end.
+    pub stats: (TunStats, Option<TunStats>),
+    pub frames: u64,
+    pub notes: Vec<String>,
+}
+
+/// `Ok(())` when the real kernel can express `scenario`; otherwise the reason.
+pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
+    let host = KernelProfile::default();
+    if scenario.profile.name != host.name {
+        return Err(ArmError::Unsupported(format!(
+            "profile {} is not the host kernel's ({})",
+            scenario.profile.name, host.name
+        )));
+    }
+    if scenario.pipeline != Pipeline::VhostTx || scenario.guest.is_none() {
+        return Err(ArmError::Unsupported(format!(
+            "the vhost-tx arm cannot replay a {} scenario",
+            scenario.pipeline.name()
+        )));
+    }
+    if scenario.device.vnet_endian == VnetEndian::Big {
+        return Err(ArmError::Unsupported(
+            "device.vnet_be: a virtio 1.0 guest is little-endian".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Replay `scenario` through vhost_net and a real tap in a fresh namespace.
+pub fn run_vhost_tx(scenario: &Scenario) -> Result<RealVhostTx, ArmError> {
+    expressible(scenario)?;
+    let frames: Vec<(u64, u64, Vec<u8>)> = PcapReader::open(&scenario.input)
+        .map_err(|e| ArmError::Input(e.to_string()))?
+        .map(|f| f.map(|f| (f.index, f.ts_ns, f.data)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| ArmError::Input(format!("{}: {e}", scenario.input.display())))?;
+    if frames.len() > MAX_RING {
+        return Err(ArmError::Unsupported(format!(
+            "{} packets: the arm gives each its own descriptor, at most {MAX_RING}",
+            frames.len()
+        )));
+    }
+    let prog = match &scenario.xdp {
+        Some(spec) => Some((
+            load_program(spec).map_err(ArmError::Input)?.0,
+            XdpMode::from_sim(spec.mode),
+        )),
+        None => None,
+    };
+    Netns::run(|ns| Ok(replay(ns, scenario, &frames, prog.as_ref())))?
+}
+
+fn replay(
+    ns: &mut Netns,
+    scenario: &Scenario,
+    frames: &[(u64, u64, Vec<u8>)],
+    prog: Option<&(sim::bpf::Program, XdpMode)>,
+) -> Result<RealVhostTx, ArmError> {
+    let Some(guest) = scenario.guest.as_ref() else {
+        return Err(ArmError::Unsupported("vhost-tx without [vhost]".into()));
+    };
+    let (mut side, loaded) = TapSide::setup(ns, scenario, prog, true)?;
+    let packets: Vec<Vec<u8>> = frames
+        .iter()
+        .map(|(i, _, f)| guest_packet(guest, *i, f))
+        .collect();
+    let data: usize = packets.iter().map(|p| p.len().div_ceil(64) * 64).sum();
+    // vhost_net_set_features: a 12-byte header with VERSION_1 (or MRG_RXBUF), else 10;
+    // no VHOST_NET_F_VIRTIO_NET_HDR, so the tap receives it (sock_hlen = hdr_len).
+    let features = if guest.hdr_len == 12 {
+        VIRTIO_F_VERSION_1
+    } else {
+        0
+    };
+    let num = frames.len().max(1).next_power_of_two().max(256);
+    let mut vhost = VhostNet::open(&side.a, num, data, features)?;
+    let mut events = Vec::new();
+    let mut pending = 0usize;
+    let mut kicks = 0usize;
+    let mut last = (0u64, 0u64);
+    for (k, ((index, ts, _), bytes)) in frames.iter().zip(&packets).enumerate() {
+        vhost.add(k as u16, bytes)?;
+        pending += 1;
+        last = (*index, *ts);
+        if kicks_now(guest, pending) {
+            kick(ns, &mut vhost, &mut side, &mut events, kicks, last)?;
+            kicks += 1;
+            pending = 0;
+        }
+    }
+    if pending > 0 {
+        kick(ns, &mut vhost, &mut side, &mut events, kicks, last)?;
+    }
+    let left = vhost.outstanding();
+    if left > 0 {
+        side.notes.push(format!(
+            "{left} descriptor(s) still in the avail ring at the end"
+        ));
+    }
+    let maps = side.finish(ns, loaded.as_ref(), prog)?;
+    events.extend(side.events.drain(..).map(VhostTxEvent::Host));
+    let stats = (
+        tun_stats(&ns.rtnl().stats(side.a.ifindex())?),
+        match &side.b {
+            Some(b) => Some(tun_stats(&ns.rtnl().stats(b.ifindex())?)),
+            None => None,
+        },
+    );
+    drop(vhost);
+    Ok(RealVhostTx {
+        events,
+        maps,
+        stats,
+        frames: frames.len() as u64,
+        notes: std::mem::take(&mut side.notes),
+    })
+}
+
+/// Publish, kick, wait for the used ring, then the host's view.
+fn kick(
+    ns: &mut Netns,
+    vhost: &mut VhostNet,
+    side: &mut TapSide<'_>,
+    events: &mut Vec<VhostTxEvent>,
+    k: usize,
+    (frame, ts): (u64, u64),
+) -> Result<(), ArmError> {
+    // Counted before the kick: the worker is idle until then (the last kick's wait
+    // returned), so these are this kick's and any stalled earlier descriptors.
+    events.push(VhostTxEvent::Worker(VhostEvent::Kick {
+        available: usize::from(vhost.outstanding()),
+    }));
+    vhost.kick()?;
+    let used = vhost.wait_used(USED_WAIT);
+    if let Some((head, len)) = used.iter().find(|(_, len)| *len != 0) {
+        side.notes.push(format!(
+            "used entry for head {head} has len {len}; a TX completion writes 0"
+        ));
+    }
+    if !used.is_empty() {
+        events.push(VhostTxEvent::Worker(VhostEvent::Used { heads: used.len() }));
+    }
+    side.after(ns, k, frame, ts)?;
+    events.extend(side.events.drain(..).map(VhostTxEvent::Host));
+    Ok(())
+}
