@@ -42,7 +42,10 @@ pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
     expressible_with(scenario, &load_frames(scenario)?)
 }
 
-pub(super) fn expressible_with(scenario: &Scenario, frames: &[(u64, u64, Vec<u8>)]) -> Result<(), ArmError> {
+pub(super) fn expressible_with(
+    scenario: &Scenario,
+    frames: &[(u64, u64, Vec<u8>)],
+) -> Result<(), ArmError> {
     let host = KernelProfile::default();
     if scenario.profile.name != host.name {
         return Err(ArmError::Unsupported(format!(

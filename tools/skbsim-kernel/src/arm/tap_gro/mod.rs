@@ -500,7 +500,8 @@ fn replay(
                     ));
                 }
             } else if let Some(g) = gre_teb_of(&skb.bytes) {
-                skb.gretap_dev_len = take_identical(&gt_frames, &mut gt_used, &skb.bytes[g.inner..]);
+                skb.gretap_dev_len =
+                    take_identical(&gt_frames, &mut gt_used, &skb.bytes[g.inner..]);
                 if skb.gretap_dev_len.is_none() {
                     notes.push(format!(
                         "delivery {n} (GSO, GRE-TEB) has no byte-identical inner frame on a gretap device"
