@@ -189,6 +189,64 @@ fn gre_teb_merges_only_with_an_eth_p_teb_offload() {
 }
 
 #[test]
+fn gretap_dev_length_is_the_merged_skb_from_the_inner_mac_on() {
+    // A hand-built GRE-TEB stream: outer 14 + 20, GRE 4 + 4 (csum word) + 4 (key), inner
+    // 14 + 20 + 20 + 1400. Merged: 14 + 20 + 12 + 54 + 14000 = 14100; the gretap device
+    // (ip_gre.c: gretap_rcv path, __iptunnel_pull_header) sees it from the inner MAC on:
+    // 14100 - 46 = 14054, the length of the same stream merged without a tunnel.
+    use crate::trace::gro::gretap_dev_len;
+    for (key, csum, hdr) in [
+        (Some(42), None, 42),
+        (None, None, 38),
+        (Some(7), Some(true), 46),
+    ] {
+        let frames: Vec<Vec<u8>> = Tcp4::default()
+            .stream(10)
+            .iter()
+            .enumerate()
+            .map(|(k, f)| {
+                Outer {
+                    id: 100 + k as u16,
+                    ..Outer::default()
+                }
+                .gre_teb(key, csum, f)
+            })
+            .collect();
+        assert_eq!(frames[0].len(), hdr + 1454);
+        let r = run(&LINUX_6_18, &plan(1, 1_000_000), frames.clone());
+        assert_eq!(lens(&r), vec![hdr + 54 + 14000], "{key:?} {csum:?}");
+        let s = &r.delivered[0].skb;
+        assert_ne!(s.gso_type & crate::skb::gso::GRE, 0);
+        assert_eq!(s.inner_mac_header, Some(hdr));
+        assert_eq!(gretap_dev_len(s), Some(14054), "{key:?} {csum:?}");
+        // An unmerged GRE frame is no GSO skb: no gretap_dev line.
+        let mut off = plan(1, 1_000_000);
+        off.feature = false;
+        let r = run(&LINUX_6_18, &off, frames);
+        assert!(r.delivered.iter().all(|d| gretap_dev_len(&d.skb).is_none()));
+    }
+    // A VXLAN skb has a vxlan_dev length and no gretap_dev one.
+    let frames: Vec<Vec<u8>> = Tcp4::default()
+        .stream(4)
+        .iter()
+        .enumerate()
+        .map(|(k, f)| {
+            Outer {
+                id: 7 + k as u16,
+                ..Outer::default()
+            }
+            .vxlan(50000, 42, false, f)
+        })
+        .collect();
+    let r = run(&LINUX_6_18, &plan(1, 1_000_000), frames);
+    assert_eq!(r.delivered.len(), 1);
+    assert_eq!(gretap_dev_len(&r.delivered[0].skb), None);
+    let (_, t) = scenario_lengths("gre-teb-on");
+    assert!(t.contains("  gretap_dev: len 14054\n"), "{t}");
+    assert!(!t.contains("vxlan_dev"), "{t}");
+}
+
+#[test]
 fn sixty_four_kib_limit_splits_fifty_segments_at_46() {
     // p->len (from the IP header) + 1400 >= 65536 fails once 46 segments are held:
     // 40 + 46 x 1400 = 64440; + 1400 = 65840.

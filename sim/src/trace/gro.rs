@@ -3,8 +3,8 @@
 //! rule that kept it from merging; then the totals.
 //!
 //! Observable by a real arm: `len`, `bytes`, `summary` (AF_PACKET on the tap), `gso` and
-//! `csum` (a TSO/vnet reader behind a bridge), `vxlan_dev` (AF_PACKET on the vxlan
-//! device), the totals' `lengths`/`stack`/`tap`. Model-only: [`GRO_MODEL_ONLY_FIELDS`].
+//! `csum` (a TSO/vnet reader behind a bridge), `vxlan_dev` / `gretap_dev` (AF_PACKET on
+//! the vxlan or gretap device), the totals' `lengths`/`stack`/`tap`. Model-only: [`GRO_MODEL_ONLY_FIELDS`].
 
 use std::fmt::Write as _;
 
@@ -135,6 +135,18 @@ fn vxlan_dev_len(s: &GroSkb) -> Option<usize> {
     None
 }
 
+/// The decapsulated length a gretap device sees for a merged GRE-TEB skb: outer
+/// Ethernet, IPv4 and the GRE header (with its csum/key/seq words) off, i.e. from the
+/// inner Ethernet header on. net/ipv4/ip_gre.c: gre_rcv -> ipgre_rcv ->
+/// ip_tunnel_rcv (the gretap's own tunnel) after __iptunnel_pull_header pulled the GRE
+/// header; the packet socket on the gretap device then sees the frame from the inner MAC.
+pub(crate) fn gretap_dev_len(s: &GroSkb) -> Option<usize> {
+    if s.gso_type & (gso::GRE | gso::GRE_CSUM) != 0 {
+        return s.inner_mac_header.map(|m| s.len - m);
+    }
+    None
+}
+
 fn header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
     let p = &run.plan;
     let setup = super::gro_observed::ObservedSetup {
@@ -203,6 +215,9 @@ fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
     let _ = writeln!(out, "  encap: {}", encap_text(s));
     if let Some(v) = vxlan_dev_len(s) {
         let _ = writeln!(out, "  vxlan_dev: len {v}");
+    }
+    if let Some(v) = gretap_dev_len(s) {
+        let _ = writeln!(out, "  gretap_dev: len {v}");
     }
     let _ = writeln!(out, "  layout: {}", layout_text(s));
     let bytes = s.to_vec();
@@ -311,6 +326,7 @@ pub fn tap_gro_json(sc: &Scenario, run: &TapGroRun) -> Value {
                 "csum_offset": (s.ip_summed == IpSummed::Partial).then_some(s.csum_offset),
                 "encapsulation": s.encapsulation,
                 "vxlan_dev_len": vxlan_dev_len(s),
+                "gretap_dev_len": gretap_dev_len(s),
                 "layout": {"head": s.data.len(), "frags": s.layout.frags, "frag_list": s.layout.frag_list},
                 "summary": describe(&bytes),
                 "bytes": bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),

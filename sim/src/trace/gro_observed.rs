@@ -1,5 +1,5 @@
 //! The tap-gro trace of a real-kernel run: skbs as an AF_PACKET socket with
-//! `PACKET_VNET_HDR` saw them on the tap (and on a vxlan device), with no model
+//! `PACKET_VNET_HDR` saw them on the tap (and on a vxlan or gretap device), with no model
 //! information. Same layout and field names as [`super::gro::render_tap_gro`], so
 //! `first_divergence` compares the two field by field once both went through
 //! [`observable`] and the model-only fields ([`super::gro::GRO_MODEL_ONLY_FIELDS`]) and the
@@ -90,6 +90,9 @@ pub struct ObservedSkb {
     /// The length of the matching decapsulated frame on the vxlan device, for a GSO skb
     /// of a VXLAN flow.
     pub vxlan_dev_len: Option<usize>,
+    /// The length of the matching decapsulated frame on the gretap device, for a GSO skb
+    /// of a GRE-TEB flow.
+    pub gretap_dev_len: Option<usize>,
 }
 
 /// A `write()` the tap refused.
@@ -228,6 +231,9 @@ fn render_skb(out: &mut String, n: usize, s: &ObservedSkb, ports: &[u16]) {
     if let Some(l) = s.vxlan_dev_len {
         let _ = writeln!(out, "  vxlan_dev: len {l}");
     }
+    if let Some(l) = s.gretap_dev_len {
+        let _ = writeln!(out, "  gretap_dev: len {l}");
+    }
     if v.gso_type != 0 {
         let _ = writeln!(out, "  layout: head {} (vnet hdr_len)", v.hdr_len);
     }
@@ -320,6 +326,7 @@ pub fn observed_json(sc: &Scenario, o: &ObservedGro) -> Value {
                 "csum_start": partial.then_some(v.csum_start),
                 "csum_offset": partial.then_some(v.csum_offset),
                 "vxlan_dev_len": s.vxlan_dev_len,
+                "gretap_dev_len": s.gretap_dev_len,
                 "summary": describe(&s.bytes),
                 "bytes": s.bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
             })

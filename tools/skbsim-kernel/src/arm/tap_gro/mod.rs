@@ -1,8 +1,9 @@
 //! The real `tap-gro` arm: a scenario's frames written into an `IFF_NAPI` tap in a fresh
 //! namespace, and every skb the stack sees after GRO read back with an AF_PACKET socket
-//! (`PACKET_VNET_HDR`) on the tap, and on a vxlan device for VXLAN flows. The result is
-//! an [`ObservedGro`], which `sim::trace::gro_observed::render_observed` writes in the
-//! simulator's tap-gro trace layout.
+//! (`PACKET_VNET_HDR`) on the tap, and on a vxlan or gretap device for VXLAN and GRE-TEB
+//! flows. The result is an [`ObservedGro`], which
+//! `sim::trace::gro_observed::render_observed` writes in the simulator's tap-gro trace
+//! layout.
 //!
 //! # The setup (one fresh [`Netns::run`] per scenario)
 //! - The tap: `IFF_TAP|IFF_NO_PI|IFF_NAPI`, plus `IFF_VNET_HDR` for `[gro] needs_csum`
@@ -18,6 +19,10 @@
 //!   destination MAC and every outer destination IPv4 address (/32), and the devices
 //!   `local` = the first of them on the tap's link, so that the stack hands the merged
 //!   skb to `vxlan_rcv` and the vxlan device's own AF_PACKET socket sees the inner frame.
+//! - GRE-TEB ([`gretap`]): one gretap device per (outer source, outer destination, key)
+//!   of the frames (`remote`, `local`, `ikey`/`okey` with GRE_KEY), over the tap; the tap
+//!   takes the outer destination MAC (unless a VXLAN frame gave one) and addresses as for
+//!   VXLAN, so that `gre_rcv` hands the merged skb to the gretap tunnel.
 //!
 //! # Bursts: several writes in one NAPI poll
 //! With `IFF_NAPI`, `tun_get_user` queues the skb on the tfile's write queue and calls
@@ -54,11 +59,11 @@
 //! # What is observed
 //! Per skb on the tap: the bytes, and the `virtio_net_hdr` that `virtio_net_hdr_from_skb`
 //! builds (gso type/size, `hdr_len` = skb_headlen, csum start/offset or DATA_VALID).
-//! For a GSO skb of a VXLAN flow: the length of the matching (byte-identical) inner frame
-//! on the vxlan device. Totals: the tap's rx_packets/rx_bytes (netlink). Outgoing frames
+//! For a GSO skb of a VXLAN (GRE-TEB) flow: the length of the matching (byte-identical)
+//! inner frame on a vxlan (gretap) device. Totals: the tap's rx_packets/rx_bytes (netlink). Outgoing frames
 //! (`PACKET_OUTGOING`) are not deliveries and are skipped.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -86,12 +91,17 @@ pub const NAPI_POLL_WEIGHT: usize = 64;
 
 mod bench;
 mod capture;
+mod expressible;
+mod gretap;
 mod sched;
 mod vxlan;
 
 pub use bench::*;
 use capture::Captured;
 pub use capture::VnetCapture;
+pub use expressible::{expressible, kernel_config};
+use expressible::{expressible_with, load_frames};
+use gretap::*;
 use sched::*;
 use vxlan::*;
 
@@ -105,12 +115,6 @@ const CAPTURE_RCVBUF: libc::c_int = 32 << 20;
 const RTM_NEWADDR: u16 = 20;
 const IFA_ADDRESS: u16 = 1;
 const IFA_LOCAL: u16 = 2;
-const IFLA_VXLAN_ID: u16 = 1;
-const IFLA_VXLAN_LINK: u16 = 3;
-const IFLA_VXLAN_LOCAL: u16 = 4;
-const IFLA_VXLAN_PORT: u16 = 15;
-/// More vxlan devices than this is not a GRO scenario.
-const MAX_VXLAN_DEVICES: usize = 16;
 
 /// How long the arm waits for a quiet capture socket at the end, beyond the flush timeout.
 const QUIET: Duration = Duration::from_millis(20);
@@ -173,94 +177,6 @@ fn align_to_tick(phase: Duration, jiffy: Duration) {
     while tick.elapsed() < phase {
         std::hint::spin_loop();
     }
-}
-
-/// Whether this kernel was built with `symbol` (`=y` or `=m`), from `/proc/config.gz`
-/// (through `zcat`); `None` when the configuration cannot be read.
-pub fn kernel_config(symbol: &str) -> Option<bool> {
-    let out = std::process::Command::new("zcat")
-        .arg("/proc/config.gz")
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines().find_map(|l| {
-        if l == format!("# {symbol} is not set") {
-            Some(false)
-        } else {
-            l.strip_prefix(symbol)
-                .and_then(|r| r.strip_prefix('='))
-                .map(|v| v == "y" || v == "m")
-        }
-    })
-}
-
-/// Whether a frame is IPv4 carrying GRE (protocol 47).
-fn is_gre(f: &[u8]) -> bool {
-    f.get(12..14) == Some(&[0x08, 0x00]) && f.get(23) == Some(&47)
-}
-
-fn load_frames(scenario: &Scenario) -> Result<Vec<(u64, u64, Vec<u8>)>, ArmError> {
-    PcapReader::open(&scenario.input)
-        .map_err(|e| ArmError::Input(e.to_string()))?
-        .map(|f| f.map(|f| (f.index, f.ts_ns, f.data)))
-        .collect::<Result<_, _>>()
-        .map_err(|e| ArmError::Input(format!("{}: {e}", scenario.input.display())))
-}
-
-/// `Ok(())` when the real kernel here can run `scenario`; otherwise the reason, fit for
-/// `sim_only = "..."`. Reads the input pcap (GRE frames need a kernel with GRE).
-pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
-    expressible_with(scenario, &load_frames(scenario)?)
-}
-
-fn expressible_with(scenario: &Scenario, frames: &[(u64, u64, Vec<u8>)]) -> Result<(), ArmError> {
-    let host = KernelProfile::default();
-    if scenario.profile.name != host.name {
-        return Err(ArmError::Unsupported(format!(
-            "profile {} is not the host kernel's ({})",
-            scenario.profile.name, host.name
-        )));
-    }
-    super::real_arm(scenario.pipeline).map_err(ArmError::Unsupported)?;
-    if scenario.pipeline != Pipeline::TapGro {
-        return Err(ArmError::Unsupported(format!(
-            "the tap-gro arm cannot replay a {} scenario",
-            scenario.pipeline.name()
-        )));
-    }
-    let plan = &scenario.gro;
-    let hz = host_hz()?;
-    if plan.hz != hz {
-        return Err(ArmError::Unsupported(format!(
-            "gro.hz = {}: this kernel runs CONFIG_HZ={hz}",
-            plan.hz
-        )));
-    }
-    if !plan.teb_gro {
-        return Err(ArmError::Unsupported(
-            "gro.teb_gro = false: this kernel always registers the ETH_P_TEB GRO offload (eth_gro_receive, v4.0)"
-                .into(),
-        ));
-    }
-    if plan.vlan_gro {
-        return Err(ArmError::Unsupported(
-            match kernel_config("CONFIG_VLAN_8021Q") {
-                Some(false) => {
-                    "gro.vlan_gro = true: this kernel has no CONFIG_VLAN_8021Q, so no 802.1Q GRO"
-                }
-                _ => "gro.vlan_gro = true: the arm does not set up 802.1Q GRO",
-            }
-            .into(),
-        ));
-    }
-    if let Some((index, _, _)) = frames.iter().find(|f| is_gre(&f.2)) {
-        if kernel_config("CONFIG_NET_IPGRE_DEMUX") == Some(false) {
-            return Err(ArmError::Unsupported(format!(
-                "frame {index} is GRE and this kernel has no GRE (CONFIG_NET_IPGRE_DEMUX is not set): no gre_gro_receive"
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Replay `scenario` through the real kernel in a fresh namespace.
@@ -328,6 +244,25 @@ fn collect(
     Ok(())
 }
 
+/// Every frame the tunnel devices' sockets hold (the device's position first), until quiet.
+fn drain_all(caps: &mut [VnetCapture]) -> Result<Vec<(usize, Vec<u8>)>, KernelError> {
+    let mut frames = Vec::new();
+    for (k, c) in caps.iter_mut().enumerate() {
+        let mut got = Vec::new();
+        c.drain_quiet(Duration::from_millis(5), &mut got)?;
+        frames.extend(got.into_iter().map(|(_, b)| (k, b)));
+    }
+    Ok(frames)
+}
+
+/// The length of the first frame of `pool` not yet `used` that is byte-identical to
+/// `want` (marked used now).
+fn take_identical(pool: &[(usize, Vec<u8>)], used: &mut [bool], want: &[u8]) -> Option<usize> {
+    let i = (0..pool.len()).find(|&i| !used[i] && pool[i].1 == want)?;
+    used[i] = true;
+    Some(pool[i].1.len())
+}
+
 /// One attempt; the second value says why its timing did not follow the input's, if it
 /// did not.
 fn replay(
@@ -344,16 +279,13 @@ fn replay(
         .nonblocking(plan.nonblocking)
         .open()?;
     let vx = vxlan_setup(frames, &plan.vxlan_ports);
-    if vx.devices.len() > MAX_VXLAN_DEVICES {
-        return Err(ArmError::Unsupported(format!(
-            "{} (port, VNI) pairs: more vxlan devices than the arm creates ({MAX_VXLAN_DEVICES})",
-            vx.devices.len()
-        )));
-    }
-    if let Some(mac) = vx.tap_mac {
+    let gt = gretap_setup(frames);
+    if let Some(mac) = vx.tap_mac.or(gt.tap_mac) {
         ns.rtnl().set_address(tap.ifindex(), mac)?;
     }
-    for a in &vx.addrs {
+    let mut addrs = vx.addrs.clone();
+    addrs.extend(gt.addrs.iter().filter(|a| !vx.addrs.contains(a)));
+    for a in &addrs {
         add_ipv4(tap.ifindex(), *a, 32)?;
     }
     ns.rtnl().set_up(tap.ifindex(), true)?;
@@ -362,21 +294,8 @@ fn replay(
         et.set_feature(&name, "rx-gro", plan.feature)?;
     }
     let feature = et.get_feature(&name, "rx-gro")?;
-    let mut vx_devs = Vec::new();
-    for (i, (port, vni)) in vx.devices.iter().enumerate() {
-        let dname = format!("skbvx{i}");
-        let mut data = vec![
-            Nla::u32(IFLA_VXLAN_ID, *vni),
-            Nla::be16(IFLA_VXLAN_PORT, *port),
-        ];
-        if let Some(local) = vx.addrs.first() {
-            data.push(Nla::bytes(IFLA_VXLAN_LOCAL, local));
-            data.push(Nla::u32(IFLA_VXLAN_LINK, tap.ifindex()));
-        }
-        let idx = ns.rtnl().create_link(&dname, "vxlan", &data)?;
-        ns.rtnl().set_up(idx, true)?;
-        vx_devs.push((dname, idx, *port, *vni));
-    }
+    let vx_devs = create_vxlans(ns, &vx, tap.ifindex())?;
+    let gt_devs = create_gretaps(ns, &gt, tap.ifindex())?;
     set_gro_flush_timeout(&name, plan.flush_timeout_ns)?;
     let timeout = gro_flush_timeout(&name)?;
     let hz = host_hz()?;
@@ -384,6 +303,10 @@ fn replay(
     let mut vcaps = vx_devs
         .iter()
         .map(|(_, idx, _, _)| VnetCapture::bind(*idx))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut gcaps = gt_devs
+        .iter()
+        .map(|(_, idx)| VnetCapture::bind(*idx))
         .collect::<Result<Vec<_>, _>>()?;
     let mut napi = if plan.burst > 1 {
         Some(NapiThread::start(&name)?)
@@ -428,6 +351,20 @@ fn replay(
             .map(|(n, _, p, v)| format!("{n} port {p} vni {v}"))
             .collect();
         notes.push(format!("vxlan devices: {}", list.join(", ")));
+    }
+    if !gt_devs.is_empty() {
+        let list: Vec<String> = gt_devs
+            .iter()
+            .zip(&gt.tunnels)
+            .map(|((n, _), t)| format!("{n} {}", t.describe()))
+            .collect();
+        notes.push(format!("gretap devices: {}", list.join(", ")));
+    }
+    for t in &gt.mixed_csum {
+        notes.push(format!(
+            "gretap {}: the frames mix GRE checksums and none; ip_tunnel_rcv drops the plain ones",
+            t.describe()
+        ));
     }
 
     let mut captured: Vec<Captured> = Vec::new();
@@ -526,12 +463,8 @@ fn replay(
     let quiet = QUIET + Duration::from_nanos(timeout.saturating_mul(2));
     cap.drain_quiet(quiet, &mut captured)?;
     captured_ts.resize(captured.len(), last_ts);
-    let mut vx_frames: Vec<(usize, Vec<u8>)> = Vec::new();
-    for (k, c) in vcaps.iter_mut().enumerate() {
-        let mut got = Vec::new();
-        c.drain_quiet(Duration::from_millis(5), &mut got)?;
-        vx_frames.extend(got.into_iter().map(|(_, b)| (k, b)));
-    }
+    let vx_frames = drain_all(&mut vcaps)?;
+    let gt_frames = drain_all(&mut gcaps)?;
     if let Some(t) = &napi {
         notes.push(format!(
             "bursts: threaded NAPI, {}; {} polls waited for",
@@ -542,8 +475,9 @@ fn replay(
     drop(napi);
     let stats = ns.rtnl().stats(tap.ifindex())?;
 
-    // Deliveries, and the vxlan device's frame for each GSO skb of a VXLAN flow.
+    // Deliveries, and the tunnel device's frame for each GSO skb of a VXLAN or GRE-TEB flow.
     let mut used = vec![false; vx_frames.len()];
+    let mut gt_used = vec![false; gt_frames.len()];
     let mut deliveries = Vec::new();
     for (n, (vnet, bytes)) in captured.into_iter().enumerate() {
         let mut skb = ObservedSkb {
@@ -557,19 +491,21 @@ fn replay(
                 skb.error = Some(e);
             }
         }
-        if let (Some(v), Some(VxlanFrame { inner, .. })) =
-            (&skb.vnet, vxlan_of(&skb.bytes, &vxlan_ports))
-        {
-            if v.gso_type != 0 {
-                let want = skb.bytes.get(inner..).unwrap_or(&[]);
-                match (0..vx_frames.len()).find(|&i| !used[i] && vx_frames[i].1 == want) {
-                    Some(i) => {
-                        used[i] = true;
-                        skb.vxlan_dev_len = Some(vx_frames[i].1.len());
-                    }
-                    None => notes.push(format!(
+        if skb.vnet.is_some_and(|v| v.gso_type != 0) {
+            if let Some(VxlanFrame { inner, .. }) = vxlan_of(&skb.bytes, &vxlan_ports) {
+                skb.vxlan_dev_len = take_identical(&vx_frames, &mut used, &skb.bytes[inner..]);
+                if skb.vxlan_dev_len.is_none() {
+                    notes.push(format!(
                         "delivery {n} (GSO, VXLAN) has no byte-identical inner frame on a vxlan device"
-                    )),
+                    ));
+                }
+            } else if let Some(g) = gre_teb_of(&skb.bytes) {
+                skb.gretap_dev_len =
+                    take_identical(&gt_frames, &mut gt_used, &skb.bytes[g.inner..]);
+                if skb.gretap_dev_len.is_none() {
+                    notes.push(format!(
+                        "delivery {n} (GSO, GRE-TEB) has no byte-identical inner frame on a gretap device"
+                    ));
                 }
             }
         }
@@ -595,6 +531,22 @@ fn replay(
     if vx_seen > 0 {
         notes.push(format!(
             "vxlan devices received {vx_seen} frame(s), {vx_matched} matched to GSO skbs on the tap"
+        ));
+    }
+    let gt_matched = gt_used.iter().filter(|u| **u).count();
+    if !gt_devs.is_empty() {
+        let mut counters = Vec::new();
+        for (dname, idx) in &gt_devs {
+            let st = ns.rtnl().stats(*idx)?;
+            counters.push(format!(
+                "{dname} rx_packets {} rx_errors {} rx_crc_errors {} rx_dropped {}",
+                st.rx_packets, st.rx_errors, st.rx_crc_errors, st.rx_dropped
+            ));
+        }
+        notes.push(format!(
+            "gretap devices received {} frame(s), {gt_matched} matched to GSO skbs on the tap ({})",
+            gt_frames.len(),
+            counters.join("; ")
         ));
     }
     let setup = ObservedSetup {

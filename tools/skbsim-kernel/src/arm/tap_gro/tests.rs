@@ -27,3 +27,61 @@ fn vxlan_frames_give_mac_address_and_devices() {
     assert!(vxlan_of(&f, &[8472]).is_none());
     assert!(vxlan_of(&inner, &[4789]).is_none());
 }
+
+#[test]
+fn gre_teb_frames_give_one_gretap_tunnel_per_remote_local_key() {
+    let inner = sim::gro::frames::Tcp4::default().stream(1).remove(0);
+    let outer = sim::gro::frames::Outer::default();
+    let keyed = outer.gre_teb(Some(42), None, &inner);
+    let g = gre_teb_of(&keyed).expect("a GRE-TEB frame");
+    assert_eq!(
+        (g.key, g.csum, g.inner),
+        (Some(42u32.to_be_bytes()), false, 42)
+    );
+    assert_eq!(&keyed[g.inner..], &inner[..]);
+    let summed = outer.gre_teb(Some(7), Some(true), &inner);
+    let c = gre_teb_of(&summed).expect("a GRE-TEB frame with C and K");
+    assert_eq!(
+        (c.key, c.csum, c.inner),
+        (Some(7u32.to_be_bytes()), true, 46)
+    );
+    let plain = outer.gre_teb(None, None, &inner);
+    assert_eq!(
+        gre_teb_of(&plain).map(|g| (g.key, g.inner)),
+        Some((None, 38))
+    );
+    assert!(gre_teb_of(&inner).is_none());
+    assert!(gre_teb_of(&outer.vxlan(50000, 42, false, &inner)).is_none());
+    let frames: Vec<(u64, u64, Vec<u8>)> = [&keyed, &keyed, &summed, &plain]
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (i as u64, 0, f.to_vec()))
+        .collect();
+    let s = gretap_setup(&frames);
+    assert_eq!(s.tap_mac, Some(g.dst_mac));
+    assert_eq!(s.addrs, vec![g.dst_ip]);
+    let t: Vec<(Option<[u8; 4]>, bool)> = s.tunnels.iter().map(|t| (t.key, t.csum)).collect();
+    assert_eq!(
+        t,
+        vec![
+            (None, false),
+            (Some(7u32.to_be_bytes()), true),
+            (Some(42u32.to_be_bytes()), false)
+        ]
+    );
+    assert!(s
+        .tunnels
+        .iter()
+        .all(|t| t.remote == g.src_ip && t.local == g.dst_ip));
+    assert!(s.mixed_csum.is_empty());
+    // GRE_KEY | GRE_CSUM as __be16 in IFLA_GRE_IFLAGS, the key as on the wire.
+    let data = s.tunnels[1].info_data(3);
+    assert!(data.contains(&Nla::bytes(2, &[0xa0, 0x00])));
+    assert!(data.contains(&Nla::bytes(4, &7u32.to_be_bytes())));
+    let mixed = gretap_setup(&[
+        (0, 0, summed.clone()),
+        (1, 0, outer.gre_teb(Some(7), None, &inner)),
+    ]);
+    assert_eq!(mixed.tunnels.len(), 1);
+    assert_eq!(mixed.mixed_csum.len(), 1);
+}

@@ -3,6 +3,13 @@
 #[allow(unused_imports)]
 use super::*;
 
+const IFLA_VXLAN_ID: u16 = 1;
+const IFLA_VXLAN_LINK: u16 = 3;
+const IFLA_VXLAN_LOCAL: u16 = 4;
+const IFLA_VXLAN_PORT: u16 = 15;
+/// More vxlan devices than this is not a GRO scenario.
+const MAX_VXLAN_DEVICES: usize = 16;
+
 /// What an outer IPv4/UDP/VXLAN frame says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct VxlanFrame {
@@ -73,6 +80,37 @@ pub(super) fn vxlan_setup(frames: &[(u64, u64, Vec<u8>)], ports: &[u16]) -> Vxla
     }
     s.devices = devs.into_iter().collect();
     s
+}
+
+/// Create and bring up the vxlan devices of `setup` (in the arm's namespace), `local` =
+/// its first address on the tap `link`: name, ifindex, port and VNI of each.
+pub(super) fn create_vxlans(
+    ns: &mut Netns,
+    setup: &VxlanSetup,
+    link: u32,
+) -> Result<Vec<(String, u32, u16, u32)>, ArmError> {
+    if setup.devices.len() > MAX_VXLAN_DEVICES {
+        return Err(ArmError::Unsupported(format!(
+            "{} (port, VNI) pairs: more vxlan devices than the arm creates ({MAX_VXLAN_DEVICES})",
+            setup.devices.len()
+        )));
+    }
+    let mut devs = Vec::new();
+    for (i, (port, vni)) in setup.devices.iter().enumerate() {
+        let name = format!("skbvx{i}");
+        let mut data = vec![
+            Nla::u32(IFLA_VXLAN_ID, *vni),
+            Nla::be16(IFLA_VXLAN_PORT, *port),
+        ];
+        if let Some(local) = setup.addrs.first() {
+            data.push(Nla::bytes(IFLA_VXLAN_LOCAL, local));
+            data.push(Nla::u32(IFLA_VXLAN_LINK, link));
+        }
+        let idx = ns.rtnl().create_link(&name, "vxlan", &data)?;
+        ns.rtnl().set_up(idx, true)?;
+        devs.push((name, idx, *port, *vni));
+    }
+    Ok(devs)
 }
 
 /// `ip addr add A/prefix dev ifindex` (RTM_NEWADDR).

@@ -1,0 +1,96 @@
+//! Whether the real kernel here can run a scenario (the profile, HZ, the offloads and
+//! tunnel support it has).
+
+#[allow(unused_imports)]
+use super::*;
+
+/// Whether this kernel was built with `symbol` (`=y` or `=m`), from `/proc/config.gz`
+/// (through `zcat`); `None` when the configuration cannot be read.
+pub fn kernel_config(symbol: &str) -> Option<bool> {
+    let out = std::process::Command::new("zcat")
+        .arg("/proc/config.gz")
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().find_map(|l| {
+        if l == format!("# {symbol} is not set") {
+            Some(false)
+        } else {
+            l.strip_prefix(symbol)
+                .and_then(|r| r.strip_prefix('='))
+                .map(|v| v == "y" || v == "m")
+        }
+    })
+}
+
+/// Whether a frame is IPv4 carrying GRE (protocol 47).
+fn is_gre(f: &[u8]) -> bool {
+    f.get(12..14) == Some(&[0x08, 0x00]) && f.get(23) == Some(&47)
+}
+
+pub(super) fn load_frames(scenario: &Scenario) -> Result<Vec<(u64, u64, Vec<u8>)>, ArmError> {
+    PcapReader::open(&scenario.input)
+        .map_err(|e| ArmError::Input(e.to_string()))?
+        .map(|f| f.map(|f| (f.index, f.ts_ns, f.data)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| ArmError::Input(format!("{}: {e}", scenario.input.display())))
+}
+
+/// `Ok(())` when the real kernel here can run `scenario`; otherwise the reason, fit for
+/// `sim_only = "..."`. Reads the input pcap (GRE frames need a kernel with GRE).
+pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
+    expressible_with(scenario, &load_frames(scenario)?)
+}
+
+pub(super) fn expressible_with(
+    scenario: &Scenario,
+    frames: &[(u64, u64, Vec<u8>)],
+) -> Result<(), ArmError> {
+    let host = KernelProfile::default();
+    if scenario.profile.name != host.name {
+        return Err(ArmError::Unsupported(format!(
+            "profile {} is not the host kernel's ({})",
+            scenario.profile.name, host.name
+        )));
+    }
+    crate::arm::real_arm(scenario.pipeline).map_err(ArmError::Unsupported)?;
+    if scenario.pipeline != Pipeline::TapGro {
+        return Err(ArmError::Unsupported(format!(
+            "the tap-gro arm cannot replay a {} scenario",
+            scenario.pipeline.name()
+        )));
+    }
+    let plan = &scenario.gro;
+    let hz = host_hz()?;
+    if plan.hz != hz {
+        return Err(ArmError::Unsupported(format!(
+            "gro.hz = {}: this kernel runs CONFIG_HZ={hz}",
+            plan.hz
+        )));
+    }
+    if !plan.teb_gro {
+        return Err(ArmError::Unsupported(
+            "gro.teb_gro = false: this kernel always registers the ETH_P_TEB GRO offload (eth_gro_receive, v4.0)"
+                .into(),
+        ));
+    }
+    if plan.vlan_gro {
+        return Err(ArmError::Unsupported(
+            match kernel_config("CONFIG_VLAN_8021Q") {
+                Some(false) => {
+                    "gro.vlan_gro = true: this kernel has no CONFIG_VLAN_8021Q, so no 802.1Q GRO"
+                }
+                _ => "gro.vlan_gro = true: the arm does not set up 802.1Q GRO",
+            }
+            .into(),
+        ));
+    }
+    if let Some((index, _, _)) = frames.iter().find(|f| is_gre(&f.2)) {
+        if kernel_config("CONFIG_NET_IPGRE_DEMUX") == Some(false) {
+            return Err(ArmError::Unsupported(format!(
+                "frame {index} is GRE and this kernel has no GRE (CONFIG_NET_IPGRE_DEMUX is not set): no gre_gro_receive"
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,220 @@
+//! gretap devices for the frames that carry GRE-TEB, so the merged skb reaches a gretap
+//! tunnel and that device's own AF_PACKET socket sees the decapsulated inner frame.
+//!
+//! What receive needs (net/ipv4/ip_gre.c, net/ipv4/ip_tunnel.c): `gre_rcv` parses the
+//! header (`gre_parse_header`: version 0, no routing; a C bit validates the checksum),
+//! `ipgre_rcv` takes the gretap table for protocol ETH_P_TEB, and `ip_tunnel_lookup`
+//! wants a tunnel that is up with `local` = the outer destination, `remote` = the outer
+//! source and a matching key (`ip_tunnel_key_match`: a tunnel with TUNNEL_KEY takes only
+//! packets with its key, a keyless one only packets without a key; the fallback device
+//! is kept out of the arm's namespace). `ip_tunnel_rcv` then drops a packet whose C bit
+//! is not the tunnel's `i_flags` GRE_CSUM, either way (rx_crc_errors; seen on the lab's
+//! 6.1: a keyed tunnel without GRE_CSUM drops every checksummed frame), and one without
+//! a sequence number only when `i_flags` ask for GRE_SEQ. So: one tunnel per (remote,
+//! local, key) the frames carry, with GRE_KEY for a key and GRE_CSUM when its frames
+//! carry checksums. The lookup does not look at the C bit, so a tuple whose frames mix
+//! checksummed and plain ones cannot receive both; the arm notes it.
+
+#[allow(unused_imports)]
+use super::*;
+
+const IFLA_GRE_LINK: u16 = 1;
+const IFLA_GRE_IFLAGS: u16 = 2;
+const IFLA_GRE_OFLAGS: u16 = 3;
+const IFLA_GRE_IKEY: u16 = 4;
+const IFLA_GRE_OKEY: u16 = 5;
+const IFLA_GRE_LOCAL: u16 = 6;
+const IFLA_GRE_REMOTE: u16 = 7;
+/// GRE header flag bits (`__be16`, include/net/gre.h).
+const GRE_CSUM: u16 = 0x8000;
+const GRE_ROUTING: u16 = 0x4000;
+const GRE_KEY: u16 = 0x2000;
+const GRE_SEQ: u16 = 0x1000;
+const GRE_VERSION: u16 = 0x0007;
+const ETH_P_TEB: u16 = 0x6558;
+/// More gretap devices than this is not a GRO scenario.
+pub(super) const MAX_GRETAP_DEVICES: usize = 16;
+
+/// What an outer IPv4/GRE/TEB frame says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct GreTebFrame {
+    pub(super) dst_mac: [u8; 6],
+    pub(super) src_ip: [u8; 4],
+    pub(super) dst_ip: [u8; 4],
+    /// The key as on the wire (`__be32`), when the K bit is set.
+    pub(super) key: Option<[u8; 4]>,
+    /// The C bit (a GRE checksum follows the protocol).
+    pub(super) csum: bool,
+    /// Offset of the inner Ethernet header.
+    pub(super) inner: usize,
+}
+
+/// The GRE-TEB view of `f` when it is IPv4/GRE (protocol 47), version 0 without
+/// routing, carrying ETH_P_TEB: what `gre_parse_header` accepts for a gretap.
+pub(super) fn gre_teb_of(f: &[u8]) -> Option<GreTebFrame> {
+    if f.get(12..14)? != [0x08, 0x00] {
+        return None;
+    }
+    let ihl = usize::from(f.get(14)? & 0x0f) * 4;
+    if *f.get(14 + 9)? != 47 || ihl < 20 {
+        return None;
+    }
+    let g = 14 + ihl;
+    let flags = u16::from_be_bytes([*f.get(g)?, *f.get(g + 1)?]);
+    let proto = u16::from_be_bytes([*f.get(g + 2)?, *f.get(g + 3)?]);
+    if flags & (GRE_VERSION | GRE_ROUTING) != 0 || proto != ETH_P_TEB {
+        return None;
+    }
+    let mut o = g + 4;
+    if flags & GRE_CSUM != 0 {
+        o += 4;
+    }
+    let key = if flags & GRE_KEY != 0 {
+        let k = f.get(o..o + 4)?.try_into().ok()?;
+        o += 4;
+        Some(k)
+    } else {
+        None
+    };
+    if flags & GRE_SEQ != 0 {
+        o += 4;
+    }
+    if f.len() < o + 14 {
+        return None;
+    }
+    Some(GreTebFrame {
+        dst_mac: f.get(0..6)?.try_into().ok()?,
+        src_ip: f.get(26..30)?.try_into().ok()?,
+        dst_ip: f.get(30..34)?.try_into().ok()?,
+        key,
+        csum: flags & GRE_CSUM != 0,
+        inner: o,
+    })
+}
+
+/// One gretap tunnel: what `ip_tunnel_lookup` matches a packet on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct GretapTunnel {
+    pub(super) remote: [u8; 4],
+    pub(super) local: [u8; 4],
+    pub(super) key: Option<[u8; 4]>,
+    /// `i_flags`/`o_flags` GRE_CSUM: the tunnel's frames carry checksums.
+    pub(super) csum: bool,
+}
+
+/// The gretap side of the setup, from the frames.
+#[derive(Debug, Default)]
+pub(super) struct GretapSetup {
+    pub(super) tap_mac: Option<[u8; 6]>,
+    pub(super) addrs: Vec<[u8; 4]>,
+    pub(super) tunnels: Vec<GretapTunnel>,
+    /// Tunnels whose frames mix checksummed and plain GRE (only the checksummed ones can
+    /// reach the device).
+    pub(super) mixed_csum: Vec<GretapTunnel>,
+}
+
+pub(super) fn gretap_setup(frames: &[(u64, u64, Vec<u8>)]) -> GretapSetup {
+    let mut s = GretapSetup::default();
+    // (remote, local, key) -> (some frame has C, some frame has not).
+    let mut tunnels: BTreeMap<_, (bool, bool)> = BTreeMap::new();
+    for (_, _, f) in frames {
+        if let Some(g) = gre_teb_of(f) {
+            s.tap_mac.get_or_insert(g.dst_mac);
+            if !s.addrs.contains(&g.dst_ip) {
+                s.addrs.push(g.dst_ip);
+            }
+            let c = tunnels.entry((g.src_ip, g.dst_ip, g.key)).or_default();
+            if g.csum {
+                c.0 = true;
+            } else {
+                c.1 = true;
+            }
+        }
+    }
+    for ((remote, local, key), (with, without)) in tunnels {
+        let t = GretapTunnel {
+            remote,
+            local,
+            key,
+            csum: with,
+        };
+        if with && without {
+            s.mixed_csum.push(t);
+        }
+        s.tunnels.push(t);
+    }
+    s
+}
+
+fn ip(a: [u8; 4]) -> String {
+    format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3])
+}
+
+impl GretapTunnel {
+    pub(super) fn describe(&self) -> String {
+        let key = match self.key {
+            Some(k) => format!(" key {:#x}", u32::from_be_bytes(k)),
+            None => String::new(),
+        };
+        let csum = if self.csum { " csum" } else { "" };
+        format!(
+            "remote {} local {}{key}{csum}",
+            ip(self.remote),
+            ip(self.local)
+        )
+    }
+
+    /// The `i_flags`/`o_flags` (`__be16` GRE flags).
+    fn flags(&self) -> u16 {
+        let mut f = 0;
+        if self.key.is_some() {
+            f |= GRE_KEY;
+        }
+        if self.csum {
+            f |= GRE_CSUM;
+        }
+        f
+    }
+
+    /// `IFLA_INFO_DATA` of `ip link add type gretap local L remote R [key K] [csum] dev
+    /// LINK`.
+    pub(super) fn info_data(&self, link: u32) -> Vec<Nla> {
+        let mut data = vec![
+            Nla::u32(IFLA_GRE_LINK, link),
+            Nla::bytes(IFLA_GRE_LOCAL, &self.local),
+            Nla::bytes(IFLA_GRE_REMOTE, &self.remote),
+        ];
+        if self.flags() != 0 {
+            data.push(Nla::be16(IFLA_GRE_IFLAGS, self.flags()));
+            data.push(Nla::be16(IFLA_GRE_OFLAGS, self.flags()));
+        }
+        if let Some(k) = self.key {
+            data.push(Nla::bytes(IFLA_GRE_IKEY, &k));
+            data.push(Nla::bytes(IFLA_GRE_OKEY, &k));
+        }
+        data
+    }
+}
+
+/// Create and bring up one gretap device per tunnel of `setup` (in the arm's namespace),
+/// over the tap `link`: their names and ifindexes.
+pub(super) fn create_gretaps(
+    ns: &mut Netns,
+    setup: &GretapSetup,
+    link: u32,
+) -> Result<Vec<(String, u32)>, ArmError> {
+    if setup.tunnels.len() > MAX_GRETAP_DEVICES {
+        return Err(ArmError::Unsupported(format!(
+            "{} (remote, local, key) tuples: more gretap devices than the arm creates ({MAX_GRETAP_DEVICES})",
+            setup.tunnels.len()
+        )));
+    }
+    let mut devs = Vec::new();
+    for (i, t) in setup.tunnels.iter().enumerate() {
+        let name = format!("skbgt{i}");
+        let idx = ns.rtnl().create_link(&name, "gretap", &t.info_data(link))?;
+        ns.rtnl().set_up(idx, true)?;
+        devs.push((name, idx));
+    }
+    Ok(devs)
+}
