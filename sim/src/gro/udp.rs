@@ -212,4 +212,50 @@ mod tests {
         let d = run(&LINUX_6_18, f);
         assert_eq!(d[0].skb.start, Some(reason::UDP_CSUM));
     }
+
+    /// udp4_gro_complete writes ~udp_v4_check(len, saddr, daddr, 0) into a non-zero outer
+    /// UDP checksum: 6.18 takes the addresses from the outer header (network_offsets),
+    /// 6.1 from ip_hdr(skb), which inet_gro_receive left on the inner header. The guest
+    /// showed exactly this difference (tap-gro/vxlan-udp-csum).
+    #[test]
+    fn outer_udp_checksum_seed_comes_from_the_outer_header_only_since_6_8() {
+        use super::super::csum;
+        use crate::profile::LINUX_6_1;
+        let inner = Tcp4 {
+            payload: 1350,
+            ..Tcp4::default()
+        };
+        let outer = Outer::default();
+        assert_ne!(inner.saddr, outer.saddr);
+        let f: Vec<Vec<u8>> = inner
+            .stream(4)
+            .iter()
+            .enumerate()
+            .map(|(k, x)| {
+                Outer {
+                    id: 1 + k as u16,
+                    ..Outer::default()
+                }
+                .vxlan(50000, 42, true, x)
+            })
+            .collect();
+        for (profile, from) in [
+            (&LINUX_6_18, (outer.saddr, outer.daddr)),
+            (&LINUX_6_1, (inner.saddr, inner.daddr)),
+        ] {
+            let d = run(profile, f.clone());
+            assert_eq!(d.len(), 1, "{}: one merged skb", profile.name);
+            let bytes = d[0].skb.to_vec();
+            // Outer Ethernet 14 + IPv4 20: UDP at 34, its length at 38, checksum at 40.
+            let udp_len = usize::from(u16::from_be_bytes([bytes[38], bytes[39]]));
+            assert_eq!(udp_len, bytes.len() - 34);
+            let want = csum::fold(csum::pseudo_v4(from.0, from.1, 17, udp_len));
+            assert_eq!(
+                u16::from_be_bytes([bytes[40], bytes[41]]),
+                want,
+                "{}",
+                profile.name
+            );
+        }
+    }
 }

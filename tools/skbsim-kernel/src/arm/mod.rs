@@ -43,6 +43,20 @@ pub use tap_write::{run_tap_write, RealTapWrite};
 pub use tun_read::{expressible, run_tun_read, RealTunRead, WriterKind};
 pub use vhost_tx::{run_vhost_tx, RealVhostTx};
 
+/// The arms set a scenario up as the running kernel's; one written for another profile
+/// (`linux-4.19`, ...) cannot run as itself (`lab conform --old-profiles` sets it up as
+/// the host profile's and compares under its own).
+pub(crate) fn host_profile_only(scenario: &sim::scenario::Scenario) -> Result<(), ArmError> {
+    let host = sim::profile::KernelProfile::default();
+    if scenario.profile.name != host.name {
+        return Err(ArmError::Unsupported(format!(
+            "profile {} is not the host kernel's ({})",
+            scenario.profile.name, host.name
+        )));
+    }
+    Ok(())
+}
+
 /// Why a real-kernel arm could not produce a trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArmError {

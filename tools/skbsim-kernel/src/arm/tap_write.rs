@@ -39,7 +39,6 @@ use sim::bpf::{Maps, Program};
 use sim::errno::Errno as SimErrno;
 use sim::pcap::PcapReader;
 use sim::pipeline::tap_write::{compose_write, load_program, WriteEvent, WriteRecord};
-use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
 use sim::tun::VnetEndian;
 
@@ -69,13 +68,7 @@ pub struct RealTapWrite {
 /// `Ok(())` when the real kernel here can express `scenario` (checked without touching
 /// the kernel, except for the pcap and the program file); otherwise the reason.
 pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
-    let host = KernelProfile::default();
-    if scenario.profile.name != host.name {
-        return Err(ArmError::Unsupported(format!(
-            "profile {} is not the host kernel's ({})",
-            scenario.profile.name, host.name
-        )));
-    }
+    super::host_profile_only(scenario)?;
     if scenario.pipeline != Pipeline::TapWrite {
         return Err(ArmError::Unsupported(format!(
             "the tap-write arm cannot replay a {} scenario",

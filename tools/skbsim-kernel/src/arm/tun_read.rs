@@ -47,7 +47,6 @@ use sim::errno::Errno as SimErrno;
 use sim::pcap::PcapReader;
 use sim::pipeline::frame_meta::{build_skb, layout, GsoKind, SkbRecipe};
 use sim::pipeline::tun_read::{header_len, Event, ReadRecord};
-use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
 use sim::skb::{IpSummed, SkBuff, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
 use sim::tun::{DeviceKind, TunConfig, TunStats};
@@ -138,13 +137,7 @@ pub struct RealTunRead {
 /// the kernel, except for the pcap); otherwise the reason, fit for `sim_only = "..."`.
 /// Kernel refusals (e.g. `TUNSETVNETBE`) show up only when the arm runs.
 pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
-    let host = KernelProfile::default();
-    if scenario.profile.name != host.name {
-        return Err(ArmError::Unsupported(format!(
-            "profile {} is not the host kernel's ({})",
-            scenario.profile.name, host.name
-        )));
-    }
+    super::host_profile_only(scenario)?;
     super::real_arm(scenario.pipeline).map_err(ArmError::Unsupported)?;
     if scenario.pipeline != Pipeline::TunRead {
         return Err(ArmError::Unsupported(format!(

@@ -19,7 +19,6 @@ use sim::bpf::Maps;
 use sim::pcap::PcapReader;
 use sim::pipeline::tap_write::load_program;
 use sim::pipeline::vhost_tx::{guest_packet, kicks_now, VhostTxEvent};
-use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
 use sim::tun::{TunStats, VnetEndian};
 use sim::vhost::VhostEvent;
@@ -48,13 +47,7 @@ pub struct RealVhostTx {
 
 /// `Ok(())` when the real kernel can express `scenario`; otherwise the reason.
 pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
-    let host = KernelProfile::default();
-    if scenario.profile.name != host.name {
-        return Err(ArmError::Unsupported(format!(
-            "profile {} is not the host kernel's ({})",
-            scenario.profile.name, host.name
-        )));
-    }
+    super::host_profile_only(scenario)?;
     if scenario.pipeline != Pipeline::VhostTx || scenario.guest.is_none() {
         return Err(ArmError::Unsupported(format!(
             "the vhost-tx arm cannot replay a {} scenario",
@@ -140,6 +133,10 @@ fn replay(
             "{left} descriptor(s) still in the avail ring at the end"
         ));
     }
+    side.notes.push(
+        "model-only, not compared: the worker's batch, packet, requeue and stall blocks and the op counts (vhost_net exposes no batch boundaries); compared: kicks, used-ring returns per kick, the stack's frames, A's and B's reads and counters"
+            .into(),
+    );
     let maps = side.finish(ns, loaded.as_ref(), prog)?;
     events.extend(side.events.drain(..).map(VhostTxEvent::Host));
     let stats = (

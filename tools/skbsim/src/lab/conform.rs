@@ -79,8 +79,7 @@ pub(super) fn guest_conform(paths: &[PathBuf], old_profiles: bool) -> Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
-/// One differing field between the simulator's and the guest's trace.
-
+/// The files a scenario needs in the guest, at their host paths.
 fn scenario_files(s: &Scenario) -> Vec<PathBuf> {
     let mut files = vec![s.path.clone(), s.input.clone()];
     if let Some(x) = &s.xdp {

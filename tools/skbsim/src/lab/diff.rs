@@ -17,6 +17,7 @@ pub(super) fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// One differing field between the simulator's and the guest's trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldDiff {
     /// `read 0 (frame 0, ts 1.000000000)`, `header`, `totals`.

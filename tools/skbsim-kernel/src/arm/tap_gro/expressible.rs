@@ -46,13 +46,7 @@ pub(super) fn expressible_with(
     scenario: &Scenario,
     frames: &[(u64, u64, Vec<u8>)],
 ) -> Result<(), ArmError> {
-    let host = KernelProfile::default();
-    if scenario.profile.name != host.name {
-        return Err(ArmError::Unsupported(format!(
-            "profile {} is not the host kernel's ({})",
-            scenario.profile.name, host.name
-        )));
-    }
+    super::super::host_profile_only(scenario)?;
     crate::arm::real_arm(scenario.pipeline).map_err(ArmError::Unsupported)?;
     if scenario.pipeline != Pipeline::TapGro {
         return Err(ArmError::Unsupported(format!(

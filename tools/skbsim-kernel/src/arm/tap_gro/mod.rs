@@ -70,7 +70,6 @@ use std::time::{Duration, Instant};
 
 use sim::pcap::PcapReader;
 use sim::pipeline::tap_gro::innermost_tcp;
-use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
 use sim::trace::gro_observed::{
     ObservedGro, ObservedSetup, ObservedSkb, ObservedVnet, ObservedWriteError, VNET_F_NEEDS_CSUM,
