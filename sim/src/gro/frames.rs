@@ -231,3 +231,32 @@ impl Outer {
         self.wrap(17, &u)
     }
 }
+
+/// Test streams in a tunnel: segment k wrapped by `wrap(k, outer, segment)`, the outer
+/// header's IP ID `first_id + k` (a sender's incrementing outer IDs).
+pub trait Encapsulate {
+    fn encapsulated(
+        &self,
+        first_id: u16,
+        wrap: impl Fn(usize, &Outer, &[u8]) -> Vec<u8>,
+    ) -> Vec<Vec<u8>>;
+}
+
+impl Encapsulate for [Vec<u8>] {
+    fn encapsulated(
+        &self,
+        first_id: u16,
+        wrap: impl Fn(usize, &Outer, &[u8]) -> Vec<u8>,
+    ) -> Vec<Vec<u8>> {
+        self.iter()
+            .enumerate()
+            .map(|(k, f)| {
+                let outer = Outer {
+                    id: first_id.wrapping_add(k as u16),
+                    ..Outer::default()
+                };
+                wrap(k, &outer, f)
+            })
+            .collect()
+    }
+}

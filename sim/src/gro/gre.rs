@@ -103,7 +103,7 @@ pub fn gre_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::frames::{Outer, Tcp4};
+    use super::super::frames::{Encapsulate, Outer, Tcp4};
     use super::super::testutil::{lens, run};
     use super::super::{reason, Reason};
     use crate::profile::LINUX_6_18;
@@ -115,16 +115,7 @@ mod tests {
     ) -> Vec<Vec<u8>> {
         Tcp4::default()
             .stream(4)
-            .iter()
-            .enumerate()
-            .map(|(k, f)| {
-                Outer {
-                    id: 100 + k as u16,
-                    ..Outer::default()
-                }
-                .gre_teb(key(k), csum(k), f)
-            })
-            .collect()
+            .encapsulated(100, |k, o, f| o.gre_teb(key(k), csum(k), f))
     }
 
     #[test]

@@ -152,7 +152,7 @@ pub fn udp4_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::frames::{Outer, Tcp4};
+    use super::super::frames::{Encapsulate, Outer, Tcp4};
     use super::super::reason;
     use super::super::testutil::{lens, run};
     use crate::profile::{LINUX_3_12, LINUX_6_18};
@@ -198,16 +198,7 @@ mod tests {
             ..Tcp4::default()
         }
         .stream(3)
-        .iter()
-        .enumerate()
-        .map(|(k, x)| {
-            Outer {
-                id: 1 + k as u16,
-                ..Outer::default()
-            }
-            .vxlan(50000, 42, true, x)
-        })
-        .collect();
+        .encapsulated(1, |_, o, x| o.vxlan(50000, 42, true, x));
         f[1][40] ^= 0x01;
         let d = run(&LINUX_6_18, f);
         assert_eq!(d[0].skb.start, Some(reason::UDP_CSUM));
@@ -229,16 +220,7 @@ mod tests {
         assert_ne!(inner.saddr, outer.saddr);
         let f: Vec<Vec<u8>> = inner
             .stream(4)
-            .iter()
-            .enumerate()
-            .map(|(k, x)| {
-                Outer {
-                    id: 1 + k as u16,
-                    ..Outer::default()
-                }
-                .vxlan(50000, 42, true, x)
-            })
-            .collect();
+            .encapsulated(1, |_, o, x| o.vxlan(50000, 42, true, x));
         for (profile, from) in [
             (&LINUX_6_18, (outer.saddr, outer.daddr)),
             (&LINUX_6_1, (inner.saddr, inner.daddr)),

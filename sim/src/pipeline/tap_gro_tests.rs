@@ -2,7 +2,7 @@
 //! "GRO on tap") with expectations worked out by hand from the kernel rules.
 
 use super::*;
-use crate::gro::frames::{Outer, Tcp4};
+use crate::gro::frames::{Encapsulate, Tcp4};
 use crate::gro::napi::End;
 use crate::gro::reason;
 use crate::profile::{LINUX_3_12, LINUX_4_19, LINUX_6_18};
@@ -122,16 +122,7 @@ fn vxlan_over_the_napi_tap_merges_to_13604_and_13554_on_the_vxlan_device() {
         };
         let frames: Vec<Vec<u8>> = inner
             .stream(10)
-            .iter()
-            .enumerate()
-            .map(|(k, f)| {
-                Outer {
-                    id: 7 + k as u16,
-                    ..Outer::default()
-                }
-                .vxlan(50000, 42, udp_csum, f)
-            })
-            .collect();
+            .encapsulated(7, |_, o, f| o.vxlan(50000, 42, udp_csum, f));
         let r = run(&LINUX_6_18, &plan(1, 1_000_000), frames);
         assert_eq!(lens(&r), vec![13604], "udp_csum {udp_csum}");
         let s = &r.delivered[0].skb;
@@ -157,16 +148,7 @@ fn vxlan_over_the_napi_tap_merges_to_13604_and_13554_on_the_vxlan_device() {
 fn gre_teb_merges_only_with_an_eth_p_teb_offload() {
     let frames: Vec<Vec<u8>> = Tcp4::default()
         .stream(10)
-        .iter()
-        .enumerate()
-        .map(|(k, f)| {
-            Outer {
-                id: 100 + k as u16,
-                ..Outer::default()
-            }
-            .gre_teb(Some(42), None, f)
-        })
-        .collect();
+        .encapsulated(100, |_, o, f| o.gre_teb(Some(42), None, f));
     let on = run(&LINUX_6_18, &plan(1, 1_000_000), frames.clone());
     // 14 + 20 + 8 (GRE with key) + 14 + 20 + 20 = 96 bytes of headers + 14000.
     assert_eq!(lens(&on), vec![14096]);
@@ -202,16 +184,7 @@ fn gretap_dev_length_is_the_merged_skb_from_the_inner_mac_on() {
     ] {
         let frames: Vec<Vec<u8>> = Tcp4::default()
             .stream(10)
-            .iter()
-            .enumerate()
-            .map(|(k, f)| {
-                Outer {
-                    id: 100 + k as u16,
-                    ..Outer::default()
-                }
-                .gre_teb(key, csum, f)
-            })
-            .collect();
+            .encapsulated(100, |_, o, f| o.gre_teb(key, csum, f));
         assert_eq!(frames[0].len(), hdr + 1454);
         let r = run(&LINUX_6_18, &plan(1, 1_000_000), frames.clone());
         assert_eq!(lens(&r), vec![hdr + 54 + 14000], "{key:?} {csum:?}");
@@ -228,16 +201,7 @@ fn gretap_dev_length_is_the_merged_skb_from_the_inner_mac_on() {
     // A VXLAN skb has a vxlan_dev length and no gretap_dev one.
     let frames: Vec<Vec<u8>> = Tcp4::default()
         .stream(4)
-        .iter()
-        .enumerate()
-        .map(|(k, f)| {
-            Outer {
-                id: 7 + k as u16,
-                ..Outer::default()
-            }
-            .vxlan(50000, 42, false, f)
-        })
-        .collect();
+        .encapsulated(7, |_, o, f| o.vxlan(50000, 42, false, f));
     let r = run(&LINUX_6_18, &plan(1, 1_000_000), frames);
     assert_eq!(r.delivered.len(), 1);
     assert_eq!(gretap_dev_len(&r.delivered[0].skb), None);

@@ -164,9 +164,145 @@ pub fn first_divergence(left: &str, right: &str, ignore: &[&str]) -> Option<Dive
     None
 }
 
+/// The kept blocks of `text`, each with its occurrence among blocks of its name.
+fn keyed<'a>(text: &'a str, skip: &dyn Fn(&Block<'_>) -> bool) -> Vec<(usize, Block<'a>)> {
+    let mut seen: std::collections::BTreeMap<&str, usize> = Default::default();
+    blocks(text)
+        .into_iter()
+        .filter(|b| !skip(b))
+        .map(|b| {
+            let n = seen.entry(b.event).or_default();
+            *n += 1;
+            (*n - 1, b)
+        })
+        .collect()
+}
+
+fn find_block<'v, 'a>(v: &'v [(usize, Block<'a>)], event: &str, n: usize) -> Option<&'v Block<'a>> {
+    v.iter()
+        .find(|(m, x)| x.event == event && *m == n)
+        .map(|(_, x)| x)
+}
+
+/// Every field where `left` and `right` differ, not just the first (`skbsim lab conform`
+/// lists them all). Events are matched by name and, for a name that repeats (`stack
+/// (after 0)` once per frame), by its occurrence; fields by key. `ignore` works as in
+/// [`first_divergence`]; the `bytes` heading itself is no field. An event on one side
+/// only is field `event`, `present` against `(absent)`.
+pub fn all_differences(left: &str, right: &str, ignore: &[&str]) -> Vec<Divergence> {
+    let skip_block = |b: &Block<'_>| {
+        ignore
+            .iter()
+            .any(|i| b.event == *i || b.event.strip_prefix(i).is_some_and(|r| r.starts_with(' ')))
+    };
+    let keep = |f: &&(String, &str)| {
+        f.0 != "bytes"
+            && !ignore
+                .iter()
+                .any(|i| f.0 == *i || f.0.starts_with(&format!("{i}+")))
+    };
+    let (a, b) = (keyed(left, &skip_block), keyed(right, &skip_block));
+    let absent = || "(absent)".to_string();
+    let mut out = Vec::new();
+    for (n, ba) in &a {
+        let Some(bb) = find_block(&b, ba.event, *n) else {
+            out.push(Divergence {
+                event: ba.event.to_string(),
+                field: "event".into(),
+                left: "present".into(),
+                right: absent(),
+            });
+            continue;
+        };
+        let fa: Vec<_> = ba.fields.iter().filter(keep).collect();
+        let fb: Vec<_> = bb.fields.iter().filter(keep).collect();
+        for (k, v) in &fa {
+            let other = fb.iter().find(|f| &f.0 == k).map(|f| f.1);
+            if other != Some(*v) {
+                out.push(Divergence {
+                    event: ba.event.to_string(),
+                    field: k.clone(),
+                    left: v.to_string(),
+                    right: other.map_or_else(absent, str::to_string),
+                });
+            }
+        }
+        for (k, v) in &fb {
+            if !fa.iter().any(|f| &f.0 == k) {
+                out.push(Divergence {
+                    event: ba.event.to_string(),
+                    field: k.clone(),
+                    left: absent(),
+                    right: v.to_string(),
+                });
+            }
+        }
+    }
+    for (n, bb) in &b {
+        if find_block(&a, bb.event, *n).is_none() {
+            out.push(Divergence {
+                event: bb.event.to_string(),
+                field: "event".into(),
+                left: absent(),
+                right: "present".into(),
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SIM: &str = "scenario: tun-read/x\nbackend: sim\n\nread 0 (frame 0, ts 1.000000000): buffer 100 -> 64\n  skb: len 60\n  vnet: flags 0 csum_start 0\n  counters: tx_packets 1\n  bytes:\n    0000: 01 02\n    0010: 03 04\n\ntotals: reads 1\n";
+
+    #[test]
+    fn every_differing_field_is_listed() {
+        let real = SIM
+            .replace("backend: sim", "backend: tap")
+            .replace("  skb: len 60\n", "")
+            .replace("flags 0 csum_start 0", "flags 0 csum_start 4")
+            .replace("0010: 03 04", "0010: 03 05")
+            .replace("reads 1", "reads 2");
+        let d = all_differences(SIM, &real, &["backend", "skb"]);
+        let fields: Vec<(&str, &str)> = d
+            .iter()
+            .map(|x| (x.event.as_str(), x.field.as_str()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("read 0 (frame 0, ts 1.000000000)", "vnet"),
+                ("read 0 (frame 0, ts 1.000000000)", "bytes+0010"),
+                ("totals", "result"),
+            ]
+        );
+        assert_eq!(d[0].right, "flags 0 csum_start 4");
+        assert!(all_differences(SIM, SIM, &[]).is_empty());
+    }
+
+    #[test]
+    fn missing_events_are_named() {
+        let real = SIM.replace("totals: reads 1\n", "");
+        let d = all_differences(SIM, &real, &[]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            (d[0].event.as_str(), d[0].right.as_str()),
+            ("totals", "(absent)")
+        );
+    }
+
+    #[test]
+    fn repeated_event_names_are_matched_by_occurrence() {
+        let a = "h: 1\n\nstack (after 0): x\n  len: 60\n\nstack (after 0): x\n  len: 61\n";
+        let b = a.replace("len: 61", "len: 62");
+        let d = all_differences(a, &b, &[]);
+        assert_eq!(d.len(), 1);
+        assert_eq!((d[0].left.as_str(), d[0].right.as_str()), ("61", "62"));
+        // An ignored block name drops every block of that name.
+        assert!(all_differences(a, &b, &["stack"]).is_empty());
+    }
 
     const A: &str = "scenario: x\nprofile: linux-6.18\n\nread 0 (frame 0, ts 1.0): buffer 100 -> 64\n  pi: flags 0x0000 proto 0x0800\n  bytes:\n    0000: 00 01\n    0010: 02 03\n\ntotals: reads 1\n";
 

@@ -41,8 +41,6 @@ const VHOST_NET_SET_BACKEND: u64 = ioc(IOC_WRITE, 0x30, 8);
 
 /// VIRTIO_F_VERSION_1: a 12-byte virtio_net_hdr (R3.2, vhost_net_set_features).
 pub const VIRTIO_F_VERSION_1: u64 = 1 << 32;
-/// VIRTIO_NET_F_MRG_RXBUF: also a 12-byte header.
-pub const VIRTIO_NET_F_MRG_RXBUF: u64 = 1 << 15;
 
 /// The TX virtqueue of virtio-net.
 const TX_VQ: u32 = 1;
@@ -54,7 +52,8 @@ pub const MAX_RING: usize = 32768;
 /// The vhost-net device with its TX ring in a private mapping.
 #[derive(Debug)]
 pub struct VhostNet {
-    fd: OwnedFd,
+    /// Held open for the device's lifetime: closing it stops the worker and detaches the tap.
+    _dev: OwnedFd,
     kick: OwnedFd,
     call: OwnedFd,
     mem: Mapping,
@@ -317,7 +316,7 @@ impl VhostNet {
             "VHOST_NET_SET_BACKEND",
         )?;
         Ok(VhostNet {
-            fd,
+            _dev: fd,
             kick,
             call,
             mem,
@@ -425,10 +424,5 @@ impl VhostNet {
         // SAFETY: reads at most 8 bytes into a live buffer from an eventfd we own
         // (non-blocking: EAGAIN when no signal is pending).
         let _ = unsafe { libc::read(self.call.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
-    }
-
-    /// The vhost-net fd (closing it detaches the tap).
-    pub fn fd(&self) -> &OwnedFd {
-        &self.fd
     }
 }

@@ -110,6 +110,23 @@ pub fn model_only_fields(pipeline: Pipeline) -> Vec<&'static str> {
     fields
 }
 
+/// The part of a `pipeline` trace that the real kernel can show, and the fields to leave
+/// out when comparing it: tap-gro and vhost-tx traces are reduced to what their real arms
+/// observe (`sim::trace::gro_observed::observable`, `sim::trace::vhost::observable`).
+pub fn comparable(pipeline: Pipeline, trace: &str) -> (String, Vec<&'static str>) {
+    match pipeline {
+        Pipeline::TapGro => (
+            sim::trace::gro_observed::observable(trace),
+            crate::gro_real::ignored_fields(),
+        ),
+        Pipeline::VhostTx => (
+            sim::trace::vhost::observable(trace),
+            model_only_fields(pipeline),
+        ),
+        _ => (trace.to_string(), model_only_fields(pipeline)),
+    }
+}
+
 /// The first difference between a simulator trace and a real-kernel trace of `scenario`,
 /// skipping [`MODEL_ONLY_FIELDS`].
 pub fn compare_traces(scenario: &str, sim: &str, real: &str) -> Option<Mismatch> {
@@ -218,19 +235,9 @@ pub fn compare_scenario_outputs(
     if scenario.pipeline == Pipeline::TapGro {
         return crate::gro_real::compare_gro_outputs(&scenario.name, sim, real);
     }
-    let ignore = model_only_fields(scenario.pipeline);
-    if scenario.pipeline == Pipeline::VhostTx {
-        // Batches, per-packet paths and op counts are the model's alone.
-        let (s, r) = (
-            sim::trace::vhost::observable(&sim.trace),
-            sim::trace::vhost::observable(&real.trace),
-        );
-        if let Some(m) = compare_traces_ignoring(&scenario.name, &s, &r, &ignore) {
-            return Ok(Some(m));
-        }
-        return compare_pcaps(&scenario.name, &sim.pcap, &real.pcap);
-    }
-    if let Some(m) = compare_traces_ignoring(&scenario.name, &sim.trace, &real.trace, &ignore) {
+    let (s, ignore) = comparable(scenario.pipeline, &sim.trace);
+    let (r, _) = comparable(scenario.pipeline, &real.trace);
+    if let Some(m) = compare_traces_ignoring(&scenario.name, &s, &r, &ignore) {
         return Ok(Some(m));
     }
     compare_pcaps(&scenario.name, &sim.pcap, &real.pcap)

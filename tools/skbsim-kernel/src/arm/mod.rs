@@ -57,6 +57,18 @@ pub(crate) fn host_profile_only(scenario: &sim::scenario::Scenario) -> Result<()
     Ok(())
 }
 
+/// The scenario's input frames as (index, ts, bytes); an unreadable pcap is an input
+/// error naming the file.
+pub(crate) fn load_frames(
+    scenario: &sim::scenario::Scenario,
+) -> Result<Vec<(u64, u64, Vec<u8>)>, ArmError> {
+    sim::pcap::PcapReader::open(&scenario.input)
+        .map_err(|e| ArmError::Input(e.to_string()))?
+        .map(|f| f.map(|f| (f.index, f.ts_ns, f.data)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| ArmError::Input(format!("{}: {e}", scenario.input.display())))
+}
+
 /// Why a real-kernel arm could not produce a trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArmError {

@@ -16,7 +16,6 @@
 use std::time::Duration;
 
 use sim::bpf::Maps;
-use sim::pcap::PcapReader;
 use sim::pipeline::tap_write::load_program;
 use sim::pipeline::vhost_tx::{guest_packet, kicks_now, VhostTxEvent};
 use sim::scenario::{Pipeline, Scenario};
@@ -65,11 +64,7 @@ pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
 /// Replay `scenario` through vhost_net and a real tap in a fresh namespace.
 pub fn run_vhost_tx(scenario: &Scenario) -> Result<RealVhostTx, ArmError> {
     expressible(scenario)?;
-    let frames: Vec<(u64, u64, Vec<u8>)> = PcapReader::open(&scenario.input)
-        .map_err(|e| ArmError::Input(e.to_string()))?
-        .map(|f| f.map(|f| (f.index, f.ts_ns, f.data)))
-        .collect::<Result<_, _>>()
-        .map_err(|e| ArmError::Input(format!("{}: {e}", scenario.input.display())))?;
+    let frames = super::load_frames(scenario)?;
     if frames.len() > MAX_RING {
         return Err(ArmError::Unsupported(format!(
             "{} packets: the arm gives each its own descriptor, at most {MAX_RING}",

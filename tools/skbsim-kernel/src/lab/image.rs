@@ -64,7 +64,8 @@ const INIT: &str = r#"#!/bin/busybox sh
 /bin/busybox mount -t sysfs sysfs /sys
 /bin/busybox mount -t devtmpfs devtmpfs /dev
 /bin/busybox mount -t tmpfs tmpfs /run
-/bin/busybox mount -t tmpfs tmpfs /tmp
+# No tmpfs over /tmp: the rootfs is writable already, and the payload's files sit at
+# their host paths, which may be under /tmp (a CI clone in mktemp -d).
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root
 echo "skbsim-lab: init $(uname -r)"

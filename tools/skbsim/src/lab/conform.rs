@@ -11,14 +11,15 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
-use sim::trace::gro_observed::observable;
 use skbsim::cli_error::CliError;
-use skbsim::conform::{compare_scenario_outputs, model_only_fields};
+use skbsim::conform::{comparable, compare_scenario_outputs};
 use skbsim::runner::{run_sim, run_tap, tap_ready, ScenarioOutput};
 use skbsim::suite::load_scenarios;
 use skbsim_kernel::lab;
 
-use super::diff::{all_differences, hex, unhex};
+use sim::trace::diff::all_differences;
+
+use super::hex::{hex, unhex};
 use super::{boot_report, boot_with, cache_of, mib, LabConformArgs};
 
 /// In the guest: one JSON line per scenario on stdout (the data channel); progress on
@@ -268,22 +269,10 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
             }
         };
         let first = compare_scenario_outputs(s, &sim, &real)?;
-        let diffs = if s.pipeline == Pipeline::TapGro {
-            // What the real GRO arm can observe, as `skbsim conform` compares it.
-            all_differences(
-                &observable(&sim.trace),
-                &observable(&real.trace),
-                &skbsim::gro_real::ignored_fields(),
-            )
-        } else if s.pipeline == Pipeline::VhostTx {
-            all_differences(
-                &sim::trace::vhost::observable(&sim.trace),
-                &sim::trace::vhost::observable(&real.trace),
-                &model_only_fields(s.pipeline),
-            )
-        } else {
-            all_differences(&sim.trace, &real.trace, &model_only_fields(s.pipeline))
-        };
+        // Every differing field of what the real arm can observe.
+        let (a, ignore) = comparable(s.pipeline, &sim.trace);
+        let (b, _) = comparable(s.pipeline, &real.trace);
+        let diffs = all_differences(&a, &b, &ignore);
         let reads = real
             .trace
             .lines()
@@ -306,7 +295,7 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
                 failed += 1;
                 let list: Vec<Value> = diffs
                     .iter()
-                    .map(|d| json!({"event": d.event, "field": d.field, "sim": d.sim, "real": d.real}))
+                    .map(|d| json!({"event": d.event, "field": d.field, "sim": d.left, "real": d.right}))
                     .collect();
                 results.push(json!({
                     "scenario": s.name,
@@ -331,7 +320,7 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
                 for d in &diffs {
                     t.push_str(&format!(
                         "\n          {}  {}:\n            sim:   {}\n            guest: {}",
-                        d.event, d.field, d.sim, d.real
+                        d.event, d.field, d.left, d.right
                     ));
                 }
                 text.push(t);

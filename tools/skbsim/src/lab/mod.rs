@@ -27,7 +27,7 @@ use skbsim::cli_error::CliError;
 use skbsim_kernel::lab::{self, Accel, Lab, LabError, LabRun, Payload, RunOptions};
 
 mod conform;
-mod diff;
+mod hex;
 mod vlan;
 
 use conform::{conform, guest_conform};

@@ -8,7 +8,7 @@ use skbsim::cli_error::CliError;
 use skbsim::runner::tap_ready;
 use skbsim_kernel::lab::{self, vlan};
 
-use super::diff::{hex, unhex};
+use super::hex::{hex, unhex};
 use super::{boot_report, boot_with, LabOpts};
 
 pub(super) fn guest_vlan() -> Result<ExitCode, CliError> {

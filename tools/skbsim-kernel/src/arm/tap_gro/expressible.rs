@@ -3,6 +3,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::features::{is_gre_frame, KernelFeature};
 
 /// Whether this kernel was built with `symbol` (`=y` or `=m`), from `/proc/config.gz`
 /// (through `zcat`); `None` when the configuration cannot be read.
@@ -23,18 +24,7 @@ pub fn kernel_config(symbol: &str) -> Option<bool> {
     })
 }
 
-/// Whether a frame is IPv4 carrying GRE (protocol 47).
-fn is_gre(f: &[u8]) -> bool {
-    f.get(12..14) == Some(&[0x08, 0x00]) && f.get(23) == Some(&47)
-}
-
-pub(super) fn load_frames(scenario: &Scenario) -> Result<Vec<(u64, u64, Vec<u8>)>, ArmError> {
-    PcapReader::open(&scenario.input)
-        .map_err(|e| ArmError::Input(e.to_string()))?
-        .map(|f| f.map(|f| (f.index, f.ts_ns, f.data)))
-        .collect::<Result<_, _>>()
-        .map_err(|e| ArmError::Input(format!("{}: {e}", scenario.input.display())))
-}
+pub(super) use crate::arm::load_frames;
 
 /// `Ok(())` when the real kernel here can run `scenario`; otherwise the reason, fit for
 /// `sim_only = "..."`. Reads the input pcap (GRE frames need a kernel with GRE).
@@ -79,12 +69,13 @@ pub(super) fn expressible_with(
             .into(),
         ));
     }
-    if let Some((index, _, _)) = frames.iter().find(|f| is_gre(&f.2)) {
-        if kernel_config("CONFIG_NET_IPGRE_DEMUX") == Some(false) {
-            return Err(ArmError::Unsupported(format!(
-                "frame {index} is GRE and this kernel has no GRE (CONFIG_NET_IPGRE_DEMUX is not set): no gre_gro_receive"
-            )));
-        }
+    if let Some((index, _, _)) = frames.iter().find(|f| is_gre_frame(&f.2)) {
+        // The same probe conform uses (features::missing), not a config file.
+        crate::features::probe(KernelFeature::Gre).map_err(|why| {
+            ArmError::Unsupported(format!(
+                "frame {index} is GRE and this kernel has no GRE ({why}): no gre_gro_receive"
+            ))
+        })?;
     }
     Ok(())
 }

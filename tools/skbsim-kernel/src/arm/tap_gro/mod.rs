@@ -68,7 +68,6 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use sim::pcap::PcapReader;
 use sim::pipeline::tap_gro::innermost_tcp;
 use sim::scenario::{Pipeline, Scenario};
 use sim::trace::gro_observed::{
