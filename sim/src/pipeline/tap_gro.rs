@@ -153,6 +153,14 @@ impl TapGroRun {
         self.collect();
     }
 
+    /// Give a delivered skb's buffers back for later writes (a streamed run renders each
+    /// delivery, then recycles it).
+    pub fn recycle(&mut self, d: Delivered) {
+        let GroSkb { data, segs, .. } = d.skb;
+        self.pool.push(data);
+        self.pool.extend(segs.into_iter().map(|s| s.bytes));
+    }
+
     fn collect(&mut self) {
         for d in self.napi.rx.drain(..) {
             self.counts.skbs += 1;

@@ -133,7 +133,6 @@ pub struct TapWriteRun<'s> {
     writes: usize,
     reads_a: usize,
     reads_b: usize,
-    stack_seen: usize,
     buf: Vec<u8>,
 }
 
@@ -160,7 +159,6 @@ impl<'s> TapWriteRun<'s> {
             writes: 0,
             reads_a: 0,
             reads_b: 0,
-            stack_seen: 0,
             buf: Vec::new(),
         })
     }
@@ -208,11 +206,12 @@ impl<'s> TapWriteRun<'s> {
         ts_ns: u64,
         sink: &mut impl FnMut(WriteEvent),
     ) {
-        while self.stack_seen < self.net.stack.len() {
-            let delivery = self.net.stack[self.stack_seen].clone();
-            self.stack_seen += 1;
+        // Handed on and forgotten: a long replay holds no delivered frames.
+        let mut stack = std::mem::take(&mut self.net.stack);
+        for delivery in stack.drain(..) {
             sink(WriteEvent::Stack { write, delivery });
         }
+        self.net.stack = stack;
         self.drain(false, frame, ts_ns, sink);
         if self.net.dev(IFINDEX_REDIRECT).is_some() {
             self.drain(true, frame, ts_ns, sink);

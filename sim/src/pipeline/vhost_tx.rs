@@ -23,11 +23,18 @@ pub fn guest_packet(guest: &GuestPlan, index: u64, frame: &[u8]) -> Vec<u8> {
     bytes
 }
 
+/// The guest's TX ring: QEMU's largest virtio-net tx_queue_size (hw/net/virtio-net.c:
+/// VIRTQUEUE_MAX_SIZE 1024). A guest that fills "all at once" runs out of descriptors
+/// here, and drivers/net/virtio_net.c: start_xmit then stops the queue and kicks
+/// (`kick = !netdev_xmit_more() || netif_xmit_stopped(txq)`). It also bounds what a long
+/// replay holds.
+pub const GUEST_TX_RING: usize = 1024;
+
 /// Whether the guest kicks once it holds `pending` unkicked packets (the last kick, for
 /// whatever is left, comes after the input's last frame).
 pub fn kicks_now(guest: &GuestPlan, pending: usize) -> bool {
     match guest.fill {
-        GuestFill::All => false,
+        GuestFill::All => pending >= GUEST_TX_RING,
         GuestFill::Trickle => true,
         GuestFill::Burst(n) => pending >= n,
     }

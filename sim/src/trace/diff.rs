@@ -24,9 +24,9 @@ impl fmt::Display for Divergence {
 }
 
 #[derive(Debug)]
-struct Block<'a> {
-    event: &'a str,
-    fields: Vec<(String, &'a str)>,
+pub(crate) struct Block<'a> {
+    pub(crate) event: &'a str,
+    pub(crate) fields: Vec<(String, &'a str)>,
 }
 
 fn split_kv(line: &str) -> (String, &str) {
@@ -87,79 +87,126 @@ fn blocks(text: &str) -> Vec<Block<'_>> {
     out
 }
 
-/// The first difference between traces `left` and `right`, ignoring fields named in
-/// `ignore` (model-only fields when comparing with the real kernel) and whole events
-/// whose name is, or starts with, an entry and a space (`batch` drops `batch 3`).
-pub fn first_divergence(left: &str, right: &str, ignore: &[&str]) -> Option<Divergence> {
-    let skip_block = |b: &Block<'_>| {
-        ignore
-            .iter()
-            .any(|i| b.event == *i || b.event.strip_prefix(i).is_some_and(|r| r.starts_with(' ')))
-    };
-    let a: Vec<Block<'_>> = blocks(left)
-        .into_iter()
-        .filter(|b| !skip_block(b))
-        .collect();
-    let b: Vec<Block<'_>> = blocks(right)
-        .into_iter()
-        .filter(|b| !skip_block(b))
-        .collect();
-    let keep = |f: &&(String, &str)| {
-        !ignore
-            .iter()
-            .any(|i| f.0 == *i || f.0.starts_with(&format!("{i}+")))
-    };
-    for (ba, bb) in a.iter().zip(b.iter()) {
-        if ba.event != bb.event {
-            return Some(Divergence {
-                event: ba.event.to_string(),
-                field: "event".into(),
-                left: ba.event.to_string(),
-                right: bb.event.to_string(),
-            });
+/// One block's text (no blank lines inside) as a [`Block`]; `header` for the trace's
+/// first block. None for an empty text.
+pub(crate) fn parse_block(text: &str, header: bool) -> Option<Block<'_>> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let mut block = if header {
+        Block {
+            event: "header",
+            fields: Vec::new(),
         }
-        let fa: Vec<_> = ba.fields.iter().filter(keep).collect();
-        let fb: Vec<_> = bb.fields.iter().filter(keep).collect();
-        for i in 0..fa.len().max(fb.len()) {
-            match (fa.get(i), fb.get(i)) {
-                (Some(x), Some(y)) if x == y => continue,
-                (Some(x), Some(y)) if x.0 == y.0 => {
-                    return Some(Divergence {
-                        event: ba.event.to_string(),
-                        field: x.0.clone(),
-                        left: x.1.to_string(),
-                        right: y.1.to_string(),
-                    })
-                }
-                (x, y) => {
-                    let show = |f: Option<&&(String, &str)>| match f {
-                        Some(f) => format!("{}: {}", f.0, f.1),
-                        None => "(absent)".to_string(),
-                    };
-                    let field = x.or(y).map(|f| f.0.clone()).unwrap_or_default();
-                    return Some(Divergence {
-                        event: ba.event.to_string(),
-                        field,
-                        left: show(x),
-                        right: show(y),
-                    });
-                }
+    } else {
+        let line = lines.next()?;
+        let (event, value) = line.split_once(": ").unwrap_or((line, ""));
+        Block {
+            event,
+            fields: vec![("result".to_string(), value)],
+        }
+    };
+    for line in lines {
+        block.fields.push(split_kv(line));
+    }
+    if header && block.fields.is_empty() {
+        return None;
+    }
+    Some(block)
+}
+
+/// Whether `b` is a whole event `ignore` drops: its name is an entry, or starts with an
+/// entry and a space (`batch` drops `batch 3`).
+pub(crate) fn skipped(b: &Block<'_>, ignore: &[&str]) -> bool {
+    ignore
+        .iter()
+        .any(|i| b.event == *i || b.event.strip_prefix(i).is_some_and(|r| r.starts_with(' ')))
+}
+
+fn kept_field(f: &(String, &str), ignore: &[&str]) -> bool {
+    !ignore
+        .iter()
+        .any(|i| f.0 == *i || f.0.strip_prefix(i).is_some_and(|r| r.starts_with('+')))
+}
+
+/// The first difference between two kept blocks at the same position.
+pub(crate) fn compare_blocks(
+    ba: &Block<'_>,
+    bb: &Block<'_>,
+    ignore: &[&str],
+) -> Option<Divergence> {
+    if ba.event != bb.event {
+        return Some(Divergence {
+            event: ba.event.to_string(),
+            field: "event".into(),
+            left: ba.event.to_string(),
+            right: bb.event.to_string(),
+        });
+    }
+    let fa: Vec<_> = ba.fields.iter().filter(|f| kept_field(f, ignore)).collect();
+    let fb: Vec<_> = bb.fields.iter().filter(|f| kept_field(f, ignore)).collect();
+    for i in 0..fa.len().max(fb.len()) {
+        match (fa.get(i), fb.get(i)) {
+            (Some(x), Some(y)) if x == y => continue,
+            (Some(x), Some(y)) if x.0 == y.0 => {
+                return Some(Divergence {
+                    event: ba.event.to_string(),
+                    field: x.0.clone(),
+                    left: x.1.to_string(),
+                    right: y.1.to_string(),
+                })
+            }
+            (x, y) => {
+                let show = |f: Option<&&(String, &str)>| match f {
+                    Some(f) => format!("{}: {}", f.0, f.1),
+                    None => "(absent)".to_string(),
+                };
+                let field = x.or(y).map(|f| f.0.clone()).unwrap_or_default();
+                return Some(Divergence {
+                    event: ba.event.to_string(),
+                    field,
+                    left: show(x),
+                    right: show(y),
+                });
             }
         }
     }
+    None
+}
+
+/// One side ran out of events: the other side's next event (or "(no more events)").
+pub(crate) fn extra_event(left: Option<&Block<'_>>, right: Option<&Block<'_>>) -> Divergence {
+    let name = |b: Option<&Block<'_>>| {
+        b.map(|b| b.event.to_string())
+            .unwrap_or_else(|| "(no more events)".into())
+    };
+    Divergence {
+        event: name(left.or(right)),
+        field: "event".into(),
+        left: name(left),
+        right: name(right),
+    }
+}
+
+/// The first difference between traces `left` and `right`, ignoring fields named in
+/// `ignore` (model-only fields when comparing with the real kernel) and whole events
+/// whose name is, or starts with, an entry and a space (`batch` drops `batch 3`).
+/// [`super::diff_stream::StreamDiff`] gives the same answer for traces of any size.
+pub fn first_divergence(left: &str, right: &str, ignore: &[&str]) -> Option<Divergence> {
+    let a: Vec<Block<'_>> = blocks(left)
+        .into_iter()
+        .filter(|b| !skipped(b, ignore))
+        .collect();
+    let b: Vec<Block<'_>> = blocks(right)
+        .into_iter()
+        .filter(|b| !skipped(b, ignore))
+        .collect();
+    for (ba, bb) in a.iter().zip(b.iter()) {
+        if let Some(d) = compare_blocks(ba, bb, ignore) {
+            return Some(d);
+        }
+    }
     if a.len() != b.len() {
-        let extra = |v: &[Block<'_>], n: usize| {
-            v.get(n)
-                .map(|b| b.event.to_string())
-                .unwrap_or_else(|| "(no more events)".into())
-        };
         let n = a.len().min(b.len());
-        return Some(Divergence {
-            event: extra(if a.len() > n { &a } else { &b }, n),
-            field: "event".into(),
-            left: extra(&a, n),
-            right: extra(&b, n),
-        });
+        return Some(extra_event(a.get(n), b.get(n)));
     }
     None
 }

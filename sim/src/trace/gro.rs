@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::gro::napi::{Delivered, End};
 use crate::gro::GroSkb;
-use crate::pipeline::tap_gro::TapGroRun;
+use crate::pipeline::tap_gro::{TapGroRun, WriteError};
 use crate::scenario::Scenario;
 use crate::skb::{gso, IpSummed};
 use crate::wire::summary::describe;
@@ -147,7 +147,8 @@ pub(crate) fn gretap_dev_len(s: &GroSkb) -> Option<usize> {
     None
 }
 
-fn header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
+/// The header lines of a tap-gro trace.
+pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
     let p = &run.plan;
     let setup = super::gro_observed::ObservedSetup {
         backend: "sim".to_string(),
@@ -170,7 +171,8 @@ fn header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
     super::gro_observed::header(out, sc, &setup, napi_note);
 }
 
-fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
+/// One delivered skb's block (without the separator line).
+pub fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
     let s = &d.skb;
     let frames: Vec<u64> = s.frames().collect();
     let _ = writeln!(
@@ -226,41 +228,51 @@ fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
     super::render::hexdump(out, &bytes);
 }
 
-/// The text trace of a finished run.
-pub fn render_tap_gro(sc: &Scenario, run: &TapGroRun) -> String {
-    let mut out = String::new();
-    header(&mut out, sc, run);
-    for e in &run.write_errors {
-        out.push('\n');
-        let _ = writeln!(
-            out,
-            "write-error (frame {}, ts {}): EINVAL",
-            e.frame,
-            ts(e.ts_ns)
-        );
-        let _ = writeln!(
-            out,
-            "  len: {} (tun_get_user: a tap frame needs 14 bytes; nothing counted)",
-            e.len
-        );
+/// One write tun_get_user refused (without the separator line).
+pub fn render_write_error(out: &mut String, e: &WriteError) {
+    let _ = writeln!(
+        out,
+        "write-error (frame {}, ts {}): EINVAL",
+        e.frame,
+        ts(e.ts_ns)
+    );
+    let _ = writeln!(
+        out,
+        "  len: {} (tun_get_user: a tap frame needs 14 bytes; nothing counted)",
+        e.len
+    );
+}
+
+/// Delivered lengths listed in the totals; a longer run lists its count instead (each
+/// length is in its `deliver` block), so the totals stay bounded.
+pub const TOTALS_LENGTHS_MAX: usize = 4096;
+
+/// What the totals need of a streamed run: counted as the events go by.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroTotals {
+    pub write_errors: u64,
+    pub delivered: u64,
+    /// The first [`TOTALS_LENGTHS_MAX`] delivered lengths.
+    pub lengths: Vec<usize>,
+}
+
+impl GroTotals {
+    pub fn delivered(&mut self, len: usize) {
+        self.delivered += 1;
+        if self.lengths.len() < TOTALS_LENGTHS_MAX {
+            self.lengths.push(len);
+        }
     }
-    for (n, d) in run.delivered.iter().enumerate() {
-        out.push('\n');
-        render_delivered(&mut out, n, d);
-    }
+}
+
+/// The totals block (with its separator line).
+pub fn render_gro_totals(out: &mut String, run: &TapGroRun, t: &GroTotals) {
     out.push('\n');
-    let lens: Vec<String> = run
-        .delivered
-        .iter()
-        .map(|d| d.skb.len.to_string())
-        .collect();
     let c = &run.counts;
     let _ = writeln!(
         out,
         "totals: written {} write_errors {} delivered {}",
-        c.frames,
-        run.write_errors.len(),
-        run.delivered.len()
+        c.frames, t.write_errors, t.delivered
     );
     let _ = writeln!(
         out,
@@ -272,12 +284,39 @@ pub fn render_tap_gro(sc: &Scenario, run: &TapGroRun) -> String {
         "  stack: packets {} bytes {} segs {}",
         c.skbs, c.bytes, c.segs
     );
-    let _ = writeln!(out, "  lengths: [{}]", lens.join(", "));
+    if t.delivered as usize <= TOTALS_LENGTHS_MAX {
+        let lens: Vec<String> = t.lengths.iter().map(|l| l.to_string()).collect();
+        let _ = writeln!(out, "  lengths: [{}]", lens.join(", "));
+    } else {
+        let _ = writeln!(
+            out,
+            "  lengths: {} skbs (each in its deliver block)",
+            t.delivered
+        );
+    }
     let _ = writeln!(
         out,
         "  held: merged {} held {} normal {} polls {}",
         run.napi.merged, run.napi.held, run.napi.normal, run.napi.polls
     );
+}
+
+/// The text trace of a finished run that kept its deliveries.
+pub fn render_tap_gro(sc: &Scenario, run: &TapGroRun) -> String {
+    let mut out = String::new();
+    tap_gro_header(&mut out, sc, run);
+    let mut t = GroTotals::default();
+    for e in &run.write_errors {
+        out.push('\n');
+        render_write_error(&mut out, e);
+        t.write_errors += 1;
+    }
+    for (n, d) in run.delivered.iter().enumerate() {
+        out.push('\n');
+        render_delivered(&mut out, n, d);
+        t.delivered(d.skb.len);
+    }
+    render_gro_totals(&mut out, run, &t);
     out
 }
 
@@ -299,6 +338,50 @@ fn end_json(e: &End) -> Value {
     }
 }
 
+/// The JSON of one delivered skb.
+pub fn delivered_json(n: usize, d: &Delivered) -> Value {
+    let s = &d.skb;
+    let bytes = s.to_vec();
+    json!({
+        "deliver": n,
+        "poll": d.poll,
+        "ts_ns": d.ts_ns,
+        "len": s.len,
+        "frames": s.frames().collect::<Vec<u64>>(),
+        "start": s.start.map(|r| json!({"frame": s.frame, "reason": r.name,
+            "also": s.start_also.iter().map(|a| a.name).collect::<Vec<_>>()})),
+        "end": end_json(&d.end),
+        "gso_type": gso::names(s.gso_type),
+        "gso_size": s.gso_size,
+        "gso_segs": s.gso_segs,
+        "ip_summed": s.ip_summed.kernel_name(),
+        "csum_start": (s.ip_summed == IpSummed::Partial).then_some(s.csum_start),
+        "csum_offset": (s.ip_summed == IpSummed::Partial).then_some(s.csum_offset),
+        "encapsulation": s.encapsulation,
+        "vxlan_dev_len": vxlan_dev_len(s),
+        "gretap_dev_len": gretap_dev_len(s),
+        "layout": {"head": s.data.len(), "frags": s.layout.frags, "frag_list": s.layout.frag_list},
+        "summary": describe(&bytes),
+        "bytes": super::render::hex_string(&bytes),
+    })
+}
+
+/// The JSON header of a tap-gro trace.
+pub fn tap_gro_header_json(sc: &Scenario, run: &TapGroRun) -> Value {
+    let p = &run.plan;
+    json!({
+        "scenario": sc.name,
+        "backend": "sim",
+        "profile": sc.profile.name,
+        "gro": {
+            "feature": p.feature, "teb_gro": p.teb_gro, "vlan_gro": p.vlan_gro,
+            "vxlan_ports": p.vxlan_ports, "burst": p.burst,
+            "flush_timeout_ns": p.flush_timeout_ns, "hz": p.hz,
+            "nonblocking": p.nonblocking, "needs_csum": p.needs_csum,
+        },
+    })
+}
+
 /// The same trace for machines.
 pub fn tap_gro_json(sc: &Scenario, run: &TapGroRun) -> Value {
     let p = &run.plan;
@@ -306,32 +389,7 @@ pub fn tap_gro_json(sc: &Scenario, run: &TapGroRun) -> Value {
         .delivered
         .iter()
         .enumerate()
-        .map(|(n, d)| {
-            let s = &d.skb;
-            let bytes = s.to_vec();
-            json!({
-                "deliver": n,
-                "poll": d.poll,
-                "ts_ns": d.ts_ns,
-                "len": s.len,
-                "frames": s.frames().collect::<Vec<u64>>(),
-                "start": s.start.map(|r| json!({"frame": s.frame, "reason": r.name,
-                    "also": s.start_also.iter().map(|a| a.name).collect::<Vec<_>>()})),
-                "end": end_json(&d.end),
-                "gso_type": gso::names(s.gso_type),
-                "gso_size": s.gso_size,
-                "gso_segs": s.gso_segs,
-                "ip_summed": s.ip_summed.kernel_name(),
-                "csum_start": (s.ip_summed == IpSummed::Partial).then_some(s.csum_start),
-                "csum_offset": (s.ip_summed == IpSummed::Partial).then_some(s.csum_offset),
-                "encapsulation": s.encapsulation,
-                "vxlan_dev_len": vxlan_dev_len(s),
-                "gretap_dev_len": gretap_dev_len(s),
-                "layout": {"head": s.data.len(), "frags": s.layout.frags, "frag_list": s.layout.frag_list},
-                "summary": describe(&bytes),
-                "bytes": bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-            })
-        })
+        .map(|(n, d)| delivered_json(n, d))
         .collect();
     json!({
         "scenario": sc.name,

@@ -328,7 +328,7 @@ pub fn observed_json(sc: &Scenario, o: &ObservedGro) -> Value {
                 "vxlan_dev_len": s.vxlan_dev_len,
                 "gretap_dev_len": s.gretap_dev_len,
                 "summary": describe(&s.bytes),
-                "bytes": s.bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+                "bytes": super::render::hex_string(&s.bytes),
             })
         })
         .collect();

@@ -6,10 +6,15 @@
 //! then the totals. Blank lines separate blocks.
 
 pub mod diff;
+pub mod diff_stream;
 pub mod gro;
 pub mod gro_observed;
 mod render;
 pub mod vhost;
 pub mod write;
 
-pub use render::{describe_device, render_tun_read, trace_json, TraceHeader, MODEL_ONLY_FIELDS};
+pub use render::{
+    describe_device, header_json, hex_string, render_tun_read, stats_json, trace_json,
+    tun_read_event, tun_read_event_json, tun_read_header, tun_read_totals, TraceHeader,
+    TunReadCounts, MODEL_ONLY_FIELDS,
+};

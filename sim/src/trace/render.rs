@@ -145,22 +145,52 @@ fn skb_line(k: &SkbInfo) -> String {
 /// every byte and is compared byte for byte).
 const HEXDUMP_FULL: usize = 256;
 
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Lowercase hex of `data`, two digits a byte (the JSON traces' `bytes`). Hand-written:
+/// `format!` per byte costs more than the rest of a trace line.
+pub fn hex_string(data: &[u8]) -> String {
+    let mut s = String::with_capacity(data.len() * 2);
+    for b in data {
+        s.push(char::from(HEX[usize::from(b >> 4)]));
+        s.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    s
+}
+
+/// One hexdump line: `    0010: 45 00 ...` (the offset in at least four digits, as
+/// `{:04x}` would print it).
+fn hex_line(out: &mut String, off: usize, chunk: &[u8]) {
+    // 4 spaces, up to 16 offset digits, ':', 16 x " xx", '\n'.
+    let mut line = [b' '; 4 + 16 + 1 + 16 * 3 + 1];
+    let digits = (usize::BITS - off.leading_zeros()).div_ceil(4).max(4) as usize;
+    let mut n = 4;
+    for k in (0..digits).rev() {
+        line[n] = HEX[(off >> (4 * k)) & 0xf];
+        n += 1;
+    }
+    line[n] = b':';
+    n += 1;
+    for b in chunk.iter().take(16) {
+        line[n + 1] = HEX[usize::from(b >> 4)];
+        line[n + 2] = HEX[usize::from(b & 0xf)];
+        n += 3;
+    }
+    line[n] = b'\n';
+    n += 1;
+    // Every byte written above is ASCII.
+    out.push_str(std::str::from_utf8(&line[..n]).unwrap_or_default());
+}
+
 pub(crate) fn hexdump(out: &mut String, data: &[u8]) {
-    let line = |out: &mut String, off: usize, chunk: &[u8]| {
-        let _ = write!(out, "    {off:04x}:");
-        for b in chunk {
-            let _ = write!(out, " {b:02x}");
-        }
-        out.push('\n');
-    };
     if data.len() <= HEXDUMP_FULL {
         for (i, chunk) in data.chunks(16).enumerate() {
-            line(out, i * 16, chunk);
+            hex_line(out, i * 16, chunk);
         }
         return;
     }
     for (i, chunk) in data[..128].chunks(16).enumerate() {
-        line(out, i * 16, chunk);
+        hex_line(out, i * 16, chunk);
     }
     let tail = (data.len() - 1) / 16 * 16;
     let _ = writeln!(
@@ -168,7 +198,7 @@ pub(crate) fn hexdump(out: &mut String, data: &[u8]) {
         "    ...: {} bytes not shown (all in the output pcap)",
         tail - 128
     );
-    line(out, tail, &data[tail..]);
+    hex_line(out, tail, &data[tail..]);
 }
 
 /// PI and vnet header as userspace sees them in `data`.
@@ -297,6 +327,63 @@ pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &T
 /// Trace fields only the model knows; a comparison with the real kernel skips them.
 pub const MODEL_ONLY_FIELDS: [&str; 6] = ["backend", "skb", "put_user", "frame", "ops", "note"];
 
+/// The header lines of a tun-read trace.
+pub fn tun_read_header(out: &mut String, header: &TraceHeader) {
+    let _ = writeln!(out, "scenario: {}", header.scenario);
+    let _ = writeln!(out, "description: {}", header.description);
+    let _ = writeln!(out, "backend: {}", header.backend);
+    let _ = writeln!(out, "profile: {}", header.profile);
+    let _ = writeln!(out, "device: {}", header.device);
+    let _ = writeln!(out, "reader: {}", header.reader);
+    let _ = writeln!(out, "input: {}", header.input);
+}
+
+/// Reads and drops seen so far (the totals line).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TunReadCounts {
+    pub reads: u64,
+    pub drops: u64,
+}
+
+/// One event's block, preceded by its blank separator line.
+pub fn tun_read_event(out: &mut String, device: &TunConfig, e: &Event, n: &mut TunReadCounts) {
+    out.push('\n');
+    match e {
+        Event::XmitDropped {
+            frame,
+            ts_ns,
+            stats,
+        } => {
+            n.drops += 1;
+            let _ = writeln!(
+                out,
+                "xmit-drop (frame {frame}, ts {}): tx_ring full",
+                ts(*ts_ns)
+            );
+            let _ = writeln!(out, "  counters: {}", counters(stats));
+        }
+        Event::Read(r) => {
+            n.reads += 1;
+            render_read(out, "read", r, device);
+        }
+    }
+}
+
+/// The totals block.
+pub fn tun_read_totals(
+    out: &mut String,
+    n: &TunReadCounts,
+    stats: &TunStats,
+    ops: Option<&OpCounters>,
+) {
+    out.push('\n');
+    let _ = writeln!(out, "totals: reads {} xmit_drops {}", n.reads, n.drops);
+    let _ = writeln!(out, "  counters: {}", counters(stats));
+    if let Some(ops) = ops {
+        let _ = writeln!(out, "  ops: {ops}");
+    }
+}
+
 /// The text trace of a tun-read run.
 pub fn render_tun_read(
     header: &TraceHeader,
@@ -306,50 +393,70 @@ pub fn render_tun_read(
     ops: Option<&OpCounters>,
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "scenario: {}", header.scenario);
-    let _ = writeln!(out, "description: {}", header.description);
-    let _ = writeln!(out, "backend: {}", header.backend);
-    let _ = writeln!(out, "profile: {}", header.profile);
-    let _ = writeln!(out, "device: {}", header.device);
-    let _ = writeln!(out, "reader: {}", header.reader);
-    let _ = writeln!(out, "input: {}", header.input);
-    let mut reads = 0;
-    let mut drops = 0;
+    tun_read_header(&mut out, header);
+    let mut n = TunReadCounts::default();
     for e in events {
-        out.push('\n');
-        match e {
-            Event::XmitDropped {
-                frame,
-                ts_ns,
-                stats,
-            } => {
-                drops += 1;
-                let _ = writeln!(
-                    out,
-                    "xmit-drop (frame {frame}, ts {}): tx_ring full",
-                    ts(*ts_ns)
-                );
-                let _ = writeln!(out, "  counters: {}", counters(stats));
-            }
-            Event::Read(r) => {
-                reads += 1;
-                render_read(&mut out, "read", r, device);
-            }
-        }
+        tun_read_event(&mut out, device, e, &mut n);
     }
-    out.push('\n');
-    let _ = writeln!(out, "totals: reads {reads} xmit_drops {drops}");
-    let _ = writeln!(out, "  counters: {}", counters(stats));
-    if let Some(ops) = ops {
-        let _ = writeln!(out, "  ops: {ops}");
-    }
+    tun_read_totals(&mut out, &n, stats, ops);
     out
 }
 
-pub(crate) fn stats_json(s: &TunStats) -> Value {
+pub fn stats_json(s: &TunStats) -> Value {
     json!({
         "tx_packets": s.tx_packets, "tx_bytes": s.tx_bytes, "tx_dropped": s.tx_dropped,
         "rx_packets": s.rx_packets, "rx_bytes": s.rx_bytes, "rx_dropped": s.rx_dropped,
+    })
+}
+
+/// The JSON of one tun-read event.
+pub fn tun_read_event_json(device: &TunConfig, e: &Event) -> Value {
+    match e {
+        Event::XmitDropped {
+            frame,
+            ts_ns,
+            stats,
+        } => {
+            json!({"event": "xmit-drop", "frame": frame, "ts_ns": ts_ns, "counters": stats_json(stats)})
+        }
+        Event::Read(r) => {
+            let d = decode(r, device);
+            let m = r.model.as_ref();
+            json!({
+                "event": "read",
+                "read": r.read,
+                "frame": r.frame.map(|f| f.0),
+                "ts_ns": r.frame.map(|f| f.1),
+                "buffer": r.buffer_len,
+                "result": match r.result { Ok(n) => json!(n), Err(e) => json!(e.name()) },
+                "pi": d.pi.map(|(f, p)| json!({"flags": f, "proto": p})),
+                "vnet": d.vnet.as_ref().map(|(h, pad)| json!({
+                    "flags": h.flags, "gso_type": h.gso_type, "hdr_len": h.hdr_len,
+                    "gso_size": h.gso_size, "csum_start": h.csum_start,
+                    "csum_offset": h.csum_offset, "pad": pad.len(),
+                })),
+                "model": m.map(|m| json!({
+                    "skb": m.skb.as_ref().map(skb_line),
+                    "put_user": m.put_user_ret,
+                    "frame_len": m.frame_len,
+                    "frame_copied": m.frame_copied,
+                })),
+                "counters": stats_json(&r.stats),
+                "bytes": hex_string(&r.data),
+            })
+        }
+    }
+}
+
+/// The header of a trace for machines (the first JSON line of a streamed trace).
+pub fn header_json(header: &TraceHeader) -> Value {
+    json!({
+        "scenario": header.scenario,
+        "backend": header.backend,
+        "profile": header.profile,
+        "device": header.device,
+        "reader": header.reader,
+        "input": header.input,
     })
 }
 
@@ -362,48 +469,10 @@ pub fn trace_json(
 ) -> Value {
     let events: Vec<Value> = events
         .iter()
-        .map(|e| match e {
-            Event::XmitDropped {
-                frame,
-                ts_ns,
-                stats,
-            } => json!({"event": "xmit-drop", "frame": frame, "ts_ns": ts_ns, "counters": stats_json(stats)}),
-            Event::Read(r) => {
-                let d = decode(r, device);
-                let m = r.model.as_ref();
-                json!({
-                    "event": "read",
-                    "read": r.read,
-                    "frame": r.frame.map(|f| f.0),
-                    "ts_ns": r.frame.map(|f| f.1),
-                    "buffer": r.buffer_len,
-                    "result": match r.result { Ok(n) => json!(n), Err(e) => json!(e.name()) },
-                    "pi": d.pi.map(|(f, p)| json!({"flags": f, "proto": p})),
-                    "vnet": d.vnet.as_ref().map(|(h, pad)| json!({
-                        "flags": h.flags, "gso_type": h.gso_type, "hdr_len": h.hdr_len,
-                        "gso_size": h.gso_size, "csum_start": h.csum_start,
-                        "csum_offset": h.csum_offset, "pad": pad.len(),
-                    })),
-                    "model": m.map(|m| json!({
-                        "skb": m.skb.as_ref().map(skb_line),
-                        "put_user": m.put_user_ret,
-                        "frame_len": m.frame_len,
-                        "frame_copied": m.frame_copied,
-                    })),
-                    "counters": stats_json(&r.stats),
-                    "bytes": r.data.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-                })
-            }
-        })
+        .map(|e| tun_read_event_json(device, e))
         .collect();
-    json!({
-        "scenario": header.scenario,
-        "backend": header.backend,
-        "profile": header.profile,
-        "device": header.device,
-        "reader": header.reader,
-        "input": header.input,
-        "events": events,
-        "counters": stats_json(stats),
-    })
+    let mut v = header_json(header);
+    v["events"] = Value::Array(events);
+    v["counters"] = stats_json(stats);
+    v
 }

@@ -37,7 +37,7 @@ fn range(p: &[u64]) -> String {
     }
 }
 
-fn render_worker(out: &mut String, e: &VhostEvent) {
+pub fn render_worker(out: &mut String, e: &VhostEvent) {
     match e {
         VhostEvent::Kick { available } => {
             let _ = writeln!(out, "kick: {available} descriptors available");
@@ -89,7 +89,7 @@ fn render_worker(out: &mut String, e: &VhostEvent) {
     }
 }
 
-fn ops_lines(out: &mut String, o: &VhostOps, packets: u64) {
+pub fn ops_lines(out: &mut String, o: &VhostOps, packets: u64) {
     let _ = writeln!(
         out,
         "  ops: sendmsg batched {} single {}, xdp_do_flush {}, used updates {}, signals {}, requeues {}, handle_tx runs {}, bytes copied {}, page puts {}",
@@ -120,18 +120,7 @@ pub fn render_vhost_tx(
 ) -> String {
     let mut out = String::new();
     render_header(&mut out, header, scenario);
-    if let Some(g) = &scenario.guest {
-        let fill = match g.fill {
-            GuestFill::All => "all at once".to_string(),
-            GuestFill::Burst(n) => format!("bursts of {n}"),
-            GuestFill::Trickle => "one packet per kick".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "guest: virtio_net_hdr {} bytes, fills {fill}",
-            g.hdr_len
-        );
-    }
+    guest_line(&mut out, scenario);
     // render_host_event tracks the latest counters; the totals use the final ones.
     let (mut last_a, mut last_b) = (TunStats::default(), None);
     for e in events {
@@ -148,6 +137,22 @@ pub fn render_vhost_tx(
     render_totals(&mut out, &final_stats.0, final_stats.1.as_ref(), maps);
     ops_lines(&mut out, ops, packets);
     out
+}
+
+/// The `guest:` header line of a vhost-tx trace.
+pub fn guest_line(out: &mut String, scenario: &Scenario) {
+    if let Some(g) = &scenario.guest {
+        let fill = match g.fill {
+            GuestFill::All => "all at once".to_string(),
+            GuestFill::Burst(n) => format!("bursts of {n}"),
+            GuestFill::Trickle => "one packet per kick".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "guest: virtio_net_hdr {} bytes, fills {fill}",
+            g.hdr_len
+        );
+    }
 }
 
 /// Blocks of a vhost-tx trace that only the model can produce: how the worker grouped

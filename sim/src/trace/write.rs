@@ -119,7 +119,7 @@ pub fn render_tap_write(
 }
 
 /// The header lines of a tap-write or vhost-tx trace.
-pub(crate) fn render_header(out: &mut String, header: &TraceHeader, scenario: &Scenario) {
+pub fn render_header(out: &mut String, header: &TraceHeader, scenario: &Scenario) {
     let _ = writeln!(out, "scenario: {}", header.scenario);
     let _ = writeln!(out, "description: {}", header.description);
     let _ = writeln!(out, "backend: {}", header.backend);
@@ -136,12 +136,7 @@ pub(crate) fn render_header(out: &mut String, header: &TraceHeader, scenario: &S
 }
 
 /// The final counters of A and B and the program's maps.
-pub(crate) fn render_totals(
-    out: &mut String,
-    a: &TunStats,
-    b: Option<&TunStats>,
-    maps: Option<&Maps>,
-) {
+pub fn render_totals(out: &mut String, a: &TunStats, b: Option<&TunStats>, maps: Option<&Maps>) {
     let _ = writeln!(out, "  counters A: {}", counters(a));
     if let Some(b) = b {
         let _ = writeln!(out, "  counters B: {}", counters(b));
@@ -157,7 +152,7 @@ pub(crate) fn render_totals(
 
 /// One host-side event (a write, a stack delivery, a read on A or B), tracking the
 /// latest counters of A and B.
-pub(crate) fn render_host_event(
+pub fn render_host_event(
     out: &mut String,
     scenario: &Scenario,
     e: &WriteEvent,
@@ -209,48 +204,50 @@ fn le_num(b: &[u8]) -> String {
         v[..b.len()].copy_from_slice(b);
         u64::from_le_bytes(v).to_string()
     } else {
-        b.iter().map(|x| format!("{x:02x}")).collect()
+        super::render::hex_string(b)
+    }
+}
+
+/// The JSON of one host-side event.
+pub fn tap_write_event_json(e: &WriteEvent) -> Value {
+    match e {
+        WriteEvent::Write(w) => json!({
+            "event": "write", "write": w.write, "frame": w.frame, "ts_ns": w.ts_ns,
+            "len": w.len, "nonblocking": w.nonblocking,
+            "result": match w.result { Ok(n) => json!(n), Err(e) => json!(e.name()) },
+            "counters": stats_json(&w.stats),
+            "redirect_counters": w.redirect_stats.as_ref().map(stats_json),
+            "model": w.model.as_ref().map(|m| json!({
+                "path": m.path.map(|p| p.name()),
+                "xdp": m.xdp.iter().map(|x| json!({
+                    "place": x.place.name(), "action": x.action,
+                    "len_before": x.len_before, "len_after": x.len_after,
+                    "redirect_to": x.redirect_to, "insns": x.insns,
+                })).collect::<Vec<_>>(),
+                "fate": fate_line(&m.fate),
+            })),
+        }),
+        WriteEvent::Stack { write, delivery } => json!({
+            "event": "stack", "write": write, "protocol": delivery.protocol,
+            "vlan": delivery.vlan.map(|v| json!({"proto": v.proto, "tci": v.tci})),
+            "bytes": super::render::hex_string(&delivery.frame),
+        }),
+        WriteEvent::Read {
+            on_redirect,
+            record,
+        } => json!({
+            "event": "read", "device": if *on_redirect { "B" } else { "A" },
+            "read": record.read, "buffer": record.buffer_len,
+            "result": match record.result { Ok(n) => json!(n), Err(e) => json!(e.name()) },
+            "counters": stats_json(&record.stats),
+            "bytes": super::render::hex_string(&record.data),
+        }),
     }
 }
 
 /// The same for machines.
 pub fn tap_write_json(header: &TraceHeader, events: &[WriteEvent]) -> Value {
-    let events: Vec<Value> = events
-        .iter()
-        .map(|e| match e {
-            WriteEvent::Write(w) => json!({
-                "event": "write", "write": w.write, "frame": w.frame, "ts_ns": w.ts_ns,
-                "len": w.len, "nonblocking": w.nonblocking,
-                "result": match w.result { Ok(n) => json!(n), Err(e) => json!(e.name()) },
-                "counters": stats_json(&w.stats),
-                "redirect_counters": w.redirect_stats.as_ref().map(stats_json),
-                "model": w.model.as_ref().map(|m| json!({
-                    "path": m.path.map(|p| p.name()),
-                    "xdp": m.xdp.iter().map(|x| json!({
-                        "place": x.place.name(), "action": x.action,
-                        "len_before": x.len_before, "len_after": x.len_after,
-                        "redirect_to": x.redirect_to, "insns": x.insns,
-                    })).collect::<Vec<_>>(),
-                    "fate": fate_line(&m.fate),
-                })),
-            }),
-            WriteEvent::Stack { write, delivery } => json!({
-                "event": "stack", "write": write, "protocol": delivery.protocol,
-                "vlan": delivery.vlan.map(|v| json!({"proto": v.proto, "tci": v.tci})),
-                "bytes": delivery.frame.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-            }),
-            WriteEvent::Read {
-                on_redirect,
-                record,
-            } => json!({
-                "event": "read", "device": if *on_redirect { "B" } else { "A" },
-                "read": record.read, "buffer": record.buffer_len,
-                "result": match record.result { Ok(n) => json!(n), Err(e) => json!(e.name()) },
-                "counters": stats_json(&record.stats),
-                "bytes": record.data.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-            }),
-        })
-        .collect();
+    let events: Vec<Value> = events.iter().map(tap_write_event_json).collect();
     json!({
         "scenario": header.scenario, "backend": header.backend, "profile": header.profile,
         "device": header.device, "input": header.input, "events": events,

@@ -1,17 +1,13 @@
-//! Running one scenario on a backend: pcap in, trace and output pcap out. The simulator
-//! (`sim`) and the real kernel (`tap`, through `skbsim_kernel::arm`) produce the same
-//! events, rendered by the same functions.
+//! Running one scenario on a backend: pcap in, events out to the engine's sinks. The
+//! simulator (`sim`) and the real kernel (`tap`, through `skbsim_kernel::arm`) produce
+//! the same events, rendered by the same functions.
 
 use indicatif::ProgressBar;
-use sim::pcap::{PcapFormat, PcapReader, PcapWriter};
-use sim::pipeline::tun_read::{Event, TunReadRun};
 use sim::scenario::{Pipeline, Scenario};
-use sim::skb::OpCounters;
-use sim::trace::{render_tun_read, trace_json, TraceHeader};
-use sim::tun::TunStats;
-use skbsim_kernel::arm::{self, ArmError};
+use skbsim_kernel::arm::ArmError;
 
 use crate::cli_error::CliError;
+use crate::engine::{self, RunSummary, Sinks};
 
 /// Where a scenario is replayed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -33,12 +29,14 @@ impl Backend {
     }
 }
 
-/// What one replay produced.
+/// What one replay produced, in memory: for the test suite and `conform`, whose
+/// scenarios are small. `run`, `bless` and `replay` stream into files and comparators
+/// instead ([`replay_into`]).
 #[derive(Debug)]
 pub struct ScenarioOutput {
     /// The canonical text trace.
     pub trace: String,
-    /// The same for machines.
+    /// The same for machines: the JSON lines (header, events, totals) as an array.
     pub json: serde_json::Value,
     /// A pcap of the frames userspace read (after PI and vnet header).
     pub pcap: Vec<u8>,
@@ -60,147 +58,59 @@ pub fn tap_ready(what: &str) -> Result<(), CliError> {
     skbsim_kernel::privileges_ok().map_err(|why| CliError(format!("{what}: {why}")))
 }
 
-/// Replay `scenario` on `backend`.
+/// Replay `scenario` on `backend` into `sinks`: the one engine every command drives.
+pub fn replay_into(
+    scenario: &Scenario,
+    backend: Backend,
+    sinks: &mut Sinks,
+    progress: Option<&ProgressBar>,
+) -> Result<RunSummary, CliError> {
+    match (backend, scenario.pipeline) {
+        (Backend::Sim, Pipeline::TunRead) => engine::tun_read::run_sim(scenario, sinks, progress),
+        (Backend::Sim, Pipeline::TapWrite) => engine::tap_write::run_sim(scenario, sinks, progress),
+        (Backend::Sim, Pipeline::VhostTx) => engine::vhost_tx::run_sim(scenario, sinks, progress),
+        (Backend::Sim, Pipeline::TapGro) => engine::tap_gro::run_sim(scenario, sinks, progress),
+        (Backend::Tap, Pipeline::TunRead) => engine::tun_read::run_real(scenario, sinks),
+        (Backend::Tap, Pipeline::TapWrite) => engine::tap_write::run_real(scenario, sinks),
+        (Backend::Tap, Pipeline::VhostTx) => engine::vhost_tx::run_real(scenario, sinks),
+        (Backend::Tap, Pipeline::TapGro) => engine::tap_gro::run_real(scenario, sinks),
+    }
+}
+
+/// Replay `scenario` on `backend` with every sink in memory.
 pub fn run_backend(
     scenario: &Scenario,
     backend: Backend,
     progress: Option<&ProgressBar>,
 ) -> Result<ScenarioOutput, CliError> {
-    match backend {
-        Backend::Sim => run_sim(scenario, progress),
-        Backend::Tap => run_tap(scenario),
-    }
+    let mut sinks = Sinks::memory();
+    let summary = replay_into(scenario, backend, &mut sinks, progress)?;
+    let done = sinks.finish()?;
+    let json = String::from_utf8_lossy(&done.json)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    Ok(ScenarioOutput {
+        trace: String::from_utf8(done.trace)
+            .map_err(|_| CliError(format!("{}: the trace is not UTF-8", scenario.name)))?,
+        json: serde_json::Value::Array(json),
+        pcap: done.capture,
+        frames: summary.frames,
+        notes: summary.notes,
+    })
 }
 
-/// Replay `scenario` on the simulator. Bad input (pcap, frame, metadata recipe) is an
-/// error naming the file.
+/// Replay `scenario` on the simulator, in memory. Bad input (pcap, frame, metadata
+/// recipe) is an error naming the file.
 pub fn run_sim(
     scenario: &Scenario,
     progress: Option<&ProgressBar>,
 ) -> Result<ScenarioOutput, CliError> {
-    match scenario.pipeline {
-        Pipeline::TunRead => run_tun_read(scenario, progress),
-        Pipeline::TapWrite => crate::write_runner::run_tap_write(scenario, progress),
-        Pipeline::VhostTx => crate::write_runner::run_vhost_tx(scenario, progress),
-        Pipeline::TapGro => crate::write_runner::run_tap_gro(scenario),
-    }
+    run_backend(scenario, Backend::Sim, progress)
 }
 
-/// Replay `scenario` through the real kernel. Kernel failures name the operation
-/// ("TUNSETVNETBE on skbdut: Invalid argument (EINVAL)").
+/// Replay `scenario` through the real kernel, in memory. Kernel failures name the
+/// operation ("TUNSETVNETBE on skbdut: Invalid argument (EINVAL)").
 pub fn run_tap(scenario: &Scenario) -> Result<ScenarioOutput, CliError> {
-    match scenario.pipeline {
-        Pipeline::TunRead => {
-            let real = arm::run_tun_read(scenario).map_err(|e| match e {
-                ArmError::Kernel(k) => CliError(format!("{}: {k}", scenario.name)),
-                other => CliError(format!("{}: {other}", scenario.name)),
-            })?;
-            output(
-                scenario,
-                Backend::Tap,
-                &real.events,
-                &real.stats,
-                None,
-                real.frames,
-                real.notes,
-            )
-        }
-        Pipeline::TapGro => crate::gro_real::run_tap_gro_real(scenario),
-        Pipeline::TapWrite => {
-            let real = arm::run_tap_write(scenario)
-                .map_err(|e| CliError(format!("{}: {e}", scenario.name)))?;
-            crate::write_runner::tap_write_output(
-                scenario,
-                Backend::Tap.name(),
-                &real.events,
-                real.maps.as_ref(),
-                real.frames,
-                real.notes,
-            )
-        }
-        Pipeline::VhostTx => {
-            let real = arm::run_vhost_tx(scenario)
-                .map_err(|e| CliError(format!("{}: {e}", scenario.name)))?;
-            let last_ts = PcapReader::open(&scenario.input)?
-                .filter_map(Result::ok)
-                .last()
-                .map_or(0, |f| f.ts_ns);
-            crate::write_runner::vhost_tx_output(
-                scenario,
-                Backend::Tap.name(),
-                &real.events,
-                &sim::vhost::VhostOps::default(),
-                real.frames,
-                real.maps.as_ref(),
-                real.stats,
-                last_ts,
-                real.notes,
-            )
-        }
-    }
-}
-
-fn run_tun_read(
-    scenario: &Scenario,
-    progress: Option<&ProgressBar>,
-) -> Result<ScenarioOutput, CliError> {
-    let mut reader = PcapReader::open(&scenario.input)?;
-    let mut run = TunReadRun::new(scenario);
-    let mut events = Vec::new();
-    let mut sink = |e: Event| events.push(e);
-    let mut frames = 0u64;
-    while let Some(frame) = reader.next_frame() {
-        let frame = frame?;
-        run.frame(frame.index, frame.ts_ns, frame.data, &mut sink)
-            .map_err(|e| CliError(format!("{}: {}", scenario.input.display(), e.0)))?;
-        frames += 1;
-        if let Some(pb) = progress {
-            if frames.is_multiple_of(4096) {
-                pb.set_message(format!("{} frames", frames));
-            }
-        }
-    }
-    run.finish(&mut sink);
-    let stats = run.stats();
-    output(
-        scenario,
-        Backend::Sim,
-        &events,
-        &stats,
-        Some(&run.ops),
-        frames,
-        Vec::new(),
-    )
-}
-
-/// Render events into the trace, its JSON and the output pcap.
-fn output(
-    scenario: &Scenario,
-    backend: Backend,
-    events: &[Event],
-    stats: &TunStats,
-    ops: Option<&OpCounters>,
-    frames: u64,
-    notes: Vec<String>,
-) -> Result<ScenarioOutput, CliError> {
-    let header = TraceHeader::for_scenario(scenario, backend.name());
-    let device = &scenario.device;
-    let trace = render_tun_read(&header, device, events, stats, ops);
-    let json = trace_json(&header, device, events, stats);
-    let mut writer = PcapWriter::new(Vec::new(), PcapFormat::Pcap)?;
-    for e in events {
-        if let Event::Read(r) = e {
-            if let (Ok(_), Some((_, ts))) = (r.result, r.frame) {
-                writer.write_frame(ts, r.frame_bytes(device))?;
-            }
-        }
-    }
-    let pcap = writer.finish()?;
-    Ok(ScenarioOutput {
-        trace,
-        json,
-        pcap,
-        frames,
-        notes,
-    })
+    run_backend(scenario, Backend::Tap, None)
 }

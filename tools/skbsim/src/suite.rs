@@ -173,6 +173,151 @@ pub fn load_scenarios(paths: &[PathBuf], shard: Option<&str>) -> Result<Vec<Scen
     Ok(scenarios)
 }
 
+/// Replay a simulator scenario straight into its goldens' comparators: the trace is
+/// compared block by block as it is rendered (rendering stops at the first difference),
+/// the capture frame by frame. Nothing is kept.
+pub fn check_streaming(
+    s: &Scenario,
+    dir: &Path,
+    progress: Option<&indicatif::ProgressBar>,
+) -> Result<(Verdict, u64), CliError> {
+    use crate::engine::{
+        capture::GoldenCapture, CaptureOut, GoldenTrace, JsonOut, Sinks, TraceOut,
+    };
+    let trace_path = dir.join(golden::TRACE_FILE);
+    let pcap_path = dir.join(golden::PCAP_FILE);
+    for p in [&trace_path, &pcap_path] {
+        if !p.exists() {
+            return Ok((Verdict::Missing(p.clone()), 0));
+        }
+    }
+    let mut sinks = Sinks {
+        trace: TraceOut::compare(GoldenTrace::open(&trace_path, &[])?),
+        json: JsonOut::off(),
+        capture: CaptureOut::compare(GoldenCapture::open(&pcap_path)?),
+    };
+    let summary = crate::runner::replay_into(s, Backend::Sim, &mut sinks, progress)?;
+    let done = sinks.finish()?;
+    if let Some(t) = done.trace_verdict {
+        if let Some(d) = t.divergence {
+            return Ok((
+                Verdict::Mismatch(format!("{} (- golden, + now)\n{d}", t.path.display())),
+                summary.frames,
+            ));
+        }
+        if !t.identical {
+            return Ok((
+                Verdict::Mismatch(format!(
+                    "{} (- golden, + now)\nthe traces differ only in blank lines or white space",
+                    t.path.display()
+                )),
+                summary.frames,
+            ));
+        }
+    }
+    if let Some(c) = done.capture_verdict {
+        if let Some(d) = c.divergence {
+            return Ok((
+                Verdict::Mismatch(format!("{} (- golden, + now)\n{d}", c.path.display())),
+                summary.frames,
+            ));
+        }
+    }
+    Ok((Verdict::Pass, summary.frames))
+}
+
+/// One scenario's outcome, printed in suite order whatever thread ran it.
+#[derive(Debug)]
+struct Outcome {
+    status: &'static str,
+    reason_or_detail: Option<String>,
+    frames: Option<u64>,
+    notes: Vec<String>,
+}
+
+fn run_one(
+    s: &Scenario,
+    args: &RunArgs,
+    mode: Mode,
+    pb: &indicatif::ProgressBar,
+) -> Result<Outcome, CliError> {
+    let tap = args.backend == Backend::Tap;
+    if let (true, Some(reason)) = (tap, &s.sim_only) {
+        return Ok(Outcome {
+            status: "sim-only",
+            reason_or_detail: Some(reason.clone()),
+            frames: None,
+            notes: Vec::new(),
+        });
+    }
+    // Probed only for the real backend (the probes need root and namespaces).
+    let arm = if tap {
+        skbsim_kernel::arm::real_arm(s.pipeline)
+            .and_then(|()| skbsim_kernel::features::missing(s).map_or(Ok(()), Err))
+    } else {
+        Ok(())
+    };
+    if let Err(why) = arm {
+        return Ok(Outcome {
+            status: "no-arm",
+            reason_or_detail: Some(why),
+            frames: None,
+            notes: Vec::new(),
+        });
+    }
+    let dir = golden::golden_dir(s, args.golden.as_deref());
+    let (verdict, frames, notes) = match mode {
+        Mode::Bless => {
+            let out = run_backend(s, args.backend, None)?;
+            golden::bless(&dir, &out)?;
+            (None, out.frames, out.notes)
+        }
+        Mode::Check if !tap => {
+            let (v, frames) = check_streaming(s, &dir, None)?;
+            (Some(v), frames, Vec::new())
+        }
+        Mode::Check => {
+            let out = run_backend(s, args.backend, Some(pb))?;
+            let v = if s.pipeline == sim::scenario::Pipeline::TapGro {
+                crate::gro_real::check_real_gro(&dir, &out)?
+            } else {
+                check_real(&dir, &out, s.pipeline)?
+            };
+            (Some(v), out.frames, out.notes)
+        }
+    };
+    let (status, detail) = match verdict {
+        None => ("blessed", None),
+        Some(Verdict::Pass) => ("pass", None),
+        Some(Verdict::Missing(p)) => (
+            "missing",
+            Some(format!(
+                "{}: no golden (run `skbsim bless {}`)",
+                p.display(),
+                s.path.display()
+            )),
+        ),
+        Some(Verdict::Mismatch(d)) => ("fail", Some(d)),
+    };
+    Ok(Outcome {
+        status,
+        reason_or_detail: detail,
+        frames: Some(frames),
+        notes,
+    })
+}
+
+/// Worker threads for `run` and `bless`: every core for the simulator; one for the real
+/// kernel, whose arms share taps and namespaces by name.
+fn workers(backend: Backend, scenarios: usize) -> usize {
+    match backend {
+        Backend::Tap => 1,
+        Backend::Sim => std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(scenarios.max(1)),
+    }
+}
+
 pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
     let tap = args.backend == Backend::Tap;
     if tap && mode == Mode::Bless {
@@ -192,78 +337,95 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
             "replaying"
         },
     );
+    // Scenarios run on every core; each outcome is printed in suite order as soon as it
+    // and everything before it is done, so the output is the same on every run.
+    let n = scenarios.len();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Outcome, CliError>)>();
     let mut results = Vec::new();
     let (mut failed, mut sim_only, mut no_arm) = (0, 0, 0);
-    for s in &scenarios {
-        pb.set_message(s.name.clone());
-        if let (true, Some(reason)) = (tap, &s.sim_only) {
-            sim_only += 1;
-            pb.inc(1);
-            if !args.json {
-                pb.suspend(|| println!("sim-only  {}: {reason}", s.name));
-            }
-            results.push(json!({"scenario": s.name, "status": "sim-only", "reason": reason}));
-            continue;
-        }
-        // Probed only for the real backend (the probes need root and namespaces).
-        let arm = if tap {
-            skbsim_kernel::arm::real_arm(s.pipeline)
-                .and_then(|()| skbsim_kernel::features::missing(s).map_or(Ok(()), Err))
-        } else {
-            Ok(())
-        };
-        if let Err(why) = arm {
-            no_arm += 1;
-            pb.inc(1);
-            if !args.json {
-                pb.suspend(|| println!(" no-arm  {}: {why}", s.name));
-            }
-            results.push(json!({"scenario": s.name, "status": "no-real-arm", "reason": why}));
-            continue;
-        }
-        let out = run_backend(s, args.backend, Some(&pb))?;
-        let dir = golden::golden_dir(s, args.golden.as_deref());
-        let verdict = match mode {
-            Mode::Bless => {
-                golden::bless(&dir, &out)?;
-                None
-            }
-            Mode::Check if tap && s.pipeline == sim::scenario::Pipeline::TapGro => {
-                Some(crate::gro_real::check_real_gro(&dir, &out)?)
-            }
-            Mode::Check if tap => Some(check_real(&dir, &out, s.pipeline)?),
-            Mode::Check => Some(golden::check(&dir, &out)?),
-        };
-        pb.inc(1);
-        let (status, detail) = match &verdict {
-            None => ("blessed", None),
-            Some(Verdict::Pass) => ("pass", None),
-            Some(Verdict::Missing(p)) => (
-                "missing",
-                Some(format!(
-                    "{}: no golden (run `skbsim bless {}`)",
-                    p.display(),
-                    s.path.display()
-                )),
-            ),
-            Some(Verdict::Mismatch(d)) => ("fail", Some(d.clone())),
-        };
-        if matches!(status, "fail" | "missing") {
-            failed += 1;
-        }
-        if !args.json {
-            pb.suspend(|| {
-                println!("{status:>7}  {}  ({} frames)", s.name, out.frames);
-                if let Some(d) = &detail {
-                    for line in d.lines() {
-                        println!("         {line}");
-                    }
+    let mut first_error: Option<CliError> = None;
+    std::thread::scope(|scope| {
+        for _ in 0..workers(args.backend, n) {
+            let tx = tx.clone();
+            let (next, scenarios, pb) = (&next, &scenarios, &pb);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(s) = scenarios.get(i) else {
+                    break;
+                };
+                let r = run_one(s, args, mode, pb);
+                pb.inc(1);
+                if tx.send((i, r)).is_err() {
+                    break;
                 }
             });
         }
-        results.push(json!({"scenario": s.name, "status": status, "frames": out.frames, "detail": detail, "notes": out.notes}));
-    }
+        drop(tx);
+        let mut done: Vec<Option<Result<Outcome, CliError>>> = (0..n).map(|_| None).collect();
+        let mut printed = 0;
+        for (i, r) in rx {
+            done[i] = Some(r);
+            while printed < n {
+                let Some(r) = done[printed].take() else {
+                    break;
+                };
+                let s = &scenarios[printed];
+                printed += 1;
+                let o = match r {
+                    Ok(o) => o,
+                    Err(e) => {
+                        if first_error.is_none() {
+                            first_error = Some(e);
+                            // Stop handing out scenarios; running ones finish.
+                            next.store(n, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        continue;
+                    }
+                };
+                if first_error.is_some() {
+                    continue;
+                }
+                match o.status {
+                    "sim-only" => sim_only += 1,
+                    "no-arm" => no_arm += 1,
+                    "fail" | "missing" => failed += 1,
+                    _ => {}
+                }
+                if !args.json {
+                    pb.suspend(|| match (o.status, o.frames) {
+                        ("sim-only", _) => println!(
+                            "sim-only  {}: {}",
+                            s.name,
+                            o.reason_or_detail.as_deref().unwrap_or_default()
+                        ),
+                        ("no-arm", _) => println!(
+                            " no-arm  {}: {}",
+                            s.name,
+                            o.reason_or_detail.as_deref().unwrap_or_default()
+                        ),
+                        (status, frames) => {
+                            println!("{status:>7}  {}  ({} frames)", s.name, frames.unwrap_or(0));
+                            if let Some(d) = &o.reason_or_detail {
+                                for line in d.lines() {
+                                    println!("         {line}");
+                                }
+                            }
+                        }
+                    });
+                }
+                results.push(match o.status {
+                    "sim-only" => json!({"scenario": s.name, "status": "sim-only", "reason": o.reason_or_detail}),
+                    "no-arm" => json!({"scenario": s.name, "status": "no-real-arm", "reason": o.reason_or_detail}),
+                    status => json!({"scenario": s.name, "status": status, "frames": o.frames, "detail": o.reason_or_detail, "notes": o.notes}),
+                });
+            }
+        }
+    });
     pb.finish_and_clear();
+    if let Some(e) = first_error {
+        return Err(e);
+    }
     let passed = results.len() - failed - sim_only - no_arm;
     if args.json {
         println!(

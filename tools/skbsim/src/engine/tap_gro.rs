@@ -1,0 +1,122 @@
+//! The tap-gro pipeline through the engine: each write goes through tun_get_user and the
+//! NAPI poll; each skb the stack receives is rendered as it comes out of GRO and its
+//! buffers recycled, so a long replay holds only what GRO itself holds.
+
+use serde_json::json;
+use sim::pipeline::tap_gro::TapGroRun;
+use sim::scenario::Scenario;
+use sim::trace::gro::{
+    delivered_json, render_delivered, render_gro_totals, render_write_error, tap_gro_header,
+    tap_gro_header_json, GroTotals,
+};
+
+use super::tap_write::for_each_frame;
+use super::{RunSummary, Sinks};
+use crate::cli_error::CliError;
+
+/// Render what the run produced since the last call, then recycle it.
+fn drain(run: &mut TapGroRun, sinks: &mut Sinks, t: &mut GroTotals) -> Result<(), CliError> {
+    for e in std::mem::take(&mut run.write_errors) {
+        t.write_errors += 1;
+        if sinks.trace.on() {
+            sinks.trace.buf.push('\n');
+            render_write_error(&mut sinks.trace.buf, &e);
+            sinks.trace.flush()?;
+        }
+        if sinks.json.on() {
+            sinks.json.line(
+                &json!({"event": "write-error", "frame": e.frame, "ts_ns": e.ts_ns, "len": e.len}),
+            )?;
+        }
+    }
+    let delivered = std::mem::take(&mut run.delivered);
+    for d in delivered {
+        let n = t.delivered as usize;
+        t.delivered(d.skb.len);
+        if sinks.trace.on() {
+            sinks.trace.buf.push('\n');
+            render_delivered(&mut sinks.trace.buf, n, &d);
+            sinks.trace.flush()?;
+        }
+        if sinks.json.on() {
+            let mut v = delivered_json(n, &d);
+            v["event"] = json!("deliver");
+            sinks.json.line(&v)?;
+        }
+        if sinks.capture.on() {
+            sinks.capture.frame(d.ts_ns, &d.skb.to_vec())?;
+        }
+        run.recycle(d);
+    }
+    Ok(())
+}
+
+/// Replay a tap-gro scenario on the simulator into `sinks`.
+pub fn run_sim(
+    scenario: &Scenario,
+    sinks: &mut Sinks,
+    progress: Option<&indicatif::ProgressBar>,
+) -> Result<RunSummary, CliError> {
+    let mut run = TapGroRun::new(&scenario.profile, &scenario.gro);
+    if sinks.trace.on() {
+        tap_gro_header(&mut sinks.trace.buf, scenario, &run);
+        sinks.trace.flush()?;
+    }
+    if sinks.json.on() {
+        let mut h = tap_gro_header_json(scenario, &run);
+        h["event"] = json!("header");
+        sinks.json.line(&h)?;
+    }
+    let mut t = GroTotals::default();
+    let (frames, _) = for_each_frame(scenario, progress, |i, ts, data| {
+        run.write_slice(i, ts, data);
+        drain(&mut run, sinks, &mut t)
+    })?;
+    run.finish();
+    drain(&mut run, sinks, &mut t)?;
+    if sinks.trace.on() {
+        render_gro_totals(&mut sinks.trace.buf, &run, &t);
+        sinks.trace.flush()?;
+    }
+    if sinks.json.on() {
+        sinks.json.line(&json!({
+            "event": "totals",
+            "written": run.counts.frames,
+            "write_errors": t.write_errors,
+            "rx_packets": run.stats.rx_packets,
+            "rx_bytes": run.stats.rx_bytes,
+            "stack_packets": run.counts.skbs,
+            "stack_bytes": run.counts.bytes,
+        }))?;
+    }
+    Ok(RunSummary {
+        frames,
+        notes: Vec::new(),
+    })
+}
+
+/// The real kernel's tap-gro run into `sinks`: the observed trace in the simulator's
+/// layout (its own renderer until the datapath has one skb type), the frames the
+/// AF_PACKET socket saw.
+pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, CliError> {
+    use sim::trace::gro_observed::{observed_json, render_observed};
+    use skbsim_kernel::arm::{tap_gro::run_tap_gro, ArmError};
+    let real = run_tap_gro(scenario).map_err(|e| match e {
+        ArmError::Kernel(k) => CliError(format!("{}: {k}", scenario.name)),
+        other => CliError(format!("{}: {other}", scenario.name)),
+    })?;
+    if sinks.trace.on() {
+        sinks.trace.buf = render_observed(scenario, &real.observed);
+        sinks.trace.flush()?;
+    }
+    if sinks.json.on() {
+        sinks.json.line(&observed_json(scenario, &real.observed))?;
+    }
+    for (d, ts) in real.observed.deliveries.iter().zip(&real.delivered_ts) {
+        sinks.capture.frame(*ts, &d.bytes)?;
+    }
+    Ok(RunSummary {
+        frames: real.frames,
+        notes: real.notes,
+    })
+}

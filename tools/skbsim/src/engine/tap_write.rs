@@ -1,0 +1,194 @@
+//! The tap-write pipeline through the engine (and the host side of vhost-tx): writes,
+//! what the stack received, reads on A and B; the simulator's and the real arm's events
+//! through one renderer.
+
+use indicatif::ProgressBar;
+use serde_json::json;
+use sim::bpf::Maps;
+use sim::pcap::PcapReader;
+use sim::pipeline::tap_write::{TapWriteRun, WriteEvent};
+use sim::scenario::Scenario;
+use sim::trace::write::{render_header, render_host_event, render_totals, tap_write_event_json};
+use sim::trace::{header_json, TraceHeader};
+use sim::tun::TunStats;
+
+use super::{RunSummary, Sinks, PROGRESS_EVERY};
+use crate::cli_error::CliError;
+
+/// Renders host-side events (tap-write, and vhost-tx's host) into the sinks.
+#[derive(Debug)]
+pub struct HostRender<'s> {
+    scenario: &'s Scenario,
+    pub last_a: TunStats,
+    pub last_b: Option<TunStats>,
+    /// The capture's timestamp for every frame the stack received: the first write's
+    /// (tap-write) or the first input frame's (vhost-tx).
+    pub capture_ts: Option<u64>,
+}
+
+impl<'s> HostRender<'s> {
+    /// The header; `extra` adds pipeline lines (vhost-tx's guest line).
+    pub fn begin(
+        scenario: &'s Scenario,
+        backend: &str,
+        sinks: &mut Sinks,
+        extra: impl FnOnce(&mut String),
+    ) -> Result<HostRender<'s>, CliError> {
+        let header = TraceHeader::for_scenario(scenario, backend);
+        if sinks.trace.on() {
+            render_header(&mut sinks.trace.buf, &header, scenario);
+            extra(&mut sinks.trace.buf);
+            sinks.trace.flush()?;
+        }
+        if sinks.json.on() {
+            let mut h = header_json(&header);
+            h["event"] = json!("header");
+            sinks.json.line(&h)?;
+        }
+        Ok(HostRender {
+            scenario,
+            last_a: TunStats::default(),
+            last_b: None,
+            capture_ts: None,
+        })
+    }
+
+    #[inline]
+    pub fn event(&mut self, sinks: &mut Sinks, e: &WriteEvent) -> Result<(), CliError> {
+        if sinks.trace.on() {
+            sinks.trace.buf.push('\n');
+            render_host_event(
+                &mut sinks.trace.buf,
+                self.scenario,
+                e,
+                &mut self.last_a,
+                &mut self.last_b,
+            );
+            sinks.trace.flush()?;
+        } else {
+            match e {
+                WriteEvent::Write(w) => {
+                    self.last_a = w.stats;
+                    self.last_b = w.redirect_stats;
+                }
+                WriteEvent::Read {
+                    on_redirect: true,
+                    record,
+                } => self.last_b = Some(record.stats),
+                WriteEvent::Read { record, .. } => self.last_a = record.stats,
+                WriteEvent::Stack { .. } => {}
+            }
+        }
+        if let WriteEvent::Write(w) = e {
+            self.capture_ts.get_or_insert(w.ts_ns);
+        }
+        if sinks.json.on() {
+            sinks.json.line(&tap_write_event_json(e))?;
+        }
+        if let WriteEvent::Stack { delivery, .. } = e {
+            sinks
+                .capture
+                .frame(self.capture_ts.unwrap_or(0), &delivery.frame)?;
+        }
+        Ok(())
+    }
+
+    /// The totals: A's and B's final counters (`last` overrides the latest seen), maps,
+    /// and `extra` lines (vhost-tx's op counts).
+    pub fn end(
+        &self,
+        sinks: &mut Sinks,
+        last: Option<(TunStats, Option<TunStats>)>,
+        maps: Option<&Maps>,
+        extra: impl FnOnce(&mut String),
+    ) -> Result<(), CliError> {
+        let (a, b) = last.unwrap_or((self.last_a, self.last_b));
+        if sinks.trace.on() {
+            let out = &mut sinks.trace.buf;
+            out.push_str("\ntotals:\n");
+            render_totals(out, &a, b.as_ref(), maps);
+            extra(out);
+            sinks.trace.flush()?;
+        }
+        if sinks.json.on() {
+            sinks.json.line(&json!({
+                "event": "totals",
+                "counters": sim::trace::stats_json(&a),
+                "redirect_counters": b.as_ref().map(sim::trace::stats_json),
+            }))?;
+        }
+        Ok(())
+    }
+}
+
+/// Feed every frame of the scenario's pcap to `step` (which names the pcap and frame in
+/// a model error: see [`model_error`]). Returns the frame count and the last (index, ts).
+pub fn for_each_frame(
+    scenario: &Scenario,
+    progress: Option<&ProgressBar>,
+    mut step: impl FnMut(u64, u64, &[u8]) -> Result<(), CliError>,
+) -> Result<(u64, (u64, u64)), CliError> {
+    let mut reader = PcapReader::open(&scenario.input)?;
+    let (mut frames, mut last) = (0u64, (0, 0));
+    while let Some(frame) = reader.next_frame() {
+        let frame = frame?;
+        last = (frame.index, frame.ts_ns);
+        step(frame.index, frame.ts_ns, frame.data)?;
+        frames += 1;
+        if frames & (PROGRESS_EVERY - 1) == 0 {
+            if let Some(pb) = progress {
+                pb.set_message(format!("{frames} frames"));
+            }
+        }
+    }
+    Ok((frames, last))
+}
+
+/// A model error on input frame `index`, naming the scenario's pcap.
+pub fn model_error(scenario: &Scenario, index: u64, why: &str) -> CliError {
+    CliError(format!(
+        "{}: frame {index}: {why}",
+        scenario.input.display()
+    ))
+}
+
+/// Replay a tap-write scenario on the simulator into `sinks`.
+pub fn run_sim(
+    scenario: &Scenario,
+    sinks: &mut Sinks,
+    progress: Option<&ProgressBar>,
+) -> Result<RunSummary, CliError> {
+    let mut run = TapWriteRun::new(scenario)
+        .map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
+    let mut render = HostRender::begin(scenario, "sim", sinks, |_| {})?;
+    let (frames, _) = for_each_frame(scenario, progress, |i, ts, data| {
+        let mut failed = None;
+        run.frame(i, ts, data, &mut |e| {
+            if failed.is_none() {
+                failed = render.event(sinks, &e).err();
+            }
+        })
+        .map_err(|e| model_error(scenario, i, &e.0))?;
+        failed.map_or(Ok(()), Err)
+    })?;
+    render.end(sinks, None, run.maps(), |_| {})?;
+    Ok(RunSummary {
+        frames,
+        notes: Vec::new(),
+    })
+}
+
+/// The real kernel's tap-write run into `sinks`.
+pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, CliError> {
+    let real = skbsim_kernel::arm::run_tap_write(scenario)
+        .map_err(|e| CliError(format!("{}: {e}", scenario.name)))?;
+    let mut render = HostRender::begin(scenario, "tap", sinks, |_| {})?;
+    for e in &real.events {
+        render.event(sinks, e)?;
+    }
+    render.end(sinks, None, real.maps.as_ref(), |_| {})?;
+    Ok(RunSummary {
+        frames: real.frames,
+        notes: real.notes,
+    })
+}

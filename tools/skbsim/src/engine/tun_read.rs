@@ -1,0 +1,153 @@
+//! The tun-read pipeline through the engine: the simulator's events and the real arm's
+//! go through the same renderer into the same sinks.
+
+use indicatif::ProgressBar;
+use serde_json::json;
+use sim::pcap::PcapReader;
+use sim::pipeline::tun_read::{Event, TunReadRun};
+use sim::scenario::Scenario;
+use sim::skb::OpCounters;
+use sim::trace::{
+    header_json, tun_read_event, tun_read_event_json, tun_read_header, tun_read_totals,
+    TraceHeader, TunReadCounts,
+};
+use sim::tun::TunStats;
+
+use super::{RunSummary, Sinks, PROGRESS_EVERY};
+use crate::cli_error::CliError;
+
+/// Renders tun-read events into the sinks.
+#[derive(Debug)]
+pub struct TunReadRender<'s> {
+    scenario: &'s Scenario,
+    counts: TunReadCounts,
+}
+
+impl<'s> TunReadRender<'s> {
+    pub fn begin(
+        scenario: &'s Scenario,
+        backend: &str,
+        sinks: &mut Sinks,
+    ) -> Result<TunReadRender<'s>, CliError> {
+        let header = TraceHeader::for_scenario(scenario, backend);
+        if sinks.trace.on() {
+            tun_read_header(&mut sinks.trace.buf, &header);
+            sinks.trace.flush()?;
+        }
+        if sinks.json.on() {
+            let mut h = header_json(&header);
+            h["event"] = json!("header");
+            sinks.json.line(&h)?;
+        }
+        Ok(TunReadRender {
+            scenario,
+            counts: TunReadCounts::default(),
+        })
+    }
+
+    #[inline]
+    pub fn event(&mut self, sinks: &mut Sinks, e: &Event) -> Result<(), CliError> {
+        let device = &self.scenario.device;
+        if sinks.trace.on() {
+            tun_read_event(&mut sinks.trace.buf, device, e, &mut self.counts);
+            sinks.trace.flush()?;
+        } else {
+            match e {
+                Event::XmitDropped { .. } => self.counts.drops += 1,
+                Event::Read(_) => self.counts.reads += 1,
+            }
+        }
+        if sinks.json.on() {
+            sinks.json.line(&tun_read_event_json(device, e))?;
+        }
+        if let Event::Read(r) = e {
+            if let (Ok(_), Some((_, ts))) = (r.result, r.frame) {
+                sinks.capture.frame(ts, r.frame_bytes(device))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn end(
+        self,
+        sinks: &mut Sinks,
+        stats: &TunStats,
+        ops: Option<&OpCounters>,
+    ) -> Result<(), CliError> {
+        if sinks.trace.on() {
+            tun_read_totals(&mut sinks.trace.buf, &self.counts, stats, ops);
+            sinks.trace.flush()?;
+        }
+        if sinks.json.on() {
+            sinks.json.line(&json!({
+                "event": "totals",
+                "reads": self.counts.reads,
+                "xmit_drops": self.counts.drops,
+                "counters": sim::trace::stats_json(stats),
+            }))?;
+        }
+        Ok(())
+    }
+}
+
+/// Replay a tun-read scenario on the simulator into `sinks`.
+pub fn run_sim(
+    scenario: &Scenario,
+    sinks: &mut Sinks,
+    progress: Option<&ProgressBar>,
+) -> Result<RunSummary, CliError> {
+    let mut reader = PcapReader::open(&scenario.input)?;
+    let mut run = TunReadRun::new(scenario);
+    let mut render = TunReadRender::begin(scenario, "sim", sinks)?;
+    let mut failed: Option<CliError> = None;
+    let mut frames = 0u64;
+    while let Some(frame) = reader.next_frame() {
+        let frame = frame?;
+        run.frame(frame.index, frame.ts_ns, frame.data, &mut |e| {
+            if failed.is_none() {
+                failed = render.event(sinks, &e).err();
+            }
+        })
+        .map_err(|e| CliError(format!("{}: {}", scenario.input.display(), e.0)))?;
+        if let Some(e) = failed.take() {
+            return Err(e);
+        }
+        frames += 1;
+        if frames & (PROGRESS_EVERY - 1) == 0 {
+            if let Some(pb) = progress {
+                pb.set_message(format!("{frames} frames"));
+            }
+        }
+    }
+    run.finish(&mut |e| {
+        if failed.is_none() {
+            failed = render.event(sinks, &e).err();
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    render.end(sinks, &run.stats(), Some(&run.ops))?;
+    Ok(RunSummary {
+        frames,
+        notes: Vec::new(),
+    })
+}
+
+/// The real kernel's tun-read run into `sinks`.
+pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, CliError> {
+    use skbsim_kernel::arm::{self, ArmError};
+    let real = arm::run_tun_read(scenario).map_err(|e| match e {
+        ArmError::Kernel(k) => CliError(format!("{}: {k}", scenario.name)),
+        other => CliError(format!("{}: {other}", scenario.name)),
+    })?;
+    let mut render = TunReadRender::begin(scenario, "tap", sinks)?;
+    for e in &real.events {
+        render.event(sinks, e)?;
+    }
+    render.end(sinks, &real.stats, None)?;
+    Ok(RunSummary {
+        frames: real.frames,
+        notes: real.notes,
+    })
+}
