@@ -10,9 +10,9 @@ use clap::Args;
 use sim::scenario::Scenario;
 
 use crate::cli_error::CliError;
-use crate::golden::write_atomic;
+use crate::engine::{CaptureOut, Dest, JsonOut, Sinks, TraceOut};
 use crate::progress;
-use crate::runner::{run_backend, tap_ready, Backend};
+use crate::runner::{replay_into, tap_ready, Backend};
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -114,6 +114,25 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
     Ok(t)
 }
 
+/// A writer for what the user named: "-" is stdout.
+fn dest(path: &std::path::Path) -> Result<Dest, CliError> {
+    if path.as_os_str() == "-" {
+        return Ok(Dest::Writer {
+            w: Box::new(std::io::BufWriter::with_capacity(
+                256 * 1024,
+                std::io::stdout(),
+            )),
+            name: PathBuf::from("(stdout)"),
+        });
+    }
+    let f = std::fs::File::create(path)
+        .map_err(|e| CliError(format!("{}: cannot create: {e}", path.display())))?;
+    Ok(Dest::Writer {
+        w: Box::new(std::io::BufWriter::with_capacity(256 * 1024, f)),
+        name: path.to_path_buf(),
+    })
+}
+
 pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
     if args.backend == Backend::Tap {
         tap_ready("--backend tap")?;
@@ -122,23 +141,40 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
     let here = std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
     let scenario = Scenario::parse(&here.join("replay").join("flags.toml"), &toml)
         .map_err(|e| CliError(format!("replay flags: {}", e.message)))?;
+    let to_stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    if [to_stdout(&args.output), to_stdout(&args.trace), args.json]
+        .iter()
+        .filter(|b| **b)
+        .count()
+        > 1
+    {
+        return Err(CliError(
+            "only one of -o -, --trace - and --json can use standard output".into(),
+        ));
+    }
+    let mut sinks = Sinks {
+        trace: match &args.trace {
+            Some(p) => TraceOut::to(dest(p)?),
+            None => TraceOut::off(),
+        },
+        json: if args.json {
+            JsonOut::to(dest(std::path::Path::new("-"))?)
+        } else {
+            JsonOut::off()
+        },
+        capture: match &args.output {
+            Some(p) => CaptureOut::to(dest(p)?),
+            None => CaptureOut::off(),
+        },
+    };
     let pb = progress::bar(1, "replaying");
-    let out = run_backend(&scenario, args.backend, Some(&pb))?;
+    let summary = replay_into(&scenario, args.backend, &mut sinks, Some(&pb))?;
     pb.finish_and_clear();
-    if let Some(o) = &args.output {
-        write_atomic(o, &out.pcap)?;
-    }
-    match args.trace.as_deref() {
-        Some(p) if p.as_os_str() == "-" => print!("{}", out.trace),
-        Some(p) => write_atomic(p, out.trace.as_bytes())?,
-        None => {}
-    }
-    if args.json {
-        println!("{}", out.json);
-    } else if args.trace.is_none() {
+    sinks.finish()?;
+    if !args.json && args.trace.is_none() && !to_stdout(&args.output) {
         eprintln!(
             "replayed {} frames from {}{}",
-            out.frames,
+            summary.frames,
             args.input.display(),
             args.output
                 .as_ref()
