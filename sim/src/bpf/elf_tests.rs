@@ -118,7 +118,10 @@ fn header_checks_follow_libbpf_elf_init() {
         other => panic!("accepted: {other:?}"),
     };
     let msg = refused(elf_header(2, 1, 1, EM_X86_64));
-    assert!(msg.contains("e_machine 62") && msg.contains("EM_BPF (247)"), "{msg}");
+    assert!(
+        msg.contains("e_machine 62") && msg.contains("EM_BPF (247)"),
+        "{msg}"
+    );
     let msg = refused(elf_header(2, 1, 2, 247));
     assert!(msg.contains("ET_EXEC") && msg.contains("ET_REL"), "{msg}");
     let msg = refused(elf_header(1, 1, 1, 247));

@@ -322,10 +322,10 @@ impl Scenario {
             ..SkbRecipe::default()
         };
         let raw_skb = raw.skb.as_ref().unwrap_or(&no_skb);
-        let skb = recipe(&raw_skb.fields, &base).map_err(|m| err(format!("skb.{m}")))?;
+        let skb = recipe(&raw_skb.fields(), &base).map_err(|m| err(format!("skb.{m}")))?;
         let mut skb_overrides = Vec::new();
         for (i, o) in raw_skb.frame.iter().enumerate() {
-            let r = recipe(&o.fields, &skb).map_err(|m| err(format!("skb.frame[{i}].{m}")))?;
+            let r = recipe(&o.fields(), &skb).map_err(|m| err(format!("skb.frame[{i}].{m}")))?;
             skb_overrides.push((o.index, r));
         }
         let dir = path.parent().unwrap_or(Path::new("."));

@@ -184,8 +184,8 @@ pub(super) enum Headlen {
     Bytes(usize),
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The keys `[skb]` and `[[skb.frame]]` share.
+#[derive(Debug, Default, Clone)]
 pub(super) struct RawSkbFields {
     pub(super) vlan: Option<VlanMode>,
     pub(super) checksum: Option<Checksum>,
@@ -195,11 +195,17 @@ pub(super) struct RawSkbFields {
     pub(super) headlen: Option<Headlen>,
 }
 
+// No serde(flatten) of RawSkbFields into these two: flatten buffers the table, and an
+// error inside it then names neither the key nor its line.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSkb {
-    #[serde(flatten)]
-    pub(super) fields: RawSkbFields,
+    vlan: Option<VlanMode>,
+    checksum: Option<Checksum>,
+    gso: Option<Gso>,
+    gso_size: Option<u16>,
+    gso_ecn: Option<bool>,
+    headlen: Option<Headlen>,
     #[serde(default)]
     pub(super) frame: Vec<RawFrameOverride>,
 }
@@ -208,33 +214,78 @@ pub(super) struct RawSkb {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFrameOverride {
     pub(super) index: u64,
-    #[serde(flatten)]
-    pub(super) fields: RawSkbFields,
+    vlan: Option<VlanMode>,
+    checksum: Option<Checksum>,
+    gso: Option<Gso>,
+    gso_size: Option<u16>,
+    gso_ecn: Option<bool>,
+    headlen: Option<Headlen>,
 }
+
+macro_rules! skb_fields {
+    ($t:ty) => {
+        impl $t {
+            pub(super) fn fields(&self) -> RawSkbFields {
+                RawSkbFields {
+                    vlan: self.vlan,
+                    checksum: self.checksum,
+                    gso: self.gso,
+                    gso_size: self.gso_size,
+                    gso_ecn: self.gso_ecn,
+                    headlen: self.headlen.clone(),
+                }
+            }
+        }
+    };
+}
+skb_fields!(RawSkb);
+skb_fields!(RawFrameOverride);
 
 /// Deserialize a scenario. toml's own errors span several lines (a source excerpt with a
 /// caret) and name no key; this one is `key.path: what (line L, column C)`.
 pub(super) fn parse_raw(text: &str) -> Result<RawScenario, String> {
     let de = toml::Deserializer::new(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
         let inner = e.inner();
         let msg = inner.message().trim().replace('\n', " ");
-        let at = inner
-            .span()
-            .map(|span| {
-                let before = text.get(..span.start).unwrap_or(text);
-                let line = before.matches('\n').count() + 1;
-                let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
-                format!(" (line {line}, column {column})")
-            })
+        let line = inner.span().map(|span| {
+            let before = text.get(..span.start).unwrap_or(text);
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+            (line, column)
+        });
+        let at = line
+            .map(|(l, c)| format!(" (line {l}, column {c})"))
             .unwrap_or_default();
-        // serde_path_to_error says "." for the root table.
-        if path.is_empty() || path == "." {
-            format!("{msg}{at}")
-        } else {
-            format!("{path}: {msg}{at}")
+        // serde_path_to_error says "." for the root table, and has no path when the
+        // TOML itself is malformed (then the key is the one on the error's line).
+        let path = Some(e.path().to_string())
+            .filter(|p| !p.is_empty() && p != ".")
+            .or_else(|| line.and_then(|(l, _)| key_on_line(text, l)));
+        match path {
+            Some(p) => format!("{p}: {msg}{at}"),
+            None => format!("{msg}{at}"),
         }
+    })
+}
+
+/// The dotted key assigned on 1-based `line` (`table.key`), if the line is `key = ...`.
+fn key_on_line(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (key, _) = lines.get(line.checked_sub(1)?)?.split_once('=')?;
+    let key = key.trim();
+    if key.is_empty() || key.starts_with('[') || key.starts_with('#') {
+        return None;
+    }
+    let table = lines[..line - 1]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim());
+    Some(match table {
+        Some(t) => format!("{t}.{key}"),
+        None => key.to_string(),
     })
 }
 
