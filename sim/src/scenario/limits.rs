@@ -20,11 +20,11 @@ use crate::tun::{DeviceKind, DEFAULT_VNET_HDR_SZ};
 pub const MAX_RW_COUNT: u64 = (i32::MAX as u64) & !0xfff;
 
 /// The largest read() buffer a scenario may use: 16 MiB. read() takes a size_t and the
-/// kernel would accept up to [`MAX_RW_COUNT`], but tun_put_user never writes more than one
-/// packet: PI (4) + vnet_hdr_sz + a spliced tag (4) + skb->len, and skb->len is at most
-/// GSO_MAX_SIZE (512 KiB, BIG TCP; include/linux/netdevice.h). A larger buffer cannot
-/// receive more bytes, while the model allocates (and fills) the whole buffer for every
-/// read, so the cap keeps memory bounded with room to spare.
+/// kernel would accept up to [`MAX_RW_COUNT`], but tun_put_user writes one packet, the
+/// sum of PI (4), vnet_hdr_sz, a spliced tag (4) and skb->len, and skb->len is at most
+/// GSO_MAX_SIZE (`8 * GSO_MAX_SEGS`, 524280 bytes with BIG TCP; include/linux/netdevice.h).
+/// A larger buffer cannot receive more of a packet, while the model allocates (and fills)
+/// the whole buffer for every read, so the cap keeps memory bounded with room to spare.
 pub const MAX_READ_BUFFER: u64 = 16 << 20;
 
 /// TUNSETVNETHDRSZ (drivers/net/tun_vnet.h: tun_vnet_ioctl) takes an `int` and refuses

@@ -1,6 +1,8 @@
 //! Scenario files: a pcap plus a small declarative TOML description of the path it is
 //! replayed through. Unknown keys and bad values are errors that name the file, the key
-//! and what is wrong. The `tap-gro` pipeline's `[gro]` section is documented in
+//! and what is wrong, in one line. Every number has the range of the kernel type it
+//! models ([`limits`]); a table the pipeline does not read is an error
+//! ([`Pipeline::tables`]). The `tap-gro` pipeline's `[gro]` section is documented in
 //! [`crate::gro::plan`].
 //!
 //! ```toml
@@ -14,14 +16,15 @@
 //! kind = "tap"            # tap | tun
 //! no_pi = false
 //! vnet_hdr = true
-//! vnet_hdr_sz = 12
+//! vnet_hdr_sz = 12        # 10 ..= 16 MiB (TUNSETVNETHDRSZ: an int >= 10)
 //! vnet_be = false
 //! tx_vlan_offload = { ctag = true, stag = true }
 //! offloads = ["csum", "tso4"]   # csum tso4 tso6 tso_ecn ufo uso4 uso6
-//! tx_queue_len = 500
+//! tx_queue_len = 500      # 1 ..= 524288
+//! mtu = 1500              # 68 ..= 65521 (tap), 68 ..= 65535 (tun)
 //!
 //! [reader]
-//! buffers = [2048]        # read() sizes in order; the last one repeats
+//! buffers = [2048]        # read() sizes in order, each <= 16 MiB; the last one repeats
 //! fill = 0xee             # what the reader's buffer holds before each read
 //! read_every = 1          # read after every N frames are transmitted
 //!
