@@ -23,6 +23,9 @@ use super::insn::{
 use super::maps::{MapRef, MapSpec, MapType, BPF_F_RDONLY_PROG};
 use super::{BpfError, Program};
 
+#[path = "elf_header.rs"]
+mod header;
+
 const R_BPF_64_64: u32 = 1;
 const R_BPF_64_32: u32 = 10;
 
@@ -234,10 +237,8 @@ impl ElfObject {
             file: file.to_string(),
             msg,
         };
+        header::check(bytes).map_err(err)?;
         let obj = object::File::parse(bytes).map_err(|e| err(format!("not an ELF object: {e}")))?;
-        if !obj.is_little_endian() {
-            return Err(err("big-endian BPF objects are not supported".into()));
-        }
         let stem = Path::new(file)
             .file_stem()
             .and_then(|s| s.to_str())

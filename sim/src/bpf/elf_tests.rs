@@ -89,6 +89,53 @@ fn errors_name_the_file() {
     );
 }
 
+/// A 64-byte ELF64 header with no sections: class, data, e_type and e_machine as given.
+fn elf_header(class: u8, data: u8, e_type: u16, e_machine: u16) -> Vec<u8> {
+    let mut h = vec![0x7f, b'E', b'L', b'F', class, data, 1];
+    h.resize(16, 0);
+    h.extend_from_slice(&e_type.to_le_bytes());
+    h.extend_from_slice(&e_machine.to_le_bytes());
+    h.extend_from_slice(&1u32.to_le_bytes()); // e_version
+    h.extend_from_slice(&[0; 24]); // e_entry, e_phoff, e_shoff
+    h.extend_from_slice(&0u32.to_le_bytes()); // e_flags
+    for half in [64u16, 0, 0, 64, 0, 0] {
+        // e_ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx
+        h.extend_from_slice(&half.to_le_bytes());
+    }
+    assert_eq!(h.len(), 64);
+    h
+}
+
+#[test]
+fn header_checks_follow_libbpf_elf_init() {
+    const EM_X86_64: u16 = 62;
+    let refused = |bytes: Vec<u8>| match ElfObject::parse("p.o", &bytes) {
+        Err(BpfError::Elf { file, msg }) => {
+            assert_eq!(file, "p.o");
+            assert!(!msg.contains('\n'), "{msg}");
+            msg
+        }
+        other => panic!("accepted: {other:?}"),
+    };
+    let msg = refused(elf_header(2, 1, 1, EM_X86_64));
+    assert!(
+        msg.contains("e_machine 62") && msg.contains("EM_BPF (247)"),
+        "{msg}"
+    );
+    let msg = refused(elf_header(2, 1, 2, 247));
+    assert!(msg.contains("ET_EXEC") && msg.contains("ET_REL"), "{msg}");
+    let msg = refused(elf_header(1, 1, 1, 247));
+    assert!(msg.contains("ELFCLASS64"), "{msg}");
+    let msg = refused(elf_header(2, 2, 1, 247));
+    assert!(msg.contains("big-endian"), "{msg}");
+    // EM_BPF, and EM_NONE from old LLVM, pass the header checks: the loader goes on to
+    // look for programs, which this header-only object lacks.
+    for machine in [247, 0] {
+        let msg = refused(elf_header(2, 1, 1, machine));
+        assert_eq!(msg, "no program section");
+    }
+}
+
 fn clang() -> Option<PathBuf> {
     let candidates = [
         std::env::var("CLANG").unwrap_or_default(),

@@ -4,8 +4,10 @@
 //! ```toml
 //! [gro]
 //! burst = 1                  # frames written per NAPI poll (1: every write() runs its own
-//!                            # poll, R4.15; N: a MSG_MORE burst or a vhost batch)
-//! flush_timeout_ns = 1000000 # /sys/class/net/TAP/gro_flush_timeout (default 0)
+//!                            # poll, R4.15; N: a MSG_MORE burst or a vhost batch; at most
+//!                            # NAPI_POLL_WEIGHT + 1 = 65)
+//! flush_timeout_ns = 1000000 # /sys/class/net/TAP/gro_flush_timeout (default 0, at most
+//!                            # KTIME_MAX)
 //! hz = 250                   # CONFIG_HZ for jiffies (100, 250, 300, 1000; default 250,
 //!                            # this machine's kernel)
 //! feature = true             # ethtool -K TAP gro on|off
@@ -22,6 +24,7 @@
 use serde::Deserialize;
 
 use super::rules::GroRules;
+use crate::scenario::limits::{self, in_range};
 
 /// CONFIG_HZ values the kernel offers.
 pub const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
@@ -100,12 +103,13 @@ pub fn gro_plan(
         return Err("[gro] belongs to the tap-gro pipeline".into());
     }
     if let Some(b) = r.burst {
-        if b == 0 {
-            return Err("gro.burst: must be at least 1".into());
-        }
+        let why = "tun_get_user schedules NAPI once more than NAPI_POLL_WEIGHT are queued";
+        in_range("gro.burst", b as u64, limits::GRO_BURST, why)?;
         plan.burst = b;
     }
     if let Some(t) = r.flush_timeout_ns {
+        let why = "napi_complete_done arms the hrtimer with a signed ktime_t";
+        in_range("gro.flush_timeout_ns", t, limits::GRO_FLUSH_TIMEOUT_NS, why)?;
         if t > 0 && !rules.gro_flush_timeout {
             return Err(format!(
                 "gro.flush_timeout_ns: {profile} has no gro_flush_timeout (v3.19)"

@@ -1,6 +1,8 @@
 //! Scenario files: a pcap plus a small declarative TOML description of the path it is
 //! replayed through. Unknown keys and bad values are errors that name the file, the key
-//! and what is wrong. The `tap-gro` pipeline's `[gro]` section is documented in
+//! and what is wrong, in one line. Every number has the range of the kernel type it
+//! models ([`limits`]); a table the pipeline does not read is an error
+//! ([`Pipeline::tables`]). The `tap-gro` pipeline's `[gro]` section is documented in
 //! [`crate::gro::plan`].
 //!
 //! ```toml
@@ -14,14 +16,15 @@
 //! kind = "tap"            # tap | tun
 //! no_pi = false
 //! vnet_hdr = true
-//! vnet_hdr_sz = 12
+//! vnet_hdr_sz = 12        # 10 ..= 16 MiB (TUNSETVNETHDRSZ: an int >= 10)
 //! vnet_be = false
 //! tx_vlan_offload = { ctag = true, stag = true }
 //! offloads = ["csum", "tso4"]   # csum tso4 tso6 tso_ecn ufo uso4 uso6
-//! tx_queue_len = 500
+//! tx_queue_len = 500      # 1 ..= 524288
+//! mtu = 1500              # 68 ..= 65521 (tap), 68 ..= 65535 (tun)
 //!
 //! [reader]
-//! buffers = [2048]        # read() sizes in order; the last one repeats
+//! buffers = [2048]        # read() sizes in order, each <= 16 MiB; the last one repeats
 //! fill = 0xee             # what the reader's buffer holds before each read
 //! read_every = 1          # read after every N frames are transmitted
 //!
@@ -43,11 +46,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub mod limits;
 mod raw;
-use raw::{
-    device_config, one_line_toml_error, recipe, vnet_of, writer_plan, FillName, RawScenario,
-    XdpModeName,
-};
+use limits::in_range;
+use raw::{device_config, parse_raw, recipe, vnet_of, writer_plan, FillName, XdpModeName};
 
 use crate::pipeline::frame_meta::SkbRecipe;
 use crate::profile::KernelProfile;
@@ -89,12 +91,35 @@ pub enum Pipeline {
 }
 
 impl Pipeline {
+    /// Every pipeline.
+    pub const ALL: [Pipeline; 4] = [
+        Pipeline::TunRead,
+        Pipeline::TapWrite,
+        Pipeline::TapGro,
+        Pipeline::VhostTx,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Pipeline::TunRead => "tun-read",
             Pipeline::TapWrite => "tap-write",
             Pipeline::TapGro => "tap-gro",
             Pipeline::VhostTx => "vhost-tx",
+        }
+    }
+
+    /// The scenario tables this pipeline reads; any other table is an error. From what
+    /// the model and the real arm of each use: tun-read builds skbs ([skb]) and reads a
+    /// device ([device], [reader]); tap-write writes ([writer]) into a device with a
+    /// program, a redirect target and readers draining both; vhost-tx is tap-write's host
+    /// side fed by a guest ([vhost]) instead of a writer; tap-gro runs NAPI and GRO alone
+    /// ([gro]: its device is fixed, IFF_TAP | IFF_NO_PI | IFF_NAPI).
+    pub fn tables(self) -> &'static [&'static str] {
+        match self {
+            Pipeline::TunRead => &["device", "reader", "skb"],
+            Pipeline::TapWrite => &["device", "reader", "writer", "xdp", "redirect"],
+            Pipeline::TapGro => &["gro"],
+            Pipeline::VhostTx => &["device", "reader", "xdp", "redirect", "vhost"],
         }
     }
 }
@@ -189,6 +214,41 @@ impl GuestPlan {
     }
 }
 
+/// `[reader]` checked: every buffer within [`limits::MAX_READ_BUFFER`].
+fn reader_plan(r: &raw::RawReader) -> Result<ReaderPlan, String> {
+    let reader = ReaderPlan {
+        buffers: r.buffers.clone().unwrap_or_else(|| vec![65536]),
+        fill: r.fill.unwrap_or(0xee),
+        read_every: r.read_every.unwrap_or(1),
+    };
+    if reader.buffers.is_empty() {
+        return Err("reader.buffers: needs at least one size".into());
+    }
+    for (i, &b) in reader.buffers.iter().enumerate() {
+        let why = "no packet tun_put_user writes is larger, and the model allocates each buffer";
+        in_range(
+            &format!("reader.buffers[{i}]"),
+            b as u64,
+            (0, limits::MAX_READ_BUFFER),
+            why,
+        )?;
+    }
+    if reader.buffers.last() == Some(&0) {
+        return Err(
+            "reader.buffers: the last size repeats, so it must be > 0 (read(0) never dequeues)"
+                .into(),
+        );
+    }
+    let why = "a count of transmitted frames";
+    in_range(
+        "reader.read_every",
+        reader.read_every as u64,
+        limits::READ_EVERY,
+        why,
+    )?;
+    Ok(reader)
+}
+
 /// A loaded, validated scenario.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -237,38 +297,38 @@ impl Scenario {
             path: path.to_path_buf(),
             message,
         };
-        let raw: RawScenario = toml::from_str(text).map_err(|e| err(one_line_toml_error(&e)))?;
+        let raw = parse_raw(text).map_err(&err)?;
+        let uses = raw.pipeline.tables();
+        for (table, present) in raw.tables() {
+            if present && !uses.contains(&table) {
+                let list: Vec<String> = uses.iter().map(|t| format!("[{t}]")).collect();
+                return Err(err(format!(
+                    "[{table}] is not used by pipeline {} (it reads {})",
+                    raw.pipeline.name(),
+                    list.join(", ")
+                )));
+            }
+        }
         let profile = match &raw.profile {
             None => KernelProfile::default(),
             Some(name) => KernelProfile::by_name(name).map_err(|e| err(format!("profile: {e}")))?,
         };
-        let device = device_config(&raw.device).map_err(&err)?;
-        let reader = ReaderPlan {
-            buffers: raw.reader.buffers.clone().unwrap_or_else(|| vec![65536]),
-            fill: raw.reader.fill.unwrap_or(0xee),
-            read_every: raw.reader.read_every.unwrap_or(1),
-        };
-        if reader.buffers.is_empty() {
-            return Err(err("reader.buffers: needs at least one size".into()));
-        }
-        if reader.buffers.last() == Some(&0) {
-            return Err(err(
-                "reader.buffers: the last size repeats, so it must be > 0 (read(0) never dequeues)"
-                    .into(),
-            ));
-        }
-        if reader.read_every == 0 {
-            return Err(err("reader.read_every: must be at least 1".into()));
-        }
+        // A missing table is an empty one.
+        let (no_device, no_reader, no_skb) = Default::default();
+        let raw_device = raw.device.as_ref().unwrap_or(&no_device);
+        let device = device_config(raw_device).map_err(&err)?;
+        let raw_reader = raw.reader.as_ref().unwrap_or(&no_reader);
+        let reader = reader_plan(raw_reader).map_err(&err)?;
         // The receive path untags by default: that is how a tagged frame reaches a tap.
         let base = SkbRecipe {
             vlan_hwaccel: true,
             ..SkbRecipe::default()
         };
-        let skb = recipe(&raw.skb.fields, &base).map_err(|m| err(format!("skb.{m}")))?;
+        let raw_skb = raw.skb.as_ref().unwrap_or(&no_skb);
+        let skb = recipe(&raw_skb.fields(), &base).map_err(|m| err(format!("skb.{m}")))?;
         let mut skb_overrides = Vec::new();
-        for (i, o) in raw.skb.frame.iter().enumerate() {
-            let r = recipe(&o.fields, &skb).map_err(|m| err(format!("skb.frame[{i}].{m}")))?;
+        for (i, o) in raw_skb.frame.iter().enumerate() {
+            let r = recipe(&o.fields(), &skb).map_err(|m| err(format!("skb.frame[{i}].{m}")))?;
             skb_overrides.push((o.index, r));
         }
         let dir = path.parent().unwrap_or(Path::new("."));
@@ -302,18 +362,8 @@ impl Scenario {
             ),
             None => None,
         };
-        if raw.pipeline == Pipeline::TunRead
-            && (raw.writer.is_some() || raw.xdp.is_some() || raw.redirect.is_some())
-        {
-            return Err(err(
-                "[writer], [xdp] and [redirect] belong to the tap-write and vhost-tx pipelines"
-                    .to_string(),
-            ));
-        }
-        if raw.vhost.is_some() != (raw.pipeline == Pipeline::VhostTx) {
-            return Err(err(
-                "[vhost] goes with pipeline = \"vhost-tx\", and vhost-tx needs it".to_string(),
-            ));
+        if raw.vhost.is_none() && raw.pipeline == Pipeline::VhostTx {
+            return Err(err("pipeline vhost-tx needs a [vhost] table".to_string()));
         }
         let mut device = device;
         let guest = match &raw.vhost {
@@ -326,7 +376,7 @@ impl Scenario {
                     )));
                 }
                 // QEMU's tap: IFF_NO_PI | IFF_VNET_HDR with the negotiated header size.
-                if raw.device.no_pi == Some(false) || raw.device.vnet_hdr == Some(false) {
+                if raw_device.no_pi == Some(false) || raw_device.vnet_hdr == Some(false) {
                     return Err(err(
                         "device: a vhost-net tap has no_pi and vnet_hdr".to_string()
                     ));
@@ -337,11 +387,14 @@ impl Scenario {
                 let fill = match (v.fill.unwrap_or(FillName::All), v.burst) {
                     (FillName::All, None) => GuestFill::All,
                     (FillName::Trickle, None) => GuestFill::Trickle,
-                    (FillName::Burst, Some(n)) if n > 0 => GuestFill::Burst(n),
-                    (FillName::Burst, _) => {
-                        return Err(err(
-                            "vhost.burst: fill = \"burst\" needs burst > 0".to_string()
-                        ))
+                    (FillName::Burst, Some(n)) => {
+                        let why = "the burst must fit in the TX vring, at most 32768 descriptors";
+                        in_range("vhost.burst", n as u64, limits::VHOST_BURST, why)
+                            .map_err(&err)?;
+                        GuestFill::Burst(n)
+                    }
+                    (FillName::Burst, None) => {
+                        return Err(err("vhost.burst: fill = \"burst\" needs burst".to_string()))
                     }
                     (_, Some(_)) => {
                         return Err(err("vhost.burst: only with fill = \"burst\"".to_string()))

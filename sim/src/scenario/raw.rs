@@ -7,10 +7,9 @@ use serde::Deserialize;
 
 use crate::pipeline::frame_meta::{GsoKind, SkbRecipe};
 use crate::skb::IpSummed;
-use crate::tun::{
-    DeviceKind, Offloads, TunConfig, VnetEndian, DEFAULT_VNET_HDR_SZ, TUN_READQ_SIZE,
-};
+use crate::tun::{DeviceKind, Offloads, TunConfig, VnetEndian, TUN_READQ_SIZE};
 
+use super::limits::{self, in_range};
 use super::{Pipeline, WriteOverride, WriterPlan, WriterVnet};
 
 #[derive(Debug, Deserialize)]
@@ -21,12 +20,9 @@ pub(super) struct RawScenario {
     pub(super) pipeline: Pipeline,
     pub(super) profile: Option<String>,
     pub(super) sim_only: Option<String>,
-    #[serde(default)]
-    pub(super) device: RawDevice,
-    #[serde(default)]
-    pub(super) reader: RawReader,
-    #[serde(default)]
-    pub(super) skb: RawSkb,
+    pub(super) device: Option<RawDevice>,
+    pub(super) reader: Option<RawReader>,
+    pub(super) skb: Option<RawSkb>,
     pub(super) writer: Option<RawWriter>,
     pub(super) xdp: Option<RawXdp>,
     pub(super) redirect: Option<RawDevice>,
@@ -188,8 +184,8 @@ pub(super) enum Headlen {
     Bytes(usize),
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The keys `[skb]` and `[[skb.frame]]` share.
+#[derive(Debug, Default, Clone)]
 pub(super) struct RawSkbFields {
     pub(super) vlan: Option<VlanMode>,
     pub(super) checksum: Option<Checksum>,
@@ -199,11 +195,17 @@ pub(super) struct RawSkbFields {
     pub(super) headlen: Option<Headlen>,
 }
 
+// No serde(flatten) of RawSkbFields into these two: flatten buffers the table, and an
+// error inside it then names neither the key nor its line.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSkb {
-    #[serde(flatten)]
-    pub(super) fields: RawSkbFields,
+    vlan: Option<VlanMode>,
+    checksum: Option<Checksum>,
+    gso: Option<Gso>,
+    gso_size: Option<u16>,
+    gso_ecn: Option<bool>,
+    headlen: Option<Headlen>,
     #[serde(default)]
     pub(super) frame: Vec<RawFrameOverride>,
 }
@@ -212,16 +214,94 @@ pub(super) struct RawSkb {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFrameOverride {
     pub(super) index: u64,
-    #[serde(flatten)]
-    pub(super) fields: RawSkbFields,
+    vlan: Option<VlanMode>,
+    checksum: Option<Checksum>,
+    gso: Option<Gso>,
+    gso_size: Option<u16>,
+    gso_ecn: Option<bool>,
+    headlen: Option<Headlen>,
 }
 
-/// toml's errors span several lines (a source excerpt); keep the message and the key.
-pub(super) fn one_line_toml_error(e: &toml::de::Error) -> String {
-    let msg = e.message().trim().replace('\n', " ");
-    match e.span() {
-        Some(span) => format!("{msg} (at byte {})", span.start),
-        None => msg,
+macro_rules! skb_fields {
+    ($t:ty) => {
+        impl $t {
+            pub(super) fn fields(&self) -> RawSkbFields {
+                RawSkbFields {
+                    vlan: self.vlan,
+                    checksum: self.checksum,
+                    gso: self.gso,
+                    gso_size: self.gso_size,
+                    gso_ecn: self.gso_ecn,
+                    headlen: self.headlen.clone(),
+                }
+            }
+        }
+    };
+}
+skb_fields!(RawSkb);
+skb_fields!(RawFrameOverride);
+
+/// Deserialize a scenario. toml's own errors span several lines (a source excerpt with a
+/// caret) and name no key; this one is `key.path: what (line L, column C)`.
+pub(super) fn parse_raw(text: &str) -> Result<RawScenario, String> {
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let inner = e.inner();
+        let msg = inner.message().trim().replace('\n', " ");
+        let line = inner.span().map(|span| {
+            let before = text.get(..span.start).unwrap_or(text);
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+            (line, column)
+        });
+        let at = line
+            .map(|(l, c)| format!(" (line {l}, column {c})"))
+            .unwrap_or_default();
+        // serde_path_to_error says "." for the root table, and has no path when the
+        // TOML itself is malformed (then the key is the one on the error's line).
+        let path = Some(e.path().to_string())
+            .filter(|p| !p.is_empty() && p != ".")
+            .or_else(|| line.and_then(|(l, _)| key_on_line(text, l)));
+        match path {
+            Some(p) => format!("{p}: {msg}{at}"),
+            None => format!("{msg}{at}"),
+        }
+    })
+}
+
+/// The dotted key assigned on 1-based `line` (`table.key`), if the line is `key = ...`.
+fn key_on_line(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (key, _) = lines.get(line.checked_sub(1)?)?.split_once('=')?;
+    let key = key.trim();
+    if key.is_empty() || key.starts_with('[') || key.starts_with('#') {
+        return None;
+    }
+    let table = lines[..line - 1]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim());
+    Some(match table {
+        Some(t) => format!("{t}.{key}"),
+        None => key.to_string(),
+    })
+}
+
+impl RawScenario {
+    /// The tables the file has, by name.
+    pub(super) fn tables(&self) -> [(&'static str, bool); 8] {
+        [
+            ("device", self.device.is_some()),
+            ("reader", self.reader.is_some()),
+            ("skb", self.skb.is_some()),
+            ("writer", self.writer.is_some()),
+            ("xdp", self.xdp.is_some()),
+            ("redirect", self.redirect.is_some()),
+            ("gro", self.gro.is_some()),
+            ("vhost", self.vhost.is_some()),
+        ]
     }
 }
 
@@ -248,13 +328,21 @@ pub(super) fn writer_plan(w: Option<&RawWriter>) -> Result<WriterPlan, String> {
         overrides: w
             .write
             .iter()
-            .map(|o| WriteOverride {
-                index: o.index,
-                truncate: o.truncate,
-                nonblocking: o.nonblocking,
-                vnet: o.vnet.as_ref().map(vnet_of),
+            .enumerate()
+            .map(|(i, o)| {
+                if let Some(t) = o.truncate {
+                    let key = format!("write[{i}].truncate");
+                    let why = "a write() is at most MAX_RW_COUNT bytes";
+                    in_range(&key, t as u64, limits::TRUNCATE, why)?;
+                }
+                Ok(WriteOverride {
+                    index: o.index,
+                    truncate: o.truncate,
+                    nonblocking: o.nonblocking,
+                    vnet: o.vnet.as_ref().map(vnet_of),
+                })
             })
-            .collect(),
+            .collect::<Result<_, String>>()?,
     })
 }
 
@@ -269,12 +357,12 @@ pub(super) fn device_config(d: &RawDevice) -> Result<TunConfig, String> {
     c.no_pi = d.no_pi.unwrap_or(false);
     c.vnet_hdr = d.vnet_hdr.unwrap_or(false);
     if let Some(sz) = d.vnet_hdr_sz {
-        // tun_vnet_ioctl: TUNSETVNETHDRSZ rejects sizes below sizeof(virtio_net_hdr).
-        if sz < DEFAULT_VNET_HDR_SZ {
-            return Err(format!(
-                "device.vnet_hdr_sz: {sz} is below 10, which TUNSETVNETHDRSZ refuses with EINVAL"
-            ));
-        }
+        in_range(
+            "device.vnet_hdr_sz",
+            sz as u64,
+            limits::VNET_HDR_SZ,
+            "TUNSETVNETHDRSZ refuses below sizeof(struct virtio_net_hdr) with EINVAL",
+        )?;
         if !c.vnet_hdr {
             return Err("device.vnet_hdr_sz: set without vnet_hdr = true".into());
         }
@@ -313,12 +401,17 @@ pub(super) fn device_config(d: &RawDevice) -> Result<TunConfig, String> {
     c.napi_frags = d.napi_frags.unwrap_or(false);
     c.sndbuf_set = d.sndbuf.unwrap_or(false);
     if let Some(m) = d.mtu {
+        let name = match c.kind {
+            DeviceKind::Tap => "a tap",
+            DeviceKind::Tun => "a tun",
+        };
+        let why = format!("the min_mtu..=max_mtu of {name}; dev_set_mtu refuses others");
+        in_range("device.mtu", m as u64, limits::mtu_range(c.kind), &why)?;
         c.mtu = m;
     }
     if let Some(q) = d.tx_queue_len {
-        if q == 0 {
-            return Err("device.tx_queue_len: must be at least 1".into());
-        }
+        let why = "dev->tx_queue_len sizes the tx_ring; ptr_ring refuses more";
+        in_range("device.tx_queue_len", q as u64, limits::TX_QUEUE_LEN, why)?;
         c.tx_queue_len = q;
     } else {
         c.tx_queue_len = TUN_READQ_SIZE;
@@ -365,7 +458,11 @@ pub(super) fn recipe(f: &RawSkbFields, base: &SkbRecipe) -> Result<SkbRecipe, St
                     "headlen: \"{s}\" is not \"all\", \"headers\" or a byte count"
                 ))
             }
-            Headlen::Bytes(n) => Some(Some(*n)),
+            Headlen::Bytes(n) => {
+                let why = "skb_headlen is an unsigned int";
+                in_range("headlen", *n as u64, limits::HEADLEN, why)?;
+                Some(Some(*n))
+            }
         };
     }
     if r.gso != GsoKind::None && r.gso_size == 0 {

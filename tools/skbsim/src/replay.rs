@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use sim::scenario::Scenario;
+use sim::profile::PROFILES;
+use sim::scenario::{Pipeline, Scenario};
 
 use crate::cli_error::CliError;
 use crate::engine::{CaptureOut, Dest, JsonOut, Sinks, TraceOut};
@@ -19,10 +20,10 @@ pub struct ReplayArgs {
     /// Input pcap or pcapng (Ethernet).
     pub input: PathBuf,
     /// Pipeline to replay through.
-    #[arg(long, default_value = "tun-read")]
+    #[arg(long, default_value = "tun-read", value_parser = pipeline_names())]
     pub pipeline: String,
-    /// Kernel profile (linux-6.18, linux-4.19, linux-3.12).
-    #[arg(long, default_value = "linux-6.18")]
+    /// Kernel profile: the kernel whose rules the model follows.
+    #[arg(long, default_value = "linux-6.18", value_parser = profile_names())]
     pub profile: String,
     /// IFF_TUN instead of IFF_TAP.
     #[arg(long)]
@@ -30,7 +31,7 @@ pub struct ReplayArgs {
     /// IFF_NO_PI.
     #[arg(long)]
     pub no_pi: bool,
-    /// IFF_VNET_HDR with TUNSETVNETHDRSZ of this size.
+    /// IFF_VNET_HDR with TUNSETVNETHDRSZ of this size (10 ..= 16 MiB).
     #[arg(long, value_name = "BYTES")]
     pub vnet_hdr_sz: Option<usize>,
     /// TUNSETVNETBE.
@@ -45,7 +46,7 @@ pub struct ReplayArgs {
     /// TUNSETOFFLOAD bits, comma separated: csum,tso4,tso6,tso_ecn,ufo,uso4,uso6.
     #[arg(long, value_delimiter = ',')]
     pub offloads: Vec<String>,
-    /// read() buffer sizes in order (the last repeats).
+    /// read() buffer sizes in order (the last repeats; each at most 16 MiB).
     #[arg(long = "buffer", value_name = "BYTES")]
     pub buffers: Vec<usize>,
     /// Keep in-band VLAN tags in the frame instead of moving them to the hw-accel tag.
@@ -57,6 +58,7 @@ pub struct ReplayArgs {
     /// none | tcp | udp_l4 | ufo (needs --gso-size and --checksum partial).
     #[arg(long, default_value = "none")]
     pub gso: String,
+    /// skb_shinfo(skb)->gso_size of a GSO skb.
     #[arg(long, default_value_t = 0)]
     pub gso_size: u16,
     /// Where to write what userspace read.
@@ -73,6 +75,55 @@ pub struct ReplayArgs {
     pub backend: Backend,
 }
 
+/// `--profile` choices: sim's profiles, so `--help` lists each.
+fn profile_names() -> clap::builder::PossibleValuesParser {
+    PROFILES.iter().map(|p| p.name).into()
+}
+
+/// `--pipeline` choices.
+fn pipeline_names() -> clap::builder::PossibleValuesParser {
+    Pipeline::ALL.iter().map(|p| p.name()).into()
+}
+
+/// The scenario keys the flags set, each with its flag, longest key first where one is
+/// a prefix of another. Errors from the scenario validator name the key; the user gave
+/// a flag.
+const FLAG_OF_KEY: [(&str, &str); 14] = [
+    ("device.kind", "--tun"),
+    ("device.no_pi", "--no-pi"),
+    ("device.vnet_hdr_sz", "--vnet-hdr-sz"),
+    ("device.vnet_hdr", "--vnet-hdr-sz"),
+    ("device.vnet_be", "--vnet-be"),
+    (
+        "device.tx_vlan_offload",
+        "--no-txvlan-ctag/--no-txvlan-stag",
+    ),
+    ("device.offloads", "--offloads"),
+    ("reader.buffers", "--buffer"),
+    ("skb.vlan", "--inband-vlan"),
+    ("skb.checksum", "--checksum"),
+    ("skb.gso_size", "--gso-size"),
+    ("skb.gso", "--gso"),
+    ("profile", "--profile"),
+    ("pipeline", "--pipeline"),
+];
+
+/// TOML spelled inside validator and model messages, and the flag spelling; in order
+/// (a longer phrase before one it contains).
+const FLAG_OF_TOML: [(&str, &str); 8] = [
+    ("set checksum = \"partial\"", "add --checksum partial"),
+    ("checksum = \"partial\"", "--checksum partial"),
+    ("set skb.vlan = \"inband\"", "add --inband-vlan"),
+    ("gso_size > 0", "--gso-size > 0"),
+    ("gso = ", "--gso "),
+    ("vnet_hdr = true", "--vnet-hdr-sz"),
+    ("\"csum\" too", "csum in --offloads too"),
+    ("but device.offloads lacks it", "but --offloads lacks it"),
+];
+
+/// The ad-hoc scenario: its TOML holds a table only when a flag for it differs from
+/// the scenario default, so a pipeline that does not read a table only sees it when
+/// the user asked for it (and the error names those flags).
 fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
     let mut t = String::new();
     let input = std::path::absolute(&a.input)
@@ -82,34 +133,52 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
     let _ = writeln!(t, "input = {}", q(&input.to_string_lossy()));
     let _ = writeln!(t, "pipeline = {}", q(&a.pipeline));
     let _ = writeln!(t, "profile = {}", q(&a.profile));
-    let _ = writeln!(t, "[device]");
-    let _ = writeln!(t, "kind = {}", q(if a.tun { "tun" } else { "tap" }));
-    let _ = writeln!(t, "no_pi = {}", a.no_pi);
-    if let Some(sz) = a.vnet_hdr_sz {
-        let _ = writeln!(t, "vnet_hdr = true\nvnet_hdr_sz = {sz}");
+    let mut device = String::new();
+    if a.tun {
+        let _ = writeln!(device, "kind = \"tun\"");
     }
-    let _ = writeln!(t, "vnet_be = {}", a.vnet_be);
-    let _ = writeln!(
-        t,
-        "tx_vlan_offload = {{ ctag = {}, stag = {} }}",
-        !a.no_txvlan_ctag, !a.no_txvlan_stag
-    );
-    let offloads: Vec<String> = a.offloads.iter().map(|o| q(o)).collect();
-    let _ = writeln!(t, "offloads = [{}]", offloads.join(", "));
+    if a.no_pi {
+        let _ = writeln!(device, "no_pi = true");
+    }
+    if let Some(sz) = a.vnet_hdr_sz {
+        let _ = writeln!(device, "vnet_hdr = true\nvnet_hdr_sz = {sz}");
+    }
+    if a.vnet_be {
+        let _ = writeln!(device, "vnet_be = true");
+    }
+    if a.no_txvlan_ctag || a.no_txvlan_stag {
+        let _ = writeln!(
+            device,
+            "tx_vlan_offload = {{ ctag = {}, stag = {} }}",
+            !a.no_txvlan_ctag, !a.no_txvlan_stag
+        );
+    }
+    if !a.offloads.is_empty() {
+        let offloads: Vec<String> = a.offloads.iter().map(|o| q(o)).collect();
+        let _ = writeln!(device, "offloads = [{}]", offloads.join(", "));
+    }
+    if !device.is_empty() {
+        let _ = write!(t, "[device]\n{device}");
+    }
     if !a.buffers.is_empty() {
         let b: Vec<String> = a.buffers.iter().map(|b| b.to_string()).collect();
         let _ = writeln!(t, "[reader]\nbuffers = [{}]", b.join(", "));
     }
-    let _ = writeln!(t, "[skb]");
-    let _ = writeln!(
-        t,
-        "vlan = {}",
-        q(if a.inband_vlan { "inband" } else { "hwaccel" })
-    );
-    let _ = writeln!(t, "checksum = {}", q(&a.checksum));
-    let _ = writeln!(t, "gso = {}", q(&a.gso));
+    let mut skb = String::new();
+    if a.inband_vlan {
+        let _ = writeln!(skb, "vlan = \"inband\"");
+    }
+    if a.checksum != "none" {
+        let _ = writeln!(skb, "checksum = {}", q(&a.checksum));
+    }
+    if a.gso != "none" {
+        let _ = writeln!(skb, "gso = {}", q(&a.gso));
+    }
     if a.gso_size > 0 {
-        let _ = writeln!(t, "gso_size = {}", a.gso_size);
+        let _ = writeln!(skb, "gso_size = {}", a.gso_size);
+    }
+    if !skb.is_empty() {
+        let _ = write!(t, "[skb]\n{skb}");
     }
     Ok(t)
 }
@@ -133,14 +202,94 @@ fn dest(path: &std::path::Path) -> Result<Dest, CliError> {
     })
 }
 
+/// A validator message about the flags' TOML, in terms of the flags: `--buffer: ...`.
+fn flag_message(a: &ReplayArgs, message: &str) -> String {
+    // Positions in the generated TOML mean nothing to the user.
+    let m = match message.rfind(" (line ") {
+        Some(i) if message.ends_with(')') => &message[..i],
+        _ => message,
+    };
+    let pipeline = a.pipeline.as_str();
+    if m.starts_with('[') && m.contains("] is not used by pipeline") {
+        // Every flag the pipeline ignores, not only those of the first table.
+        let reads = Pipeline::ALL
+            .iter()
+            .find(|p| p.name() == pipeline)
+            .map(|p| p.tables())
+            .unwrap_or_default();
+        let ignored: Vec<&str> = ["device", "reader", "skb"]
+            .iter()
+            .filter(|t| !reads.contains(t))
+            .flat_map(|t| flags_of_table(a, t))
+            .collect();
+        if !ignored.is_empty() {
+            return format!("{}: not used by --pipeline {pipeline}", ignored.join(", "));
+        }
+    }
+    if m.starts_with("pipeline vhost-tx needs a [vhost] table") {
+        return "--pipeline vhost-tx: the guest's [vhost] table has no flags; use a scenario file"
+            .into();
+    }
+    let mapped = m.split_once(": ").and_then(|(key, why)| {
+        // A list index goes: reader.buffers[1] is --buffer.
+        let bare = key.split('[').next().unwrap_or(key);
+        FLAG_OF_KEY
+            .iter()
+            .find(|(k, _)| *k == bare)
+            .map(|(_, flag)| format!("{flag}: {why}"))
+    });
+    in_flag_terms(&mapped.unwrap_or_else(|| m.to_string()))
+}
+
+/// `message` with TOML spellings of flag settings replaced by the flags.
+fn in_flag_terms(message: &str) -> String {
+    FLAG_OF_TOML
+        .iter()
+        .fold(message.to_string(), |m, (toml, flag)| m.replace(toml, flag))
+}
+
+/// An error of a replay with flags, in terms of the flags (the model's messages say how
+/// to fix a scenario file).
+pub fn flag_error(e: CliError) -> CliError {
+    CliError(in_flag_terms(&e.0))
+}
+
+/// The flags given that put keys into `[table]`.
+fn flags_of_table(a: &ReplayArgs, table: &str) -> Vec<&'static str> {
+    let given = [
+        ("device", "--tun", a.tun),
+        ("device", "--no-pi", a.no_pi),
+        ("device", "--vnet-hdr-sz", a.vnet_hdr_sz.is_some()),
+        ("device", "--vnet-be", a.vnet_be),
+        ("device", "--no-txvlan-ctag", a.no_txvlan_ctag),
+        ("device", "--no-txvlan-stag", a.no_txvlan_stag),
+        ("device", "--offloads", !a.offloads.is_empty()),
+        ("reader", "--buffer", !a.buffers.is_empty()),
+        ("skb", "--inband-vlan", a.inband_vlan),
+        ("skb", "--checksum", a.checksum != "none"),
+        ("skb", "--gso", a.gso != "none"),
+        ("skb", "--gso-size", a.gso_size > 0),
+    ];
+    given
+        .iter()
+        .filter(|(t, _, on)| *t == table && *on)
+        .map(|(_, flag, _)| *flag)
+        .collect()
+}
+
+/// The scenario the flags describe, validated like a scenario file; errors name flags.
+pub fn scenario_from_flags(args: &ReplayArgs) -> Result<Scenario, CliError> {
+    let toml = scenario_toml(args)?;
+    let here = std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
+    Scenario::parse(&here.join("replay").join("flags.toml"), &toml)
+        .map_err(|e| CliError(flag_message(args, &e.message)))
+}
+
 pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
     if args.backend == Backend::Tap {
         tap_ready("--backend tap")?;
     }
-    let toml = scenario_toml(args)?;
-    let here = std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
-    let scenario = Scenario::parse(&here.join("replay").join("flags.toml"), &toml)
-        .map_err(|e| CliError(format!("replay flags: {}", e.message)))?;
+    let scenario = scenario_from_flags(args)?;
     let to_stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
     if [to_stdout(&args.output), to_stdout(&args.trace), args.json]
         .iter()
@@ -168,7 +317,8 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
         },
     };
     let pb = progress::bar(1, "replaying");
-    let summary = replay_into(&scenario, args.backend, &mut sinks, Some(&pb))?;
+    let summary =
+        replay_into(&scenario, args.backend, &mut sinks, Some(&pb)).map_err(flag_error)?;
     pb.finish_and_clear();
     sinks.finish()?;
     if !args.json && args.trace.is_none() && !to_stdout(&args.output) {

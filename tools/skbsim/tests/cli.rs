@@ -130,6 +130,100 @@ fn unknown_scenario_key() {
 }
 
 #[test]
+fn scenario_value_of_the_wrong_type_or_range_names_file_key_and_line() {
+    let d = workspace("wrong-type");
+    write_pcap(&d.join("scenarios/pcaps/in.pcap"), &[tcp_frame(0)]);
+    scenario(&d, "[device]\nmtu = \"big\"\n");
+    let out = skbsim(&["run", "scenarios"], &d);
+    assert_bad_input(
+        &out,
+        &["s.toml", "device.mtu", "invalid type", "line 5, column 7"],
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("at byte"));
+    scenario(&d, "[reader]\nbuffers = [1000000000000]\n");
+    assert_bad_input(
+        &skbsim(&["run", "scenarios"], &d),
+        &["s.toml", "reader.buffers[0]", "0..=16777216"],
+    );
+}
+
+/// A replay flag's error: one line, the flag named, nothing of the TOML the flags become.
+fn assert_flag_error(d: &Path, args: &[&str], needles: &[&str]) {
+    let mut all = vec!["replay", "in.pcap"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-o", "out.pcap"]);
+    let out = skbsim(&all, d);
+    assert_bad_input(&out, needles);
+    let err = String::from_utf8_lossy(&out.stderr);
+    for toml in [
+        "at byte",
+        "(line ",
+        "device.",
+        "skb.",
+        "reader.",
+        "flags.toml",
+    ] {
+        assert!(!err.contains(toml), "{toml:?} in: {err}");
+    }
+}
+
+#[test]
+fn replay_flag_errors_name_the_flag() {
+    let d = workspace("replay-flags");
+    // 802.1Q-tagged TCP: a tun device cannot carry it with the tag in the frame.
+    let mut tagged = tcp_frame(0);
+    tagged.splice(12..12, [0x81, 0x00, 0x00, 0x05]);
+    write_pcap(&d.join("in.pcap"), &[tagged]);
+    // 1e12 used to abort the process allocating the buffer.
+    assert_flag_error(
+        &d,
+        &["--buffer", "1000000000000"],
+        &["--buffer: 1000000000000 is outside 0..=16777216"],
+    );
+    assert_flag_error(
+        &d,
+        &["--vnet-hdr-sz", "3"],
+        &["--vnet-hdr-sz: 3 is outside 10..="],
+    );
+    assert_flag_error(
+        &d,
+        &["--checksum", "foo"],
+        &["--checksum", "`foo`", "partial"],
+    );
+    assert_flag_error(&d, &["--gso", "tcp"], &["--gso-size"]);
+    assert_flag_error(
+        &d,
+        &["--pipeline", "tap-gro", "--tun", "--buffer", "100"],
+        &["--tun, --buffer: not used by --pipeline tap-gro"],
+    );
+    assert_flag_error(&d, &["--tun"], &["--inband-vlan"]);
+    // clap's own refusal names the flag and lists the choices.
+    let out = skbsim(&["replay", "in.pcap", "--profile", "nope"], &d);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--profile") && err.contains("linux-6.18"),
+        "{err}"
+    );
+}
+
+#[test]
+fn replay_help_lists_every_profile_and_pipeline() {
+    let out = skbsim(
+        &["replay", "--help"],
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    );
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for p in sim::profile::PROFILES {
+        assert!(help.contains(p.name), "{} missing from: {help}", p.name);
+    }
+    for p in sim::scenario::Pipeline::ALL {
+        assert!(help.contains(p.name()), "{} missing from: {help}", p.name());
+    }
+}
+
+#[test]
 fn missing_input_and_missing_scenario() {
     let d = workspace("missing");
     scenario(&d, "");
