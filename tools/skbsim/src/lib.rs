@@ -10,6 +10,8 @@ pub mod conform;
 pub mod diff;
 pub mod golden;
 pub mod gro_real;
+pub mod input;
+pub mod output;
 pub mod progress;
 pub mod replay;
 pub mod runner;

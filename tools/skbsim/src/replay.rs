@@ -3,6 +3,7 @@
 //! and suite runs go through one validator.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,7 +11,7 @@ use clap::Args;
 use sim::scenario::Scenario;
 
 use crate::cli_error::CliError;
-use crate::golden::write_atomic;
+use crate::output::Output;
 use crate::progress;
 use crate::runner::{run_backend, tap_ready, Backend};
 
@@ -59,7 +60,8 @@ pub struct ReplayArgs {
     pub gso: String,
     #[arg(long, default_value_t = 0)]
     pub gso_size: u16,
-    /// Where to write what userspace read.
+    /// Where to write what userspace read ("-" for stdout; devices and FIFOs are written
+    /// through, files replaced atomically).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Where to write the text trace ("-" for stdout).
@@ -118,6 +120,15 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
     if args.backend == Backend::Tap {
         tap_ready("--backend tap")?;
     }
+    let stdout = |p: &Option<PathBuf>| p.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    if stdout(&args.output) && (stdout(&args.trace) || args.json) {
+        return Err(CliError(
+            "-o - and --trace - or --json would mix a pcap and text on stdout; name a file for one of them".into(),
+        ));
+    }
+    // Opened before the run: a directory or a socket named as output fails at once.
+    let pcap_out = args.output.as_deref().map(Output::create).transpose()?;
+    let trace_out = args.trace.as_deref().map(Output::create).transpose()?;
     let toml = scenario_toml(args)?;
     let here = std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
     let scenario = Scenario::parse(&here.join("replay").join("flags.toml"), &toml)
@@ -125,13 +136,11 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
     let pb = progress::bar(1, "replaying");
     let out = run_backend(&scenario, args.backend, Some(&pb))?;
     pb.finish_and_clear();
-    if let Some(o) = &args.output {
-        write_atomic(o, &out.pcap)?;
-    }
-    match args.trace.as_deref() {
-        Some(p) if p.as_os_str() == "-" => print!("{}", out.trace),
-        Some(p) => write_atomic(p, out.trace.as_bytes())?,
-        None => {}
+    for (o, bytes) in [(pcap_out, &out.pcap[..]), (trace_out, out.trace.as_bytes())] {
+        if let Some(mut o) = o {
+            o.write_all(bytes).map_err(|e| o.cannot_write(e))?;
+            o.commit()?;
+        }
     }
     if args.json {
         println!("{}", out.json);

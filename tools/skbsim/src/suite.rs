@@ -48,7 +48,8 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
     for p in paths {
         if p.is_dir() {
             walk(p, &mut out)?;
-        } else if p.is_file() {
+        } else if p.exists() {
+            // Not only regular files: Scenario::load names what else it is (a FIFO...).
             out.push(p.clone());
         } else {
             return Err(CliError(format!(
@@ -173,6 +174,26 @@ pub fn load_scenarios(paths: &[PathBuf], shard: Option<&str>) -> Result<Vec<Scen
     Ok(scenarios)
 }
 
+/// Remove what killed blesses left under the golden roots of `scenarios`.
+fn clean_stale_blesses(scenarios: &[Scenario], root: Option<&Path>) -> Result<(), CliError> {
+    let mut roots: Vec<PathBuf> = scenarios
+        .iter()
+        .map(|s| golden::golden_root(s, root))
+        .collect();
+    roots.sort();
+    roots.dedup();
+    for r in &roots {
+        let n = golden::remove_stale_temps(r)?;
+        if n > 0 {
+            eprintln!(
+                "removed {n} leftovers of an interrupted bless under {}",
+                r.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
     let tap = args.backend == Backend::Tap;
     if tap && mode == Mode::Bless {
@@ -184,6 +205,7 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
         tap_ready("--backend tap")?;
     }
     let scenarios = load_scenarios(&args.paths, args.shard.as_deref())?;
+    clean_stale_blesses(&scenarios, args.golden.as_deref())?;
     let pb = progress::bar(
         scenarios.len() as u64,
         if mode == Mode::Bless {
