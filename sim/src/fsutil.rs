@@ -48,7 +48,7 @@ pub fn human_bytes(n: u64) -> String {
         (1 << 10, "KiB"),
     ];
     for (size, unit) in UNITS {
-        if n >= size && n % size == 0 {
+        if n >= size && n.is_multiple_of(size) {
             return format!("{} {unit}", n / size);
         }
     }
