@@ -74,6 +74,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     o.commit()
 }
 
+/// A golden trace file's text (a regular file of bounded size).
+pub fn read_golden_trace(path: &Path) -> Result<String, CliError> {
+    read_regular_to_string(path, "golden trace", MAX_TRACE_BYTES)
+}
+
+/// A golden pcap's bytes (a regular file of bounded size).
+pub fn read_golden_pcap(path: &Path) -> Result<Vec<u8>, CliError> {
+    read_regular(path, "golden pcap", MAX_GOLDEN_PCAP_BYTES)
+}
+
 /// How a replay compares with its goldens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -94,7 +104,7 @@ pub fn check(dir: &Path, out: &ScenarioOutput) -> Result<Verdict, CliError> {
     if !pcap_path.exists() {
         return Ok(Verdict::Missing(pcap_path));
     }
-    let golden = read_regular_to_string(&trace_path, "golden trace", MAX_TRACE_BYTES)?;
+    let golden = read_golden_trace(&trace_path)?;
     let golden = snap_body(&golden).trim_end();
     let now = out.trace.trim_end();
     if golden != now {
@@ -107,7 +117,7 @@ pub fn check(dir: &Path, out: &ScenarioOutput) -> Result<Verdict, CliError> {
             trace_path.display()
         )));
     }
-    let golden_pcap = read_regular(&pcap_path, "golden pcap", MAX_GOLDEN_PCAP_BYTES)?;
+    let golden_pcap = read_golden_pcap(&pcap_path)?;
     if golden_pcap != out.pcap {
         let detail = pcap_divergence(&golden_pcap, &out.pcap, &pcap_path, Path::new("(replay)"))?
             .unwrap_or_else(|| "the pcap files differ in their headers".to_string());

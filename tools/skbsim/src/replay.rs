@@ -126,13 +126,13 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
             "-o - and --trace - or --json would mix a pcap and text on stdout; name a file for one of them".into(),
         ));
     }
-    // Opened before the run: a directory or a socket named as output fails at once.
-    let pcap_out = args.output.as_deref().map(Output::create).transpose()?;
-    let trace_out = args.trace.as_deref().map(Output::create).transpose()?;
     let toml = scenario_toml(args)?;
     let here = std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
     let scenario = Scenario::parse(&here.join("replay").join("flags.toml"), &toml)
         .map_err(|e| CliError(format!("replay flags: {}", e.message)))?;
+    // Opened before the run: a directory or a socket named as output fails at once.
+    let pcap_out = args.output.as_deref().map(Output::create).transpose()?;
+    let trace_out = args.trace.as_deref().map(Output::create).transpose()?;
     let pb = progress::bar(1, "replaying");
     let out = run_backend(&scenario, args.backend, Some(&pb))?;
     pb.finish_and_clear();

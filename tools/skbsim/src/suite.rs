@@ -123,8 +123,7 @@ pub fn check_real(
             return Ok(Verdict::Missing(p.clone()));
         }
     }
-    let golden_trace = std::fs::read_to_string(&trace_path)
-        .map_err(|e| CliError(format!("{}: cannot read: {e}", trace_path.display())))?;
+    let golden_trace = golden::read_golden_trace(&trace_path)?;
     let golden_trace = golden::snap_body(&golden_trace).trim_end();
     if let Some(d) = first_divergence(golden_trace, out.trace.trim_end(), &ignore) {
         return Ok(Verdict::Mismatch(format!(
@@ -132,8 +131,7 @@ pub fn check_real(
             trace_path.display()
         )));
     }
-    let golden_pcap = std::fs::read(&pcap_path)
-        .map_err(|e| CliError(format!("{}: cannot read: {e}", pcap_path.display())))?;
+    let golden_pcap = golden::read_golden_pcap(&pcap_path)?;
     if golden_pcap != out.pcap {
         let detail = pcap_divergence(
             &golden_pcap,
