@@ -39,7 +39,7 @@ pub fn kind_name(ft: &FileType) -> &'static str {
     }
 }
 
-/// `n` bytes for a reader: exact binary units when they divide evenly ("64 MiB").
+/// `n` bytes for a reader: binary units when they divide evenly ("64 MiB"), else bytes.
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [(u64, &str); 4] = [
         (1 << 40, "TiB"),
@@ -52,11 +52,7 @@ pub fn human_bytes(n: u64) -> String {
             return format!("{} {unit}", n / size);
         }
     }
-    for (size, unit) in UNITS {
-        if n >= size {
-            return format!("{:.1} {unit}", n as f64 / size as f64);
-        }
-    }
+    // Otherwise exact: "1.0 GiB, over the 1 GiB limit" would read as no excess at all.
     format!("{n} bytes")
 }
 
@@ -137,8 +133,8 @@ mod tests {
     fn units() {
         assert_eq!(human_bytes(1 << 20), "1 MiB");
         assert_eq!(human_bytes(64 << 20), "64 MiB");
-        assert_eq!(human_bytes(3 * (1 << 20) + 1), "3.0 MiB");
-        assert_eq!(human_bytes(1500), "1.5 KiB");
+        assert_eq!(human_bytes(3 * (1 << 20) + 1), "3145729 bytes");
+        assert_eq!(human_bytes(1500), "1500 bytes");
         assert_eq!(human_bytes(10), "10 bytes");
     }
 
