@@ -43,10 +43,11 @@ pub struct ElfObject {
     pub programs: Vec<ElfProgram>,
 }
 
-/// The largest program file (ELF object or assembly) accepted. The kernel verifier stops
-/// at BPF_COMPLEXITY_LIMIT_INSNS (1M instructions: 8 MiB of bytecode, about 40 MiB as
-/// assembly text); objects add BTF and DWARF beside it. 64 MiB holds any loadable
-/// program and keeps `/dev/zero` or a misnamed capture from filling memory.
+/// The largest program file (ELF object or assembly) accepted. The kernel loads at most
+/// BPF_COMPLEXITY_LIMIT_INSNS (1M) instructions (kernel/bpf/syscall.c: bpf_prog_load):
+/// 8 MiB of bytecode, about 40 MiB as assembly text; objects add BTF and DWARF beside
+/// it. 64 MiB holds any loadable program and keeps `/dev/zero` or a misnamed capture
+/// from filling memory.
 pub const MAX_PROGRAM_FILE_BYTES: u64 = 64 << 20;
 
 /// Load program `name` (a section name such as "xdp", or a function name) from a file.
