@@ -46,13 +46,23 @@ pub struct ElfObject {
     pub programs: Vec<ElfProgram>,
 }
 
+/// The largest program file (ELF object or assembly) accepted. The kernel loads at most
+/// BPF_COMPLEXITY_LIMIT_INSNS (1M) instructions (kernel/bpf/syscall.c: bpf_prog_load):
+/// 8 MiB of bytecode, about 40 MiB as assembly text; objects add BTF and DWARF beside
+/// it. 64 MiB holds any loadable program and keeps `/dev/zero` or a misnamed capture
+/// from filling memory.
+pub const MAX_PROGRAM_FILE_BYTES: u64 = 64 << 20;
+
 /// Load program `name` (a section name such as "xdp", or a function name) from a file.
 pub fn load_elf_file(path: &Path, name: &str) -> Result<Program, BpfError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| BpfError::Elf {
-        file: file.clone(),
-        msg: format!("cannot read: {e}"),
-    })?;
+    let bytes =
+        crate::fsutil::read_bounded(path, "XDP program", MAX_PROGRAM_FILE_BYTES).map_err(|e| {
+            BpfError::Elf {
+                file: file.clone(),
+                msg: e.to_string(),
+            }
+        })?;
     ElfObject::parse(&file, &bytes)?.program(name)
 }
 

@@ -152,7 +152,9 @@ impl PcapReader<File> {
     /// Opens a capture file and reads its header.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, PcapError> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(io_err(path, 0))?;
+        // A regular file only: a FIFO would block the open, a device never ends.
+        let file = crate::fsutil::open_regular(path, "pcap", crate::fsutil::UNBOUNDED)
+            .map_err(io_err(path, 0))?;
         Self::from_reader(file, path)
     }
 }

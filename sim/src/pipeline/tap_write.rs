@@ -31,8 +31,12 @@ pub fn load_program(spec: &XdpSpec) -> Result<(Program, Maps), String> {
     let mut prog = if spec.program.extension().is_some_and(|e| e == "o") {
         load_elf_file(&spec.program, &spec.section).map_err(|e| e.to_string())?
     } else {
-        let text = std::fs::read_to_string(&spec.program)
-            .map_err(|e| format!("{}: cannot read: {e}", spec.program.display()))?;
+        let text = crate::fsutil::read_bounded_to_string(
+            &spec.program,
+            "XDP program",
+            crate::bpf::elf::MAX_PROGRAM_FILE_BYTES,
+        )
+        .map_err(|e| format!("{}: {e}", spec.program.display()))?;
         let name = spec
             .program
             .file_stem()

@@ -280,6 +280,12 @@ pub struct Scenario {
     pub guest: Option<GuestPlan>,
 }
 
+/// The largest scenario file accepted. The largest in `scenarios/` is about 2 KiB; a
+/// scenario holds flags, per-frame overrides and guest descriptors, never frame data
+/// (that lives in the pcap), so 1 MiB is generous while keeping a mistaken path
+/// (a capture, `/dev/zero` behind a symlink) from being parsed as TOML.
+pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
+
 impl Scenario {
     /// Read and validate a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
@@ -287,7 +293,8 @@ impl Scenario {
             path: path.to_path_buf(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        let text = crate::fsutil::read_bounded_to_string(path, "scenario", MAX_SCENARIO_BYTES)
+            .map_err(|e| err(e.to_string()))?;
         Scenario::parse(path, &text)
     }
 

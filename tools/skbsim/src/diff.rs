@@ -4,27 +4,19 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::json;
-use sim::pcap::{Frame, PcapReader};
+use sim::pcap::{Frame, PcapError, PcapReader};
 use sim::trace::diff::first_divergence;
 use sim::wire::summary::describe;
 
 use crate::cli_error::CliError;
 use crate::golden::snap_body;
+use crate::input::{read_regular_to_string, MAX_TRACE_BYTES};
 
 fn is_pcap(p: &Path) -> bool {
     matches!(
         p.extension().and_then(|e| e.to_str()),
         Some("pcap" | "pcapng")
     )
-}
-
-fn frames_of(bytes: &[u8], name: &Path) -> Result<Vec<Frame>, CliError> {
-    let reader = PcapReader::from_reader(bytes, name)?;
-    let mut out = Vec::new();
-    for f in reader {
-        out.push(f?);
-    }
-    Ok(out)
 }
 
 /// The first differing frame of two pcaps, described for a reader: frame index, byte
@@ -35,8 +27,38 @@ pub fn pcap_divergence(
     a_name: &Path,
     b_name: &Path,
 ) -> Result<Option<String>, CliError> {
-    let (fa, fb) = (frames_of(a, a_name)?, frames_of(b, b_name)?);
-    for (i, (x, y)) in fa.iter().zip(fb.iter()).enumerate() {
+    frames_divergence(
+        PcapReader::from_reader(a, a_name)?,
+        PcapReader::from_reader(b, b_name)?,
+    )
+}
+
+/// [`pcap_divergence`] over two streams of frames: one frame of each in memory at a
+/// time, so captures of any size compare.
+pub fn frames_divergence(
+    mut fa: impl Iterator<Item = Result<Frame, PcapError>>,
+    mut fb: impl Iterator<Item = Result<Frame, PcapError>>,
+) -> Result<Option<String>, CliError> {
+    let mut i = 0u64;
+    loop {
+        let (x, y) = match (fa.next().transpose()?, fb.next().transpose()?) {
+            (None, None) => return Ok(None),
+            (Some(_), None) => {
+                let more = count(fa)?;
+                return Ok(Some(format!(
+                    "frame counts differ: {} vs {i}",
+                    i + 1 + more
+                )));
+            }
+            (None, Some(_)) => {
+                let more = count(fb)?;
+                return Ok(Some(format!(
+                    "frame counts differ: {i} vs {}",
+                    i + 1 + more
+                )));
+            }
+            (Some(x), Some(y)) => (x, y),
+        };
         if x.data != y.data {
             let off = x
                 .data
@@ -65,19 +87,18 @@ pub fn pcap_divergence(
                 x.ts_ns, y.ts_ns
             )));
         }
+        i += 1;
     }
-    if fa.len() != fb.len() {
-        return Ok(Some(format!(
-            "frame counts differ: {} vs {}",
-            fa.len(),
-            fb.len()
-        )));
-    }
-    Ok(None)
 }
 
-fn read(p: &Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(p).map_err(|e| CliError(format!("{}: cannot read: {e}", p.display())))
+/// The frames left in a stream (errors included: a corrupt tail is still reported).
+fn count(frames: impl Iterator<Item = Result<Frame, PcapError>>) -> Result<u64, CliError> {
+    let mut n = 0;
+    for f in frames {
+        f?;
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// Exit 0 when equal, 1 with the first difference printed. `ignore` names trace fields
@@ -89,15 +110,12 @@ pub fn diff(
     ignore: &[String],
 ) -> Result<ExitCode, CliError> {
     let ignore: Vec<&str> = ignore.iter().map(String::as_str).collect();
-    let (a, b) = (read(left)?, read(right)?);
     let found = if is_pcap(left) && is_pcap(right) {
-        pcap_divergence(&a, &b, left, right)?
+        // Streamed, so no size limit; PcapReader::open refuses anything but a regular file.
+        frames_divergence(PcapReader::open(left)?, PcapReader::open(right)?)?
     } else {
-        let text = |bytes: Vec<u8>, p: &Path| {
-            String::from_utf8(bytes)
-                .map_err(|_| CliError(format!("{}: not a text trace (not UTF-8)", p.display())))
-        };
-        let (ta, tb) = (text(a, left)?, text(b, right)?);
+        let text = |p: &Path| read_regular_to_string(p, "trace", MAX_TRACE_BYTES);
+        let (ta, tb) = (text(left)?, text(right)?);
         first_divergence(snap_body(&ta), snap_body(&tb), &ignore).map(|d| d.to_string())
     };
     if as_json {

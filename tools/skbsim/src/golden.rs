@@ -2,7 +2,6 @@
 //! `cargo insta review` works on it) and `read.pcap` (what userspace read). They change
 //! only through `skbsim bless` (or `cargo insta review`), and are written atomically.
 
-use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -11,19 +10,30 @@ use sim::trace::diff::first_divergence;
 
 use crate::cli_error::CliError;
 use crate::diff::pcap_divergence;
+use crate::input::{read_regular, read_regular_to_string, MAX_TRACE_BYTES};
+use crate::output::Output;
 use crate::runner::ScenarioOutput;
+
+mod writer;
+pub use writer::{remove_stale_temps, GoldenWriter};
 
 pub const TRACE_FILE: &str = "trace.snap";
 pub const PCAP_FILE: &str = "read.pcap";
 
+/// A golden pcap is compared in memory with the replay's; goldens are the repository's
+/// own small captures (the largest is a few hundred KiB), so 1 GiB only stops a golden
+/// dir pointing at something absurd.
+const MAX_GOLDEN_PCAP_BYTES: u64 = 1 << 30;
+
 /// The insta header of a golden trace. The integration test asserts these snapshots
 /// with the same source and expression.
-const SNAP_HEADER: &str = "---\nsource: tools/skbsim/tests/scenarios.rs\nexpression: trace\n---\n";
+pub const SNAP_HEADER: &str =
+    "---\nsource: tools/skbsim/tests/scenarios.rs\nexpression: trace\n---\n";
 
-/// `<repo>/golden/<area>/<stem>` for a scenario at `<repo>/scenarios/<area>/<stem>.toml`,
-/// or under `root` when given.
-pub fn golden_dir(scenario: &Scenario, root: Option<&Path>) -> PathBuf {
-    let base = match root {
+/// `<repo>/golden` for a scenario at `<repo>/scenarios/<area>/<stem>.toml`, or `root`
+/// when given.
+pub fn golden_root(scenario: &Scenario, root: Option<&Path>) -> PathBuf {
+    match root {
         Some(r) => r.to_path_buf(),
         None => scenario
             .path
@@ -32,8 +42,13 @@ pub fn golden_dir(scenario: &Scenario, root: Option<&Path>) -> PathBuf {
             .and_then(Path::parent)
             .map(|p| p.join("golden"))
             .unwrap_or_else(|| PathBuf::from("golden")),
-    };
-    base.join(&scenario.name)
+    }
+}
+
+/// `<repo>/golden/<area>/<stem>` for a scenario at `<repo>/scenarios/<area>/<stem>.toml`,
+/// or under `root` when given.
+pub fn golden_dir(scenario: &Scenario, root: Option<&Path>) -> PathBuf {
+    golden_root(scenario, root).join(&scenario.name)
 }
 
 /// The trace inside an insta snapshot file (everything after the header).
@@ -51,24 +66,22 @@ pub fn to_snap(trace: &str) -> String {
     format!("{SNAP_HEADER}{}\n", trace.trim_end())
 }
 
-/// Write `bytes` to `path` through a temporary file and a rename, so a reader never sees
-/// half a golden.
+/// Write `bytes` to `path` as [`Output`] does: replacing a regular file atomically,
+/// writing through to a device, FIFO or `-`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)
-        .map_err(|e| CliError(format!("{}: cannot create: {e}", dir.display())))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    let fail = |e: std::io::Error| CliError(format!("{}: cannot write: {e}", path.display()));
-    let mut f = fs::File::create(&tmp).map_err(fail)?;
-    f.write_all(bytes).map_err(fail)?;
-    f.sync_all().map_err(fail)?;
-    fs::rename(&tmp, path).map_err(fail)
+    let mut o = Output::create(path)?;
+    o.write_all(bytes).map_err(|e| o.cannot_write(e))?;
+    o.commit()
+}
+
+/// A golden trace file's text (a regular file of bounded size).
+pub fn read_golden_trace(path: &Path) -> Result<String, CliError> {
+    read_regular_to_string(path, "golden trace", MAX_TRACE_BYTES)
+}
+
+/// A golden pcap's bytes (a regular file of bounded size).
+pub fn read_golden_pcap(path: &Path) -> Result<Vec<u8>, CliError> {
+    read_regular(path, "golden pcap", MAX_GOLDEN_PCAP_BYTES)
 }
 
 /// How a replay compares with its goldens.
@@ -91,8 +104,7 @@ pub fn check(dir: &Path, out: &ScenarioOutput) -> Result<Verdict, CliError> {
     if !pcap_path.exists() {
         return Ok(Verdict::Missing(pcap_path));
     }
-    let golden = fs::read_to_string(&trace_path)
-        .map_err(|e| CliError(format!("{}: cannot read: {e}", trace_path.display())))?;
+    let golden = read_golden_trace(&trace_path)?;
     let golden = snap_body(&golden).trim_end();
     let now = out.trace.trim_end();
     if golden != now {
@@ -105,8 +117,7 @@ pub fn check(dir: &Path, out: &ScenarioOutput) -> Result<Verdict, CliError> {
             trace_path.display()
         )));
     }
-    let golden_pcap = fs::read(&pcap_path)
-        .map_err(|e| CliError(format!("{}: cannot read: {e}", pcap_path.display())))?;
+    let golden_pcap = read_golden_pcap(&pcap_path)?;
     if golden_pcap != out.pcap {
         let detail = pcap_divergence(&golden_pcap, &out.pcap, &pcap_path, Path::new("(replay)"))?
             .unwrap_or_else(|| "the pcap files differ in their headers".to_string());
@@ -118,10 +129,17 @@ pub fn check(dir: &Path, out: &ScenarioOutput) -> Result<Verdict, CliError> {
     Ok(Verdict::Pass)
 }
 
-/// Write both goldens for a replay.
+/// Write both goldens for a replay, as a unit ([`GoldenWriter`]).
 pub fn bless(dir: &Path, out: &ScenarioOutput) -> Result<(), CliError> {
-    write_atomic(&dir.join(TRACE_FILE), to_snap(&out.trace).as_bytes())?;
-    write_atomic(&dir.join(PCAP_FILE), &out.pcap)
+    let mut w = GoldenWriter::begin(dir)?;
+    let snap = to_snap(&out.trace);
+    w.trace()
+        .write_all(snap.as_bytes())
+        .map_err(|e| w.cannot_write(TRACE_FILE, e))?;
+    w.pcap()
+        .write_all(&out.pcap)
+        .map_err(|e| w.cannot_write(PCAP_FILE, e))?;
+    w.commit()
 }
 
 #[cfg(test)]

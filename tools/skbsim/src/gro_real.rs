@@ -108,8 +108,7 @@ pub fn check_real_gro(dir: &Path, out: &ScenarioOutput) -> Result<Verdict, CliEr
             return Ok(Verdict::Missing(p.clone()));
         }
     }
-    let text = std::fs::read_to_string(&trace_path)
-        .map_err(|e| CliError(format!("{}: cannot read: {e}", trace_path.display())))?;
+    let text = golden::read_golden_trace(&trace_path)?;
     if let Some(m) = compare_gro_traces("", golden::snap_body(&text), &out.trace) {
         return Ok(Verdict::Mismatch(format!(
             "{} (- golden, + real kernel)\nfirst difference at `{}`, field `{}`:\n  - {}\n  + {}",
@@ -120,8 +119,7 @@ pub fn check_real_gro(dir: &Path, out: &ScenarioOutput) -> Result<Verdict, CliEr
             m.real
         )));
     }
-    let pcap = std::fs::read(&pcap_path)
-        .map_err(|e| CliError(format!("{}: cannot read: {e}", pcap_path.display())))?;
+    let pcap = golden::read_golden_pcap(&pcap_path)?;
     if let Some(m) = compare_gro_pcaps("", &pcap, &out.pcap)? {
         return Ok(Verdict::Mismatch(format!(
             "{} (- golden, + real kernel, timestamps aside)\n`{}`, {}: {} vs {}",

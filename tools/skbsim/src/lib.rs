@@ -11,6 +11,8 @@ pub mod diff;
 pub mod engine;
 pub mod golden;
 pub mod gro_real;
+pub mod input;
+pub mod output;
 pub mod progress;
 pub mod replay;
 pub mod runner;

@@ -12,6 +12,7 @@ use sim::scenario::{Pipeline, Scenario};
 
 use crate::cli_error::CliError;
 use crate::engine::{CaptureOut, Dest, JsonOut, Sinks, TraceOut};
+use crate::output::Output;
 use crate::progress;
 use crate::runner::{replay_into, tap_ready, Backend};
 
@@ -61,7 +62,8 @@ pub struct ReplayArgs {
     /// skb_shinfo(skb)->gso_size of a GSO skb.
     #[arg(long, default_value_t = 0)]
     pub gso_size: u16,
-    /// Where to write what userspace read.
+    /// Where to write what userspace read ("-" for stdout; devices and FIFOs are written
+    /// through, files replaced atomically).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Where to write the text trace ("-" for stdout).
@@ -183,21 +185,11 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
     Ok(t)
 }
 
-/// A writer for what the user named: "-" is stdout.
+/// A writer for what the user named ("-" is stdout): devices and FIFOs written through,
+/// files replaced atomically when the replay finishes (see [`Output`]).
 fn dest(path: &std::path::Path) -> Result<Dest, CliError> {
-    if path.as_os_str() == "-" {
-        return Ok(Dest::Writer {
-            w: Box::new(std::io::BufWriter::with_capacity(
-                256 * 1024,
-                std::io::stdout(),
-            )),
-            name: PathBuf::from("(stdout)"),
-        });
-    }
-    let f = std::fs::File::create(path)
-        .map_err(|e| CliError(format!("{}: cannot create: {e}", path.display())))?;
     Ok(Dest::Writer {
-        w: Box::new(std::io::BufWriter::with_capacity(256 * 1024, f)),
+        w: Box::new(Output::create(path)?),
         name: path.to_path_buf(),
     })
 }
@@ -298,7 +290,8 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
         > 1
     {
         return Err(CliError(
-            "only one of -o -, --trace - and --json can use standard output".into(),
+            "only one of -o -, --trace - and --json can use stdout; name a file for the others"
+                .into(),
         ));
     }
     let mut sinks = Sinks {

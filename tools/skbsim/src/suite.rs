@@ -48,7 +48,8 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
     for p in paths {
         if p.is_dir() {
             walk(p, &mut out)?;
-        } else if p.is_file() {
+        } else if p.exists() {
+            // Not only regular files: Scenario::load names what else it is (a FIFO...).
             out.push(p.clone());
         } else {
             return Err(CliError(format!(
@@ -122,8 +123,7 @@ pub fn check_real(
             return Ok(Verdict::Missing(p.clone()));
         }
     }
-    let golden_trace = std::fs::read_to_string(&trace_path)
-        .map_err(|e| CliError(format!("{}: cannot read: {e}", trace_path.display())))?;
+    let golden_trace = golden::read_golden_trace(&trace_path)?;
     let golden_trace = golden::snap_body(&golden_trace).trim_end();
     if let Some(d) = first_divergence(golden_trace, out.trace.trim_end(), &ignore) {
         return Ok(Verdict::Mismatch(format!(
@@ -131,8 +131,7 @@ pub fn check_real(
             trace_path.display()
         )));
     }
-    let golden_pcap = std::fs::read(&pcap_path)
-        .map_err(|e| CliError(format!("{}: cannot read: {e}", pcap_path.display())))?;
+    let golden_pcap = golden::read_golden_pcap(&pcap_path)?;
     if golden_pcap != out.pcap {
         let detail = pcap_divergence(
             &golden_pcap,
@@ -325,6 +324,26 @@ fn workers(backend: Backend, scenarios: usize) -> usize {
     }
 }
 
+/// Remove what killed blesses left under the golden roots of `scenarios`.
+fn clean_stale_blesses(scenarios: &[Scenario], root: Option<&Path>) -> Result<(), CliError> {
+    let mut roots: Vec<PathBuf> = scenarios
+        .iter()
+        .map(|s| golden::golden_root(s, root))
+        .collect();
+    roots.sort();
+    roots.dedup();
+    for r in &roots {
+        let n = golden::remove_stale_temps(r)?;
+        if n > 0 {
+            eprintln!(
+                "removed {n} leftovers of an interrupted bless under {}",
+                r.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
     let tap = args.backend == Backend::Tap;
     if tap && mode == Mode::Bless {
@@ -336,6 +355,7 @@ pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
         tap_ready("--backend tap")?;
     }
     let scenarios = load_scenarios(&args.paths, args.shard.as_deref())?;
+    clean_stale_blesses(&scenarios, args.golden.as_deref())?;
     let pb = progress::bar(
         scenarios.len() as u64,
         if mode == Mode::Bless {

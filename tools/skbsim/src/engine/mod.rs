@@ -62,6 +62,12 @@ impl Finish for io::BufWriter<File> {
     }
 }
 
+impl Finish for crate::output::Output {
+    fn finish(self: Box<Self>) -> io::Result<()> {
+        (*self).commit().map_err(|e| io::Error::other(e.0))
+    }
+}
+
 impl Finish for io::BufWriter<io::Stdout> {
     fn finish(mut self: Box<Self>) -> io::Result<()> {
         self.flush()
