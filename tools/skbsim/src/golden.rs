@@ -16,8 +16,11 @@ use crate::runner::ScenarioOutput;
 pub const TRACE_FILE: &str = "trace.snap";
 pub const PCAP_FILE: &str = "read.pcap";
 
-/// The insta header of a golden trace. The integration test asserts these snapshots
-/// with the same source and expression.
+/// The insta header of a golden trace: what insta writes for `assert_snapshot!("trace",
+/// trace)` in `tests/scenarios.rs` (the source relative to the workspace, the expression,
+/// no `input_file`), so `cargo insta accept` and `skbsim bless` write the same bytes
+/// (`tests/golden_format.rs`, `ci/insta-check.sh`). Written by hand rather than through
+/// insta because insta offers no public way to build snapshot metadata.
 const SNAP_HEADER: &str = "---\nsource: tools/skbsim/tests/scenarios.rs\nexpression: trace\n---\n";
 
 /// `<repo>/golden/<area>/<stem>` for a scenario at `<repo>/scenarios/<area>/<stem>.toml`,
@@ -46,7 +49,8 @@ pub fn snap_body(text: &str) -> &str {
     text
 }
 
-/// The file contents bless writes for a trace.
+/// The file contents bless writes for a trace: the header, the trace without trailing
+/// whitespace, one newline (insta's own normalisation of a file snapshot).
 pub fn to_snap(trace: &str) -> String {
     format!("{SNAP_HEADER}{}\n", trace.trim_end())
 }
