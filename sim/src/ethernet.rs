@@ -59,6 +59,7 @@ pub fn eth_type_trans(skb: &mut SkBuff) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::frame_meta::{build_skb, SkbRecipe};
 
     fn frame(ty: u16, payload: &[u8]) -> Vec<u8> {
         let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
@@ -95,5 +96,33 @@ mod tests {
             eth_type_trans(&mut skb);
             assert_eq!(skb.protocol, type_trans(&f), "type 0x{ty:04x}");
         }
+    }
+
+    #[test]
+    fn tun_read_skbs_get_the_protocol_a_writer_tap_gave_them() {
+        // pipeline/frame_meta.rs: the real arm bridges frames in from a writer tap, whose
+        // eth_type_trans set skb->protocol (so pi.proto). Length 38, LLC SAPs 0x42:
+        // ETH_P_802_2, not the length, behind a hw-accelerated tag too.
+        let mut llc = vec![
+            2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x00, 0x26, 0x42, 0x42, 0x03,
+        ];
+        llc.resize(60, 0);
+        let mut tagged = llc[..12].to_vec();
+        tagged.extend_from_slice(&[0x81, 0x00, 0x00, 0x05]);
+        tagged.extend_from_slice(&llc[12..56]);
+        let hwaccel = SkbRecipe {
+            vlan_hwaccel: true,
+            ..SkbRecipe::default()
+        };
+        let mut skb = SkBuff::default();
+        for (f, recipe) in [(&llc, SkbRecipe::default()), (&tagged, hwaccel)] {
+            build_skb(&mut skb, f, &recipe, false).unwrap();
+            assert_eq!(skb.protocol, ETH_P_802_2);
+        }
+        assert!(skb.vlan.is_some());
+        // Novell raw 802.3 (0xffff after the length): ETH_P_802_3.
+        llc[14..16].copy_from_slice(&[0xff, 0xff]);
+        build_skb(&mut skb, &llc, &SkbRecipe::default(), false).unwrap();
+        assert_eq!(skb.protocol, ETH_P_802_3);
     }
 }
