@@ -35,7 +35,7 @@ sed -i -E '$ s/[0-9]/X/' "$golden"
 # their own; the registry dependencies are reused as they are.
 sed -i -E '0,/^version = "([^"]*)"$/ s//version = "\1-insta-check"/' Cargo.toml
 grep -q -- '-insta-check"$' Cargo.toml || fail "Cargo.toml: no workspace version to change"
-cargo test --quiet --no-run --test scenarios 2>/dev/null
+cargo test --quiet --no-run --test scenarios
 echo "== cargo insta test on a changed golden ($golden): must fail and leave it to review"
 if CI=false cargo insta test --test scenarios >"$tmp/test.log" 2>&1; then
   cat "$tmp/test.log" >&2
