@@ -16,7 +16,9 @@ fail() {
   exit 1
 }
 
-tar --exclude=./target --exclude=./.git -cf - . | tar -C "$tmp" -xf -
+# -m: the copy's files are newer than any artifact, so cargo rebuilds the copy's crates
+# (their paths, below, are those of the last copy, which is gone).
+tar --exclude=./target --exclude=./.git -cf - . | tar -C "$tmp" -m -xf -
 cd "$tmp"
 golden=$(find golden -name trace.snap | LC_ALL=C sort | head -n 1)
 [ -n "$golden" ] || fail "no golden trace under golden/"
@@ -32,7 +34,7 @@ sed -i -E '$ s/[0-9]/X/' "$golden"
 # its path relative to the workspace: the copy's would replace this checkout's, and would
 # not even be rebuilt though they embed this checkout's CARGO_MANIFEST_DIR (the tests find
 # scenarios and goldens through it). Another version gives the copy's crates artifacts of
-# their own; the registry dependencies are reused as they are.
+# their own (rebuilt on every run: tar -m above); the registry dependencies are reused.
 sed -i -E '0,/^version = "([^"]*)"$/ s//version = "\1-insta-check"/' Cargo.toml
 grep -q -- '-insta-check"$' Cargo.toml || fail "Cargo.toml: no workspace version to change"
 cargo test --quiet --no-run --test scenarios
