@@ -17,7 +17,8 @@ fail() {
 }
 
 # -m: the copy's files are newer than any artifact, so cargo rebuilds the copy's crates
-# (their paths, below, are those of the last copy, which is gone).
+# instead of reusing an earlier copy's (same artifact names, see below, but built in a
+# directory that is gone).
 tar --exclude=./target --exclude=./.git -cf - . | tar -C "$tmp" -m -xf -
 cd "$tmp"
 golden=$(find golden -name trace.snap | LC_ALL=C sort | head -n 1)
