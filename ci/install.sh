@@ -24,3 +24,15 @@ for component in rustfmt clippy; do
     rustup component add "$component"
   fi
 done
+
+# cargo-insta for ci/insta-check.sh (the README's reviewer workflow), at the version of the
+# insta crate in Cargo.lock so the snapshot format it reads and writes is the tests' own.
+insta_version=$(awk '$0 == "name = \"insta\"" { getline; gsub(/"/, "", $3); print $3 }' \
+  "$(dirname "$0")/../Cargo.lock")
+if [ -z "$insta_version" ]; then
+  echo "ci/install.sh: no insta package in Cargo.lock" >&2
+  exit 2
+fi
+if [ "$(cargo insta --version 2>/dev/null)" != "cargo-insta $insta_version" ]; then
+  cargo install --locked --quiet "cargo-insta@$insta_version"
+fi

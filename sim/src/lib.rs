@@ -8,6 +8,7 @@
 
 pub mod bpf;
 pub mod errno;
+pub mod ethernet;
 pub mod fsutil;
 pub mod gro;
 pub mod net;

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::skb::VlanTag;
+use crate::ethernet::ETH_P_802_2;
+use crate::skb::{VlanTag, ETH_P_IP, ETH_P_IPV6};
 use crate::tun::TunDevice;
 
 /// A frame the stack received (__netif_receive_skb_core delivered it to the packet taps).
@@ -16,6 +17,20 @@ pub struct Delivery {
     pub vlan: Option<VlanTag>,
     /// skb->protocol.
     pub protocol: u16,
+}
+
+/// ETH_P_ARP (include/uapi/linux/if_ether.h).
+const ETH_P_ARP: u16 = 0x0806;
+
+/// The protocols with a ptype_base handler (dev_add_pack): ip_rcv, arp_rcv, ipv6_rcv and
+/// llc_rcv (net/llc/llc_core.c, built in with the bridge's STP), as /proc/net/ptype
+/// lists them on the conformance machine. No 802.1Q handler: without a VLAN device an
+/// inner tag has none.
+pub const PTYPE_BASE: [u16; 4] = [ETH_P_IP, ETH_P_ARP, ETH_P_IPV6, ETH_P_802_2];
+
+/// Whether __netif_receive_skb_core finds a protocol handler for `protocol`.
+pub fn has_ptype_handler(protocol: u16) -> bool {
+    PTYPE_BASE.contains(&protocol)
 }
 
 /// The devices and the stack.

@@ -486,13 +486,14 @@ impl SkBuff {
         }
         let tci = u16::from_be_bytes([self.buf[d + 14], self.buf[d + 15]]);
         let inner = u16::from_be_bytes([self.buf[d + 16], self.buf[d + 17]]);
+        let sap = (|| Some([self.byte(18)?, self.byte(19)?]))();
         self.buf.copy_within(d..d + 2 * ETH_ALEN, d + VLAN_HLEN);
         self.ops.bytes_memmoved += (2 * ETH_ALEN) as u64;
         self.data += VLAN_HLEN;
         self.mac_header = Some(self.data);
         self.vlan = Some(VlanTag { proto: tpid, tci });
-        // vlan_set_encap_proto: an EtherType >= ETH_P_802_3_MIN is taken as is.
-        self.protocol = inner;
+        // vlan_set_encap_proto: the eth_type_trans rule on the field after the tag.
+        self.protocol = crate::ethernet::encap_proto(inner, sap);
         true
     }
 

@@ -159,9 +159,9 @@ pub fn build_skb(
         skb.vlan_untag();
         // vlan_set_encap_proto took the tag's inner EtherType; further in-band tags
         // (QinQ inner) stay in the frame and in skb->protocol.
-    } else if let Some(p) = be16(frame, 12) {
-        // eth_type_trans: skb->protocol is the EtherType at offset 12.
-        skb.protocol = p;
+    } else {
+        // eth_type_trans on the writer tap's receive (the real arm bridges the frame in).
+        skb.protocol = crate::ethernet::type_trans(frame);
     }
     let l3_off = lay.l3_offset - shift;
     let l4_off = lay.l4_offset - shift;

@@ -70,8 +70,6 @@ pub struct TapGroRun {
 }
 
 const ETH_HLEN: usize = 14;
-/// ETH_P_802_3_MIN: below it the field is a length (eth_type_trans).
-const ETH_P_802_3_MIN: u16 = 0x0600;
 
 impl TapGroRun {
     pub fn new(profile: &KernelProfile, plan: &GroPlan) -> TapGroRun {
@@ -106,9 +104,7 @@ impl TapGroRun {
         self.stats.rx_packets += 1;
         self.stats.rx_bytes += frame.len() as u64;
         let mut skb = GroSkb::new(index, ts_ns, frame);
-        // eth_type_trans: skb->protocol.
-        let ty = skb.be16(12);
-        skb.protocol = if ty >= ETH_P_802_3_MIN { ty } else { 0x0004 };
+        skb.protocol = crate::ethernet::type_trans(&skb.data);
         // tun_build_skb (page-frag head) only for non-blocking writes that fit.
         skb.head_frag = self.plan.nonblocking
             && self

@@ -4,9 +4,15 @@
 //! table of real-kernel-observations.md.
 
 use crate::errno::Errno;
+pub(crate) use crate::ethernet::eth_type_trans;
 use crate::net::{Delivery, Net};
 use crate::profile::{TunReadRules, TunWriteRules};
-use crate::skb::{gso, IpSummed, SkBuff, ETH_HLEN, ETH_P_IP, ETH_P_IPV6};
+use crate::skb::{
+    gso, IpSummed, SkBuff, ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6,
+};
+
+/// VLAN_VID_MASK (include/linux/if_vlan.h).
+const VLAN_VID_MASK: u16 = 0x0fff;
 use crate::wire::virtio_net_hdr::{
     VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_F_NEEDS_CSUM,
     VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_GSO_TCPV4,
@@ -324,6 +330,13 @@ impl Net {
 
     /// __netif_receive_skb_core: the receive path untags an outer 802.1Q/802.1ad tag,
     /// then the packet taps see the frame.
+    ///
+    /// A tagged frame goes on without the taps (pt_prev is reset before vlan_do_receive)
+    /// and finds no VLAN device (none is modelled): a priority tag (VID 0) over another
+    /// tag is untagged again (check_vlan_id), then the tag is cleared and the frame needs
+    /// a ptype_base handler for skb->protocol, or it is dropped and counted in
+    /// rx_dropped (dev_core_stats_rx_dropped_inc): a QinQ frame (inner 0x8100), a raw
+    /// 802.3 frame in a tag. An untagged frame always has the taps as its handler.
     pub(crate) fn deliver(&mut self, ifindex: u32, skb: &SkBuff) {
         let mut skb = skb.clone();
         if skb.vlan.is_none() {
@@ -335,6 +348,22 @@ impl Net {
             vlan: skb.vlan,
             protocol: skb.protocol,
         });
+        if skb.vlan.is_none() {
+            return;
+        }
+        while skb.vlan.is_some_and(|t| t.tci & VLAN_VID_MASK == 0)
+            && matches!(skb.protocol, ETH_P_8021Q | ETH_P_8021AD)
+        {
+            // __vlan_hwaccel_clear_tag + skb_vlan_untag; a frame too short for the next
+            // tag is freed without a count.
+            skb.vlan = None;
+            if !skb.vlan_untag() {
+                return;
+            }
+        }
+        if !crate::net::has_ptype_handler(skb.protocol) {
+            self.stats_mut(ifindex).rx_dropped += 1;
+        }
     }
 
     /// Run the device's program as generic XDP on `skb`. Returns the report and, for a
@@ -424,25 +453,6 @@ fn rebuilt(old: &SkBuff, frame: &[u8], head_delta: isize) -> SkBuff {
         eth_type_trans(&mut skb);
     }
     skb
-}
-
-/// eth_type_trans (net/ethernet/eth.c): skb->protocol from the EtherType, or 802.3/802.2
-/// for a length field.
-pub(crate) fn eth_type_trans(skb: &mut SkBuff) {
-    skb.reset_mac_header();
-    let et = match (skb.byte(12), skb.byte(13)) {
-        (Some(a), Some(b)) => u16::from_be_bytes([a, b]),
-        _ => 0,
-    };
-    skb.protocol = if et >= 0x0600 {
-        et
-    } else if skb.byte(14) == Some(0xff) && skb.byte(15) == Some(0xff) {
-        // ETH_P_802_3: a raw 802.3 frame (IPX's 0xffff checksum).
-        0x0001
-    } else {
-        // ETH_P_802_2: an 802.2 LLC frame.
-        0x0004
-    };
 }
 
 /// R2.1: the PI and the vnet header. Errors here change no counter.

@@ -266,3 +266,52 @@ fn native_pass_after_adjust_head_delivers_the_moved_frame_but_counts_the_written
     // R2.4: rx_bytes adds the original len.
     assert_eq!(stats(&net, A).rx_bytes, 60);
 }
+
+/// `frame` with `tags` (TPID, TCI) after the MACs and `rest` after them.
+fn tagged(tags: &[(u16, u16)], rest: &[u8]) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
+    for (tpid, tci) in tags {
+        f.extend_from_slice(&tpid.to_be_bytes());
+        f.extend_from_slice(&tci.to_be_bytes());
+    }
+    f.extend_from_slice(rest);
+    f.resize(60, 0);
+    f
+}
+
+#[test]
+fn tagged_frames_without_a_protocol_handler_count_rx_dropped() {
+    // net/core/dev.c: __netif_receive_skb_core. An LLC frame (length 38, SAPs 0x42) and
+    // a raw 802.3 one (0xffff after the length).
+    let llc = [0x00, 0x26, 0x42, 0x42, 0x03];
+    let raw = [0x00, 0x1e, 0xff, 0xff];
+    // (tags, what follows them, skb->protocol the taps see, rx_dropped)
+    type Case<'a> = (&'a [(u16, u16)], &'a [u8], u16, u64);
+    let cases: [Case; 7] = [
+        // Untagged: the packet taps are the handler, whatever the protocol.
+        (&[], &raw, 0x0001, 0),
+        (&[], &[0x88, 0xb5], 0x88b5, 0),
+        // vlan_set_encap_proto: the eth_type_trans rule after the tag; llc_rcv handles
+        // ETH_P_802_2, nothing ETH_P_802_3.
+        (&[(0x8100, 5)], &llc, 0x0004, 0),
+        (&[(0x8100, 5)], &raw, 0x0001, 1),
+        // QinQ: only the outer tag comes off; nothing handles 0x8100.
+        (&[(0x88a8, 10), (0x8100, 20)], &[0x08, 0x00], 0x8100, 1),
+        // A priority tag (VID 0) over another tag: check_vlan_id untags again.
+        (&[(0x8100, 0), (0x8100, 5)], &llc, 0x8100, 0),
+        (&[(0x8100, 0), (0x8100, 5)], &raw, 0x8100, 1),
+    ];
+    for (tags, rest, protocol, dropped) in cases {
+        let mut net = net_with(None, None);
+        let out = write(&mut net, &tagged(tags, rest), false);
+        assert_eq!(out.result, Ok(60), "{tags:?}");
+        assert_eq!(net.stack.len(), 1);
+        assert_eq!(net.stack[0].protocol, protocol, "{tags:?} {rest:02x?}");
+        let st = stats(&net, A);
+        assert_eq!(
+            (st.rx_packets, st.rx_dropped),
+            (1, dropped),
+            "{tags:?} {rest:02x?}"
+        );
+    }
+}

@@ -23,6 +23,7 @@ use pnet_packet::vlan::VlanPacket;
 use super::gre::Gre;
 use super::{be16_at, be32_at};
 use super::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1, ETH_P_TEB};
+use crate::ethernet::{eth_proto_is_802_3, ETH_P_802_3_MIN};
 
 /// How many tunnels deep `inner:` summaries go before eliding the rest.
 pub const MAX_DEPTH: usize = 2;
@@ -34,8 +35,21 @@ pub const MAX_VLAN_TAGS: usize = 8;
 const ETH_HLEN: usize = 14;
 /// VLAN_HLEN (include/linux/if_vlan.h).
 const VLAN_HLEN: usize = 4;
-/// ETH_P_802_3_MIN (include/uapi/linux/if_ether.h): below it the field is a length.
-const ETH_P_802_3_MIN: u16 = 0x0600;
+/// LLC SAPs (include/net/llc_pdu.h) shown by name; the low bit of a DSAP is I/G, of an
+/// SSAP C/R.
+const LLC_SAP_IP: u8 = 0x06;
+const LLC_SAP_BSPAN: u8 = 0x42;
+const LLC_SAP_SNAP: u8 = 0xaa;
+const LLC_SAP_IPX: u8 = 0xe0;
+const LLC_SAP_NETBEUI: u8 = 0xf0;
+const LLC_SAP_OSI: u8 = 0xfe;
+/// LLC_PDU_TYPE_U (include/net/llc_pdu.h): the low two control bits of a U-format PDU,
+/// whose control field is one byte (I and S formats have two).
+const LLC_PDU_TYPE_U: u8 = 0x03;
+/// The UI control byte of a SNAP header (LLC_1_PDU_CMD_UI).
+const LLC_UI: u16 = 0x03;
+/// A SNAP header after the LLC header: 3 bytes of OUI, 2 of protocol (RFC 1042).
+const SNAP_HLEN: usize = 5;
 /// IANA_VXLAN_UDP_PORT (include/net/vxlan.h).
 const VXLAN_PORT: u16 = 4789;
 /// sizeof(struct vxlanhdr) (include/net/vxlan.h).
@@ -170,9 +184,93 @@ fn network(mut ethertype: u16, mut rest: &[u8], depth: usize, out: &mut String) 
         ETH_P_IP => ipv4(rest, depth, out),
         ETH_P_IPV6 => ipv6(rest, depth, out),
         ETH_P_ARP => arp(rest, out),
-        len if len < ETH_P_802_3_MIN => part!(out, "802.3 length {len} len {}", rest.len()),
+        len if len < ETH_P_802_3_MIN => ieee802_3(len, rest, out),
         other => part!(out, "ethertype 0x{other:04x} len {}", rest.len()),
     }
+}
+
+/// An 802.3 frame: the type field is the payload's length. The payload is Novell's raw
+/// 802.3 when it starts with 0xffff (the eth_type_trans rule, on the bytes it reads),
+/// else an 802.2 LLC header; bytes past the length are padding.
+fn ieee802_3(len: u16, rest: &[u8], out: &mut String) {
+    let len = usize::from(len);
+    part!(out, "802.3 len {len}");
+    if len > rest.len() {
+        let _ = write!(out, " ({} present)", rest.len());
+    } else if len < rest.len() {
+        let _ = write!(out, " pad {}", rest.len() - len);
+    }
+    let data = rest.get(..len).unwrap_or(rest);
+    if rest.get(..2) == Some(&[0xff, 0xff][..]) {
+        part!(out, "raw 802.3 (IPX) len {}", data.len());
+        return;
+    }
+    llc(data, out);
+}
+
+fn sap_name(sap: u8) -> Option<&'static str> {
+    Some(match sap & !1 {
+        LLC_SAP_IP => "IP",
+        LLC_SAP_BSPAN => "STP",
+        LLC_SAP_SNAP => "SNAP",
+        LLC_SAP_IPX => "IPX",
+        LLC_SAP_NETBEUI => "NetBIOS",
+        LLC_SAP_OSI => "OSI",
+        _ => return None,
+    })
+}
+
+/// An 802.2 LLC header (include/net/llc_pdu.h: struct llc_pdu_un / llc_pdu_sn), and the
+/// SNAP header a UI frame between SAPs 0xaa carries.
+fn llc(data: &[u8], out: &mut String) {
+    let (Some(&dsap), Some(&ssap), Some(&c0)) = (data.first(), data.get(1), data.get(2)) else {
+        return truncated(out, "LLC", 3, data.len());
+    };
+    let (ctrl, hlen) = if c0 & LLC_PDU_TYPE_U == LLC_PDU_TYPE_U {
+        (u16::from(c0), 3)
+    } else {
+        let Some(&c1) = data.get(3) else {
+            return truncated(out, "LLC", 4, data.len());
+        };
+        (u16::from_be_bytes([c0, c1]), 4)
+    };
+    part!(
+        out,
+        "LLC dsap 0x{dsap:02x} ssap 0x{ssap:02x} ctrl 0x{ctrl:0w$x}",
+        w = 2 * (hlen - 2)
+    );
+    if let Some(name) = sap_name(dsap) {
+        let _ = write!(out, " ({name})");
+    }
+    let payload = data.get(hlen..).unwrap_or(&[]);
+    if dsap == LLC_SAP_SNAP && ssap & !1 == LLC_SAP_SNAP && ctrl == LLC_UI {
+        return snap(payload, out);
+    }
+    let _ = write!(out, " len {}", payload.len());
+}
+
+/// SNAP (IEEE 802 clause 10): an OUI and a protocol id. OUI 00:00:00 (RFC 1042) and
+/// 00:00:f8 (802.1H) carry an EtherType; Cisco's 00:00:0c its own protocols.
+fn snap(p: &[u8], out: &mut String) {
+    let (Some(oui), Some(pid)) = (p.get(..3), be16_at(p, 3)) else {
+        return truncated(out, "SNAP", SNAP_HLEN, p.len());
+    };
+    part!(out, "SNAP oui {:02x}:{:02x}:{:02x}", oui[0], oui[1], oui[2]);
+    let name = match (oui, pid) {
+        ([0, 0, 0] | [0, 0, 0xf8], t) if eth_proto_is_802_3(t) => {
+            Some(ethertype_name(t)).filter(|n| !n.starts_with("0x"))
+        }
+        ([0, 0, 0x0c], 0x2000) => Some("CDP".to_string()),
+        ([0, 0, 0x0c], 0x2003) => Some("VTP".to_string()),
+        ([0, 0, 0x0c], 0x2004) => Some("DTP".to_string()),
+        ([0, 0, 0x0c], 0x010b) => Some("PVST+".to_string()),
+        _ => None,
+    };
+    let _ = write!(out, " type 0x{pid:04x}");
+    if let Some(name) = name {
+        let _ = write!(out, " ({name})");
+    }
+    let _ = write!(out, " len {}", p.len() - SNAP_HLEN);
 }
 
 fn arp(buf: &[u8], out: &mut String) {

@@ -149,6 +149,58 @@ fn unknown_and_truncated() {
 }
 
 #[test]
+fn ieee_802_3_llc_snap_and_raw() {
+    // An IEEE 802.1D configuration BPDU: length 38 = LLC (3) + BPDU (35), SAPs 0x42,
+    // UI; padded to the 60-byte minimum (8 bytes after the 38).
+    let bpdu = [&MACS[..], &[0x00, 0x26, 0x42, 0x42, 0x03], &[0u8; 35 + 8]].concat();
+    let want = ", 802.3 len 38 pad 8, LLC dsap 0x42 ssap 0x42 ctrl 0x03 (STP) len 35";
+    assert_eq!(describe(&bpdu), format!("{A_TO_B}{want}"));
+    // CDP: SNAP (SAPs 0xaa, UI) with Cisco's OUI 00:00:0c, protocol 0x2000.
+    let cdp = [
+        &MACS[..],
+        &[0x00, 0x10, 0xaa, 0xaa, 0x03, 0x00, 0x00, 0x0c, 0x20, 0x00],
+        &[0u8; 8],
+    ]
+    .concat();
+    let want = ", 802.3 len 16, LLC dsap 0xaa ssap 0xaa ctrl 0x03 (SNAP), \
+                SNAP oui 00:00:0c type 0x2000 (CDP) len 8";
+    assert_eq!(describe(&cdp), format!("{A_TO_B}{want}"));
+    // RFC 1042: OUI 0 and an EtherType.
+    let rfc1042 = [
+        &MACS[..],
+        &[0x00, 0x08, 0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00],
+    ]
+    .concat();
+    let want = ", 802.3 len 8, LLC dsap 0xaa ssap 0xaa ctrl 0x03 (SNAP), \
+                SNAP oui 00:00:00 type 0x0800 (IPv4) len 0";
+    assert_eq!(describe(&rfc1042), format!("{A_TO_B}{want}"));
+    // Novell raw 802.3: the IPX header's 0xffff checksum where the SAPs would be.
+    let ipx = [&MACS[..], &[0x00, 0x1e, 0xff, 0xff, 0x00, 0x1e], &[0u8; 26]].concat();
+    assert_eq!(
+        describe(&ipx),
+        format!("{A_TO_B}, 802.3 len 30, raw 802.3 (IPX) len 30")
+    );
+    // IS-IS behind an 802.1Q tag: SAPs 0xfe; an I-format (two-byte) control field.
+    let isis = [
+        &MACS[..],
+        &[
+            0x81, 0x00, 0x00, 0x05, 0x00, 0x06, 0xfe, 0xfe, 0x00, 0x01, 0x83, 0x1b,
+        ],
+    ]
+    .concat();
+    let want = ", 802.1Q vid 5, 802.3 len 6, LLC dsap 0xfe ssap 0xfe ctrl 0x0001 (OSI) len 2";
+    assert_eq!(describe(&isis), format!("{A_TO_B}{want}"));
+    // A length past the frame, and LLC and SNAP headers cut short.
+    let cut = [&MACS[..], &[0x01, 0x00, 0x42]].concat();
+    let want = ", 802.3 len 256 (1 present), truncated LLC (3 bytes needed, 1 present)";
+    assert_eq!(describe(&cut), format!("{A_TO_B}{want}"));
+    let cut = [&MACS[..], &[0x00, 0x06, 0xaa, 0xaa, 0x03, 0, 0, 0]].concat();
+    let want = ", 802.3 len 6, LLC dsap 0xaa ssap 0xaa ctrl 0x03 (SNAP), \
+                truncated SNAP (5 bytes needed, 3 present)";
+    assert_eq!(describe(&cut), format!("{A_TO_B}{want}"));
+}
+
+#[test]
 fn inconsistent_lengths_do_not_panic() {
     // IHL 15 (60 bytes) with only 20 present; pnet's options getter would panic.
     let mut f = tcp_frame();

@@ -25,8 +25,11 @@ pub const PCAP_FILE: &str = "read.pcap";
 /// dir pointing at something absurd.
 const MAX_GOLDEN_PCAP_BYTES: u64 = 1 << 30;
 
-/// The insta header of a golden trace. The integration test asserts these snapshots
-/// with the same source and expression.
+/// The insta header of a golden trace: what insta writes for `assert_snapshot!("trace",
+/// trace)` in `tests/scenarios.rs` (the source relative to the workspace, the expression,
+/// no `input_file`), so `cargo insta accept` and `skbsim bless` write the same bytes
+/// (`tests/golden_format.rs`, `ci/insta-check.sh`). Written by hand rather than through
+/// insta because insta offers no public way to build snapshot metadata.
 pub const SNAP_HEADER: &str =
     "---\nsource: tools/skbsim/tests/scenarios.rs\nexpression: trace\n---\n";
 
@@ -61,7 +64,8 @@ pub fn snap_body(text: &str) -> &str {
     text
 }
 
-/// The file contents bless writes for a trace.
+/// The file contents bless writes for a trace: the header, the trace without trailing
+/// whitespace, one newline (insta's own normalisation of a file snapshot).
 pub fn to_snap(trace: &str) -> String {
     format!("{SNAP_HEADER}{}\n", trace.trim_end())
 }

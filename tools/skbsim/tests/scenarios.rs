@@ -27,8 +27,11 @@ fn scenario_matches_golden(
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(&dir);
     settings.set_prepend_module_to_snapshot(false);
-    settings.set_input_file(&path);
-    settings.bind(|| insta::assert_snapshot!("trace", out.trace));
+    // insta writes the asserted expression (`trace`) and no `input_file` into the header:
+    // the same header `skbsim bless` writes (`golden::SNAP_HEADER`), so `cargo insta
+    // accept` and `skbsim bless` write the same bytes.
+    let trace = &out.trace;
+    settings.bind(|| insta::assert_snapshot!("trace", trace));
     let golden_pcap = std::fs::read(dir.join(PCAP_FILE)).unwrap_or_else(|e| {
         panic!(
             "{}: {e} (run `skbsim bless {}`)",
