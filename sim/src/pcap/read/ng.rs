@@ -4,7 +4,7 @@
 use std::io::Read;
 
 use super::{io_err, rd16, rd32, rd64, Loc, PcapReader};
-use crate::pcap::{PcapError, LINKTYPE_ETHERNET, MAX_CAPLEN};
+use crate::pcap::{PcapError, MAX_CAPLEN};
 
 pub(super) const NG_SHB: u32 = 0x0a0d_0d0a;
 /// Largest pcapng block buffered whole (SHB, IDB, packet blocks). Other block types are
@@ -62,6 +62,8 @@ impl TsScale {
 #[derive(Debug, Clone, Copy)]
 struct Iface {
     link_type: u32,
+    /// The reader's [`LinkPolicy`](super::LinkPolicy) refuses `link_type`.
+    refused: bool,
     snaplen: u32,
     scale: TsScale,
     /// if_tsoffset, seconds.
@@ -249,8 +251,10 @@ impl<R: Read> PcapReader<R> {
         let s = self.ng_block(blen, offset, be)?;
         let n = blen as usize;
         let b = &self.src.buf[s..s + n];
+        let link_type = u32::from(rd16(b, 8, be));
         let mut iface = Iface {
-            link_type: u32::from(rd16(b, 8, be)),
+            link_type,
+            refused: self.policy.check(link_type).is_err(),
             snaplen: rd32(b, 12, be),
             scale: TsScale::from_tsresol(6),
             offset_s: 0,
@@ -340,12 +344,10 @@ impl<R: Read> PcapReader<R> {
                 format!("{name} refers to interface {if_id} but the section describes {n}"),
             ));
         };
-        if iface.link_type != LINKTYPE_ETHERNET {
-            return Err(PcapError::NotEthernet {
-                path: self.path.clone(),
-                link_type: iface.link_type,
-                interface: Some(if_id),
-            });
+        if iface.refused {
+            if let Some(e) = self.policy.refuse(iface.link_type, &self.path, Some(if_id)) {
+                return Err(e);
+            }
         }
         let caplen = if units.is_none() {
             // SPB: the data fills the block, cut to the packet and the snaplen.
@@ -386,6 +388,8 @@ impl<R: Read> PcapReader<R> {
             len: caplen as usize,
             ts_ns: units.map_or(0, |u| iface.ts_ns(u)),
             orig_len,
+            link_type: iface.link_type,
+            interface: if_id,
         })
     }
 }
