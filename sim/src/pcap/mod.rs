@@ -59,6 +59,8 @@ mod write;
 mod tests;
 #[cfg(test)]
 mod tests_linktype;
+#[cfg(test)]
+mod tests_write;
 
 use std::fmt;
 use std::io;
