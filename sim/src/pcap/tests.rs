@@ -335,8 +335,8 @@ fn classic_caplen_over_snaplen() {
 fn classic_swapped_lengths_of_old_versions() {
     let mut old = PCAP_LE_US.to_vec();
     old[6] = 2; // version 2.2
-    // frame 1's header says caplen 4, len 60; swapped it means caplen 60: make the
-    // file say (60, 4) so that swapping gives back (4, 60).
+                // frame 1's header says caplen 4, len 60; swapped it means caplen 60: make the
+                // file say (60, 4) so that swapping gives back (4, 60).
     old[62..66].copy_from_slice(&60u32.to_le_bytes());
     old[66..70].copy_from_slice(&4u32.to_le_bytes());
     let frames = read(&old).expect("2.2 reads");

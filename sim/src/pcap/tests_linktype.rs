@@ -176,13 +176,15 @@ fn unsupported_link_type_is_one_line_listing_the_supported() {
         &[(1, Vec::new()), (127, Vec::new())],
         &[(0, 0, &[0u8; 14]), (1, 0, &[0u8; 4])],
     );
-    let mut r = PcapReader::from_reader_with(&f[..], "in.pcapng", LinkPolicy::Supported)
-        .expect("header");
+    let mut r =
+        PcapReader::from_reader_with(&f[..], "in.pcapng", LinkPolicy::Supported).expect("header");
     assert!(matches!(r.next_frame(), Some(Ok(_))));
     let e = r.next_frame().expect("second").expect_err("radiotap");
     assert_eq!(
         e.to_string(),
-        format!("in.pcapng: interface 1: link type 127 (IEEE802_11_RADIOTAP) is not supported; {list}")
+        format!(
+            "in.pcapng: interface 1: link type 127 (IEEE802_11_RADIOTAP) is not supported; {list}"
+        )
     );
 }
 
@@ -219,7 +221,11 @@ fn cooked_frames_become_the_ethernet_frames_of_the_same_capture() {
             k += 1;
             assert_eq!(e.data.len(), want.len(), "{name} frame {i}");
             assert_eq!(e.orig_len(c.orig_len), eth[k - 1].orig_len);
-            assert_eq!(&e.data[6..], &want[6..], "{name} frame {i}: src, type, payload");
+            assert_eq!(
+                &e.data[6..],
+                &want[6..],
+                "{name} frame {i}: src, type, payload"
+            );
             // The real destination is kept where the cooked header or the IP
             // destination says it: frames to us (pla), multicast (33:33:..). Frames we
             // sent to a unicast or broadcast address get the synthesized one.
@@ -384,7 +390,9 @@ fn raw_and_loopback_errors() {
     // LOOP is always big-endian: a little-endian 2 is family 0x02000000.
     assert!(to_l3(LINKTYPE_LOOP, &[2, 0, 0, 0, 0x45]).is_err());
     assert_eq!(
-        to_l3(LINKTYPE_LOOP, &[0, 0, 0, 2, 0x45]).expect("v4").protocol,
+        to_l3(LINKTYPE_LOOP, &[0, 0, 0, 2, 0x45])
+            .expect("v4")
+            .protocol,
         0x0800
     );
 }
@@ -393,7 +401,13 @@ fn raw_and_loopback_errors() {
 fn macs_parse() {
     assert_eq!(parse_mac("02:77:00:00:00:0a"), Some([2, 0x77, 0, 0, 0, 10]));
     assert_eq!(parse_mac("02-77-00-00-00-0A"), Some([2, 0x77, 0, 0, 0, 10]));
-    for bad in ["", "02:77:00:00:00", "02:77:00:00:00:00:00", "2:77:0:0:0:1", "zz:00:00:00:00:00"] {
+    for bad in [
+        "",
+        "02:77:00:00:00",
+        "02:77:00:00:00:00:00",
+        "2:77:0:0:0:1",
+        "zz:00:00:00:00:00",
+    ] {
         assert_eq!(parse_mac(bad), None, "{bad}");
     }
 }

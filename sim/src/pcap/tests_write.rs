@@ -11,7 +11,10 @@ use super::*;
 fn pcapng_interface_and_commented_packet_bytes_are_exact() {
     let mut w = PcapWriter::begin(Vec::new(), PcapFormat::PcapNg, "out.pcapng").expect("shb");
     assert_eq!(w.add_interface("", LINKTYPE_ETHERNET, 0).expect("if 0"), 0);
-    assert_eq!(w.add_interface("tap0", LINKTYPE_RAW, 1500).expect("if 1"), 1);
+    assert_eq!(
+        w.add_interface("tap0", LINKTYPE_RAW, 1500).expect("if 1"),
+        1
+    );
     w.write_packet(1, 0x1_0000_0002, &[0xaa, 0xbb, 0xcc], 60, Some("ab"))
         .expect("epb");
     let bytes = w.finish().expect("flush");
@@ -74,7 +77,8 @@ fn several_interfaces_round_trip_with_orig_len_and_link_types() {
 #[test]
 fn classic_pcap_with_a_link_type_and_orig_len() {
     let mut w = PcapWriter::begin(Vec::new(), PcapFormat::Pcap, "out.pcap").expect("begin");
-    w.add_interface("tun0", LINKTYPE_RAW, 65535).expect("header");
+    w.add_interface("tun0", LINKTYPE_RAW, 65535)
+        .expect("header");
     w.write_packet(0, 1_000_000_001, &[0x45; 4], 1400, Some("dropped"))
         .expect("packet");
     let e = w
@@ -85,7 +89,9 @@ fn classic_pcap_with_a_link_type_and_orig_len() {
         "out.pcap: unsupported: classic pcap holds one interface, so it cannot also hold \
          `tap0` (write pcapng)"
     );
-    let e = w.write_packet(1, 0, &[], 0, None).expect_err("no interface 1");
+    let e = w
+        .write_packet(1, 0, &[], 0, None)
+        .expect_err("no interface 1");
     assert_eq!(
         e.to_string(),
         "out.pcap: frame 1: interface 1 was never added (the file has 1)"
@@ -154,7 +160,10 @@ fn tshark(args: &[&str]) -> Option<String> {
         .lines()
         .filter(|l| !l.starts_with("Running as user") && !l.trim().is_empty())
         .collect();
-    assert!(out.status.success() && complaints.is_empty(), "tshark {args:?}: {stderr}");
+    assert!(
+        out.status.success() && complaints.is_empty(),
+        "tshark {args:?}: {stderr}"
+    );
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -170,7 +179,9 @@ fn tshark_reads_the_writers_pcapng_with_names_comments_and_lengths() {
     let mut w = PcapWriter::begin_file(&path, PcapFormat::PcapNg).expect("create");
     let tap = w.add_interface("tap0", LINKTYPE_ETHERNET, 0).expect("tap0");
     let tun = w.add_interface("tun0", LINKTYPE_RAW, 0).expect("tun0");
-    let stack = w.add_interface("stack", LINKTYPE_ETHERNET, 0).expect("stack");
+    let stack = w
+        .add_interface("stack", LINKTYPE_ETHERNET, 0)
+        .expect("stack");
     let meta = "protocol=0x0800 vlan=none ip_summed=CHECKSUM_PARTIAL gso_type=SKB_GSO_TCPV4 \
                 gso_size=1448";
     w.write_packet(tap, eth[2].ts_ns, &eth[2].data, eth[2].orig_len, Some(meta))
@@ -179,8 +190,14 @@ fn tshark_reads_the_writers_pcapng_with_names_comments_and_lengths() {
     w.write_packet(stack, eth[3].ts_ns, &eth[3].data[..60], 142, None)
         .expect("1");
     // Past 2106 (5e9 s is in 2128).
-    w.write_packet(tun, 5_000_000_000 * 1_000_000_000 + 7, &raw[0].data, 68, Some("tun"))
-        .expect("2");
+    w.write_packet(
+        tun,
+        5_000_000_000 * 1_000_000_000 + 7,
+        &raw[0].data,
+        68,
+        Some("tun"),
+    )
+    .expect("2");
     w.finish().expect("flush");
     let Some(out) = tshark(&[
         "-r",
@@ -223,8 +240,14 @@ fn tshark_decodes_classic_raw_output_as_ip() {
     let mut w = PcapWriter::begin_file(&path, PcapFormat::Pcap).expect("create");
     w.add_interface("tun0", LINKTYPE_RAW, 0).expect("header");
     for f in &raw {
-        w.write_packet(0, f.ts_ns, &f.data[..f.data.len().min(100)], f.orig_len, None)
-            .expect("packet");
+        w.write_packet(
+            0,
+            f.ts_ns,
+            &f.data[..f.data.len().min(100)],
+            f.orig_len,
+            None,
+        )
+        .expect("packet");
     }
     w.finish().expect("flush");
     let Some(out) = tshark(&[
