@@ -301,8 +301,9 @@ fn ethernet_passes_through_and_l3_drops_header_and_vlan_tags() {
     assert_eq!(to_l3(1, &tagged).expect("tagged"), a);
     let e = to_l3(1, &tagged[..16]).expect_err("cut in a tag");
     assert_eq!(
-        e.to_string(),
-        "ETHERNET frame of 16 bytes is shorter than its 18-byte link-layer header"
+        PcapError::convert(std::path::Path::new("in.pcap"), 3, e).to_string(),
+        "in.pcap: frame 3: ETHERNET frame of 16 bytes is shorter than its 18-byte \
+         link-layer header"
     );
 }
 
