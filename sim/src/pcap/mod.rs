@@ -68,6 +68,10 @@
 //! out the whole record; tcpdump is the reference here.) A caplen above 256 KiB is an
 //! error, as in libpcap for every link type we convert. pcapng packets over their
 //! interface's snaplen are errors, as in libpcap `sf-pcapng.c: pcap_ng_next_packet`.
+//! libpcap refuses pcapng files whose interfaces differ in link type or snaplen ("an
+//! interface has a type %u different from the type of the first interface"), so for
+//! those (what `mergecap` makes of captures of different link types) Wireshark is the
+//! reference: every interface is read with its own link type, snaplen and resolution.
 //!
 //! # Writing
 //!
@@ -386,8 +390,10 @@ impl fmt::Display for PcapError {
             ),
             PcapError::TimestampOutOfRange { frame, ts_ns, .. } => write!(
                 f,
-                "frame {frame}: timestamp {ts_ns} ns is past classic pcap's 32-bit seconds \
-                 (use pcapng)"
+                "frame {frame}: timestamp {}.{:09} s is after 2106-02-07 06:28:15 UTC, the \
+                 last second classic pcap's 32-bit field holds (write pcapng)",
+                ts_ns / 1_000_000_000,
+                ts_ns % 1_000_000_000
             ),
         }
     }

@@ -302,8 +302,8 @@ fn writer_rejects_unrepresentable_frames() {
     let e = w.write_frame(u64::MAX, &ETH14).expect_err("ts");
     assert_eq!(
         e.to_string(),
-        "out.pcap: frame 0: timestamp 18446744073709551615 ns is past classic pcap's 32-bit \
-         seconds (use pcapng)"
+        "out.pcap: frame 0: timestamp 18446744073.709551615 s is after 2106-02-07 06:28:15 \
+         UTC, the last second classic pcap's 32-bit field holds (write pcapng)"
     );
     let big = vec![0; MAX_CAPLEN as usize + 1];
     let e = w.write_frame(0, &big).expect_err("size");

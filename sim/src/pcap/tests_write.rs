@@ -103,6 +103,14 @@ fn classic_pcap_with_a_link_type_and_orig_len() {
         e.to_string(),
         "out.pcap: frame 1: 65536 bytes is larger than the snaplen (65535)"
     );
+    let e = w
+        .write_packet(0, (u64::from(u32::MAX) + 1) * 1_000_000_000, &[], 0, None)
+        .expect_err("2106");
+    assert_eq!(
+        e.to_string(),
+        "out.pcap: frame 1: timestamp 4294967296.000000000 s is after 2106-02-07 06:28:15 \
+         UTC, the last second classic pcap's 32-bit field holds (write pcapng)"
+    );
     let bytes = w.finish().expect("flush");
     #[rustfmt::skip]
     let want = [
