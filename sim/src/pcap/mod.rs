@@ -95,7 +95,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use linktype::{EthSynth, LinkTypeError, LINKTYPE_ETHERNET};
-pub use read::{read_all, Frame, FrameRef, LinkPolicy, PcapReader};
+pub use read::{read_all, read_all_with, Frame, FrameRef, LinkPolicy, PcapReader};
 pub use write::PcapWriter;
 
 /// Largest caplen accepted or written (libpcap's MAXIMUM_SNAPLEN, 256 KiB).

@@ -134,6 +134,11 @@ pub fn read_all(path: impl AsRef<Path>) -> Result<Vec<Frame>, PcapError> {
     PcapReader::open(path)?.collect()
 }
 
+/// [`read_all`] with frames of the link types `policy` allows.
+pub fn read_all_with(path: impl AsRef<Path>, policy: LinkPolicy) -> Result<Vec<Frame>, PcapError> {
+    PcapReader::open_with(path, policy)?.collect()
+}
+
 /// Classic pcap parameters from the global header.
 #[derive(Debug, Clone, Copy, Default)]
 struct Classic {

@@ -55,10 +55,14 @@ fn several_interfaces_round_trip_with_orig_len_and_link_types() {
         .expect("p2");
     assert_eq!(w.interfaces(), 3);
     let bytes = w.finish().expect("flush");
-    let back: Vec<Frame> = PcapReader::from_reader_with(&bytes[..], "o", LinkPolicy::Any)
-        .expect("header")
-        .collect::<Result<_, _>>()
-        .expect("reads");
+    let mut r = PcapReader::from_reader_with(&bytes[..], "o", LinkPolicy::Any).expect("header");
+    let mut back = Vec::new();
+    while let Some(f) = r.next_frame() {
+        back.push(f.expect("reads").to_frame());
+    }
+    let names: Vec<_> = (0..4).map(|i| r.interface_name(i)).collect();
+    assert_eq!(names, [Some("tap0"), Some("tun0"), Some("any"), None]);
+    assert_eq!(r.interface_link_type(1), Some(LINKTYPE_RAW));
     let got: Vec<(u32, u32, u64, usize, u32)> = back
         .iter()
         .map(|f| (f.interface, f.link_type, f.ts_ns, f.data.len(), f.orig_len))

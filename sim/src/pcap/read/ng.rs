@@ -12,6 +12,8 @@ pub(super) const NG_SHB: u32 = 0x0a0d_0d0a;
 const MAX_BLOCK_LEN: u32 = 1024 * 1024;
 /// Interfaces one pcapng section may describe (bounds memory on hostile input).
 const MAX_INTERFACES: usize = 65_536;
+/// Bytes of an `if_name` kept (Npcap's `\Device\NPF_{GUID}` names have 50).
+const MAX_NAME: usize = 64;
 
 const NG_BYTE_ORDER_MAGIC: u32 = 0x1a2b_3c4d;
 const NG_IDB: u32 = 1;
@@ -20,6 +22,7 @@ const NG_SPB: u32 = 3;
 const NG_EPB: u32 = 6;
 
 const OPT_ENDOFOPT: u16 = 0;
+const OPT_IF_NAME: u16 = 2;
 const OPT_IF_TSRESOL: u16 = 9;
 const OPT_IF_TSOFFSET: u16 = 14;
 
@@ -87,6 +90,26 @@ impl Iface {
 pub(super) struct Ng {
     be: bool,
     ifaces: Vec<Iface>,
+    /// Each interface's `if_name` (empty without one), apart from [`Iface`] so that
+    /// the per-packet lookup copies no string.
+    names: Vec<String>,
+}
+
+impl<R> PcapReader<R> {
+    /// The `if_name` of pcapng interface `id` of the current section (`None` for
+    /// classic pcap, unknown ids and interfaces without a name).
+    pub fn interface_name(&self, id: u32) -> Option<&str> {
+        self.ng
+            .names
+            .get(id as usize)
+            .map(String::as_str)
+            .filter(|n| !n.is_empty())
+    }
+
+    /// The link type of pcapng interface `id` of the current section.
+    pub fn interface_link_type(&self, id: u32) -> Option<u32> {
+        self.ng.ifaces.get(id as usize).map(|i| i.link_type)
+    }
 }
 
 impl<R: Read> PcapReader<R> {
@@ -228,6 +251,7 @@ impl<R: Read> PcapReader<R> {
         self.ng_block(blen, offset, be)?;
         self.ng.be = be;
         self.ng.ifaces.clear();
+        self.ng.names.clear();
         self.src.consume(blen as usize);
         Ok(())
     }
@@ -262,6 +286,7 @@ impl<R: Read> PcapReader<R> {
         let end = n - 4;
         let mut p = 16;
         let mut bad = None;
+        let mut name = String::new();
         while p + 4 <= end {
             let code = rd16(b, p, be);
             let len = usize::from(rd16(b, p + 2, be));
@@ -275,6 +300,11 @@ impl<R: Read> PcapReader<R> {
             match (code, len) {
                 (OPT_ENDOFOPT, _) => break,
                 (OPT_IF_TSRESOL, 1) => iface.scale = TsScale::from_tsresol(b[v]),
+                (OPT_IF_NAME, _) => {
+                    // Kept to MAX_NAME bytes: 65536 interfaces of hostile input stay small.
+                    let raw = &b[v..v + len.min(MAX_NAME)];
+                    name = String::from_utf8_lossy(raw).into_owned();
+                }
                 (OPT_IF_TSOFFSET, 8) => iface.offset_s = rd64(b, v, be) as i64,
                 (OPT_IF_TSRESOL | OPT_IF_TSOFFSET, _) => {
                     bad = Some(format!(
@@ -291,6 +321,7 @@ impl<R: Read> PcapReader<R> {
             return Err(self.malformed(offset, what));
         }
         self.ng.ifaces.push(iface);
+        self.ng.names.push(name);
         self.src.consume(n);
         Ok(())
     }
