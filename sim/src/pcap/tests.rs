@@ -475,7 +475,7 @@ fn memory_stays_bounded_while_streaming() {
 
 /// Reads to the end, bounded, and returns whether it ended in an error.
 fn drain(bytes: &[u8]) -> bool {
-    let Ok(mut r) = PcapReader::from_reader(bytes, "fuzz") else {
+    let Ok(mut r) = PcapReader::from_reader_with(bytes, "fuzz", LinkPolicy::Any) else {
         return true;
     };
     for _ in 0..100_000 {

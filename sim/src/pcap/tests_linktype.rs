@@ -412,3 +412,37 @@ fn macs_parse() {
         assert_eq!(parse_mac(bad), None, "{bad}");
     }
 }
+
+#[test]
+fn no_frame_makes_the_normalizer_panic() {
+    let mut seed = 0x5eed_u64;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) as u8
+    };
+    let macs = EthSynth::default();
+    let mut out = Vec::new();
+    for lt in SUPPORTED.iter().copied().chain([2, 127, 4242]) {
+        for len in 0..80 {
+            for round in 0..50 {
+                let mut f: Vec<u8> = (0..len).map(|_| next()).collect();
+                // Steer some frames into the interesting branches.
+                if round % 2 == 0 && len > 16 {
+                    f[0] = [0x45, 0x60, 0, 2][round % 4];
+                    f[14] = 0x08;
+                    f[15] = 0x00;
+                }
+                let orig = len as u32 + u32::from(next());
+                if let Ok(e) = to_ethernet(lt, &f, orig, &macs, &mut out) {
+                    assert!(e.data.len() >= 14 || lt == LINKTYPE_ETHERNET);
+                    assert!(e.orig_len(orig) >= e.data.len() as u32);
+                }
+                if let Ok(p) = to_l3(lt, &f) {
+                    assert!(p.data.len() <= f.len());
+                }
+            }
+        }
+    }
+}
