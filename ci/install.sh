@@ -9,6 +9,10 @@ command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 # and the eBPF loader's tests.
 [ -x /usr/lib/llvm-14/bin/clang ] || need_apt+=(clang-14)
 [ -f /usr/include/bpf/bpf_helpers.h ] || need_apt+=(libbpf-dev)
+# tshark reads back the pcapng/pcap the writer emits (sim/src/pcap/tests_write.rs);
+# tcpdump (libpcap) is the reference for how captures are read.
+command -v tshark >/dev/null 2>&1 || need_apt+=(tshark)
+command -v tcpdump >/dev/null 2>&1 || need_apt+=(tcpdump)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

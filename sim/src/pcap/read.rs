@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use super::linktype::{self, LinkTypeError};
 use super::{PcapError, PcapFormat, LINKTYPE_ETHERNET, MAX_CAPLEN};
 
 mod ng;
@@ -19,6 +20,56 @@ const MAGIC_NS: u32 = 0xa1b2_3c4d;
 /// Alexey Kuznetzov's patched libpcap: 8 more bytes per record header.
 const MAGIC_MODIFIED: u32 = 0xa1b2_cd34;
 
+/// Which link types a reader hands out; the others end the read with an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LinkPolicy {
+    /// LINKTYPE_ETHERNET only ([`PcapError::NotEthernet`] otherwise): what
+    /// [`PcapReader::open`] and [`PcapReader::from_reader`] do, for callers that treat
+    /// every frame as Ethernet.
+    #[default]
+    EthernetOnly,
+    /// The link types [`linktype::to_ethernet`] and [`linktype::to_l3`] convert
+    /// ([`linktype::SUPPORTED`]); others fail with [`PcapError::LinkType`].
+    Supported,
+    /// Every link type (for tools that only count or compare bytes).
+    Any,
+}
+
+impl LinkPolicy {
+    pub(super) fn check(self, link_type: u32) -> Result<(), Option<LinkTypeError>> {
+        match self {
+            LinkPolicy::EthernetOnly if link_type != LINKTYPE_ETHERNET => Err(None),
+            LinkPolicy::Supported if !linktype::is_supported(link_type) => {
+                Err(Some(LinkTypeError::Unsupported { link_type }))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The error for a refused link type of interface `interface` (pcapng) or of the
+    /// file (classic, `None`).
+    pub(super) fn refuse(
+        self,
+        link_type: u32,
+        path: &Path,
+        interface: Option<u32>,
+    ) -> Option<PcapError> {
+        match self.check(link_type) {
+            Ok(()) => None,
+            Err(None) => Some(PcapError::NotEthernet {
+                path: path.to_path_buf(),
+                link_type,
+                interface,
+            }),
+            Err(Some(source)) => Some(PcapError::LinkType {
+                path: path.to_path_buf(),
+                interface,
+                source,
+            }),
+        }
+    }
+}
+
 /// One frame, borrowed from the reader's buffer until the next call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameRef<'a> {
@@ -28,7 +79,14 @@ pub struct FrameRef<'a> {
     pub ts_ns: u64,
     /// Length of the frame on the wire; `data` may be shorter if it was truncated.
     pub orig_len: u32,
-    /// The captured bytes, starting at the destination MAC.
+    /// The frame's LINKTYPE_* value (the file's, or its pcapng interface's); see
+    /// [`linktype`] for turning it into Ethernet or L3.
+    pub link_type: u32,
+    /// pcapng interface id within its section (0 for classic pcap, whose file is one
+    /// implicit interface).
+    pub interface: u32,
+    /// The captured bytes, starting at the link-layer header (the destination MAC for
+    /// Ethernet).
     pub data: &'a [u8],
 }
 
@@ -39,6 +97,8 @@ impl FrameRef<'_> {
             index: self.index,
             ts_ns: self.ts_ns,
             orig_len: self.orig_len,
+            link_type: self.link_type,
+            interface: self.interface,
             data: self.data.to_vec(),
         }
     }
@@ -50,6 +110,8 @@ pub struct Frame {
     pub index: u64,
     pub ts_ns: u64,
     pub orig_len: u32,
+    pub link_type: u32,
+    pub interface: u32,
     pub data: Vec<u8>,
 }
 
@@ -60,6 +122,8 @@ impl Frame {
             index: self.index,
             ts_ns: self.ts_ns,
             orig_len: self.orig_len,
+            link_type: self.link_type,
+            interface: self.interface,
             data: &self.data,
         }
     }
@@ -70,14 +134,34 @@ pub fn read_all(path: impl AsRef<Path>) -> Result<Vec<Frame>, PcapError> {
     PcapReader::open(path)?.collect()
 }
 
+/// [`read_all`] with frames of the link types `policy` allows.
+pub fn read_all_with(path: impl AsRef<Path>, policy: LinkPolicy) -> Result<Vec<Frame>, PcapError> {
+    PcapReader::open_with(path, policy)?.collect()
+}
+
 /// Classic pcap parameters from the global header.
 #[derive(Debug, Clone, Copy, Default)]
 struct Classic {
     be: bool,
     nanos: bool,
-    snaplen: u32,
+    /// Captured bytes handed out per record at most: libpcap's `p->snapshot`.
+    snapshot: u32,
     /// 16, or 24 for the "modified" format.
     rec_len: usize,
+    link_type: u32,
+    lengths: Lengths,
+}
+
+/// Whether record headers have caplen and len the other way round (libpcap
+/// `sf-pcap.c: pcap_check_header`: versions before 2.3 and DG/UX's 543.0 do, 2.3 files
+/// may; the order was changed at 2.3 to match the BPF header).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Lengths {
+    #[default]
+    InOrder,
+    Swapped,
+    /// Swapped when caplen > len.
+    Maybe,
 }
 
 /// Where the frame the last call found lies in the buffer.
@@ -86,6 +170,8 @@ struct Loc {
     len: usize,
     ts_ns: u64,
     orig_len: u32,
+    link_type: u32,
+    interface: u32,
 }
 
 #[inline]
@@ -133,6 +219,7 @@ pub struct PcapReader<R = File> {
     format: PcapFormat,
     classic: Classic,
     ng: Ng,
+    policy: LinkPolicy,
     next_index: u64,
     done: bool,
 }
@@ -149,26 +236,44 @@ impl<R> fmt::Debug for PcapReader<R> {
 }
 
 impl PcapReader<File> {
-    /// Opens a capture file and reads its header.
+    /// Opens a capture file and reads its header; Ethernet frames only
+    /// ([`LinkPolicy::EthernetOnly`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, PcapError> {
+        Self::open_with(path, LinkPolicy::EthernetOnly)
+    }
+
+    /// Opens a capture file whose frames may be of the link types `policy` allows.
+    pub fn open_with(path: impl AsRef<Path>, policy: LinkPolicy) -> Result<Self, PcapError> {
         let path = path.as_ref();
         // A regular file only: a FIFO would block the open, a device never ends.
         let file = crate::fsutil::open_regular(path, "pcap", crate::fsutil::UNBOUNDED)
             .map_err(io_err(path, 0))?;
-        Self::from_reader(file, path)
+        Self::from_reader_with(file, path, policy)
     }
 }
 
 impl<R: Read> PcapReader<R> {
     /// Wraps any reader (no need for a `BufReader`: the reader buffers itself); `name`
-    /// is what errors call the input.
+    /// is what errors call the input. Ethernet frames only ([`LinkPolicy::EthernetOnly`]).
     pub fn from_reader(reader: R, name: impl Into<PathBuf>) -> Result<Self, PcapError> {
+        Self::from_reader_with(reader, name, LinkPolicy::EthernetOnly)
+    }
+
+    /// Like [`PcapReader::from_reader`], with frames of the link types `policy` allows.
+    /// A classic file of another link type fails here; a pcapng interface of another
+    /// link type fails at its first packet (interfaces nobody captured on are fine).
+    pub fn from_reader_with(
+        reader: R,
+        name: impl Into<PathBuf>,
+        policy: LinkPolicy,
+    ) -> Result<Self, PcapError> {
         let mut r = PcapReader {
             src: Source::new(reader),
             path: name.into(),
             format: PcapFormat::Pcap,
             classic: Classic::default(),
             ng: Ng::default(),
+            policy,
             next_index: 0,
             done: false,
         };
@@ -216,20 +321,24 @@ impl<R: Read> PcapReader<R> {
         let (major, minor) = (rd16(h, 4, be), rd16(h, 6, be));
         let snaplen = rd32(h, 16, be);
         let lt_field = rd32(h, 20, be);
-        if major != 2 {
-            return Err(PcapError::Unsupported {
-                path: r.path,
-                what: format!("pcap version {major}.{minor} (only 2.x exists)"),
-            });
-        }
+        // libpcap `sf-pcap.c: pcap_check_header` reads 2.0..=2.4 and DG/UX's 543.0.
+        let lengths = match (major, minor) {
+            (2, 0..=2) | (543, 0) => Lengths::Swapped,
+            (2, 3) => Lengths::Maybe,
+            (2, 4) => Lengths::InOrder,
+            _ => {
+                return Err(PcapError::Unsupported {
+                    path: r.path,
+                    what: format!(
+                        "pcap version {major}.{minor} (libpcap reads 2.0 to 2.4 and 543.0)"
+                    ),
+                })
+            }
+        };
         // The top bits carry an FCS length (pcap-savefile(5): LT_FCS_LENGTH_PRESENT).
         let link_type = lt_field & 0x03ff_ffff;
-        if link_type != LINKTYPE_ETHERNET {
-            return Err(PcapError::NotEthernet {
-                path: r.path,
-                link_type,
-                interface: None,
-            });
+        if let Some(e) = policy.refuse(link_type, &r.path, None) {
+            return Err(e);
         }
         if lt_field & 0x0400_0000 != 0 {
             return Err(PcapError::Unsupported {
@@ -240,11 +349,24 @@ impl<R: Read> PcapReader<R> {
                 ),
             });
         }
+        // libpcap `pcap_adjust_snapshot`: a snaplen of 0 or above INT_MAX means the
+        // link type's maximum (ours is MAX_CAPLEN for every link type); the patched
+        // format's cooked captures may hold 14 bytes more (`pcap_check_header`).
+        let mut snapshot = if snaplen == 0 || snaplen > i32::MAX as u32 {
+            MAX_CAPLEN
+        } else {
+            snaplen
+        };
+        if rec_len == 24 && link_type == LINKTYPE_ETHERNET {
+            snapshot = snapshot.saturating_add(14);
+        }
         r.classic = Classic {
             be,
             nanos,
-            snaplen,
+            snapshot,
             rec_len,
+            link_type,
+            lengths,
         };
         r.src.consume(24);
         Ok(r)
@@ -258,6 +380,17 @@ impl<R: Read> PcapReader<R> {
     /// Which container the input turned out to be.
     pub fn format(&self) -> PcapFormat {
         self.format
+    }
+
+    /// The file's link type for classic pcap; `None` for pcapng, where every interface
+    /// has its own (see [`FrameRef::link_type`]).
+    pub fn link_type(&self) -> Option<u32> {
+        (self.format == PcapFormat::Pcap).then_some(self.classic.link_type)
+    }
+
+    /// Which link types this reader hands out.
+    pub fn link_policy(&self) -> LinkPolicy {
+        self.policy
     }
 
     /// Byte offset of the next unread record or block.
@@ -289,6 +422,8 @@ impl<R: Read> PcapReader<R> {
                     index,
                     ts_ns: loc.ts_ns,
                     orig_len: loc.orig_len,
+                    link_type: loc.link_type,
+                    interface: loc.interface,
                     data: &self.src.buf[loc.start..loc.start + loc.len],
                 }))
             }
@@ -326,21 +461,21 @@ impl<R: Read> PcapReader<R> {
         let h = self.src.peek(hl);
         let sec = rd32(h, 0, c.be);
         let frac = rd32(h, 4, c.be);
-        let caplen = rd32(h, 8, c.be);
-        let orig_len = rd32(h, 12, c.be);
-        if caplen > MAX_CAPLEN || (c.snaplen != 0 && caplen > c.snaplen) {
-            let (limit, limit_name) = if caplen > MAX_CAPLEN {
-                (MAX_CAPLEN, "256 KiB sanity limit")
-            } else {
-                (c.snaplen, "file's snaplen")
-            };
+        let (mut caplen, mut orig_len) = (rd32(h, 8, c.be), rd32(h, 12, c.be));
+        if c.lengths == Lengths::Swapped || (c.lengths == Lengths::Maybe && caplen > orig_len) {
+            (caplen, orig_len) = (orig_len, caplen);
+        }
+        // libpcap `sf-pcap.c: pcap_next_packet` refuses a caplen above the link type's
+        // maximum, but one above the file's snaplen only makes it read the record and
+        // hand out its first snaplen bytes (old Solaris bufmod wrote such files).
+        if caplen > MAX_CAPLEN {
             return Err(PcapError::CaplenTooLarge {
                 path: self.path.clone(),
                 offset,
                 frame,
                 caplen,
-                limit,
-                limit_name,
+                limit: MAX_CAPLEN,
+                limit_name: "256 KiB sanity limit",
             });
         }
         let need = hl + caplen as usize;
@@ -364,9 +499,11 @@ impl<R: Read> PcapReader<R> {
         };
         Ok(Some(Loc {
             start,
-            len: caplen as usize,
+            len: caplen.min(c.snapshot) as usize,
             ts_ns: u64::from(sec) * 1_000_000_000 + sub_ns,
             orig_len,
+            link_type: c.link_type,
+            interface: 0,
         }))
     }
 

@@ -125,7 +125,7 @@ fn pcapng_tsresol_9() {
 
 /// Builds a pcapng section in either byte order: SHB, then IDBs with the given
 /// option bytes, then EPBs `(interface, ts units, data)`.
-fn ng_file(be: bool, ifaces: &[(u16, Vec<u8>)], epbs: &[(u32, u64, &[u8])]) -> Vec<u8> {
+pub(super) fn ng_file(be: bool, ifaces: &[(u16, Vec<u8>)], epbs: &[(u32, u64, &[u8])]) -> Vec<u8> {
     let w32 = |v: u32| if be { v.to_be_bytes() } else { v.to_le_bytes() };
     let w16 = |v: u16| if be { v.to_be_bytes() } else { v.to_le_bytes() };
     let mut f = Vec::new();
@@ -302,14 +302,54 @@ fn writer_rejects_unrepresentable_frames() {
     let e = w.write_frame(u64::MAX, &ETH14).expect_err("ts");
     assert_eq!(
         e.to_string(),
-        "out.pcap: frame 0: timestamp 18446744073709551615 ns is past classic pcap's 32-bit \
-         seconds (use pcapng)"
+        "out.pcap: frame 0: timestamp 18446744073.709551615 s is after 2106-02-07 06:28:15 \
+         UTC, the last second classic pcap's 32-bit field holds (write pcapng)"
     );
     let big = vec![0; MAX_CAPLEN as usize + 1];
     let e = w.write_frame(0, &big).expect_err("size");
     assert_eq!(
         e.to_string(),
         "out.pcap: frame 0: 262145 bytes is larger than the snaplen (262144)"
+    );
+}
+
+/// libpcap `sf-pcap.c: pcap_next_packet`: a record longer than the file's snaplen is
+/// read whole and handed out cut to the snaplen, orig_len unchanged.
+#[test]
+fn classic_caplen_over_snaplen() {
+    let mut snap = PCAP_LE_US.to_vec();
+    snap[16..20].copy_from_slice(&10u32.to_le_bytes());
+    let frames = read(&snap).expect("libpcap reads it");
+    assert_eq!(frames.len(), 2);
+    assert_eq!(frames[0].data, ETH14[..10]);
+    assert_eq!(frames[0].orig_len, 14);
+    // The second record (caplen 4) is found after all 14 bytes of the first.
+    assert_eq!(frames[1].data, [0xde, 0xad, 0xbe, 0xef]);
+    // Snaplen 0 means "the maximum", not "nothing".
+    snap[16..20].copy_from_slice(&0u32.to_le_bytes());
+    assert_eq!(read(&snap).expect("reads")[0].data, ETH14);
+}
+
+/// Before version 2.3 caplen and len were the other way round; 2.3 may be either.
+#[test]
+fn classic_swapped_lengths_of_old_versions() {
+    let mut old = PCAP_LE_US.to_vec();
+    old[6] = 2; // version 2.2
+                // frame 1's header says caplen 4, len 60; swapped it means caplen 60: make the
+                // file say (60, 4) so that swapping gives back (4, 60).
+    old[62..66].copy_from_slice(&60u32.to_le_bytes());
+    old[66..70].copy_from_slice(&4u32.to_le_bytes());
+    let frames = read(&old).expect("2.2 reads");
+    assert_eq!((frames[1].data.len(), frames[1].orig_len), (4, 60));
+    // 2.3: swapped only where caplen > len.
+    old[6] = 3;
+    let frames = read(&old).expect("2.3 reads");
+    assert_eq!((frames[1].data.len(), frames[1].orig_len), (4, 60));
+    assert_eq!((frames[0].data.len(), frames[0].orig_len), (14, 14));
+    old[6] = 5;
+    assert_eq!(
+        err(&old),
+        "in.pcap: unsupported: pcap version 2.5 (libpcap reads 2.0 to 2.4 and 543.0)"
     );
 }
 
@@ -346,12 +386,7 @@ fn error_messages() {
         "in.pcap: frame 0 at offset 24: caplen 300000 is larger than the 256 KiB sanity \
          limit (262144)"
     );
-    let mut snap = PCAP_LE_US.to_vec();
-    snap[16..20].copy_from_slice(&10u32.to_le_bytes());
-    assert_eq!(
-        err(&snap),
-        "in.pcap: frame 0 at offset 24: caplen 14 is larger than the file's snaplen (10)"
-    );
+    // A caplen over the file's snaplen is no error: see classic_caplen_over_snaplen.
     let f = ng_file(
         false,
         &[(1, Vec::new()), (113, Vec::new())],
@@ -440,7 +475,7 @@ fn memory_stays_bounded_while_streaming() {
 
 /// Reads to the end, bounded, and returns whether it ended in an error.
 fn drain(bytes: &[u8]) -> bool {
-    let Ok(mut r) = PcapReader::from_reader(bytes, "fuzz") else {
+    let Ok(mut r) = PcapReader::from_reader_with(bytes, "fuzz", LinkPolicy::Any) else {
         return true;
     };
     for _ in 0..100_000 {

@@ -4,7 +4,7 @@
 use std::io::Read;
 
 use super::{io_err, rd16, rd32, rd64, Loc, PcapReader};
-use crate::pcap::{PcapError, LINKTYPE_ETHERNET, MAX_CAPLEN};
+use crate::pcap::{PcapError, MAX_CAPLEN};
 
 pub(super) const NG_SHB: u32 = 0x0a0d_0d0a;
 /// Largest pcapng block buffered whole (SHB, IDB, packet blocks). Other block types are
@@ -12,6 +12,8 @@ pub(super) const NG_SHB: u32 = 0x0a0d_0d0a;
 const MAX_BLOCK_LEN: u32 = 1024 * 1024;
 /// Interfaces one pcapng section may describe (bounds memory on hostile input).
 const MAX_INTERFACES: usize = 65_536;
+/// Bytes of an `if_name` kept (Npcap's `\Device\NPF_{GUID}` names have 50).
+const MAX_NAME: usize = 64;
 
 const NG_BYTE_ORDER_MAGIC: u32 = 0x1a2b_3c4d;
 const NG_IDB: u32 = 1;
@@ -20,6 +22,7 @@ const NG_SPB: u32 = 3;
 const NG_EPB: u32 = 6;
 
 const OPT_ENDOFOPT: u16 = 0;
+const OPT_IF_NAME: u16 = 2;
 const OPT_IF_TSRESOL: u16 = 9;
 const OPT_IF_TSOFFSET: u16 = 14;
 
@@ -62,6 +65,8 @@ impl TsScale {
 #[derive(Debug, Clone, Copy)]
 struct Iface {
     link_type: u32,
+    /// The reader's [`LinkPolicy`](super::LinkPolicy) refuses `link_type`.
+    refused: bool,
     snaplen: u32,
     scale: TsScale,
     /// if_tsoffset, seconds.
@@ -85,6 +90,26 @@ impl Iface {
 pub(super) struct Ng {
     be: bool,
     ifaces: Vec<Iface>,
+    /// Each interface's `if_name` (empty without one), apart from [`Iface`] so that
+    /// the per-packet lookup copies no string.
+    names: Vec<String>,
+}
+
+impl<R> PcapReader<R> {
+    /// The `if_name` of pcapng interface `id` of the current section (`None` for
+    /// classic pcap, unknown ids and interfaces without a name).
+    pub fn interface_name(&self, id: u32) -> Option<&str> {
+        self.ng
+            .names
+            .get(id as usize)
+            .map(String::as_str)
+            .filter(|n| !n.is_empty())
+    }
+
+    /// The link type of pcapng interface `id` of the current section.
+    pub fn interface_link_type(&self, id: u32) -> Option<u32> {
+        self.ng.ifaces.get(id as usize).map(|i| i.link_type)
+    }
 }
 
 impl<R: Read> PcapReader<R> {
@@ -226,6 +251,7 @@ impl<R: Read> PcapReader<R> {
         self.ng_block(blen, offset, be)?;
         self.ng.be = be;
         self.ng.ifaces.clear();
+        self.ng.names.clear();
         self.src.consume(blen as usize);
         Ok(())
     }
@@ -249,8 +275,10 @@ impl<R: Read> PcapReader<R> {
         let s = self.ng_block(blen, offset, be)?;
         let n = blen as usize;
         let b = &self.src.buf[s..s + n];
+        let link_type = u32::from(rd16(b, 8, be));
         let mut iface = Iface {
-            link_type: u32::from(rd16(b, 8, be)),
+            link_type,
+            refused: self.policy.check(link_type).is_err(),
             snaplen: rd32(b, 12, be),
             scale: TsScale::from_tsresol(6),
             offset_s: 0,
@@ -258,6 +286,7 @@ impl<R: Read> PcapReader<R> {
         let end = n - 4;
         let mut p = 16;
         let mut bad = None;
+        let mut name = String::new();
         while p + 4 <= end {
             let code = rd16(b, p, be);
             let len = usize::from(rd16(b, p + 2, be));
@@ -271,6 +300,11 @@ impl<R: Read> PcapReader<R> {
             match (code, len) {
                 (OPT_ENDOFOPT, _) => break,
                 (OPT_IF_TSRESOL, 1) => iface.scale = TsScale::from_tsresol(b[v]),
+                (OPT_IF_NAME, _) => {
+                    // Kept to MAX_NAME bytes: 65536 interfaces of hostile input stay small.
+                    let raw = &b[v..v + len.min(MAX_NAME)];
+                    name = String::from_utf8_lossy(raw).into_owned();
+                }
                 (OPT_IF_TSOFFSET, 8) => iface.offset_s = rd64(b, v, be) as i64,
                 (OPT_IF_TSRESOL | OPT_IF_TSOFFSET, _) => {
                     bad = Some(format!(
@@ -287,6 +321,7 @@ impl<R: Read> PcapReader<R> {
             return Err(self.malformed(offset, what));
         }
         self.ng.ifaces.push(iface);
+        self.ng.names.push(name);
         self.src.consume(n);
         Ok(())
     }
@@ -340,12 +375,10 @@ impl<R: Read> PcapReader<R> {
                 format!("{name} refers to interface {if_id} but the section describes {n}"),
             ));
         };
-        if iface.link_type != LINKTYPE_ETHERNET {
-            return Err(PcapError::NotEthernet {
-                path: self.path.clone(),
-                link_type: iface.link_type,
-                interface: Some(if_id),
-            });
+        if iface.refused {
+            if let Some(e) = self.policy.refuse(iface.link_type, &self.path, Some(if_id)) {
+                return Err(e);
+            }
         }
         let caplen = if units.is_none() {
             // SPB: the data fills the block, cut to the packet and the snaplen.
@@ -386,6 +419,8 @@ impl<R: Read> PcapReader<R> {
             len: caplen as usize,
             ts_ns: units.map_or(0, |u| iface.ts_ns(u)),
             orig_len,
+            link_type: iface.link_type,
+            interface: if_id,
         })
     }
 }
