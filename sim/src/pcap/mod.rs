@@ -79,6 +79,7 @@
 //! link type, or pcapng with any number of named interfaces (`if_tsresol` = 9) and
 //! per-packet comments; output is byte-for-byte deterministic and always little-endian.
 
+pub mod input;
 pub mod linktype;
 mod read;
 mod write;
@@ -94,6 +95,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub use input::EthernetInput;
 pub use linktype::{EthSynth, LinkTypeError, LINKTYPE_ETHERNET};
 pub use read::{read_all, read_all_with, Frame, FrameRef, LinkPolicy, PcapReader};
 pub use write::PcapWriter;

@@ -278,6 +278,9 @@ pub struct Scenario {
     pub gro: crate::gro::plan::GroPlan,
     /// The guest (vhost-tx).
     pub guest: Option<GuestPlan>,
+    /// The MACs put in front of a non-Ethernet capture's frames (`[link]`; every
+    /// pipeline reads it).
+    pub link: crate::pcap::linktype::EthSynth,
 }
 
 /// The largest scenario file accepted. The largest in `scenarios/` is about 2 KiB; a
@@ -320,6 +323,21 @@ impl Scenario {
             None => KernelProfile::default(),
             Some(name) => KernelProfile::by_name(name).map_err(|e| err(format!("profile: {e}")))?,
         };
+        let mut link = crate::pcap::linktype::EthSynth::default();
+        if let Some(l) = &raw.link {
+            let mac = |key: &str, v: &Option<String>, into: &mut [u8; 6]| {
+                if let Some(text) = v {
+                    *into = crate::pcap::linktype::parse_mac(text).ok_or_else(|| {
+                        err(format!(
+                            "link.{key}: {text:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"
+                        ))
+                    })?;
+                }
+                Ok::<(), ScenarioError>(())
+            };
+            mac("src_mac", &l.src_mac, &mut link.src)?;
+            mac("dst_mac", &l.dst_mac, &mut link.dst)?;
+        }
         // A missing table is an empty one.
         let (no_device, no_reader, no_skb) = Default::default();
         let raw_device = raw.device.as_ref().unwrap_or(&no_device);
@@ -443,6 +461,7 @@ impl Scenario {
             redirect,
             gro,
             guest,
+            link,
         })
     }
 

@@ -28,6 +28,16 @@ pub(super) struct RawScenario {
     pub(super) redirect: Option<RawDevice>,
     pub(super) gro: Option<crate::gro::plan::RawGro>,
     pub(super) vhost: Option<RawVhost>,
+    pub(super) link: Option<RawLink>,
+}
+
+/// `[link]`: the Ethernet header synthesized in front of a non-Ethernet capture's frames
+/// (raw IP, NULL/LOOP; cooked captures keep their own source address).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLink {
+    pub(super) src_mac: Option<String>,
+    pub(super) dst_mac: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

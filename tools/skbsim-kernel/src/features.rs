@@ -74,11 +74,14 @@ pub fn required(scenario: &Scenario) -> Vec<KernelFeature> {
         out.push(KernelFeature::TunUso);
     }
     if scenario.pipeline == Pipeline::TapGro {
-        if let Ok(reader) = sim::pcap::PcapReader::open(&scenario.input) {
-            let gre = reader
-                .into_iter()
-                .filter_map(Result::ok)
-                .any(|f| is_gre_frame(&f.data));
+        if let Ok(mut reader) = sim::pcap::EthernetInput::open(&scenario.input, scenario.link) {
+            let mut gre = false;
+            while let Some(Ok(f)) = reader.next_frame() {
+                if is_gre_frame(f.data) {
+                    gre = true;
+                    break;
+                }
+            }
             if gre {
                 out.push(KernelFeature::Gre);
             }

@@ -62,11 +62,9 @@ pub(crate) fn host_profile_only(scenario: &sim::scenario::Scenario) -> Result<()
 pub(crate) fn load_frames(
     scenario: &sim::scenario::Scenario,
 ) -> Result<Vec<(u64, u64, Vec<u8>)>, ArmError> {
-    sim::pcap::PcapReader::open(&scenario.input)
-        .map_err(|e| ArmError::Input(e.to_string()))?
-        .map(|f| f.map(|f| (f.index, f.ts_ns, f.data)))
-        .collect::<Result<_, _>>()
-        .map_err(|e| ArmError::Input(format!("{}: {e}", scenario.input.display())))
+    // The same Ethernet frames the simulator reads, whatever the capture's link type.
+    sim::pcap::EthernetInput::read_all(&scenario.input, scenario.link)
+        .map_err(|e| ArmError::Input(e.to_string()))
 }
 
 /// Why a real-kernel arm could not produce a trace.

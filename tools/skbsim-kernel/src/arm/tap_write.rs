@@ -37,7 +37,7 @@ use std::time::Instant;
 
 use sim::bpf::{Maps, Program};
 use sim::errno::Errno as SimErrno;
-use sim::pcap::PcapReader;
+use sim::pcap::EthernetInput;
 use sim::pipeline::tap_write::{compose_write, load_program, WriteEvent, WriteRecord};
 use sim::scenario::{Pipeline, Scenario};
 use sim::tun::VnetEndian;
@@ -91,7 +91,8 @@ pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
 /// Replay `scenario` through the real kernel in a fresh namespace.
 pub fn run_tap_write(scenario: &Scenario) -> Result<RealTapWrite, ArmError> {
     expressible(scenario)?;
-    let reader = PcapReader::open(&scenario.input).map_err(|e| ArmError::Input(e.to_string()))?;
+    let reader = EthernetInput::open(&scenario.input, scenario.link)
+        .map_err(|e| ArmError::Input(e.to_string()))?;
     drop(reader);
     let prog = match &scenario.xdp {
         Some(spec) => Some((
@@ -109,8 +110,8 @@ fn replay(
     prog: Option<&(Program, XdpMode)>,
 ) -> Result<RealTapWrite, ArmError> {
     let (mut run, loaded) = TapSide::setup(ns, scenario, prog, scenario.writer.nonblocking)?;
-    let mut reader =
-        PcapReader::open(&scenario.input).map_err(|e| ArmError::Input(e.to_string()))?;
+    let mut reader = EthernetInput::open(&scenario.input, scenario.link)
+        .map_err(|e| ArmError::Input(e.to_string()))?;
     let mut frames = 0u64;
     let mut writes = 0usize;
     while let Some(frame) = reader.next_frame() {

@@ -44,7 +44,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use sim::errno::Errno as SimErrno;
-use sim::pcap::PcapReader;
+use sim::pcap::EthernetInput;
 use sim::pipeline::frame_meta::{build_skb, layout, GsoKind, SkbRecipe};
 use sim::pipeline::tun_read::{header_len, Event, ReadRecord};
 use sim::scenario::{Pipeline, Scenario};
@@ -158,7 +158,8 @@ pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
 pub fn run_tun_read(scenario: &Scenario) -> Result<RealTunRead, ArmError> {
     expressible(scenario)?;
     // Open the pcap before building anything: an unreadable input is an input error.
-    let reader = PcapReader::open(&scenario.input).map_err(|e| ArmError::Input(e.to_string()))?;
+    let reader = EthernetInput::open(&scenario.input, scenario.link)
+        .map_err(|e| ArmError::Input(e.to_string()))?;
     drop(reader);
     Netns::run(|ns| Ok(replay(ns, scenario)))?
 }
@@ -358,8 +359,8 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
         run.notes.push(format!("writers: {}", names.join(", ")));
     }
 
-    let mut reader =
-        PcapReader::open(&scenario.input).map_err(|e| ArmError::Input(e.to_string()))?;
+    let mut reader = EthernetInput::open(&scenario.input, scenario.link)
+        .map_err(|e| ArmError::Input(e.to_string()))?;
     let mut frames = 0u64;
     let mut wire = Vec::new();
     while let Some(frame) = reader.next_frame() {

@@ -5,7 +5,7 @@
 use indicatif::ProgressBar;
 use serde_json::json;
 use sim::bpf::Maps;
-use sim::pcap::PcapReader;
+use sim::pcap::EthernetInput;
 use sim::pipeline::tap_write::{TapWriteRun, WriteEvent};
 use sim::scenario::Scenario;
 use sim::trace::write::{render_header, render_host_event, render_totals, tap_write_event_json};
@@ -128,7 +128,7 @@ pub fn for_each_frame(
     progress: Option<&ProgressBar>,
     mut step: impl FnMut(u64, u64, &[u8]) -> Result<(), CliError>,
 ) -> Result<(u64, (u64, u64)), CliError> {
-    let mut reader = PcapReader::open(&scenario.input)?;
+    let mut reader = EthernetInput::open(&scenario.input, scenario.link)?;
     let (mut frames, mut last) = (0u64, (0, 0));
     while let Some(frame) = reader.next_frame() {
         let frame = frame?;

@@ -3,7 +3,7 @@
 
 use indicatif::ProgressBar;
 use serde_json::json;
-use sim::pcap::PcapReader;
+use sim::pcap::EthernetInput;
 use sim::pipeline::tun_read::{Event, TunReadRun};
 use sim::scenario::Scenario;
 use sim::skb::OpCounters;
@@ -96,7 +96,7 @@ pub fn run_sim(
     sinks: &mut Sinks,
     progress: Option<&ProgressBar>,
 ) -> Result<RunSummary, CliError> {
-    let mut reader = PcapReader::open(&scenario.input)?;
+    let mut reader = EthernetInput::open(&scenario.input, scenario.link)?;
     let mut run = TunReadRun::new(scenario);
     let mut render = TunReadRender::begin(scenario, "sim", sinks)?;
     let mut failed: Option<CliError> = None;

@@ -2,7 +2,7 @@
 //! updates, then the host's events (rendered as tap-write's).
 
 use indicatif::ProgressBar;
-use sim::pcap::PcapReader;
+use sim::pcap::EthernetInput;
 use sim::pipeline::tap_write::{IFINDEX_DUT, IFINDEX_REDIRECT};
 use sim::pipeline::vhost_tx::{VhostTxEvent, VhostTxRun};
 use sim::scenario::Scenario;
@@ -31,7 +31,7 @@ fn event(render: &mut HostRender<'_>, sinks: &mut Sinks, e: &VhostTxEvent) -> Re
 /// The timestamp of the input's first frame: every frame the stack received is stamped
 /// with it in the output capture (a streamed capture cannot wait for the last one).
 fn first_ts(scenario: &Scenario) -> Result<u64, CliError> {
-    let mut r = PcapReader::open(&scenario.input)?;
+    let mut r = EthernetInput::open(&scenario.input, scenario.link)?;
     Ok(match r.next_frame() {
         Some(f) => f?.ts_ns,
         None => 0,
