@@ -366,6 +366,26 @@ pub fn delivered_json(n: usize, d: &Delivered) -> Value {
     })
 }
 
+/// A delivered skb's metadata for a pcapng packet comment.
+pub fn delivered_comment(d: &Delivered) -> String {
+    let s = &d.skb;
+    let csum = if s.ip_summed == IpSummed::Partial {
+        format!(
+            "CHECKSUM_PARTIAL start {} offset {}",
+            s.csum_start, s.csum_offset
+        )
+    } else {
+        format!("{} level {}", s.ip_summed.kernel_name(), s.csum_level)
+    };
+    format!(
+        "skb: len {} protocol {:#06x} gso {} {csum}; frames {}",
+        s.len,
+        s.protocol,
+        gso_text(s),
+        s.cb.count
+    )
+}
+
 /// The JSON header of a tap-gro trace.
 pub fn tap_gro_header_json(sc: &Scenario, run: &TapGroRun) -> Value {
     let p = &run.plan;

@@ -324,6 +324,34 @@ pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &T
     }
 }
 
+/// The skb metadata of a read, for a pcapng packet comment: what the trace's `skb:`,
+/// `pi:` and `vnet:` lines say (the skb only where the model knows it).
+pub fn read_comment(r: &ReadRecord, dev: &TunConfig) -> String {
+    let mut c = String::new();
+    if let Some(k) = r.model.as_ref().and_then(|m| m.skb.as_ref()) {
+        let _ = write!(c, "skb: {}", skb_line(k));
+    }
+    let d = decode(r, dev);
+    if let Some((flags, proto)) = d.pi {
+        let sep = if c.is_empty() { "" } else { "; " };
+        let _ = write!(c, "{sep}pi: flags {flags:#06x} proto {proto:#06x}");
+    }
+    if let Some((h, _)) = &d.vnet {
+        let sep = if c.is_empty() { "" } else { "; " };
+        let _ = write!(
+            c,
+            "{sep}vnet: flags {} gso_type {} hdr_len {} gso_size {} csum_start {} csum_offset {}",
+            flags_names(h.flags),
+            gso_type_name(h.gso_type),
+            h.hdr_len,
+            h.gso_size,
+            h.csum_start,
+            h.csum_offset
+        );
+    }
+    c
+}
+
 /// Trace fields only the model knows; a comparison with the real kernel skips them.
 pub const MODEL_ONLY_FIELDS: [&str; 6] = ["backend", "skb", "put_user", "frame", "ops", "note"];
 

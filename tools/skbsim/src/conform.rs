@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::{json, Value};
-use sim::pcap::{Frame, PcapReader};
+use sim::pcap::{Frame, LinkPolicy, PcapReader};
 use sim::scenario::{Pipeline, Scenario};
 use sim::trace::diff::first_divergence;
 use sim::trace::write::WRITE_MODEL_ONLY_FIELDS;
@@ -150,7 +150,7 @@ pub fn compare_traces_ignoring(
 }
 
 fn frames_of(pcap: &[u8], what: &str) -> Result<Vec<Frame>, CliError> {
-    let reader = PcapReader::from_reader(pcap, what)?;
+    let reader = PcapReader::from_reader_with(pcap, what, LinkPolicy::Any)?;
     let mut out = Vec::new();
     for f in reader {
         out.push(f?);
@@ -176,6 +176,14 @@ pub fn compare_pcaps(
         real,
     };
     for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
+        if x.interface != y.interface {
+            return Ok(Some(m(
+                format!("pcap frame {i}"),
+                "interface",
+                x.interface.to_string(),
+                y.interface.to_string(),
+            )));
+        }
         if x.data != y.data {
             let off = x.data.iter().zip(y.data.iter()).position(|(p, q)| p != q);
             return Ok(Some(match off {

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::json;
-use sim::pcap::{Frame, PcapError, PcapReader};
+use sim::pcap::{Frame, LinkPolicy, PcapError, PcapReader};
 use sim::trace::diff::first_divergence;
 use sim::wire::summary::describe;
 
@@ -28,8 +28,8 @@ pub fn pcap_divergence(
     b_name: &Path,
 ) -> Result<Option<String>, CliError> {
     frames_divergence(
-        PcapReader::from_reader(a, a_name)?,
-        PcapReader::from_reader(b, b_name)?,
+        PcapReader::from_reader_with(a, a_name, LinkPolicy::Any)?,
+        PcapReader::from_reader_with(b, b_name, LinkPolicy::Any)?,
     )
 }
 
@@ -59,6 +59,14 @@ pub fn frames_divergence(
             }
             (Some(x), Some(y)) => (x, y),
         };
+        if x.interface != y.interface {
+            return Ok(Some(format!(
+                "first difference in frame {i}: seen on interface {} vs {} ({})",
+                x.interface,
+                y.interface,
+                describe(&y.data)
+            )));
+        }
         if x.data != y.data {
             let off = x
                 .data
@@ -112,7 +120,10 @@ pub fn diff(
     let ignore: Vec<&str> = ignore.iter().map(String::as_str).collect();
     let found = if is_pcap(left) && is_pcap(right) {
         // Streamed, so no size limit; PcapReader::open refuses anything but a regular file.
-        frames_divergence(PcapReader::open(left)?, PcapReader::open(right)?)?
+        frames_divergence(
+            PcapReader::open_with(left, LinkPolicy::Any)?,
+            PcapReader::open_with(right, LinkPolicy::Any)?,
+        )?
     } else {
         let text = |p: &Path| read_regular_to_string(p, "trace", MAX_TRACE_BYTES);
         let (ta, tb) = (text(left)?, text(right)?);

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use sim::pcap::{PcapFormat, PcapReader, PcapWriter};
+use sim::pcap::{LinkPolicy, PcapFormat, PcapReader, PcapWriter};
 use sim::scenario::Scenario;
 use sim::trace::diff::first_divergence;
 use sim::trace::gro::GRO_MODEL_ONLY_FIELDS;
@@ -67,7 +67,7 @@ pub fn compare_gro_traces(scenario: &str, sim: &str, real: &str) -> Option<Misma
 /// `pcap` with every timestamp 0.
 fn untimed(pcap: &[u8], what: &str) -> Result<Vec<u8>, CliError> {
     let mut w = PcapWriter::new(Vec::new(), PcapFormat::Pcap)?;
-    for f in PcapReader::from_reader(pcap, what)? {
+    for f in PcapReader::from_reader_with(pcap, what, LinkPolicy::Any)? {
         w.write_frame(0, &f?.data)?;
     }
     Ok(w.finish()?)

@@ -277,6 +277,17 @@ pub fn scenario_from_flags(args: &ReplayArgs) -> Result<Scenario, CliError> {
         .map_err(|e| CliError(flag_message(args, &e.message)))
 }
 
+/// pcapng for a `.pcapng` name or a pcapng input (its timestamps may not fit classic
+/// pcap's 32-bit seconds), else classic pcap; a pipeline with several observation points
+/// writes pcapng in any case.
+fn output_format(
+    output: &std::path::Path,
+    scenario: &Scenario,
+) -> Result<sim::pcap::PcapFormat, CliError> {
+    let input = sim::pcap::PcapReader::open_with(&scenario.input, sim::pcap::LinkPolicy::Any)?;
+    Ok(sim::pcap::PcapFormat::for_output(output, input.format()))
+}
+
 pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
     if args.backend == Backend::Tap {
         tap_ready("--backend tap")?;
@@ -305,7 +316,7 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
             JsonOut::off()
         },
         capture: match &args.output {
-            Some(p) => CaptureOut::to(dest(p)?),
+            Some(p) => CaptureOut::to(dest(p)?, output_format(p, &scenario)?),
             None => CaptureOut::off(),
         },
     };

@@ -4,11 +4,30 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use sim::pcap::{PcapFormat, PcapReader, PcapWriter};
+use sim::pcap::{LinkPolicy, PcapFormat, PcapReader, PcapWriter};
 use sim::wire::summary::describe;
 
 use super::Dest;
 use crate::cli_error::CliError;
+
+/// A place a scenario observes frames: the tap fd's reads, the stack (AF_PACKET on the
+/// tap), a redirect target's reads. Each is a named interface of a pcapng output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Point {
+    pub name: &'static str,
+    pub link_type: u32,
+}
+
+impl Point {
+    /// The link type of what `device` carries: raw IP for an IFF_TUN device.
+    pub fn for_device(name: &'static str, device: &sim::tun::TunConfig) -> Point {
+        let link_type = match device.kind {
+            sim::tun::DeviceKind::Tun => sim::pcap::linktype::LINKTYPE_RAW,
+            sim::tun::DeviceKind::Tap => sim::pcap::LINKTYPE_ETHERNET,
+        };
+        Point { name, link_type }
+    }
+}
 
 /// The golden capture being compared with, one frame at a time.
 #[derive(Debug)]
@@ -23,13 +42,32 @@ impl GoldenCapture {
     pub fn open(path: &Path) -> Result<GoldenCapture, CliError> {
         Ok(GoldenCapture {
             path: path.to_path_buf(),
-            reader: PcapReader::open(path)?,
+            reader: PcapReader::open_with(path, LinkPolicy::Any)?,
             frame: 0,
             divergence: None,
         })
     }
 
-    fn frame(&mut self, ts_ns: u64, data: &[u8]) -> Result<(), CliError> {
+    /// The golden's layout must be the one the replay writes.
+    fn begin(&mut self, format: PcapFormat, points: &[Point]) {
+        if self.reader.format() != format {
+            self.divergence = Some(format!(
+                "the golden is {}, the replay writes {format} ({} observation points)",
+                self.reader.format(),
+                points.len()
+            ));
+        } else if format == PcapFormat::Pcap
+            && self.reader.link_type() != points.first().map(|p| p.link_type)
+        {
+            self.divergence = Some(format!(
+                "link types differ: {:?} vs {:?}",
+                self.reader.link_type(),
+                points.first().map(|p| p.link_type)
+            ));
+        }
+    }
+
+    fn frame(&mut self, point: u32, ts_ns: u64, data: &[u8]) -> Result<(), CliError> {
         if self.divergence.is_some() {
             return Ok(());
         }
@@ -44,7 +82,13 @@ impl GoldenCapture {
             return Ok(());
         };
         let g = g?;
-        if g.data != data {
+        if g.interface != point {
+            self.divergence = Some(format!(
+                "frame {i} was seen on interface {} in the golden, on {point} now ({})",
+                g.interface,
+                describe(data)
+            ));
+        } else if g.data != data {
             let off = g
                 .data
                 .iter()
@@ -76,12 +120,7 @@ impl GoldenCapture {
 
     fn finish(mut self) -> Result<CaptureVerdict, CliError> {
         if self.divergence.is_none() {
-            if self.reader.format() != PcapFormat::Pcap {
-                self.divergence = Some(format!(
-                    "the golden is {}, the replay writes pcap",
-                    self.reader.format()
-                ));
-            } else if let Some(g) = self.reader.next_frame() {
+            if let Some(g) = self.reader.next_frame() {
                 g?;
                 let mut n = self.frame + 1;
                 while let Some(g) = self.reader.next_frame() {
@@ -110,8 +149,13 @@ pub struct CaptureVerdict {
 pub struct CaptureOut {
     writer: Option<PcapWriter<Dest>>,
     golden: Option<GoldenCapture>,
-    /// A destination whose header is not written yet.
-    pending: Option<Dest>,
+    /// A destination whose header is not written yet, and the format asked for (pcapng
+    /// for a `.pcapng` name or a pcapng input).
+    pending: Option<(Dest, PcapFormat)>,
+    /// The format once begun: pcapng when the pipeline has more than one point.
+    format: Option<PcapFormat>,
+    /// The skb metadata comments are wanted (pcapng output).
+    pub comments: bool,
 }
 
 impl CaptureOut {
@@ -119,10 +163,11 @@ impl CaptureOut {
         CaptureOut::default()
     }
 
-    /// Write a classic pcap to `dest`.
-    pub fn to(dest: Dest) -> CaptureOut {
+    /// Write to `dest`: classic pcap for a pipeline with one observation point, unless
+    /// `format` asks for pcapng.
+    pub fn to(dest: Dest, format: PcapFormat) -> CaptureOut {
         CaptureOut {
-            pending: Some(dest),
+            pending: Some((dest, format)),
             ..CaptureOut::default()
         }
     }
@@ -138,33 +183,62 @@ impl CaptureOut {
         self.writer.is_some() || self.pending.is_some() || self.golden.is_some()
     }
 
-    fn start(&mut self) -> Result<(), CliError> {
-        if let Some(dest) = self.pending.take() {
+    /// The pipeline's observation points, in order (interface ids 0, 1, ...).
+    pub fn begin(&mut self, points: &[Point]) -> Result<(), CliError> {
+        let asked = self.pending.as_ref().map_or(PcapFormat::Pcap, |p| p.1);
+        let format = if points.len() > 1 {
+            PcapFormat::PcapNg
+        } else {
+            asked
+        };
+        self.format = Some(format);
+        if let Some((dest, _)) = self.pending.take() {
             let name = dest.name().to_path_buf();
-            self.writer = Some(PcapWriter::with_name(dest, PcapFormat::Pcap, name)?);
+            let mut w = PcapWriter::begin(dest, format, name)?;
+            for p in points {
+                w.add_interface(p.name, p.link_type, sim::pcap::WRITER_SNAPLEN)?;
+            }
+            self.comments = format == PcapFormat::PcapNg;
+            self.writer = Some(w);
+        }
+        if let Some(g) = self.golden.as_mut() {
+            g.begin(format, points);
         }
         Ok(())
     }
 
-    /// One frame.
+    /// One frame seen at point `point` (its index in [`CaptureOut::begin`]'s list);
+    /// `orig_len` is its length before a short read cut it; `comment` the skb metadata
+    /// (written to pcapng only: check [`CaptureOut::comments`] before building one).
     #[inline]
-    pub fn frame(&mut self, ts_ns: u64, data: &[u8]) -> Result<(), CliError> {
-        if self.pending.is_some() {
-            self.start()?;
-        }
+    pub fn frame(
+        &mut self,
+        point: u32,
+        ts_ns: u64,
+        data: &[u8],
+        orig_len: usize,
+        comment: Option<&str>,
+    ) -> Result<(), CliError> {
         if let Some(w) = self.writer.as_mut() {
-            w.write_frame(ts_ns, data)?;
+            let orig = u32::try_from(orig_len.max(data.len())).unwrap_or(u32::MAX);
+            w.write_packet(point, ts_ns, data, orig, comment)?;
         }
         if let Some(g) = self.golden.as_mut() {
-            g.frame(ts_ns, data)?;
+            g.frame(point, ts_ns, data)?;
         }
         Ok(())
     }
 
     /// The end: memory's bytes and the golden verdict.
     pub fn finish(mut self) -> Result<(Vec<u8>, Option<CaptureVerdict>), CliError> {
-        // An empty capture still gets its file header.
-        self.start()?;
+        if self.format.is_none() && (self.pending.is_some() || self.golden.is_some()) {
+            // A pipeline that never began (an error before its first event): one
+            // Ethernet point, as before.
+            self.begin(&[Point {
+                name: "stack",
+                link_type: sim::pcap::LINKTYPE_ETHERNET,
+            }])?;
+        }
         let bytes = match self.writer {
             Some(w) => w.finish()?.finish()?,
             None => Vec::new(),

@@ -309,7 +309,7 @@ impl Sinks {
         Sinks {
             trace: TraceOut::to(Dest::Memory(Vec::new())),
             json: JsonOut::to(Dest::Memory(Vec::new())),
-            capture: CaptureOut::to(Dest::Memory(Vec::new())),
+            capture: CaptureOut::to(Dest::Memory(Vec::new()), sim::pcap::PcapFormat::Pcap),
         }
     }
 

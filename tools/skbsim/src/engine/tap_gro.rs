@@ -6,13 +6,20 @@ use serde_json::json;
 use sim::pipeline::tap_gro::TapGroRun;
 use sim::scenario::Scenario;
 use sim::trace::gro::{
-    delivered_json, render_delivered, render_gro_totals, render_write_error, tap_gro_header,
-    tap_gro_header_json, GroTotals,
+    delivered_comment, delivered_json, render_delivered, render_gro_totals, render_write_error,
+    tap_gro_header, tap_gro_header_json, GroTotals,
 };
 
+use super::capture::Point;
 use super::tap_write::for_each_frame;
 use super::{RunSummary, Sinks};
 use crate::cli_error::CliError;
+
+/// What the stack received (AF_PACKET on the tap), the one point tap-gro observes.
+const STACK: Point = Point {
+    name: "stack",
+    link_type: sim::pcap::LINKTYPE_ETHERNET,
+};
 
 /// Render what the run produced since the last call, then recycle it.
 fn drain(run: &mut TapGroRun, sinks: &mut Sinks, t: &mut GroTotals) -> Result<(), CliError> {
@@ -44,7 +51,11 @@ fn drain(run: &mut TapGroRun, sinks: &mut Sinks, t: &mut GroTotals) -> Result<()
             sinks.json.line(&v)?;
         }
         if sinks.capture.on() {
-            sinks.capture.frame(d.ts_ns, &d.skb.to_vec())?;
+            let comment = sinks.capture.comments.then(|| delivered_comment(&d));
+            let bytes = d.skb.to_vec();
+            sinks
+                .capture
+                .frame(0, d.ts_ns, &bytes, bytes.len(), comment.as_deref())?;
         }
         run.recycle(d);
     }
@@ -67,6 +78,7 @@ pub fn run_sim(
         h["event"] = json!("header");
         sinks.json.line(&h)?;
     }
+    sinks.capture.begin(&[STACK])?;
     let mut t = GroTotals::default();
     let (frames, _) = for_each_frame(scenario, progress, |i, ts, data| {
         run.write_slice(i, ts, data);
@@ -112,8 +124,9 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
     if sinks.json.on() {
         sinks.json.line(&observed_json(scenario, &real.observed))?;
     }
+    sinks.capture.begin(&[STACK])?;
     for (d, ts) in real.observed.deliveries.iter().zip(&real.delivered_ts) {
-        sinks.capture.frame(*ts, &d.bytes)?;
+        sinks.capture.frame(0, *ts, &d.bytes, d.bytes.len(), None)?;
     }
     Ok(RunSummary {
         frames: real.frames,

@@ -9,9 +9,10 @@ use sim::pcap::EthernetInput;
 use sim::pipeline::tap_write::{TapWriteRun, WriteEvent};
 use sim::scenario::Scenario;
 use sim::trace::write::{render_header, render_host_event, render_totals, tap_write_event_json};
-use sim::trace::{header_json, TraceHeader};
+use sim::trace::{header_json, read_comment, TraceHeader};
 use sim::tun::TunStats;
 
+use super::capture::Point;
 use super::{RunSummary, Sinks, PROGRESS_EVERY};
 use crate::cli_error::CliError;
 
@@ -45,6 +46,14 @@ impl<'s> HostRender<'s> {
             h["event"] = json!("header");
             sinks.json.line(&h)?;
         }
+        let mut points = vec![
+            Point::for_device("stack", &scenario.device),
+            Point::for_device("read A", &scenario.device),
+        ];
+        if let Some(b) = &scenario.redirect {
+            points.push(Point::for_device("read B", b));
+        }
+        sinks.capture.begin(&points)?;
         Ok(HostRender {
             scenario,
             last_a: TunStats::default(),
@@ -85,10 +94,39 @@ impl<'s> HostRender<'s> {
         if sinks.json.on() {
             sinks.json.line(&tap_write_event_json(e))?;
         }
-        if let WriteEvent::Stack { delivery, .. } = e {
-            sinks
-                .capture
-                .frame(self.capture_ts.unwrap_or(0), &delivery.frame)?;
+        let ts = self.capture_ts.unwrap_or(0);
+        match e {
+            WriteEvent::Stack { delivery, .. } => {
+                let comment = sinks.capture.comments.then(|| {
+                    let mut c = format!("protocol {:#06x}", delivery.protocol);
+                    if let Some(v) = delivery.vlan {
+                        c.push_str(&format!(
+                            " vlan {}",
+                            sim::wire::summary::describe_vlan_tci(v.proto, v.tci)
+                        ));
+                    }
+                    c
+                });
+                let f = &delivery.frame;
+                sinks.capture.frame(0, ts, f, f.len(), comment.as_deref())?;
+            }
+            WriteEvent::Read {
+                on_redirect,
+                record,
+            } if record.result.is_ok() => {
+                let dev = match (*on_redirect, &self.scenario.redirect) {
+                    (true, Some(b)) => b,
+                    _ => &self.scenario.device,
+                };
+                let data = record.frame_bytes(dev);
+                let orig = record.model.as_ref().map_or(data.len(), |m| m.frame_len);
+                let comment = sinks.capture.comments.then(|| read_comment(record, dev));
+                let point = if *on_redirect { 2 } else { 1 };
+                sinks
+                    .capture
+                    .frame(point, ts, data, orig, comment.as_deref())?;
+            }
+            _ => {}
         }
         Ok(())
     }

@@ -8,11 +8,12 @@ use sim::pipeline::tun_read::{Event, TunReadRun};
 use sim::scenario::Scenario;
 use sim::skb::OpCounters;
 use sim::trace::{
-    header_json, tun_read_event, tun_read_event_json, tun_read_header, tun_read_totals,
-    TraceHeader, TunReadCounts,
+    header_json, read_comment, tun_read_event, tun_read_event_json, tun_read_header,
+    tun_read_totals, TraceHeader, TunReadCounts,
 };
 use sim::tun::TunStats;
 
+use super::capture::Point;
 use super::{RunSummary, Sinks, PROGRESS_EVERY};
 use crate::cli_error::CliError;
 
@@ -39,6 +40,9 @@ impl<'s> TunReadRender<'s> {
             h["event"] = json!("header");
             sinks.json.line(&h)?;
         }
+        sinks
+            .capture
+            .begin(&[Point::for_device("read", &scenario.device)])?;
         Ok(TunReadRender {
             scenario,
             counts: TunReadCounts::default(),
@@ -62,7 +66,11 @@ impl<'s> TunReadRender<'s> {
         }
         if let Event::Read(r) = e {
             if let (Ok(_), Some((_, ts))) = (r.result, r.frame) {
-                sinks.capture.frame(ts, r.frame_bytes(device))?;
+                let data = r.frame_bytes(device);
+                // A short read keeps the frame's whole length as orig_len.
+                let orig = r.model.as_ref().map_or(data.len(), |m| m.frame_len);
+                let comment = sinks.capture.comments.then(|| read_comment(r, device));
+                sinks.capture.frame(0, ts, data, orig, comment.as_deref())?;
             }
         }
         Ok(())
