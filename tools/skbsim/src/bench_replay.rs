@@ -400,10 +400,12 @@ impl Report<'_> {
                     bench.write.len(),
                     peak as f64 / 1024.0
                 );
+                let sent = bench.write.iter().map(|r| r.sent).min().unwrap_or(0);
                 let _ = writeln!(
                     t,
-                    "  write path {:>8.3} M frames/s  ({WRITE_PATH})",
-                    write_fps / 1e6
+                    "  write path {:>8.3} M frames/s  ({WRITE_PATH}; at least {sent} of {} frames sent per run)",
+                    write_fps / 1e6,
+                    cap.frames
                 );
                 let _ = writeln!(
                     t,
