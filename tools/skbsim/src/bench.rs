@@ -164,6 +164,9 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
         Some(b) => Limit::Bytes(crate::bench_capture::parse_bytes(b)?),
         None => Limit::Frames(args.frames.unwrap_or(1_000_000)),
     };
+    if limit == Limit::Frames(0) {
+        return Err(CliError("--frames must be at least 1".into()));
+    }
     if let Some(path) = &args.make_capture {
         let g = crate::bench_capture::make_capture(path, limit)?;
         println!(
@@ -188,7 +191,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
         };
     }
     match pipeline {
-        None => crate::bench_replay::bench(args),
+        None => crate::bench_replay::bench(args, limit),
         Some("tun-read") => bench_model(args, limit),
         Some("datapaths" | "xdp-vhost") => {
             let repo =

@@ -155,16 +155,10 @@ const WRITE_PATH: &str = "tcpreplay --topspeed -i TAP IN: AF_PACKET into a real 
 const READ_PATH: &str =
     "the same with a reader draining the tap's fd; frames the reader got / spawn to the last read";
 
-pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
+/// Run the harness on `limit` generated frames (or `--input`) and print the report.
+pub fn bench(args: &BenchArgs, limit: Limit) -> Result<ExitCode, CliError> {
     let exe = std::env::current_exe()
         .map_err(|e| CliError(format!("cannot find this skbsim binary: {e}")))?;
-    let limit = match &args.bytes {
-        Some(b) => Limit::Bytes(crate::bench_capture::parse_bytes(b)?),
-        None => Limit::Frames(args.frames.unwrap_or(1_000_000)),
-    };
-    if limit == Limit::Frames(0) {
-        return Err(CliError("--frames must be at least 1".into()));
-    }
     let scratch = Scratch::new(args.tmpdir.as_deref())?;
     let cap = Capture::prepare(args.input.as_deref(), limit, &scratch)?;
     let mut cases: Vec<Case> = PIPELINES

@@ -267,3 +267,25 @@ fn tcpreplay_runs_through_a_real_tap_on_the_same_capture() {
     assert_eq!(ratios[1]["target"], 2.5);
     assert_eq!(entries(&tmp), Vec::<PathBuf>::new());
 }
+
+#[test]
+fn the_model_bench_removes_its_generated_pcap_too() {
+    let (dir, tmp) = dirs("bench-model");
+    let v = json_of(&skbsim(
+        &[
+            "bench",
+            "--pipeline",
+            "tun-read",
+            "--frames",
+            "2000",
+            "--runs",
+            "1",
+            "--json",
+            "--tmpdir",
+            &tmp.to_string_lossy(),
+        ],
+        &dir,
+    ));
+    assert_eq!(v["frames"], 2000);
+    assert_eq!(entries(&tmp), Vec::<PathBuf>::new());
+}
