@@ -134,7 +134,7 @@ fn run_tcpreplay(args: &BenchArgs, cap: &Capture, scratch: &Scratch) -> Tcprepla
         return Tcpreplay::Skipped(format!("skipped: {why}"));
     }
     let version = tcpreplay_version(&program).unwrap_or_else(|| "tcpreplay".into());
-    eprintln!("{version}: {} runs of each path", args.runs);
+    eprintln!("{version}: {} of each path", plural(args.runs, "run"));
     match tcpreplay_bench(&program, &cap.path, args.runs, scratch.path()) {
         Ok(bench) => {
             let rates = |runs: &[skbsim_kernel::tcpreplay::TcpreplayRun], read: bool| {
@@ -211,6 +211,10 @@ struct Report<'a> {
     runs: usize,
     cases: &'a [Case],
     tcp: &'a Tcpreplay,
+}
+
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 fn pass(ok: bool) -> &'static str {
@@ -326,9 +330,9 @@ impl Report<'_> {
         );
         let _ = writeln!(
             t,
-            "command    {} replay IN --pipeline P -o OUT [--trace T], timed spawn to exit, median of {} runs; peak RSS = its VmHWM (wait4)",
+            "command    {} replay IN --pipeline P -o OUT [--trace T], timed spawn to exit, median of {}; peak RSS = its VmHWM (wait4)",
             self.exe.display(),
-            self.runs
+            plural(self.runs, "run")
         );
         let _ = writeln!(
             t,
@@ -390,8 +394,8 @@ impl Report<'_> {
                 let read_got = bench.read.iter().map(|r| r.read).min().unwrap_or(0);
                 let _ = writeln!(
                     t,
-                    "{version}, same capture, {} runs of each path (medians), peak RSS {:.1} MiB",
-                    bench.write.len(),
+                    "{version}, same capture, {} of each path (medians), peak RSS {:.1} MiB",
+                    plural(bench.write.len(), "run"),
                     peak as f64 / 1024.0
                 );
                 let sent = bench.write.iter().map(|r| r.sent).min().unwrap_or(0);
