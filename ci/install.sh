@@ -15,8 +15,15 @@ command -v tshark >/dev/null 2>&1 || need_apt+=(tshark)
 command -v tcpdump >/dev/null 2>&1 || need_apt+=(tcpdump)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+    # apt's output goes to a log, printed only when it fails, so it stays out of the
+    # test log.
+    log=/tmp/skbsim-apt.log
+    echo "ci/install.sh: installing ${need_apt[*]} (log: $log)"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"; } >"$log" 2>&1; then
+      cat "$log" >&2
+      echo "ci/install.sh: apt-get failed installing ${need_apt[*]}" >&2
+      exit 2
+    fi
   else
     echo "ci/install.sh: missing ${need_apt[*]} and not root to install them" >&2
     exit 2

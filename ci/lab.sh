@@ -10,8 +10,13 @@ if [ "$(id -u)" != 0 ]; then
   echo "ci/lab.sh: the lab needs root (namespaces and taps in the guest are fine, but apt lists and /dev/kvm probing need it)" >&2
   exit 2
 fi
-# apt-get download resolves versions from the package lists: refresh them once.
-apt-get update -qq
+# apt-get download resolves versions from the package lists: refresh them once (its
+# output to a log, printed only on failure, like ci/install.sh).
+if ! apt-get update -qq >/tmp/skbsim-apt.log 2>&1; then
+  cat /tmp/skbsim-apt.log >&2
+  echo "ci/lab.sh: apt-get update failed" >&2
+  exit 2
+fi
 skbsim() { cargo run --quiet --release --locked -p skbsim -- "$@"; }
 echo "== lab: fetch (cached after the first run)"
 skbsim lab fetch

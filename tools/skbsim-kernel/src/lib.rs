@@ -19,11 +19,14 @@
 //!   probed on the running kernel.
 //! - [`vhost`]: a userspace vhost_net client (owner, memory table, TX vring, eventfds,
 //!   backend) for the vhost-tx arm.
+//! - [`child`]: a child process timed from outside with its exact peak RSS (`wait4`).
+//! - [`tcpreplay`]: tcpreplay through a real tap (write and read path) for `skbsim bench`.
 //! - [`lab`]: a guest Linux kernel under QEMU (fetched with apt, booted from an
 //!   initramfs) for what this machine's kernel lacks: GRE, 802.1Q devices, vhost_net.
 
 pub mod arm;
 pub mod bpf;
+pub mod child;
 pub mod error;
 pub mod ethtool;
 pub mod features;
@@ -36,6 +39,7 @@ pub mod rtnl;
 pub mod sys;
 pub mod sysfs;
 pub mod tap;
+pub mod tcpreplay;
 pub mod vhost;
 
 pub use error::{Cause, Errno, KernelError};

@@ -1,11 +1,20 @@
-//! `skbsim bench`: simulated frames/s through the tun read path next to raw pcap read
-//! frames/s, measured in the same run on the same generated pcap, as medians of several
-//! runs; and the op counts of the 2013 change (hw-accel splice vs software tag insert).
+//! `skbsim bench` (the default, or `--replay`): the speed of `skbsim replay` itself, every
+//! pipeline, timed as a whole process, next to tcpreplay through a real tap where it is
+//! installed; see [`crate::bench_replay`].
+//!
+//! `skbsim bench --pipeline tun-read`: the model alone, simulated frames/s through the
+//! tun read path next to raw pcap read frames/s, measured in the same run on the same
+//! generated pcap, as medians of several runs; and the op counts of the 2013 change
+//! (hw-accel splice vs software tag insert). `--pipeline datapaths`: GRO, the XDP write
+//! path, vhost_net batching (frames in memory).
 //!
 //! `skbsim bench --backend tap`: the same change on the real kernel: frames/s written
 //! into a tap and read from the bridged tap under test, with its tx VLAN offload on
 //! (hw-accel tag spliced by tun_put_user) and off (tag pushed into the packet by
 //! validate_xmit_vlan), alternating in slices of each run in one namespace.
+//!
+//! Generated captures live in a temporary directory removed when the bench ends
+//! ([`crate::bench_capture::Scratch`]); `--make-capture PATH` writes one to keep.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,11 +22,12 @@ use std::time::Instant;
 
 use clap::Args;
 use serde_json::json;
-use sim::pcap::{PcapFormat, PcapReader, PcapWriter};
+use sim::pcap::PcapReader;
 use sim::pipeline::tun_read::{Event, TunReadRun};
 use sim::scenario::Scenario;
 use sim::skb::OpCounters;
 
+use crate::bench_capture::{frame_into, Capture, Limit, Scratch, SIZES};
 use crate::cli_error::CliError;
 use crate::progress;
 use crate::runner::{tap_ready, Backend};
@@ -25,16 +35,34 @@ use skbsim_kernel::arm::{vlan_offload_bench, VlanBenchConfig};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
+    /// Time `skbsim replay` itself, every pipeline with `-o` and with `-o --trace`
+    /// (the default without `--pipeline` or `--backend tap`).
+    #[arg(long, conflicts_with_all = ["pipeline", "make_capture"])]
+    pub replay: bool,
     /// Frames in the generated pcap (default 1000000), or per timed run with
     /// `--backend tap` (default 200000).
     #[arg(long)]
     pub frames: Option<u64>,
+    /// Generate the capture up to this size instead (`2G`, `500M`, `64K`, bytes).
+    #[arg(long, value_name = "SIZE", conflicts_with = "frames")]
+    pub bytes: Option<String>,
+    /// Write the generated capture (`--frames` or `--bytes`) to PATH, keep it, and exit;
+    /// then `skbsim bench --input PATH` measures on it.
+    #[arg(long, value_name = "PATH")]
+    pub make_capture: Option<PathBuf>,
     /// Runs per measurement; the median is reported.
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
     /// Use this pcap instead of generating one.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["frames", "bytes"])]
     pub input: Option<PathBuf>,
+    /// Where the temporary directory (generated capture, replay outputs) is made; it is
+    /// removed when the bench ends, also on an error or Ctrl-C.
+    #[arg(long, value_name = "DIR")]
+    pub tmpdir: Option<PathBuf>,
+    /// Do not run tcpreplay next to `skbsim replay`.
+    #[arg(long)]
+    pub no_tcpreplay: bool,
     /// Print results as JSON.
     #[arg(long)]
     pub json: bool,
@@ -46,72 +74,14 @@ pub struct BenchArgs {
     /// instead of the mix of 60..1514.
     #[arg(long)]
     pub frame_size: Option<usize>,
-    /// What to measure on the simulator: `tun-read` (the read path next to raw pcap
-    /// reads), or `datapaths` (GRO, the XDP write path, vhost_net batching on and off;
-    /// frames in memory).
+    /// Measure the model instead of `skbsim replay`: `tun-read` (the read path next to
+    /// raw pcap reads), or `datapaths` (GRO, the XDP write path, vhost_net batching on
+    /// and off; frames in memory).
     /// With `--backend tap`: `xdp-tx` measures XDP_TX attached native vs generic on a
     /// tap (64- and 1500-byte frames, or `--frame-size`); `gro` measures frames/s written
     /// into an IFF_NAPI tap for a TCP stream with GRO on and off, and skbs per MB.
-    #[arg(long, default_value = "tun-read")]
-    pub pipeline: String,
-}
-
-const SIZES: [usize; 8] = [60, 64, 128, 256, 590, 1024, 1280, 1514];
-
-/// A deterministic mix: sizes 60..1514, a third 802.1Q-tagged, IPv4 UDP/TCP.
-fn generate(path: &Path, frames: u64) -> Result<(), CliError> {
-    let mut w = PcapWriter::create(path, PcapFormat::Pcap)?;
-    let mut seed: u64 = 0x5eed;
-    let mut buf = Vec::with_capacity(1600);
-    for i in 0..frames {
-        seed = seed
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let size = SIZES[(seed >> 33) as usize % SIZES.len()];
-        let tagged = (seed >> 40).is_multiple_of(3);
-        let tcp = (seed >> 45) & 1 == 1;
-        frame_into(&mut buf, size, tagged, tcp);
-        w.write_frame(1_000_000_000 + i * 1000, &buf)?;
-    }
-    w.finish()?;
-    Ok(())
-}
-
-/// One IPv4 frame of `size` bytes before the optional 802.1Q tag (vid 100).
-fn frame_into(buf: &mut Vec<u8>, size: usize, tagged: bool, tcp: bool) {
-    buf.clear();
-    buf.extend_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
-    if tagged {
-        buf.extend_from_slice(&[0x81, 0x00, 0x00, 0x64]);
-    }
-    buf.extend_from_slice(&[0x08, 0x00]);
-    let ip_len = (size - 14) as u16;
-    let proto = if tcp { 6 } else { 17 };
-    buf.extend_from_slice(&[
-        0x45,
-        0,
-        (ip_len >> 8) as u8,
-        ip_len as u8,
-        0,
-        1,
-        0x40,
-        0,
-        64,
-        proto,
-        0,
-        0,
-    ]);
-    buf.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
-    if tcp {
-        buf.extend_from_slice(&[
-            0x03, 0xe8, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10, 0x02, 0, 0, 0, 0, 0,
-        ]);
-    } else {
-        let l = ip_len - 20;
-        buf.extend_from_slice(&[0x13, 0x88, 0, 53, (l >> 8) as u8, l as u8, 0, 0]);
-    }
-    let target = size + if tagged { 4 } else { 0 };
-    buf.resize(target, 0xab);
+    #[arg(long)]
+    pub pipeline: Option<String>,
 }
 
 fn scenario(input: &Path, txvlan: bool) -> Result<Scenario, CliError> {
@@ -189,18 +159,41 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
     if args.runs == 0 {
         return Err(CliError("--runs must be at least 1".into()));
     }
-    if args.backend == Backend::Tap && args.pipeline == "gro" {
-        return crate::bench_gro_real::bench(args);
+    crate::bench_capture::install_interrupt_handler();
+    let limit = match &args.bytes {
+        Some(b) => Limit::Bytes(crate::bench_capture::parse_bytes(b)?),
+        None => Limit::Frames(args.frames.unwrap_or(1_000_000)),
+    };
+    if limit == Limit::Frames(0) {
+        return Err(CliError("--frames must be at least 1".into()));
     }
-    if args.backend == Backend::Tap && args.pipeline == "xdp-tx" {
-        return crate::bench_xdp_real::bench(args);
+    if let Some(path) = &args.make_capture {
+        let g = crate::bench_capture::make_capture(path, limit)?;
+        println!(
+            "{}: {} frames, {} bytes (60-1514 B, a third 802.1Q)",
+            path.display(),
+            g.frames,
+            g.bytes
+        );
+        return Ok(ExitCode::SUCCESS);
     }
+    if args.replay && args.backend == Backend::Tap {
+        return Err(CliError(
+            "--replay times `skbsim replay` on the simulator; it takes no --backend tap".into(),
+        ));
+    }
+    let pipeline = args.pipeline.as_deref();
     if args.backend == Backend::Tap {
-        return bench_tap(args);
+        return match pipeline {
+            Some("gro") => crate::bench_gro_real::bench(args),
+            Some("xdp-tx") => crate::bench_xdp_real::bench(args),
+            _ => bench_tap(args),
+        };
     }
-    match args.pipeline.as_str() {
-        "tun-read" => {}
-        "datapaths" | "xdp-vhost" => {
+    match pipeline {
+        None => crate::bench_replay::bench(args, limit),
+        Some("tun-read") => bench_model(args, limit),
+        Some("datapaths" | "xdp-vhost") => {
             let repo =
                 std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
             if !repo.join("scenarios/xdp/xdp_drop.o").exists() {
@@ -216,35 +209,29 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
             } else {
                 print!("{text}");
             }
-            return Ok(ExitCode::SUCCESS);
+            Ok(ExitCode::SUCCESS)
         }
-        other => {
-            return Err(CliError(format!(
-                "--pipeline {other}: expected tun-read or datapaths"
-            )))
-        }
+        Some(other) => Err(CliError(format!(
+            "--pipeline {other}: expected tun-read or datapaths (or none: time `skbsim replay`)"
+        ))),
     }
-    let frames_wanted = args.frames.unwrap_or(1_000_000);
-    let input = match &args.input {
-        Some(p) => p.clone(),
-        None => {
-            let p = std::env::temp_dir().join(format!("skbsim-bench-{frames_wanted}.pcap"));
-            if !p.exists() {
-                eprintln!("generating {frames_wanted} frames into {}", p.display());
-                generate(&p, frames_wanted)?;
-            }
-            p
-        }
-    };
-    let file_bytes = std::fs::metadata(&input)
-        .map_err(|e| CliError(format!("{}: {e}", input.display())))?
-        .len();
+}
+
+/// `--pipeline tun-read`: the model next to raw pcap reads.
+fn bench_model(args: &BenchArgs, limit: Limit) -> Result<ExitCode, CliError> {
+    let scratch = Scratch::new(args.tmpdir.as_deref())?;
+    let cap = Capture::prepare(args.input.as_deref(), limit, &scratch)?;
+    let input = cap.path.clone();
+    let file_bytes = cap.bytes;
     let hw = scenario(&input, true)?;
     let sw = scenario(&input, false)?;
     let pb = progress::bar((args.runs * 3) as u64, "bench");
     let (mut raw_t, mut hw_t, mut sw_t) = (Vec::new(), Vec::new(), Vec::new());
     let (mut frames, mut hw_ops, mut sw_ops) = (0, OpCounters::default(), OpCounters::default());
     for _ in 0..args.runs {
+        if crate::bench_capture::interrupted() {
+            return Err(CliError("interrupted".into()));
+        }
         let t = Instant::now();
         frames = raw_read(&input)?.0;
         raw_t.push(t.elapsed().as_secs_f64());

@@ -48,7 +48,8 @@ enum Command {
     /// Replay scenarios on the simulator and through the real kernel and compare the two
     /// (root and /dev/net/tun); exit 1 on the first divergence of a scenario.
     Conform(conform::ConformArgs),
-    /// Measure simulated and raw pcap frames/s (medians of several runs), or with
+    /// Time `skbsim replay` itself per pipeline (frames/s, peak RSS, next to tcpreplay
+    /// where installed); or the model alone (`--pipeline tun-read|datapaths`); or with
     /// `--backend tap` real frames/s with tx VLAN offload on and off.
     Bench(bench::BenchArgs),
     /// A guest Linux kernel (Debian 12's 6.1) under QEMU for what this kernel lacks (GRE,
