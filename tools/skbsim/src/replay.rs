@@ -62,6 +62,37 @@ pub struct ReplayArgs {
     /// skb_shinfo(skb)->gso_size of a GSO skb.
     #[arg(long, default_value_t = 0)]
     pub gso_size: u16,
+    /// vhost-tx: the guest's virtio_net_hdr size (10, or 12 with VIRTIO_NET_F_MRG_RXBUF /
+    /// VERSION_1).
+    #[arg(long, value_name = "BYTES", help_heading = "vhost-tx")]
+    pub guest_hdr_len: Option<usize>,
+    /// vhost-tx: how the guest fills its TX ring before kicking: `all` (up to the ring
+    /// size), `burst:N`, or `trickle` (one packet per kick).
+    #[arg(long, value_name = "FILL", help_heading = "vhost-tx")]
+    pub guest_fill: Option<String>,
+    /// tap-gro: writes per NAPI poll (1..=65).
+    #[arg(long, value_name = "N", help_heading = "tap-gro")]
+    pub gro_burst: Option<usize>,
+    /// tap-gro: gro_flush_timeout in nanoseconds (0: flush at the end of every poll).
+    #[arg(long, value_name = "NS", help_heading = "tap-gro")]
+    pub gro_flush_timeout: Option<u64>,
+    /// tap-gro: no ETH_P_TEB GRO handler (before the 2015 change).
+    #[arg(long, help_heading = "tap-gro")]
+    pub no_teb_gro: bool,
+    /// tap-gro: UDP ports that are VXLAN tunnels (comma separated).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "PORTS",
+        help_heading = "tap-gro"
+    )]
+    pub vxlan_ports: Vec<u16>,
+    /// Source MAC of the Ethernet header put in front of raw IP or loopback frames.
+    #[arg(long, value_name = "MAC")]
+    pub src_mac: Option<String>,
+    /// Destination MAC of that header.
+    #[arg(long, value_name = "MAC")]
+    pub dst_mac: Option<String>,
     /// Where to write what userspace read ("-" for stdout; devices and FIFOs are written
     /// through, files replaced atomically).
     #[arg(short, long)]
@@ -90,7 +121,7 @@ fn pipeline_names() -> clap::builder::PossibleValuesParser {
 /// The scenario keys the flags set, each with its flag, longest key first where one is
 /// a prefix of another. Errors from the scenario validator name the key; the user gave
 /// a flag.
-const FLAG_OF_KEY: [(&str, &str); 14] = [
+const FLAG_OF_KEY: [(&str, &str); 22] = [
     ("device.kind", "--tun"),
     ("device.no_pi", "--no-pi"),
     ("device.vnet_hdr_sz", "--vnet-hdr-sz"),
@@ -108,6 +139,14 @@ const FLAG_OF_KEY: [(&str, &str); 14] = [
     ("skb.gso", "--gso"),
     ("profile", "--profile"),
     ("pipeline", "--pipeline"),
+    ("vhost.hdr_len", "--guest-hdr-len"),
+    ("vhost.burst", "--guest-fill burst:N"),
+    ("gro.burst", "--gro-burst"),
+    ("gro.flush_timeout_ns", "--gro-flush-timeout"),
+    ("gro.teb_gro", "--no-teb-gro"),
+    ("gro.vxlan_ports", "--vxlan-ports"),
+    ("link.src_mac", "--src-mac"),
+    ("link.dst_mac", "--dst-mac"),
 ];
 
 /// TOML spelled inside validator and model messages, and the flag spelling; in order
@@ -181,6 +220,58 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
     }
     if !skb.is_empty() {
         let _ = write!(t, "[skb]\n{skb}");
+    }
+    if a.pipeline == "vhost-tx" || a.guest_hdr_len.is_some() || a.guest_fill.is_some() {
+        // A guest with defaults unless told: the table vhost-tx needs.
+        let _ = writeln!(t, "[vhost]");
+        if let Some(h) = a.guest_hdr_len {
+            let _ = writeln!(t, "hdr_len = {h}");
+        }
+        match a.guest_fill.as_deref() {
+            None => {}
+            Some("all") => {
+                let _ = writeln!(t, "fill = \"all\"");
+            }
+            Some("trickle") => {
+                let _ = writeln!(t, "fill = \"trickle\"");
+            }
+            Some(other) => match other.strip_prefix("burst:").map(str::parse::<usize>) {
+                Some(Ok(n)) => {
+                    let _ = writeln!(t, "fill = \"burst\"\nburst = {n}");
+                }
+                _ => {
+                    return Err(CliError(format!(
+                        "--guest-fill {other}: expected all, burst:N or trickle"
+                    )))
+                }
+            },
+        }
+    }
+    let mut gro = String::new();
+    if let Some(b) = a.gro_burst {
+        let _ = writeln!(gro, "burst = {b}");
+    }
+    if let Some(ns) = a.gro_flush_timeout {
+        let _ = writeln!(gro, "flush_timeout_ns = {ns}");
+    }
+    if a.no_teb_gro {
+        let _ = writeln!(gro, "teb_gro = false");
+    }
+    if !a.vxlan_ports.is_empty() {
+        let p: Vec<String> = a.vxlan_ports.iter().map(u16::to_string).collect();
+        let _ = writeln!(gro, "vxlan_ports = [{}]", p.join(", "));
+    }
+    if !gro.is_empty() {
+        let _ = write!(t, "[gro]\n{gro}");
+    }
+    if a.src_mac.is_some() || a.dst_mac.is_some() {
+        let _ = writeln!(t, "[link]");
+        if let Some(m) = &a.src_mac {
+            let _ = writeln!(t, "src_mac = {}", q(m));
+        }
+        if let Some(m) = &a.dst_mac {
+            let _ = writeln!(t, "dst_mac = {}", q(m));
+        }
     }
     Ok(t)
 }
