@@ -2,8 +2,9 @@
 //!
 //! A profile is named after the kernel whose behaviour it reproduces. `linux-6.18` is the
 //! default and must match the kernel of the machines this bench runs on (see
-//! shared/spec/real-kernel-observations.md); older profiles reproduce the source of that
-//! release as read (shared/spec/kernel-datapath.md, tags [3.12], [4.19]).
+//! docs/real-kernel.md); older profiles reproduce the source of that release as read
+//! (tags [3.12], [4.19]: docs/README.md#citing). What each profile reproduces:
+//! docs/profiles.md.
 
 use std::fmt;
 
@@ -50,7 +51,7 @@ pub struct TunReadRules {
 }
 
 /// The rules of the tun write path with XDP (drivers/net/tun.c: tun_get_user,
-/// tun_build_skb, tun_xdp_act; shared/spec/kernel-datapath.md §2).
+/// tun_build_skb, tun_xdp_act; docs/tap-write.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TunWriteRules {
     /// XDP on tap exists (761876c857cb "tap: XDP support", v4.14).
@@ -80,12 +81,12 @@ pub struct KernelProfile {
     pub name: &'static str,
     pub tun_read: TunReadRules,
     pub tun_write: TunWriteRules,
-    /// The GRO engine (net/core/gro.c and the offloads; shared/spec R4.1-R4.15).
+    /// The GRO engine (net/core/gro.c and the offloads; docs/gro.md).
     pub gro: crate::gro::GroRules,
     pub vhost: VhostRules,
 }
 
-/// The rules of vhost_net's TX path (drivers/vhost/net.c; shared/spec §3).
+/// The rules of vhost_net's TX path (drivers/vhost/net.c; docs/vhost-tx.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VhostRules {
     /// 0a0be13b8fe2 "vhost_net: batch submitting XDP buffers to underlayer sockets"

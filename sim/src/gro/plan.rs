@@ -4,8 +4,8 @@
 //! ```toml
 //! [gro]
 //! burst = 1                  # frames written per NAPI poll (1: every write() runs its own
-//!                            # poll, R4.15; N: a MSG_MORE burst or a vhost batch; at most
-//!                            # NAPI_POLL_WEIGHT + 1 = 65)
+//!                            # poll, docs/gro.md#tun-napi; N: a MSG_MORE burst or a
+//!                            # vhost batch; at most NAPI_POLL_WEIGHT + 1 = 65)
 //! flush_timeout_ns = 1000000 # /sys/class/net/TAP/gro_flush_timeout (default 0, at most
 //!                            # KTIME_MAX)
 //! hz = 250                   # CONFIG_HZ for jiffies (100, 250, 300, 1000; default 250,

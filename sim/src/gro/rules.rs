@@ -74,7 +74,8 @@ pub struct GroRules {
     /// "net: gro: allow to build full sized skb", v4.13); before it returned -E2BIG.
     pub frags_overflow_to_frag_list: bool,
     /// tun_build_skb exists (v4.13) and takes frames up to this length from a
-    /// non-blocking write (R2.2: 3456 since the 2023 XDP headroom fix, 3712 before).
+    /// non-blocking write (docs/tap-write.md#path-choice: 3456 since the 2023 XDP headroom fix,
+    /// 3712 before).
     pub tun_build_skb_max: Option<usize>,
     /// IFF_NAPI exists (v4.15, "tun: enable NAPI for TUN/TAP driver").
     pub tun_napi: bool,

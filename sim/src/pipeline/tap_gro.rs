@@ -1,5 +1,5 @@
-//! The `tap-gro` pipeline: frames written into an IFF_NAPI tap (R4.15). tun_get_user
-//! queues each skb on tfile->sk.sk_write_queue; after every `[gro] burst` writes (or
+//! The `tap-gro` pipeline: frames written into an IFF_NAPI tap (docs/gro.md#tun-napi).
+//! tun_get_user queues each skb on tfile->sk.sk_write_queue; after every `[gro] burst` writes (or
 //! when more than NAPI_POLL_WEIGHT are queued) the softirq runs tun_napi_poll, which
 //! feeds up to 64 skbs to napi_gro_receive and ends in napi_complete_done; a
 //! gro_flush_timeout keeps young skbs held until the hrtimer fires. What comes out is

@@ -1,5 +1,5 @@
-//! Pipeline tests: the real-kernel observations (shared/spec/real-kernel-observations.md,
-//! "GRO on tap") with expectations worked out by hand from the kernel rules.
+//! Pipeline tests: the real-kernel observations (docs/real-kernel.md#gro-on-tap) with
+//! expectations worked out by hand from the kernel rules (docs/gro.md).
 
 use super::*;
 use crate::gro::frames::{Encapsulate, Tcp4};

@@ -197,7 +197,7 @@ pub enum GuestFill {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GuestPlan {
     /// The virtio_net_hdr the guest puts before each frame: 10, or 12 with MRG_RXBUF or
-    /// VERSION_1 (R3.2). The tap receives it (sock_hlen = hdr_len).
+    /// VERSION_1 (docs/vhost-tx.md#header-size). The tap receives it (sock_hlen = hdr_len).
     pub hdr_len: usize,
     pub fill: GuestFill,
     pub vnet: WriterVnet,

@@ -78,7 +78,8 @@ pub struct TunConfig {
     pub napi: bool,
     /// IFF_NAPI_FRAGS: frags skbs through napi_gro_frags; never native XDP.
     pub napi_frags: bool,
-    /// TUNSETSNDBUF was called: sk_sndbuf != INT_MAX, so no build_skb (R2.2).
+    /// TUNSETSNDBUF was called: sk_sndbuf != INT_MAX, so no build_skb
+    /// (docs/tap-write.md#path-choice).
     pub sndbuf_set: bool,
     /// dev->mtu (xdp_ok_fwd_dev checks redirected frames against it).
     pub mtu: usize,
@@ -119,13 +120,14 @@ pub struct TunStats {
 }
 
 /// An xdp_frame queued for the reader by XDP_TX or a redirect (tun_xdp_xmit). Only the
-/// frame bytes survive: no PI, no offload metadata (R1.11).
+/// frame bytes survive: no PI, no offload metadata (docs/tun-read.md#xdp-frames).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct XdpFrame {
     pub data: Vec<u8>,
 }
 
-/// A tx_ring entry: the kernel tags xdp_frame pointers with bit 0 (TUN_XDP_FLAG, R1.2).
+/// A tx_ring entry: the kernel tags xdp_frame pointers with bit 0 (TUN_XDP_FLAG,
+/// docs/tun-read.md#ring-entries).
 #[derive(Debug, Clone)]
 pub enum RingEntry {
     /// Boxed so that queueing moves a pointer, not the whole sk_buff.
@@ -197,7 +199,7 @@ impl TunDevice {
     }
 
     /// tun_xdp_xmit for one frame (drivers/net/tun.c): a full ring costs tx_dropped and
-    /// the frame (R2.5). Returns whether it was queued.
+    /// the frame (docs/tap-write.md#xdp-xmit). Returns whether it was queued.
     pub fn xdp_xmit(&mut self, frame: XdpFrame) -> bool {
         if self.tx_ring.len() >= self.config.tx_queue_len {
             self.stats.tx_dropped += 1;

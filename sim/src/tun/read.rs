@@ -1,5 +1,6 @@
 //! What read() on a tun/tap fd returns: tun_chr_read_iter -> tun_do_read -> tun_put_user
-//! (drivers/net/tun.c), for skbs. Rules: shared/spec/kernel-datapath.md §1.2, R1.3-R1.13.
+//! (drivers/net/tun.c), for skbs. Rules: docs/tun-read.md, from docs/tun-read.md#layout
+//! to docs/tun-read.md#history-later.
 
 use crate::errno::Errno;
 use crate::profile::{PutUserAccounting, StripRule, TunReadRules};
@@ -110,9 +111,10 @@ impl TunDevice {
         }
     }
 
-    /// tun_put_user_xdp (R1.11): no tun_pi even without IFF_NO_PI; an all-zero vnet area
-    /// (-EINVAL if it does not fit); the frame truncated to the buffer; the return value
-    /// and tx_bytes are the bytes copied plus vnet_hdr_sz, not the frame's length.
+    /// tun_put_user_xdp (docs/tun-read.md#xdp-frames): no tun_pi even without IFF_NO_PI; an
+    /// all-zero vnet area (-EINVAL if it does not fit); the frame truncated to the buffer;
+    /// the return value and tx_bytes are the bytes copied plus vnet_hdr_sz, not the frame's
+    /// length.
     fn put_user_xdp(
         &mut self,
         frame: &XdpFrame,
@@ -154,7 +156,7 @@ impl TunDevice {
     }
 
     /// tun_put_user. `put_user_ret` is None on -EINVAL (the skb is freed and no counter
-    /// moves, not even tx_dropped: R1.10).
+    /// moves, not even tx_dropped: docs/tun-read.md#errors).
     fn put_user(&mut self, skb: &mut SkBuff, buf: &mut [u8], rules: &TunReadRules) -> ReadOutcome {
         let mut out = ReadOutcome::nothing(Err(Errno::EINVAL));
         out.skb = Some(SkbInfo::of(skb));
@@ -166,8 +168,8 @@ impl TunDevice {
         };
         let mut pos = 0;
 
-        // R1.5: the PI. Written before the vnet checks, so it stays in the buffer even
-        // when the vnet area then fails with -EINVAL.
+        // docs/tun-read.md#pi: the PI. Written before the vnet checks, so it stays in the
+        // buffer even when the vnet area then fails with -EINVAL.
         if !self.config.no_pi {
             if buf.len() < TUN_PI_LEN {
                 return out;
@@ -187,7 +189,8 @@ impl TunDevice {
             pos = TUN_PI_LEN;
         }
 
-        // R1.7-R1.9: the vnet area.
+        // docs/tun-read.md#vnet-fields, docs/tun-read.md#vnet-tunnel,
+        // docs/tun-read.md#vnet-area: the vnet area.
         if vnet_hdr_sz > 0 {
             if buf.len() - pos < vnet_hdr_sz {
                 return out;
@@ -233,14 +236,15 @@ impl TunDevice {
         self.stats.tx_packets += 1;
         match rules.accounting {
             PutUserAccounting::FullLength => {
-                // R1.10: the full length, truncated or not, without PI or vnet bytes.
+                // docs/tun-read.md#counters: the full length, truncated or not, without PI or
+                // vnet bytes.
                 self.stats.tx_bytes += (skb.len() + vlan_hlen) as u64;
                 out.put_user_ret = Some(pos + skb.len() + vlan_hlen);
             }
             PutUserAccounting::BytesWritten312 => {
-                // R1.12: tx_bytes += the final `len`: for a tagged skb the MACs and the
-                // tag were subtracted from it on the way, and a buffer that ends inside
-                // them leaves it at 0.
+                // docs/tun-read.md#history-3.12: tx_bytes += the final `len`: for a tagged
+                // skb the MACs and the tag were subtracted from it on the way, and a buffer
+                // that ends inside them leaves it at 0.
                 let counted = match skb.vlan {
                     Some(_) => copied.saturating_sub(2 * ETH_ALEN + VLAN_HLEN),
                     None => copied,

@@ -1,5 +1,5 @@
 //! Per-rule tests of tun_put_user. Every expected byte and counter here is worked out by
-//! hand from the rule it cites (shared/spec/kernel-datapath.md §1), not copied from output.
+//! hand from the rule it cites (docs/tun-read.md), not copied from output.
 
 use super::*;
 use crate::profile::{LINUX_3_12, LINUX_4_19, LINUX_6_18};
@@ -78,7 +78,7 @@ fn r1_5_pi_flags_host_order_proto_network_order_and_strip() {
     assert_eq!(o.result, Ok(63));
     assert_eq!(&buf[..4], &[0x01, 0x00, 0x08, 0x00]);
     assert_eq!(o.put_user_ret, Some(64));
-    // R1.10: tx_bytes counts the full frame both times.
+    // docs/tun-read.md#counters: tx_bytes counts the full frame both times.
     assert_eq!((d.stats.tx_packets, d.stats.tx_bytes), (2, 120));
 }
 
@@ -224,7 +224,7 @@ fn r1_1_full_ring_drops_with_tx_dropped() {
     assert_eq!(d.stats.tx_dropped, 1);
     assert_eq!(
         d.stats.tx_packets, 0,
-        "R1.1: tx_packets counts on read only"
+        "docs/tun-read.md#tx-ring: tx_packets counts on read only"
     );
 }
 

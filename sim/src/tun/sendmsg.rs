@@ -1,6 +1,7 @@
 //! tun_sendmsg with a TUN_MSG_PTR control message: a batch of XDP buffers that vhost_net
 //! built, each run through tun_xdp_one, with one xdp_do_flush per batch
-//! (drivers/net/tun.c: tun_sendmsg, tun_xdp_one; R2.8-R2.9, v4.20+).
+//! (drivers/net/tun.c: tun_sendmsg, tun_xdp_one; docs/vhost-tx.md#tun-msg-ptr,
+//! docs/vhost-tx.md#tun-xdp-one, v4.20+).
 
 use crate::bpf::xdp::XDP_PASS;
 use crate::bpf::XdpBuff;
@@ -67,7 +68,7 @@ impl Net {
         Ok(out)
     }
 
-    /// tun_xdp_one (R2.9).
+    /// tun_xdp_one (docs/vhost-tx.md#tun-xdp-one).
     fn tun_xdp_one(
         &mut self,
         ifindex: u32,

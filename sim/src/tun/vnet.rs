@@ -54,7 +54,7 @@ pub fn vnet_hdr_from_skb(
             h.csum_offset = skb.csum_offset;
         }
         // has_data_valid is true for tun. UNCERTAIN for 3.12 (kept as in later kernels;
-        // the spec flags no difference).
+        // the 3.12 source read shows no difference).
         IpSummed::Unnecessary => h.flags = VIRTIO_NET_HDR_F_DATA_VALID,
         IpSummed::None | IpSummed::Complete => {}
     }
@@ -79,7 +79,8 @@ mod tests {
     fn gso_tcpv4_header_uses_headlen_and_shifts_csum_start_for_a_tag() {
         let skb = gso_skb(gso::TCPV4 | gso::TCP_ECN);
         let h = vnet_hdr_from_skb(&skb, 4, &LINUX_6_18.tun_read).unwrap();
-        // R1.7: hdr_len = skb_headlen (54, not adjusted for the tag); csum_start 34 + 4.
+        // docs/tun-read.md#vnet-fields: hdr_len = skb_headlen (54, not adjusted for the tag);
+        // csum_start 34 + 4.
         assert_eq!(
             (
                 h.flags,
@@ -91,7 +92,7 @@ mod tests {
             ),
             (1, 0x81, 54, 1448, 38, 16)
         );
-        // R1.12: 3.12 did not shift csum_start.
+        // docs/tun-read.md#history-3.12: 3.12 did not shift csum_start.
         let h = vnet_hdr_from_skb(&skb, 4, &LINUX_3_12.tun_read).unwrap();
         assert_eq!(h.csum_start, 34);
     }

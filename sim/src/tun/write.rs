@@ -1,7 +1,8 @@
 //! What write() on a tun/tap fd does: tun_chr_write_iter -> tun_get_user
 //! (drivers/net/tun.c), with the build_skb/XDP split of tun_build_skb and the generic
-//! XDP fallback. Rules: shared/spec/kernel-datapath.md §2 (R2.1-R2.7) and the "XDP on tap"
-//! table of real-kernel-observations.md.
+//! XDP fallback. Rules: docs/tap-write.md (docs/tap-write.md#parse to
+//! docs/tap-write.md#delivery) and the table of the three XDP regimes measured on the
+//! real kernel, docs/real-kernel.md#xdp-regimes.
 
 use crate::errno::Errno;
 pub(crate) use crate::ethernet::eth_type_trans;
@@ -30,7 +31,8 @@ pub const PAGE_SIZE: usize = 4096;
 pub const TUN_RX_PAD: usize = 64;
 /// XDP_PACKET_HEADROOM.
 pub const XDP_PACKET_HEADROOM: usize = 256;
-/// SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) on x86_64 (spec §5: 320, UNCERTAIN).
+/// SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) on x86_64 (320; the 3456-byte build_skb
+/// limit it gives matches the real kernel's: docs/tap-write.md#path-choice).
 pub const SKB_SHINFO_SIZE: usize = 320;
 /// SMP_CACHE_BYTES: the SKB_DATA_ALIGN unit.
 const SMP_CACHE_BYTES: usize = 64;
@@ -46,7 +48,7 @@ pub struct WriteOpts {
     pub nonblocking: bool,
 }
 
-/// Which allocation path tun_get_user took (R2.2).
+/// Which allocation path tun_get_user took (docs/tap-write.md#path-choice).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WritePath {
     BuildSkb,
@@ -101,7 +103,7 @@ pub struct XdpReport {
 /// What became of the frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fate {
-    /// Refused before any skb existed (R2.1): no counter moves.
+    /// Refused before any skb existed (docs/tap-write.md#parse): no counter moves.
     Rejected,
     /// Delivered to the stack.
     Stack,
@@ -142,7 +144,7 @@ impl WriteOutcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelError(pub String);
 
-/// The parsed PI and vnet header of a write (R2.1).
+/// The parsed PI and vnet header of a write (docs/tap-write.md#parse).
 struct Parsed {
     pi_proto: Option<u16>,
     gso: VirtioNetHdrRepr,
@@ -150,7 +152,8 @@ struct Parsed {
     frame_start: usize,
 }
 
-/// tun_can_build_skb (R2.2): the page-frag fits the frame, the pads and the shared info.
+/// tun_can_build_skb (docs/tap-write.md#path-choice): the page-frag fits the frame, the pads
+/// and the shared info.
 pub fn can_build_skb(len: usize, rules: &TunWriteRules) -> bool {
     let headroom = if rules.build_skb_counts_xdp_headroom {
         TUN_RX_PAD + XDP_PACKET_HEADROOM
@@ -198,7 +201,7 @@ impl Net {
             fate: Fate::Stack,
         };
 
-        // R2.2: the path.
+        // docs/tap-write.md#path-choice: the path.
         let build = cfg.kind == DeviceKind::Tap
             && !cfg.sndbuf_set
             && opts.nonblocking
@@ -214,7 +217,8 @@ impl Net {
 
         let mut skb;
         // A driver-mode program runs natively only in build_skb without GSO; otherwise
-        // the skb is marked for generic XDP inside tun (R2.3, R2.6).
+        // the skb is marked for generic XDP inside tun (docs/tap-write.md#build-skb,
+        // docs/tap-write.md#generic-xdp).
         let mut tun_generic = rules.xdp && prog_mode == Some(XdpMode::Native);
         if build {
             if rules.xdp
@@ -250,7 +254,7 @@ impl Net {
             skb = SkBuff::from_frame(frame, TUN_RX_PAD, linear);
         }
 
-        // virtio_net_hdr_to_skb (R2.7): failure is rx_frame_errors.
+        // virtio_net_hdr_to_skb (docs/tap-write.md#delivery): failure is rx_frame_errors.
         if let Err(why) = vnet_hdr_to_skb(&mut skb, &parsed.gso) {
             self.stats_mut(ifindex).rx_frame_errors += 1;
             out.result = Err(Errno::EINVAL);
@@ -283,7 +287,7 @@ impl Net {
         }
 
         // Generic XDP inside tun (do_xdp_generic before delivery): a non-PASS verdict
-        // ends the write with the full count and no rx stats (R2.6).
+        // ends the write with the full count and no rx stats (docs/tap-write.md#generic-xdp).
         if tun_generic {
             let (report, pass) = self.generic_xdp(ifindex, &mut skb, XdpWhere::TunGeneric)?;
             let fate = pass.clone();
@@ -455,7 +459,7 @@ fn rebuilt(old: &SkBuff, frame: &[u8], head_delta: isize) -> SkBuff {
     skb
 }
 
-/// R2.1: the PI and the vnet header. Errors here change no counter.
+/// docs/tap-write.md#parse: the PI and the vnet header. Errors here change no counter.
 fn parse_write(
     bytes: &[u8],
     cfg: &super::TunConfig,

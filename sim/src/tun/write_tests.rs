@@ -1,5 +1,6 @@
-//! Write-path rules, each expectation taken from the kernel source (spec §2) or from the
-//! "XDP on tap" table of real-kernel-observations.md, not from this model's output.
+//! Write-path rules, each expectation taken from the kernel source (docs/tap-write.md) or
+//! from the XDP regimes table of docs/real-kernel.md#xdp-regimes, not from this model's
+//! output.
 
 use super::*;
 use crate::bpf::{assemble, BasicEnv, Maps};
@@ -181,7 +182,7 @@ fn native_tx_comes_back_without_pi_and_counts_rx_and_tx() {
     assert_eq!(write(&mut net, &w, true).fate, Fate::XdpTx);
     let mut buf = [0xeeu8; 100];
     let r = net.dev_mut(A).unwrap().read(&mut buf, &LINUX_6_18.tun_read);
-    // R1.11: no PI even without IFF_NO_PI; the frame byte for byte.
+    // docs/tun-read.md#xdp-frames: no PI even without IFF_NO_PI; the frame byte for byte.
     assert_eq!(r.result, Ok(60));
     assert_eq!(&buf[..60], &frame(60)[..]);
     let s = stats(&net, A);
@@ -222,7 +223,8 @@ fn native_tx_with_a_full_ring_is_success_with_tx_dropped() {
     let out = write(&mut net, &frame(60), true);
     assert_eq!(out.fate, Fate::XdpTx);
     let s = stats(&net, A);
-    // R2.4 quirk: the second frame is freed, tx_dropped += 1, yet rx counts it.
+    // docs/tap-write.md#xdp-act quirk: the second frame is freed, tx_dropped += 1, yet rx
+    // counts it.
     assert_eq!((s.rx_packets, s.tx_dropped, s.rx_dropped), (2, 1, 0));
 }
 
@@ -263,7 +265,7 @@ fn native_pass_after_adjust_head_delivers_the_moved_frame_but_counts_the_written
     let mut net = net_with(Some((prog, XdpMode::Native)), None);
     write(&mut net, &frame(60), true);
     assert_eq!(net.stack[0].frame, frame(60)[4..].to_vec());
-    // R2.4: rx_bytes adds the original len.
+    // docs/tap-write.md#xdp-act: rx_bytes adds the original len.
     assert_eq!(stats(&net, A).rx_bytes, 60);
 }
 

@@ -1,5 +1,6 @@
 //! Native XDP on tap: tun_build_skb runs the driver-mode program on the page-frag buffer,
-//! and tun_xdp_act acts on the verdict (drivers/net/tun.c; R2.3-R2.5, R2.10).
+//! and tun_xdp_act acts on the verdict (drivers/net/tun.c; docs/tap-write.md#build-skb,
+//! docs/tap-write.md#xdp-act, docs/tap-write.md#xdp-xmit, docs/tap-write.md#xdp-tx-history).
 
 use crate::bpf::xdp::{XDP_ABORTED, XDP_DROP, XDP_FRAME_SIZE, XDP_PASS, XDP_REDIRECT, XDP_TX};
 use crate::bpf::XdpBuff;
@@ -89,8 +90,8 @@ pub(crate) fn build_skb_native(
 }
 
 /// tun_xdp_act for the verdicts that consume the buffer (TX, REDIRECT, DROP, ABORTED,
-/// unknown), shared by tun_build_skb and tun_xdp_one (R2.4, R2.9). Counts as the
-/// profile says and returns the frame's fate.
+/// unknown), shared by tun_build_skb and tun_xdp_one (docs/tap-write.md#xdp-act,
+/// docs/vhost-tx.md#tun-xdp-one). Counts as the profile says and returns the frame's fate.
 pub(crate) fn tun_xdp_act(
     net: &mut Net,
     ifindex: u32,
@@ -103,7 +104,7 @@ pub(crate) fn tun_xdp_act(
     let result = match action {
         // tun_xdp_tx -> tun_xdp_xmit(dev, 1, &frame, XDP_XMIT_FLUSH). A full ring sends 0
         // frames: the frame is freed, tx_dropped counted, and tun_xdp_act still takes it
-        // as success (R2.4's quirk).
+        // as success (docs/tap-write.md#xdp-act's quirk).
         XDP_TX => match (convert_buff_to_frame(buff), net.dev_mut(ifindex)) {
             (Some(f), Some(dev)) => {
                 dev.xdp_xmit(f);

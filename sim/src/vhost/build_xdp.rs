@@ -1,5 +1,5 @@
-//! vhost_net_build_xdp (drivers/vhost/net.c, R3.5): copy one descriptor chain into a
-//! page-frag buffer laid out as an xdp_buff, the vnet header at data_hard_start.
+//! vhost_net_build_xdp (drivers/vhost/net.c, docs/vhost-tx.md#build-xdp): copy one descriptor
+//! chain into a page-frag buffer laid out as an xdp_buff, the vnet header at data_hard_start.
 
 use crate::bpf::xdp::XDP_PACKET_HEADROOM;
 use crate::bpf::XdpBuff;
@@ -65,7 +65,8 @@ mod tests {
 
     #[test]
     fn enospc_thresholds_match_the_spec_with_sock_hlen_12() {
-        // R3.5: len (including the 12-byte header) > 3648 without XDP, > 3392 with.
+        // docs/vhost-tx.md#build-xdp: len (including the 12-byte header) > 3648 without
+        // XDP, > 3392 with.
         assert!(vhost_net_build_xdp(&chain(3648 - 12), 12, false).is_ok());
         assert_eq!(
             vhost_net_build_xdp(&chain(3649 - 12), 12, false).unwrap_err(),

@@ -1,5 +1,5 @@
 //! vhost_net's TX path into a tap (drivers/vhost/net.c: handle_tx_copy,
-//! vhost_net_build_xdp, vhost_tx_batch, vhost_exceeds_weight; shared/spec §3).
+//! vhost_net_build_xdp, vhost_tx_batch, vhost_exceeds_weight; docs/vhost-tx.md).
 //!
 //! A guest fills a TX virtqueue with descriptor chains (a virtio_net_hdr plus a frame);
 //! the vhost worker turns them into XDP buffers and hands up to VHOST_NET_BATCH of them

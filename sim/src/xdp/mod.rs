@@ -11,7 +11,8 @@ use crate::bpf::{BasicEnv, BpfError, Program, RedirectTarget, Vm, XdpBuff, XdpRu
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum XdpMode {
     /// `ip link set dev X xdpdrv`: tun runs it natively in tun_build_skb, and falls back to
-    /// generic XDP inside tun_get_user when build_skb is not used (R2.2, R2.6).
+    /// generic XDP inside tun_get_user when build_skb is not used
+    /// (docs/tap-write.md#path-choice, docs/tap-write.md#generic-xdp).
     Native,
     /// `xdpgeneric`: the core runs it on every skb in netif_receive_skb (do_xdp_generic),
     /// after tun has counted the packet.

@@ -39,7 +39,8 @@ const VHOST_SET_VRING_KICK: u64 = ioc(IOC_WRITE, 0x20, 8);
 const VHOST_SET_VRING_CALL: u64 = ioc(IOC_WRITE, 0x21, 8);
 const VHOST_NET_SET_BACKEND: u64 = ioc(IOC_WRITE, 0x30, 8);
 
-/// VIRTIO_F_VERSION_1: a 12-byte virtio_net_hdr (R3.2, vhost_net_set_features).
+/// VIRTIO_F_VERSION_1: a 12-byte virtio_net_hdr (docs/vhost-tx.md#header-size,
+/// vhost_net_set_features).
 pub const VIRTIO_F_VERSION_1: u64 = 1 << 32;
 
 /// The TX virtqueue of virtio-net.

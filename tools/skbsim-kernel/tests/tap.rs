@@ -1,5 +1,5 @@
-//! Tap read/write paths, reproducing docs/real-kernel-observations.md "Tap basics",
-//! "Short reads" and "Write-side errors".
+//! Tap read/write paths, reproducing docs/real-kernel.md#tap-basics,
+//! docs/real-kernel.md#short-reads and docs/real-kernel.md#write-errors.
 
 mod common;
 

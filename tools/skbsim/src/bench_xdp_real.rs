@@ -20,7 +20,7 @@ use crate::runner::tap_ready;
 
 /// Frame sizes measured by default (bytes written and read back).
 pub const SIZES: [usize; 2] = [64, 1500];
-/// The largest frame tun_build_skb takes natively on 6.18 (R2.2).
+/// The largest frame tun_build_skb takes natively on 6.18 (docs/tap-write.md#path-choice).
 pub const MAX_NATIVE: usize = 3456;
 
 /// An IPv4/UDP frame of exactly `size` bytes (02:..:01 > 02:..:02, 10.0.0.1:5000 >

@@ -3,7 +3,7 @@
 //! scenario file in scenarios/tap-gro, named by the file: `sim_only` ones only check that
 //! their reason is given; the others must agree field by field (model-only and
 //! unobservable fields aside) and frame by frame. Plus: what the real trace shows for the
-//! VXLAN case of real-kernel-observations.md, a wrong model is caught with the scenario,
+//! VXLAN case of docs/real-kernel.md#gro-on-tap, a wrong model is caught with the scenario,
 //! delivery and field, and nothing is left behind on the host.
 
 mod common;
