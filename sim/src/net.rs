@@ -39,6 +39,8 @@ pub struct Net {
     pub devices: BTreeMap<u32, TunDevice>,
     /// Frames the stack received, in order.
     pub stack: Vec<Delivery>,
+    /// Buffers of delivered frames handed back ([`Net::recycle_frame`]) for the next.
+    pub spare_frames: Vec<Vec<u8>>,
 }
 
 impl Net {
@@ -57,5 +59,12 @@ impl Net {
 
     pub fn dev_mut(&mut self, ifindex: u32) -> Option<&mut TunDevice> {
         self.devices.get_mut(&ifindex)
+    }
+
+    /// Give a delivered frame's buffer back; a few are kept for later deliveries.
+    pub fn recycle_frame(&mut self, frame: Vec<u8>) {
+        if self.spare_frames.len() < 64 {
+            self.spare_frames.push(frame);
+        }
     }
 }

@@ -101,9 +101,16 @@ pub struct WriteRecord {
 
 /// Compose the bytes of one write: PI, vnet header, frame; then the truncation.
 pub fn compose_write(scenario: &Scenario, index: u64, frame: &[u8]) -> (Vec<u8>, bool) {
+    let mut w = Vec::with_capacity(header_len(&scenario.device) + frame.len());
+    let nonblocking = compose_write_into(&mut w, scenario, index, frame);
+    (w, nonblocking)
+}
+
+/// [`compose_write`] into a reused buffer; returns whether the write is nonblocking.
+pub fn compose_write_into(w: &mut Vec<u8>, scenario: &Scenario, index: u64, frame: &[u8]) -> bool {
     let (truncate, nonblocking, vnet) = scenario.write_for(index);
     let dev = &scenario.device;
-    let mut w = Vec::with_capacity(header_len(dev) + frame.len());
+    w.clear();
     if !dev.no_pi {
         let proto = scenario
             .writer
@@ -126,7 +133,7 @@ pub fn compose_write(scenario: &Scenario, index: u64, frame: &[u8]) -> (Vec<u8>,
     if let Some(n) = truncate {
         w.truncate(n);
     }
-    (w, nonblocking)
+    nonblocking
 }
 
 /// A run of the pipeline.
@@ -138,6 +145,8 @@ pub struct TapWriteRun<'s> {
     reads_a: usize,
     reads_b: usize,
     buf: Vec<u8>,
+    /// The bytes of the current write, reused.
+    wbuf: Vec<u8>,
 }
 
 impl<'s> TapWriteRun<'s> {
@@ -164,6 +173,7 @@ impl<'s> TapWriteRun<'s> {
             reads_a: 0,
             reads_b: 0,
             buf: Vec::new(),
+            wbuf: Vec::new(),
         })
     }
 
@@ -175,7 +185,8 @@ impl<'s> TapWriteRun<'s> {
         frame: &[u8],
         sink: &mut impl FnMut(WriteEvent),
     ) -> Result<(), ModelError> {
-        let (bytes, nonblocking) = compose_write(self.scenario, index, frame);
+        let mut bytes = std::mem::take(&mut self.wbuf);
+        let nonblocking = compose_write_into(&mut bytes, self.scenario, index, frame);
         let p = &self.scenario.profile;
         let out = self.net.tun_write(
             IFINDEX_DUT,
@@ -186,11 +197,13 @@ impl<'s> TapWriteRun<'s> {
         )?;
         let write = self.writes;
         self.writes += 1;
+        let len = bytes.len();
+        self.wbuf = bytes;
         sink(WriteEvent::Write(WriteRecord {
             write,
             frame: index,
             ts_ns,
-            len: bytes.len(),
+            len,
             nonblocking,
             result: out.result,
             stats: self.stats(IFINDEX_DUT),

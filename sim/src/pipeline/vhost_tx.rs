@@ -135,6 +135,11 @@ impl<'s> VhostTxRun<'s> {
         self.worker.ops
     }
 
+    /// Give a delivered frame's buffer back to the host's stack.
+    pub fn recycle_frame(&mut self, frame: Vec<u8>) {
+        self.host.net.recycle_frame(frame);
+    }
+
     pub fn host(&self) -> &TapWriteRun<'s> {
         &self.host
     }

@@ -166,10 +166,10 @@ impl Net {
             report = Some(r);
             match f {
                 Some(f) => fate = f,
-                None => self.deliver(ifindex, &skb),
+                None => self.deliver(ifindex, &mut skb),
             }
         } else {
-            self.deliver(ifindex, &skb);
+            self.deliver(ifindex, &mut skb);
         }
         let st = self.stats_mut(ifindex);
         st.rx_packets += 1;

@@ -313,10 +313,10 @@ impl Net {
             if let Some(f) = fate {
                 out.fate = f;
             } else {
-                self.deliver(ifindex, &skb);
+                self.deliver(ifindex, &mut skb);
             }
         } else {
-            self.deliver(ifindex, &skb);
+            self.deliver(ifindex, &mut skb);
         }
         let st = self.stats_mut(ifindex);
         st.rx_packets += 1;
@@ -341,14 +341,18 @@ impl Net {
     /// a ptype_base handler for skb->protocol, or it is dropped and counted in
     /// rx_dropped (dev_core_stats_rx_dropped_inc): a QinQ frame (inner 0x8100), a raw
     /// 802.3 frame in a tag. An untagged frame always has the taps as its handler.
-    pub(crate) fn deliver(&mut self, ifindex: u32, skb: &SkBuff) {
-        let mut skb = skb.clone();
+    pub(crate) fn deliver(&mut self, ifindex: u32, skb: &mut SkBuff) {
         if skb.vlan.is_none() {
             skb.vlan_untag();
         }
+        // A recycled buffer: a long replay allocates none per frame.
+        let mut frame = self.spare_frames.pop().unwrap_or_default();
+        frame.clear();
+        frame.extend_from_slice(skb.linear());
+        frame.extend_from_slice(skb.frags());
         self.stack.push(Delivery {
             ifindex,
-            frame: skb.to_vec(),
+            frame,
             vlan: skb.vlan,
             protocol: skb.protocol,
         });

@@ -280,7 +280,10 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
 /// files replaced atomically when the replay finishes (see [`Output`]).
 fn dest(path: &std::path::Path) -> Result<Dest, CliError> {
     Ok(Dest::Writer {
-        w: Box::new(Output::create(path)?),
+        // Written on its own thread while this one models (see engine::background).
+        w: Box::new(crate::engine::background::Background::new(Box::new(
+            Output::create(path)?,
+        ))),
         name: path.to_path_buf(),
     })
 }

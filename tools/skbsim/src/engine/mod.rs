@@ -16,6 +16,7 @@
 //! [`JsonOut::on`] before formatting anything. Pipelines ([`tun_read`], [`tap_write`],
 //! [`vhost_tx`], [`tap_gro`]) only produce events; a new stage adds events, not sinks.
 
+pub mod background;
 pub mod capture;
 pub mod tap_gro;
 pub mod tap_write;

@@ -25,6 +25,8 @@ pub struct HostRender<'s> {
     /// The capture's timestamp for every frame the stack received: the first write's
     /// (tap-write) or the first input frame's (vhost-tx).
     pub capture_ts: Option<u64>,
+    /// The packet comment being built, reused.
+    comment: String,
 }
 
 impl<'s> HostRender<'s> {
@@ -59,6 +61,7 @@ impl<'s> HostRender<'s> {
             last_a: TunStats::default(),
             last_b: None,
             capture_ts: None,
+            comment: String::new(),
         })
     }
 
@@ -97,18 +100,23 @@ impl<'s> HostRender<'s> {
         let ts = self.capture_ts.unwrap_or(0);
         match e {
             WriteEvent::Stack { delivery, .. } => {
-                let comment = sinks.capture.comments.then(|| {
-                    let mut c = format!("protocol {:#06x}", delivery.protocol);
+                let comment = if sinks.capture.comments {
+                    use std::fmt::Write as _;
+                    self.comment.clear();
+                    let _ = write!(self.comment, "protocol {:#06x}", delivery.protocol);
                     if let Some(v) = delivery.vlan {
-                        c.push_str(&format!(
+                        let _ = write!(
+                            self.comment,
                             " vlan {}",
                             sim::wire::summary::describe_vlan_tci(v.proto, v.tci)
-                        ));
+                        );
                     }
-                    c
-                });
+                    Some(self.comment.as_str())
+                } else {
+                    None
+                };
                 let f = &delivery.frame;
-                sinks.capture.frame(0, ts, f, f.len(), comment.as_deref())?;
+                sinks.capture.frame(0, ts, f, f.len(), comment)?;
             }
             WriteEvent::Read {
                 on_redirect,
@@ -188,6 +196,14 @@ pub fn model_error(scenario: &Scenario, index: u64, why: &str) -> CliError {
         "{}: frame {index}: {why}",
         scenario.input.display()
     ))
+}
+
+/// A rendered event's frame buffer, for the model to reuse.
+#[inline]
+pub fn keep_buffer(e: WriteEvent, spare: &mut Vec<Vec<u8>>) {
+    if let WriteEvent::Stack { delivery, .. } = e {
+        spare.push(delivery.frame);
+    }
 }
 
 /// Replay a tap-write scenario on the simulator into `sinks`.

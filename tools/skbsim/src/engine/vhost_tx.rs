@@ -9,7 +9,7 @@ use sim::scenario::Scenario;
 use sim::trace::vhost::{guest_line, ops_lines, render_worker};
 use sim::vhost::VhostOps;
 
-use super::tap_write::{for_each_frame, model_error, HostRender};
+use super::tap_write::{for_each_frame, keep_buffer, model_error, HostRender};
 use super::{RunSummary, Sinks};
 use crate::cli_error::CliError;
 
@@ -48,6 +48,7 @@ pub fn run_sim(
         .map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
     let mut render = HostRender::begin(scenario, "sim", sinks, |out| guest_line(out, scenario))?;
     let mut first = true;
+    let mut spare = Vec::new();
     let (frames, last) = for_each_frame(scenario, progress, |i, ts, data| {
         if first {
             render.capture_ts = Some(ts);
@@ -58,8 +59,14 @@ pub fn run_sim(
             if failed.is_none() {
                 failed = event(&mut render, sinks, &e).err();
             }
+            if let VhostTxEvent::Host(h) = e {
+                keep_buffer(h, &mut spare);
+            }
         })
         .map_err(|e| model_error(scenario, i, &e.0))?;
+        for f in spare.drain(..) {
+            run.recycle_frame(f);
+        }
         failed.map_or(Ok(()), Err)
     })?;
     let mut failed = None;
