@@ -301,32 +301,37 @@ fn compare_one<R: BufRead>(
     }
 }
 
+/// Which of two streamed traces a read error came from.
+#[derive(Debug)]
+pub enum Side {
+    Left(io::Error),
+    Right(io::Error),
+}
+
 /// The first difference between two traces read from `left` and `right`, as
 /// [`super::diff::first_divergence`] gives it, holding one block of each at a time.
 pub fn first_divergence_streams(
     left: impl BufRead,
     right: impl BufRead,
     ignore: &[&str],
-) -> io::Result<(Option<Divergence>, bool)> {
+) -> Result<(Option<Divergence>, bool), Side> {
     let mut diff = StreamDiff::new(left, ignore);
     let mut right = BlockReader::new(right);
     let mut text = String::new();
-    while let Some((t, h)) = right.next_block()? {
+    while let Some((t, h)) = right.next_block().map_err(Side::Right)? {
         if diff.diverged() {
             break;
         }
         // Re-join as text with its separator, so the splitter sees the same block.
         text.clear();
-        if h {
-            text.push_str(t);
-        } else {
+        if !h {
             text.push('\n');
-            text.push_str(t);
         }
+        text.push_str(t);
         text.push('\n');
-        diff.push(&text)?;
+        diff.push(&text).map_err(Side::Left)?;
     }
-    diff.finish()
+    diff.finish().map_err(Side::Left)
 }
 
 #[cfg(test)]

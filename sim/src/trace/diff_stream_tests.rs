@@ -43,6 +43,7 @@ fn streaming_gives_the_answer_of_the_whole_text_comparison() {
                     assert_eq!(streamed(&l, &r, ignore, chunk), want, "{l:?} vs {r:?}");
                 }
                 let both = first_divergence_streams(l.as_bytes(), r.as_bytes(), ignore)
+                    .map_err(|e| format!("{e:?}"))
                     .unwrap()
                     .0;
                 assert_eq!(both, want, "{l:?} vs {r:?} (two readers)");

@@ -5,12 +5,10 @@ use std::process::ExitCode;
 
 use serde_json::json;
 use sim::pcap::{Frame, LinkPolicy, PcapError, PcapReader};
-use sim::trace::diff::first_divergence;
+use sim::trace::diff_stream::{first_divergence_streams, Side};
 use sim::wire::summary::describe;
 
 use crate::cli_error::CliError;
-use crate::golden::snap_body;
-use crate::input::{read_regular_to_string, MAX_TRACE_BYTES};
 
 fn is_pcap(p: &Path) -> bool {
     matches!(
@@ -125,9 +123,24 @@ pub fn diff(
             PcapReader::open_with(right, LinkPolicy::Any)?,
         )?
     } else {
-        let text = |p: &Path| read_regular_to_string(p, "trace", MAX_TRACE_BYTES);
-        let (ta, tb) = (text(left)?, text(right)?);
-        first_divergence(snap_body(&ta), snap_body(&tb), &ignore).map(|d| d.to_string())
+        // Streamed block by block: traces of any size, one block of each held at a time.
+        let open = |p: &Path| {
+            crate::input::open_regular(p, "trace", crate::input::UNBOUNDED)
+                .map(|f| std::io::BufReader::with_capacity(256 << 10, f))
+        };
+        let (a, b) = (open(left)?, open(right)?);
+        let (d, _) = first_divergence_streams(a, b, &ignore).map_err(|side| {
+            let (p, e) = match side {
+                Side::Left(e) => (left, e),
+                Side::Right(e) => (right, e),
+            };
+            if e.kind() == std::io::ErrorKind::InvalidData {
+                CliError(format!("{}: not a text trace ({e})", p.display()))
+            } else {
+                CliError(format!("{}: cannot read: {e}", p.display()))
+            }
+        })?;
+        d.map(|d| d.to_string())
     };
     if as_json {
         println!(
