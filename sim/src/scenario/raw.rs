@@ -21,6 +21,7 @@ pub(super) struct RawScenario {
     pub(super) pipeline: Pipeline,
     pub(super) profile: Option<String>,
     pub(super) sim_only: Option<String>,
+    pub(super) attach: Option<AttachName>,
     #[serde(default)]
     pub(super) device: RawDevice,
     #[serde(default)]
@@ -32,6 +33,26 @@ pub(super) struct RawScenario {
     pub(super) redirect: Option<RawDevice>,
     pub(super) gro: Option<crate::gro::plan::RawGro>,
     pub(super) vhost: Option<RawVhost>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub(super) enum AttachName {
+    #[serde(rename = "bridge")]
+    Bridge,
+    #[serde(rename = "bridge-nf")]
+    BridgeNf,
+    #[serde(rename = "direct")]
+    Direct,
+}
+
+impl From<AttachName> for crate::bridge::Attach {
+    fn from(a: AttachName) -> Self {
+        match a {
+            AttachName::Bridge => crate::bridge::Attach::Bridge,
+            AttachName::BridgeNf => crate::bridge::Attach::BridgeNf,
+            AttachName::Direct => crate::bridge::Attach::Direct,
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
