@@ -176,3 +176,132 @@ fn br_netfilter_trims_to_the_ip_length_and_drops_bad_headers() {
         ))
     );
 }
+
+fn scenario(extra: &str) -> Result<crate::scenario::Scenario, crate::scenario::ScenarioError> {
+    crate::scenario::Scenario::parse(
+        std::path::Path::new("scenarios/tun-read/x.toml"),
+        &format!(
+            "description = \"d\"\ninput = \"../pcaps/a.pcap\"\npipeline = \"tun-read\"\n{extra}"
+        ),
+    )
+}
+
+#[test]
+fn attach_key_defaults_and_errors() {
+    assert_eq!(scenario("").unwrap().attach, Attach::Bridge);
+    assert_eq!(
+        scenario("[device]\nkind = \"tun\"\n").unwrap().attach,
+        Attach::Direct
+    );
+    assert_eq!(
+        scenario("attach = \"bridge-nf\"\n").unwrap().attach,
+        Attach::BridgeNf
+    );
+    assert_eq!(
+        scenario("attach = \"direct\"\n").unwrap().attach,
+        Attach::Direct
+    );
+    let e = scenario("attach = \"hub\"\n").unwrap_err().to_string();
+    assert!(e.contains("hub") && !e.contains('\n'), "{e}");
+    let e = scenario("attach = \"bridge\"\n[device]\nkind = \"tun\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("attach:") && e.contains("br_add_if"), "{e}");
+    let e = crate::scenario::Scenario::parse(
+        std::path::Path::new("scenarios/tap-write/x.toml"),
+        "description = \"d\"\ninput = \"a.pcap\"\npipeline = \"tap-write\"\nattach = \"direct\"\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("attach: only the tun-read pipeline"), "{e}");
+}
+
+#[test]
+fn the_pipeline_reports_undelivered_frames_and_reads_carry_the_right_index() {
+    use crate::pipeline::tun_read::{Event, TunReadRun};
+    let s = scenario("[device]\nno_pi = true\n").unwrap();
+    let mut run = TunReadRun::new(&s);
+    let mut events = Vec::new();
+    let frames = [
+        frame(B, A, 0x88b5, &[0; 46]),
+        frame(A, B, 0x88b5, &[0; 46]),
+        frame([0xff; 6], B, 0x88b5, &[0; 46]),
+    ];
+    for (i, f) in frames.iter().enumerate() {
+        run.frame(i as u64, 10 + i as u64, f, &mut |e| events.push(e))
+            .unwrap();
+    }
+    run.finish(&mut |e| events.push(e));
+    let shape: Vec<String> = events
+        .iter()
+        .map(|e| match e {
+            Event::Read(r) => format!("read {:?}", r.frame),
+            Event::BridgeDropped { frame, reason, .. } => {
+                format!(
+                    "drop {frame} {}",
+                    reason.as_ref().map(|r| r.to_string()).unwrap_or_default()
+                )
+            }
+            Event::XmitDropped { frame, .. } => format!("xmit-drop {frame}"),
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "read Some((0, 10))".to_string(),
+            format!("drop 1 {}", DropReason::SamePort(A)),
+            "read Some((2, 12))".to_string(),
+        ]
+    );
+    assert_eq!(run.stats().tx_packets, 2);
+}
+
+#[test]
+fn bridge_nf_trims_the_skb_the_tap_reads() {
+    use crate::pipeline::tun_read::{Event, TunReadRun};
+    let s = scenario("attach = \"bridge-nf\"\n[device]\nno_pi = true\n").unwrap();
+    let mut run = TunReadRun::new(&s);
+    let mut lens = Vec::new();
+    run.frame(0, 0, &igmp_report(false), &mut |e| {
+        if let Event::Read(r) = e {
+            lens.push(r.result);
+        }
+    })
+    .unwrap();
+    assert_eq!(lens, [Ok(46)]);
+    assert_eq!(run.stats().tx_bytes, 46);
+}
+
+#[test]
+fn bridge_drop_renders_with_a_model_only_reason() {
+    use crate::pipeline::tun_read::Event;
+    use crate::trace::{tun_read_event, tun_read_event_json, TunReadCounts, MODEL_ONLY_FIELDS};
+    let e = Event::BridgeDropped {
+        frame: 7,
+        ts_ns: 1_500_000_000,
+        reason: Some(DropReason::LinkLocal([0x01, 0x80, 0xc2, 0, 0, 2])),
+        stats: Default::default(),
+    };
+    let mut out = String::new();
+    let mut n = TunReadCounts::default();
+    tun_read_event(&mut out, &TunConfig::default(), &e, &mut n);
+    assert!(out.starts_with("\nbridge-drop (frame 7, ts 1.500000000): not delivered\n  why: link-local 01:80:c2:00:00:02 not forwarded"), "{out}");
+    assert!(out.contains("  counters: tx_packets 0"), "{out}");
+    assert_eq!(n.bridge_drops, 1);
+    assert!(MODEL_ONLY_FIELDS.contains(&"why"));
+    let j = tun_read_event_json(&TunConfig::default(), &e);
+    assert_eq!(j["event"], "bridge-drop");
+    assert_eq!(j["frame"], 7);
+    assert!(j["model"]["why"]
+        .as_str()
+        .is_some_and(|w| w.contains("01:80:c2:00:00:02")));
+    let real = Event::BridgeDropped {
+        frame: 7,
+        ts_ns: 1_500_000_000,
+        reason: None,
+        stats: Default::default(),
+    };
+    let mut out = String::new();
+    tun_read_event(&mut out, &TunConfig::default(), &real, &mut n);
+    assert!(!out.contains("why"), "{out}");
+}

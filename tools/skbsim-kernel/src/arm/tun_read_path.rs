@@ -10,6 +10,8 @@
 //! - `bridge/bridge-nf-call-{iptables,ip6tables,arptables}`: 0 for "bridge", 1 for
 //!   "bridge-nf". With br_netfilter built in they start at 1 in every new namespace, which
 //!   is how the arm used to trim padded IP frames and drop bad IP headers (issue 12).
+//!   Without br_netfilter (not built in, module not loaded: the files are absent) a
+//!   bridge is already "bridge", and "bridge-nf" cannot be set up.
 //! - `ipv4/igmp_link_local_mcast_reports` 0: with snooping on, an up bridge joins the
 //!   all-snoopers group 224.0.0.106 and its IGMP stack reports that twice within a second
 //!   (seen on 6.18: two 01:00:5e:00:00:16 frames on a port); a link-local group is not
@@ -36,6 +38,7 @@ use std::time::Duration;
 
 use sim::bridge::{Attach, BRIDGE_MAC, BR_DEFAULT_AGEING_TIME_NS};
 
+use super::ArmError;
 use crate::error::KernelError;
 use crate::netns::Netns;
 use crate::packet::PacketSocket;
@@ -45,19 +48,21 @@ pub const NAPI_SETTLE: Duration = Duration::from_millis(10);
 
 /// Configure the namespace and create the bridge for `attach` with `ports` (writers and
 /// the tap under test, already up and addressed); returns the bridge's ifindex.
-pub fn bridge(
-    ns: &mut Netns,
-    attach: Attach,
-    name: &str,
-    ports: &[u32],
-) -> Result<u32, KernelError> {
+pub fn bridge(ns: &mut Netns, attach: Attach, name: &str, ports: &[u32]) -> Result<u32, ArmError> {
     let nf = if attach == Attach::BridgeNf { "1" } else { "0" };
-    for key in [
-        "bridge/bridge-nf-call-iptables",
-        "bridge/bridge-nf-call-ip6tables",
-        "bridge/bridge-nf-call-arptables",
-    ] {
-        ns.sysctl(key, nf)?;
+    if std::path::Path::new("/proc/sys/net/bridge").is_dir() {
+        for key in [
+            "bridge/bridge-nf-call-iptables",
+            "bridge/bridge-nf-call-ip6tables",
+            "bridge/bridge-nf-call-arptables",
+        ] {
+            ns.sysctl(key, nf)?;
+        }
+    } else if attach == Attach::BridgeNf {
+        return Err(ArmError::Unsupported(
+            "attach = \"bridge-nf\": this kernel has no br_netfilter (no /proc/sys/net/bridge)"
+                .into(),
+        ));
     }
     ns.sysctl("ipv4/igmp_link_local_mcast_reports", "0")?;
     let br = ns.bridge(name, ports)?;
