@@ -26,7 +26,7 @@
 //!    delivered (`should_deliver`: `skb->dev != p->dev`), an unknown address floods.
 //! 5. the way out to the tap: should_deliver needs the port forwarding (the tap up), and
 //!    br_dev_queue_push_xmit's `is_skb_forwardable` drops a non-GSO skb longer than the
-//!    tap's MTU + 14 + 4 (the skb without its Ethernet header at that point).
+//!    tap's MTU + 14 + 4 (Ethernet header included, a hw-accel tag not).
 
 pub mod fdb;
 mod input;
@@ -153,7 +153,7 @@ impl fmt::Display for DropReason {
             }
             DropReason::TooBig { len, limit } => write!(
                 f,
-                "{len} bytes past the Ethernet header exceed the tap's mtu + 18 = {limit} (is_skb_forwardable)"
+                "{len} bytes exceed the tap's mtu + 18 = {limit} (br_dev_queue_push_xmit: is_skb_forwardable)"
             ),
         }
     }

@@ -305,3 +305,28 @@ fn bridge_drop_renders_with_a_model_only_reason() {
     tun_read_event(&mut out, &TunConfig::default(), &real, &mut n);
     assert!(!out.contains("why"), "{out}");
 }
+
+#[test]
+fn egress_length_counts_the_ethernet_header_but_not_a_hwaccel_tag() {
+    let mut br = Bridge::new(false);
+    assert_eq!(run(&mut br, 0, &frame(B, A, 0x88b5, &[0; 1504])), Verdict::Deliver(None));
+    assert_eq!(
+        run(&mut br, 0, &frame(B, A, 0x88b5, &[0; 1505])),
+        Verdict::Dropped(DropReason::TooBig {
+            len: 1519,
+            limit: 1518
+        })
+    );
+    // 802.1Q tag + 1504 bytes: 1522 on the wire, 1518 in the skb once untagged.
+    let mut tagged = vec![0x00, 0x05, 0x88, 0xb5];
+    tagged.extend_from_slice(&[0; 1504]);
+    assert_eq!(run(&mut br, 0, &frame(B, A, 0x8100, &tagged)), Verdict::Deliver(None));
+    let down = TunConfig {
+        up: false,
+        ..TunConfig::default()
+    };
+    let f = frame(B, A, 0x88b5, &[0; 46]);
+    let mut skb = SkBuff::default();
+    build_skb(&mut skb, &f, &SkbRecipe::default(), false).unwrap();
+    assert_eq!(input(&mut br, 0, &f, &skb, &down), Verdict::Dropped(DropReason::PortDown));
+}
