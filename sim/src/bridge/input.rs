@@ -4,7 +4,7 @@
 
 use crate::skb::{gso, IpSummed, SkBuff};
 use crate::tun::TunConfig;
-use crate::wire::{ETH_P_IP, ETH_P_IPV6};
+use crate::wire::{be16_at, ETH_P_IP, ETH_P_IPV6};
 
 use super::{multicast, netfilter, Bridge, DropReason, Mac, Port, Verdict};
 
@@ -28,6 +28,31 @@ fn is_valid_ether_addr(m: &Mac) -> bool {
 /// include/linux/etherdevice.h: is_link_local_ether_addr, 01:80:c2:00:00:0X.
 fn is_link_local_ether_addr(m: &Mac) -> bool {
     m[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && m[5] & 0xf0 == 0
+}
+
+/// `ETH_P_802_3_MIN`, `ETH_P_802_3`, `ETH_P_802_2` (include/uapi/linux/if_ether.h).
+const ETH_P_802_3_MIN: u16 = 0x0600;
+const ETH_P_802_3: u16 = 0x0001;
+const ETH_P_802_2: u16 = 0x0004;
+
+/// `skb->protocol` of `frame` as the uplink's receive path leaves it: eth_type_trans
+/// (net/ethernet/eth.c), or vlan_set_encap_proto (include/linux/if_vlan.h) behind a tag
+/// taken out of band, take a length field (below `ETH_P_802_3_MIN`) for no EtherType:
+/// ETH_P_802_3 when 0xffff follows (raw 802.3, IPX), else ETH_P_802_2 (LLC, e.g. STP).
+/// An AF_PACKET send (attach = "direct") keeps the field as is
+/// (eth_header_parse_protocol), which is what `skb.protocol` holds coming in.
+pub fn received_protocol(frame: &[u8], skb: &SkBuff) -> u16 {
+    let at = if skb.vlan.is_some() { 16 } else { 12 };
+    match be16_at(frame, at) {
+        Some(p) if p < ETH_P_802_3_MIN => {
+            if be16_at(frame, at + 2) == Some(0xffff) {
+                ETH_P_802_3
+            } else {
+                ETH_P_802_2
+            }
+        }
+        _ => skb.protocol,
+    }
 }
 
 /// The bridge's verdict on `frame` (the bytes as they entered the uplink, tags in-band)

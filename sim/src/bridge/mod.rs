@@ -10,6 +10,9 @@
 //! [`UPLINK_MAC`], [`TAP_MAC`]), which the real arm gives its devices, so a frame sent
 //! to one of them is passed up locally, not forwarded.
 //!
+//! Before the bridge, the uplink's receive path sets `skb->protocol`
+//! ([`received_protocol`]: an 802.3 length field becomes ETH_P_802_2 / ETH_P_802_3).
+//!
 //! Rules, in the kernel's order ([`input`]):
 //! 1. br_handle_frame: a source that is not a valid unicast address is dropped
 //!    (`is_valid_ether_addr`).
@@ -36,7 +39,7 @@ pub mod netfilter;
 use std::fmt;
 
 pub use fdb::{Fdb, BR_DEFAULT_AGEING_TIME_NS};
-pub use input::input;
+pub use input::{input, received_protocol};
 
 /// A MAC address.
 pub type Mac = [u8; 6];

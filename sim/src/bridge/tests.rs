@@ -309,7 +309,10 @@ fn bridge_drop_renders_with_a_model_only_reason() {
 #[test]
 fn egress_length_counts_the_ethernet_header_but_not_a_hwaccel_tag() {
     let mut br = Bridge::new(false);
-    assert_eq!(run(&mut br, 0, &frame(B, A, 0x88b5, &[0; 1504])), Verdict::Deliver(None));
+    assert_eq!(
+        run(&mut br, 0, &frame(B, A, 0x88b5, &[0; 1504])),
+        Verdict::Deliver(None)
+    );
     assert_eq!(
         run(&mut br, 0, &frame(B, A, 0x88b5, &[0; 1505])),
         Verdict::Dropped(DropReason::TooBig {
@@ -320,7 +323,10 @@ fn egress_length_counts_the_ethernet_header_but_not_a_hwaccel_tag() {
     // 802.1Q tag + 1504 bytes: 1522 on the wire, 1518 in the skb once untagged.
     let mut tagged = vec![0x00, 0x05, 0x88, 0xb5];
     tagged.extend_from_slice(&[0; 1504]);
-    assert_eq!(run(&mut br, 0, &frame(B, A, 0x8100, &tagged)), Verdict::Deliver(None));
+    assert_eq!(
+        run(&mut br, 0, &frame(B, A, 0x8100, &tagged)),
+        Verdict::Deliver(None)
+    );
     let down = TunConfig {
         up: false,
         ..TunConfig::default()
@@ -328,5 +334,32 @@ fn egress_length_counts_the_ethernet_header_but_not_a_hwaccel_tag() {
     let f = frame(B, A, 0x88b5, &[0; 46]);
     let mut skb = SkBuff::default();
     build_skb(&mut skb, &f, &SkbRecipe::default(), false).unwrap();
-    assert_eq!(input(&mut br, 0, &f, &skb, &down), Verdict::Dropped(DropReason::PortDown));
+    assert_eq!(
+        input(&mut br, 0, &f, &skb, &down),
+        Verdict::Dropped(DropReason::PortDown)
+    );
+}
+
+#[test]
+fn an_8023_length_field_is_received_as_llc_or_raw_8023() {
+    let skb_of = |f: &[u8], hwaccel: bool| {
+        let mut skb = SkBuff::default();
+        let r = SkbRecipe {
+            vlan_hwaccel: hwaccel,
+            ..SkbRecipe::default()
+        };
+        build_skb(&mut skb, f, &r, false).unwrap();
+        skb
+    };
+    let llc = frame(B, A, 0x0026, &[0x42, 0x42, 3, 0, 0, 0]);
+    assert_eq!(received_protocol(&llc, &skb_of(&llc, true)), 0x0004);
+    let ipx = frame(B, A, 0x0026, &[0xff, 0xff, 0, 0]);
+    assert_eq!(received_protocol(&ipx, &skb_of(&ipx, true)), 0x0001);
+    let eth2 = frame(B, A, 0x88b5, &[0; 4]);
+    assert_eq!(received_protocol(&eth2, &skb_of(&eth2, true)), 0x88b5);
+    // Behind a tag taken out of band, vlan_set_encap_proto applies the same rule.
+    let tagged = frame(B, A, 0x8100, &[0, 5, 0x00, 0x26, 0x42, 0x42, 3, 0]);
+    assert_eq!(received_protocol(&tagged, &skb_of(&tagged, true)), 0x0004);
+    // A tag left in-band keeps skb->protocol the TPID.
+    assert_eq!(received_protocol(&tagged, &skb_of(&tagged, false)), 0x8100);
 }

@@ -138,7 +138,10 @@ impl<'s> TunReadRun<'s> {
         }
         self.check_features(index, &skb)?;
         let verdict = match &mut self.bridge {
-            Some(br) => bridge::input(br, ts_ns, data, &skb, &self.scenario.device),
+            Some(br) => {
+                skb.protocol = bridge::received_protocol(data, &skb);
+                bridge::input(br, ts_ns, data, &skb, &self.scenario.device)
+            }
             None => Verdict::Deliver(None),
         };
         match verdict {
