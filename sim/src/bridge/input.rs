@@ -4,7 +4,7 @@
 
 use crate::skb::{gso, IpSummed, SkBuff};
 use crate::tun::TunConfig;
-use crate::wire::{be16_at, ETH_P_IP, ETH_P_IPV6};
+use crate::wire::{be16_at, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
 
 use super::{multicast, netfilter, Bridge, DropReason, Mac, Port, Verdict};
 
@@ -68,6 +68,15 @@ pub fn input(br: &mut Bridge, ts_ns: u64, frame: &[u8], skb: &SkBuff, tap: &TunC
     };
     // The clock moves first: br_fdb_cleanup ran while the replay was between frames.
     br.fdb.age(ts_ns);
+
+    // The uplink's receive path, before the bridge's rx_handler: __netif_receive_skb_core
+    // untags an 802.1Q/802.1ad frame with skb_vlan_untag, whose pskb_may_pull wants the
+    // tag and the two bytes after it (vlan_set_encap_proto reads them), or frees the skb.
+    if matches!(be16_at(frame, 12), Some(ETH_P_8021Q | ETH_P_8021AD))
+        && frame.len() < ETH_HLEN + VLAN_HLEN + 2
+    {
+        return Verdict::Dropped(DropReason::ShortTag(frame.len()));
+    }
 
     if !is_valid_ether_addr(&src) {
         return Verdict::Dropped(DropReason::InvalidSource(src));

@@ -11,7 +11,8 @@
 //! to one of them is passed up locally, not forwarded.
 //!
 //! Before the bridge, the uplink's receive path sets `skb->protocol`
-//! ([`received_protocol`]: an 802.3 length field becomes ETH_P_802_2 / ETH_P_802_3).
+//! ([`received_protocol`]: an 802.3 length field becomes ETH_P_802_2 / ETH_P_802_3) and
+//! frees a tagged frame too short for skb_vlan_untag (under 20 bytes).
 //!
 //! Rules, in the kernel's order ([`input`]):
 //! 1. br_handle_frame: a source that is not a valid unicast address is dropped
@@ -96,6 +97,8 @@ pub enum Port {
 /// Why the bridge did not hand a frame to the tap.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DropReason {
+    /// The uplink's receive path: skb_vlan_untag could not pull a tag (frame length).
+    ShortTag(usize),
     /// br_handle_frame: `!is_valid_ether_addr(h_source)`.
     InvalidSource(Mac),
     /// br_handle_frame: 01:80:c2:00:00:01, `SKB_DROP_REASON_MAC_IEEE_MAC_CONTROL`.
@@ -126,6 +129,10 @@ fn mac(m: &Mac) -> String {
 impl fmt::Display for DropReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            DropReason::ShortTag(len) => write!(
+                f,
+                "a tagged frame of {len} bytes: the receive path's skb_vlan_untag needs 20 (pskb_may_pull)"
+            ),
             DropReason::InvalidSource(m) => write!(
                 f,
                 "source {} is not a valid unicast address (br_handle_frame: is_valid_ether_addr)",

@@ -363,3 +363,17 @@ fn an_8023_length_field_is_received_as_llc_or_raw_8023() {
     // A tag left in-band keeps skb->protocol the TPID.
     assert_eq!(received_protocol(&tagged, &skb_of(&tagged, false)), 0x8100);
 }
+
+#[test]
+fn a_tag_without_two_bytes_after_it_is_freed_by_the_receive_path() {
+    let mut br = Bridge::new(false);
+    // 802.1Q vid 60, inner EtherType 0x8808 and nothing after: 18 bytes.
+    let short = frame(B, A, 0x8100, &[0, 60, 0x88, 0x08]);
+    assert_eq!(
+        run(&mut br, 0, &short),
+        Verdict::Dropped(DropReason::ShortTag(18))
+    );
+    let mut ok = short.clone();
+    ok.extend_from_slice(&[0, 0]);
+    assert_eq!(run(&mut br, 0, &ok), Verdict::Deliver(None));
+}
