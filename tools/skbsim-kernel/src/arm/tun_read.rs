@@ -153,6 +153,11 @@ pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
                 .into(),
         ));
     }
+    if scenario.attach == Attach::Direct && !scenario.device.up {
+        return Err(ArmError::Unsupported(
+            "attach = \"direct\" with the tap down: AF_PACKET cannot send on a down device (ENETDOWN)".into(),
+        ));
+    }
     if scenario.attach == Attach::Direct {
         let recipes =
             std::iter::once(&scenario.skb).chain(scenario.skb_overrides.iter().map(|(_, r)| r));
@@ -178,7 +183,7 @@ pub fn run_tun_read(scenario: &Scenario) -> Result<RealTunRead, ArmError> {
 }
 
 /// Create and configure the tap under test from the scenario's `[device]` (the same
-/// setup as the write arm's); it starts down and comes up once bridged.
+/// setup as the write arm's); it starts down and comes up (if `dev.up`) once bridged.
 pub fn open_dut(ns: &mut Netns, dev: &TunConfig) -> Result<Tap, KernelError> {
     let down = TunConfig {
         up: false,
@@ -352,7 +357,8 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
             ns.rtnl().set_address(w.ifindex(), UPLINK_MAC)?;
             taps.push((*k, w));
         }
-        ns.rtnl().set_up(dut.ifindex(), true)?;
+        // A tap left down is a disabled bridge port: nothing is forwarded to it.
+        ns.rtnl().set_up(dut.ifindex(), scenario.device.up)?;
         let mut ports: Vec<u32> = taps.iter().map(|(_, t)| t.ifindex()).collect();
         ports.push(dut.ifindex());
         let br = tun_read_path::bridge(ns, scenario.attach, BRIDGE_NAME, &ports)?;
