@@ -38,6 +38,10 @@ use std::time::Duration;
 
 use sim::bridge::{Attach, BRIDGE_MAC, BR_DEFAULT_AGEING_TIME_NS};
 
+use sim::scenario::Scenario;
+use sim::skb::IpSummed;
+
+use super::tun_read::WriterKind;
 use super::ArmError;
 use crate::error::{Errno, KernelError};
 use crate::netns::Netns;
@@ -45,6 +49,26 @@ use crate::packet::PacketSocket;
 
 /// The longest an observation waits for a NAPI writer's frame (see the module docs).
 pub const NAPI_SETTLE: Duration = Duration::from_millis(10);
+
+/// Whether an AF_PACKET send on the tap can make the skbs `scenario` asks for.
+pub fn direct_expressible(scenario: &Scenario) -> Result<(), ArmError> {
+    if !scenario.device.up {
+        return Err(ArmError::Unsupported(
+            "attach = \"direct\" with the tap down: AF_PACKET cannot send on a down device (ENETDOWN)".into(),
+        ));
+    }
+    let recipes =
+        std::iter::once(&scenario.skb).chain(scenario.skb_overrides.iter().map(|(_, r)| r));
+    for r in recipes {
+        if WriterKind::for_recipe(r) != WriterKind::Plain || r.checksum != IpSummed::None {
+            return Err(ArmError::Unsupported(
+                "attach = \"direct\": an AF_PACKET send makes a CHECKSUM_NONE, non-GSO, all-linear skb; the recipe asks for more"
+                    .into(),
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// Configure the namespace and create the bridge for `attach` with `ports` (writers and
 /// the tap under test, already up and addressed); returns the bridge's ifindex.
