@@ -122,7 +122,9 @@ pub fn input(br: &mut Bridge, ts_ns: u64, frame: &[u8], skb: &SkBuff, tap: &TunC
     br.fdb.update(src, Port::Uplink, ts_ns);
     if is_multicast(&dst) {
         if !is_broadcast(&dst) {
-            let unnecessary = skb.ip_summed == IpSummed::Unnecessary;
+            // skb_csum_unnecessary: CHECKSUM_PARTIAL counts too (the sum is to be filled
+            // in, not checked).
+            let unnecessary = matches!(skb.ip_summed, IpSummed::Unnecessary | IpSummed::Partial);
             if let Err(why) = multicast::rcv(skb.protocol, net, unnecessary) {
                 return Verdict::Dropped(DropReason::Snooping(why));
             }
