@@ -24,6 +24,10 @@ pub struct ReplayArgs {
     /// Kernel profile (linux-6.18, linux-4.19, linux-3.12).
     #[arg(long, default_value = "linux-6.18")]
     pub profile: String,
+    /// How frames reach the tap (tun-read): bridge (a default Linux bridge), bridge-nf
+    /// (the same with br_netfilter's bridge-nf-call-* on) or direct (no bridge).
+    #[arg(long)]
+    pub attach: Option<String>,
     /// IFF_TUN instead of IFF_TAP.
     #[arg(long)]
     pub tun: bool,
@@ -82,6 +86,9 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
     let _ = writeln!(t, "input = {}", q(&input.to_string_lossy()));
     let _ = writeln!(t, "pipeline = {}", q(&a.pipeline));
     let _ = writeln!(t, "profile = {}", q(&a.profile));
+    if let Some(attach) = &a.attach {
+        let _ = writeln!(t, "attach = {}", q(attach));
+    }
     let _ = writeln!(t, "[device]");
     let _ = writeln!(t, "kind = {}", q(if a.tun { "tun" } else { "tap" }));
     let _ = writeln!(t, "no_pi = {}", a.no_pi);
