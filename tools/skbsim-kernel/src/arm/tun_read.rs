@@ -348,12 +348,10 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
         let mut ports: Vec<u32> = taps.iter().map(|(_, t)| t.ifindex()).collect();
         ports.push(dut.ifindex());
         let br = tun_read_path::bridge(ns, scenario.attach, BRIDGE_NAME, &ports)?;
-        if kinds.len() > 1 {
-            notes.push(format!(
-                "{} writer ports: frames enter the bridge from several ports, where the model has one uplink (a reply to an address learned on another writer goes there, not to {DUT_NAME})",
-                kinds.len()
-            ));
-        }
+        // With several writers, frames enter by several ports where the model has one
+        // uplink. What the tap sees is the same: an address learned on any writer port is
+        // forwarded there, never to the tap (whose own port learns nothing, as nothing
+        // is written into it), and everything else floods to the tap either way.
         (None, Some(br))
     };
     let observer = Observer::new(dut.ifindex(), bridge)?;
