@@ -7,6 +7,7 @@
 //! scenario's frames through them (`pipeline`).
 
 pub mod bpf;
+pub mod bridge;
 pub mod errno;
 pub mod ethernet;
 pub mod fsutil;

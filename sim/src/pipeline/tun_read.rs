@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 
+use crate::bridge::{self, Attach, Bridge, DropReason, Verdict};
 use crate::errno::Errno;
 use crate::scenario::Scenario;
 use crate::skb::{OpCounters, SkBuff};
@@ -66,6 +67,14 @@ pub enum Event {
         stats: TunStats,
     },
     Read(ReadRecord),
+    /// The bridge in front of the tap did not hand the frame to it. `reason` is the
+    /// model's (the real arm only sees that nothing arrived).
+    BridgeDropped {
+        frame: u64,
+        ts_ns: u64,
+        reason: Option<DropReason>,
+        stats: TunStats,
+    },
 }
 
 /// A run of the pipeline for one scenario.
@@ -73,6 +82,8 @@ pub enum Event {
 pub struct TunReadRun<'s> {
     scenario: &'s Scenario,
     dev: TunDevice,
+    /// The bridge the tap is a port of (`attach` other than "direct").
+    bridge: Option<Bridge>,
     /// (input index, timestamp) of each queued skb, in ring order.
     queued: VecDeque<(u64, u64)>,
     buf: Vec<u8>,
@@ -89,6 +100,11 @@ impl<'s> TunReadRun<'s> {
         TunReadRun {
             scenario,
             dev: TunDevice::new(scenario.device.clone()),
+            bridge: match scenario.attach {
+                Attach::Direct => None,
+                Attach::Bridge => Some(Bridge::new(false)),
+                Attach::BridgeNf => Some(Bridge::new(true)),
+            },
             queued: VecDeque::new(),
             buf: Vec::new(),
             reads: 0,
@@ -121,6 +137,47 @@ impl<'s> TunReadRun<'s> {
             )));
         }
         self.check_features(index, &skb)?;
+        let verdict = match &mut self.bridge {
+            Some(br) => {
+                skb.protocol = bridge::received_protocol(data, &skb);
+                bridge::input(br, ts_ns, data, &skb, &self.scenario.device)
+            }
+            None => Verdict::Deliver(None),
+        };
+        match verdict {
+            Verdict::Dropped(reason) => {
+                sink(Event::BridgeDropped {
+                    frame: index,
+                    ts_ns,
+                    reason: Some(reason),
+                    stats: self.dev.stats,
+                });
+            }
+            Verdict::Deliver(trim) => {
+                if let Some(n) = trim {
+                    // br_validate_ipv4/ipv6's pskb_trim_rcsum: the skb as if it had
+                    // arrived that long.
+                    build_skb(
+                        &mut skb,
+                        &data[..n],
+                        self.scenario.recipe_for(index),
+                        l3_only,
+                    )
+                    .map_err(|e| RecipeError(format!("frame {index}: {}", e.0)))?;
+                }
+                self.xmit(index, ts_ns, skb, sink);
+            }
+        }
+        self.since_read += 1;
+        if self.since_read >= self.scenario.reader.read_every {
+            self.since_read = 0;
+            self.drain(sink);
+        }
+        Ok(())
+    }
+
+    /// tun_net_xmit, and the event for a full ring.
+    fn xmit(&mut self, index: u64, ts_ns: u64, skb: Box<SkBuff>, sink: &mut impl FnMut(Event)) {
         if self.dev.xmit(skb) {
             self.queued.push_back((index, ts_ns));
         } else {
@@ -130,12 +187,6 @@ impl<'s> TunReadRun<'s> {
                 stats: self.dev.stats,
             });
         }
-        self.since_read += 1;
-        if self.since_read >= self.scenario.reader.read_every {
-            self.since_read = 0;
-            self.drain(sink);
-        }
-        Ok(())
     }
 
     /// Read until the ring is empty.

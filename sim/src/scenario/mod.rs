@@ -11,6 +11,11 @@
 //! pipeline = "tun-read"
 //! profile = "linux-6.18"                 # default
 //! # sim_only = "why the real kernel here cannot run it"
+//! attach = "bridge"      # tun-read: how frames reach the tap (crate::bridge):
+//!                        # "bridge" (default: a default Linux bridge, STP off,
+//!                        # bridge-nf-call-* off), "bridge-nf" (the same with
+//!                        # br_netfilter's bridge-nf-call-* on), "direct" (straight to
+//!                        # the tap's xmit, no bridge)
 //!
 //! [device]
 //! kind = "tap"            # tap | tun
@@ -263,6 +268,8 @@ pub struct Scenario {
     pub profile: KernelProfile,
     /// Why the real kernel here cannot run this scenario, if it cannot.
     pub sim_only: Option<String>,
+    /// How frames reach the tap (tun-read).
+    pub attach: crate::bridge::Attach,
     pub device: TunConfig,
     pub reader: ReaderPlan,
     /// The recipe for every frame, then per-frame overrides by input index.
@@ -387,6 +394,22 @@ impl Scenario {
             ),
             None => None,
         };
+        if raw.attach.is_some() && raw.pipeline != Pipeline::TunRead {
+            return Err(err(
+                "attach: only the tun-read pipeline has a bridge in front of the tap".to_string(),
+            ));
+        }
+        let attach = crate::bridge::Attach::default_for(device.kind);
+        let attach = match raw.attach.map(crate::bridge::Attach::from) {
+            None => attach,
+            Some(a) if a != crate::bridge::Attach::Direct && device.kind == crate::tun::DeviceKind::Tun => {
+                return Err(err(format!(
+                    "attach: \"{}\" with a tun device: only an Ethernet device can be a bridge port (br_add_if); use \"direct\"",
+                    a.name()
+                )))
+            }
+            Some(a) => a,
+        };
         if raw.vhost.is_none() && raw.pipeline == Pipeline::VhostTx {
             return Err(err("pipeline vhost-tx needs a [vhost] table".to_string()));
         }
@@ -452,6 +475,7 @@ impl Scenario {
             pipeline: raw.pipeline,
             profile,
             sim_only: raw.sim_only,
+            attach,
             device,
             reader,
             skb,

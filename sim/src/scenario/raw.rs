@@ -20,6 +20,7 @@ pub(super) struct RawScenario {
     pub(super) pipeline: Pipeline,
     pub(super) profile: Option<String>,
     pub(super) sim_only: Option<String>,
+    pub(super) attach: Option<AttachName>,
     pub(super) device: Option<RawDevice>,
     pub(super) reader: Option<RawReader>,
     pub(super) skb: Option<RawSkb>,
@@ -38,6 +39,26 @@ pub(super) struct RawScenario {
 pub(super) struct RawLink {
     pub(super) src_mac: Option<String>,
     pub(super) dst_mac: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub(super) enum AttachName {
+    #[serde(rename = "bridge")]
+    Bridge,
+    #[serde(rename = "bridge-nf")]
+    BridgeNf,
+    #[serde(rename = "direct")]
+    Direct,
+}
+
+impl From<AttachName> for crate::bridge::Attach {
+    fn from(a: AttachName) -> Self {
+        match a {
+            AttachName::Bridge => crate::bridge::Attach::Bridge,
+            AttachName::BridgeNf => crate::bridge::Attach::BridgeNf,
+            AttachName::Direct => crate::bridge::Attach::Direct,
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -25,6 +25,8 @@ pub struct TraceHeader {
     pub device: String,
     pub reader: String,
     pub input: String,
+    /// How frames reach the tap, when not the device's default (a tap on a bridge).
+    pub attach: Option<String>,
 }
 
 impl TraceHeader {
@@ -49,6 +51,8 @@ impl TraceHeader {
                 .file_name()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default(),
+            attach: (scenario.attach != crate::bridge::Attach::default_for(scenario.device.kind))
+                .then(|| scenario.attach.name().to_string()),
         }
     }
 }
@@ -353,7 +357,8 @@ pub fn read_comment(r: &ReadRecord, dev: &TunConfig) -> String {
 }
 
 /// Trace fields only the model knows; a comparison with the real kernel skips them.
-pub const MODEL_ONLY_FIELDS: [&str; 6] = ["backend", "skb", "put_user", "frame", "ops", "note"];
+pub const MODEL_ONLY_FIELDS: [&str; 7] =
+    ["backend", "skb", "put_user", "frame", "ops", "note", "why"];
 
 /// The header lines of a tun-read trace.
 pub fn tun_read_header(out: &mut String, header: &TraceHeader) {
@@ -364,6 +369,9 @@ pub fn tun_read_header(out: &mut String, header: &TraceHeader) {
     let _ = writeln!(out, "device: {}", header.device);
     let _ = writeln!(out, "reader: {}", header.reader);
     let _ = writeln!(out, "input: {}", header.input);
+    if let Some(a) = &header.attach {
+        let _ = writeln!(out, "attach: {a}");
+    }
 }
 
 /// Reads and drops seen so far (the totals line).
@@ -371,6 +379,8 @@ pub fn tun_read_header(out: &mut String, header: &TraceHeader) {
 pub struct TunReadCounts {
     pub reads: u64,
     pub drops: u64,
+    /// Frames the bridge did not deliver.
+    pub bridge_drops: u64,
 }
 
 /// One event's block, preceded by its blank separator line.
@@ -394,6 +404,23 @@ pub fn tun_read_event(out: &mut String, device: &TunConfig, e: &Event, n: &mut T
             n.reads += 1;
             render_read(out, "read", r, device);
         }
+        Event::BridgeDropped {
+            frame,
+            ts_ns,
+            reason,
+            stats,
+        } => {
+            n.bridge_drops += 1;
+            let _ = writeln!(
+                out,
+                "bridge-drop (frame {frame}, ts {}): not delivered",
+                ts(*ts_ns)
+            );
+            if let Some(why) = reason {
+                let _ = writeln!(out, "  why: {why}");
+            }
+            let _ = writeln!(out, "  counters: {}", counters(stats));
+        }
     }
 }
 
@@ -405,7 +432,11 @@ pub fn tun_read_totals(
     ops: Option<&OpCounters>,
 ) {
     out.push('\n');
-    let _ = writeln!(out, "totals: reads {} xmit_drops {}", n.reads, n.drops);
+    let _ = write!(out, "totals: reads {} xmit_drops {}", n.reads, n.drops);
+    if n.bridge_drops > 0 {
+        let _ = write!(out, " bridge_drops {}", n.bridge_drops);
+    }
+    out.push('\n');
     let _ = writeln!(out, "  counters: {}", counters(stats));
     if let Some(ops) = ops {
         let _ = writeln!(out, "  ops: {ops}");
@@ -447,6 +478,16 @@ pub fn tun_read_event_json(device: &TunConfig, e: &Event) -> Value {
         } => {
             json!({"event": "xmit-drop", "frame": frame, "ts_ns": ts_ns, "counters": stats_json(stats)})
         }
+        Event::BridgeDropped {
+            frame,
+            ts_ns,
+            reason,
+            stats,
+        } => {
+            json!({"event": "bridge-drop", "frame": frame, "ts_ns": ts_ns,
+                "model": reason.as_ref().map(|r| json!({"why": r.to_string()})),
+                "counters": stats_json(stats)})
+        }
         Event::Read(r) => {
             let d = decode(r, device);
             let m = r.model.as_ref();
@@ -478,14 +519,18 @@ pub fn tun_read_event_json(device: &TunConfig, e: &Event) -> Value {
 
 /// The header of a trace for machines (the first JSON line of a streamed trace).
 pub fn header_json(header: &TraceHeader) -> Value {
-    json!({
+    let mut v = json!({
         "scenario": header.scenario,
         "backend": header.backend,
         "profile": header.profile,
         "device": header.device,
         "reader": header.reader,
         "input": header.input,
-    })
+    });
+    if let Some(a) = &header.attach {
+        v["attach"] = json!(a);
+    }
+    v
 }
 
 /// The same trace for machines.

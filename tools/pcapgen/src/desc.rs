@@ -18,6 +18,7 @@
 //! tcp = { sport = 1000, dport = 80, seq = 1, ack = 0, flags = "A", window = 512 }
 //! payload = 100              # bytes; byte i of the payload is (i as u8)
 //! count = 1                  # repeat; TCP seq advances by the segment, IPv4 id by 1
+//! gap_ns = 0                 # idle time added before this frame (and all later ones)
 //! ```
 //!
 //! Frames are numbered from 0 in the order of their `[[frame]]` tables. A frame is one
@@ -98,6 +99,8 @@ pub struct FrameDesc {
     pub udp_csum: Option<Csum>,
     pub pad_to: Option<usize>,
     pub count: Option<u32>,
+    /// Idle time before this frame, on top of the interval; later frames keep it.
+    pub gap_ns: Option<u64>,
     pub raw: Option<String>,
     /// TCP options as hex (see `tunnel.rs`).
     pub tcp_options: Option<String>,
@@ -271,6 +274,7 @@ fn resolve(desc: &Desc, text: &str, name: &str) -> Result<Resolved, String> {
     let start = desc.start_ns.unwrap_or(DEFAULT_START_NS);
     let interval = desc.interval_ns.unwrap_or(DEFAULT_INTERVAL_NS);
     let mut frames = Vec::new();
+    let mut idle = 0u64;
     for (k, f) in desc.frame.iter().enumerate() {
         let at = |key: &str, msg: String| {
             let line = locate::frame_line(text, k).map_or(String::new(), |l| format!(":{l}"));
@@ -287,11 +291,15 @@ fn resolve(desc: &Desc, text: &str, name: &str) -> Result<Resolved, String> {
             ));
         }
         let body = resolve_frame(f, &desc.defaults).map_err(|(key, msg)| at(key, msg))?;
+        idle = idle
+            .checked_add(f.gap_ns.unwrap_or(0))
+            .ok_or_else(|| at("gap_ns", "timestamps overflow u64 nanoseconds".into()))?;
         for rep in 0..count {
             let ts = u64::try_from(frames.len())
                 .ok()
                 .and_then(|n| n.checked_mul(interval))
                 .and_then(|d| d.checked_add(start))
+                .and_then(|d| d.checked_add(idle))
                 .ok_or_else(|| at("count", "timestamps overflow u64 nanoseconds".into()))?;
             frames.push(Planned {
                 ts_ns: ts,

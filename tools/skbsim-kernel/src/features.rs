@@ -30,6 +30,8 @@ pub enum KernelFeature {
     /// TUN_F_USO4|TUN_F_USO6 in TUNSETOFFLOAD (v6.2, "tun: support UDP segmentation
     /// offload").
     TunUso,
+    /// br_netfilter (CONFIG_BRIDGE_NETFILTER): `attach = "bridge-nf"`.
+    BrNetfilter,
 }
 
 impl KernelFeature {
@@ -38,6 +40,7 @@ impl KernelFeature {
             KernelFeature::Gre => "gre",
             KernelFeature::VhostNet => "vhost_net",
             KernelFeature::TunUso => "tun-uso",
+            KernelFeature::BrNetfilter => "br_netfilter",
         }
     }
 
@@ -47,6 +50,7 @@ impl KernelFeature {
             KernelFeature::Gre => Some("ip_gre"),
             KernelFeature::VhostNet => Some("vhost_net"),
             KernelFeature::TunUso => None,
+            KernelFeature::BrNetfilter => Some("br_netfilter"),
         }
     }
 }
@@ -68,6 +72,9 @@ pub fn required(scenario: &Scenario) -> Vec<KernelFeature> {
     let mut out = Vec::new();
     if scenario.pipeline == Pipeline::VhostTx {
         out.push(KernelFeature::VhostNet);
+    }
+    if scenario.pipeline == Pipeline::TunRead && scenario.attach == sim::bridge::Attach::BridgeNf {
+        out.push(KernelFeature::BrNetfilter);
     }
     let o = &scenario.device.offloads;
     if o.uso4 || o.uso6 {
@@ -104,6 +111,7 @@ pub fn probe(feature: KernelFeature) -> Result<(), String> {
         KernelFeature::Gre => probe_gre(),
         KernelFeature::VhostNet => probe_vhost_net(),
         KernelFeature::TunUso => probe_tun_uso(),
+        KernelFeature::BrNetfilter => probe_br_netfilter(),
     };
     if let Ok(mut cache) = PROBED.lock() {
         cache.insert(feature, r.clone());
@@ -118,6 +126,17 @@ pub fn missing(scenario: &Scenario) -> Option<String> {
             .err()
             .map(|why| format!("needs {f}, which this kernel lacks ({why})"))
     })
+}
+
+fn probe_br_netfilter() -> Result<(), String> {
+    // br_netfilter registers its sysctls in every namespace (brnf_init_net).
+    const NF_CALL: &str = "/proc/sys/net/bridge/bridge-nf-call-iptables";
+    let r = Netns::run(|_| Ok(std::path::Path::new(NF_CALL).exists()));
+    match r {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(format!("no {NF_CALL} in a new namespace")),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn probe_gre() -> Result<(), String> {

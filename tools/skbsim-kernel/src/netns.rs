@@ -174,6 +174,23 @@ impl Netns {
         Ok(br)
     }
 
+    /// Write `value` to `/proc/sys/net/<key>` (e.g. `bridge/bridge-nf-call-iptables`).
+    /// `/proc/sys/net` resolves through the calling thread's namespace (see the module
+    /// docs), and a [`Netns`] only exists on its own namespace's thread, so this never
+    /// touches the host's settings.
+    pub fn sysctl(&mut self, key: &str, value: &str) -> Result<(), KernelError> {
+        let path = format!("/proc/sys/net/{key}");
+        std::fs::write(&path, value).map_err(|e| {
+            KernelError::new(
+                format!("write {value} to {path}"),
+                Cause::Errno {
+                    errno: crate::Errno(e.raw_os_error().unwrap_or(0)),
+                    extack: None,
+                },
+            )
+        })
+    }
+
     /// Run a command inside this namespace and return its stdout (for diagnostics such as
     /// `ip -d link`). The child inherits the calling thread's namespace.
     pub fn command_output(&self, program: &str, args: &[&str]) -> Result<String, KernelError> {

@@ -27,6 +27,8 @@ const IFLA_GRO_MAX_SIZE: u16 = 58;
 const IFLA_INFO_KIND: u16 = 1;
 /// `IFLA_BR_MCAST_SNOOPING` inside a bridge's `IFLA_INFO_DATA`.
 const IFLA_BR_MCAST_SNOOPING: u16 = 23;
+/// `IFLA_BR_FDB_FLUSH` (a flag) inside a bridge's `IFLA_INFO_DATA`.
+const IFLA_BR_FDB_FLUSH: u16 = 21;
 const IFLA_INFO_DATA: u16 = 2;
 const VETH_INFO_PEER: u16 = 1;
 
@@ -449,6 +451,22 @@ impl Rtnl {
     /// would read as frames nobody wrote.
     pub fn create_quiet_bridge(&mut self, name: &str) -> Result<u32, KernelError> {
         self.create_link(name, "bridge", &[Nla::u8(IFLA_BR_MCAST_SNOOPING, 0)])
+    }
+
+    /// Delete the bridge's learned (non-static) fdb entries: `IFLA_BR_FDB_FLUSH` through
+    /// `RTM_NEWLINK` on the existing bridge (br_changelink: br_fdb_flush), synchronous.
+    pub fn bridge_fdb_flush(&mut self, bridge: u32) -> Result<(), KernelError> {
+        let op = format!("RTM_NEWLINK ifindex {bridge} IFLA_BR_FDB_FLUSH");
+        let mut m = MsgBuilder::new(RTM_NEWLINK, 0);
+        m.header(&ifinfomsg(bridge, 0, 0));
+        m.nla(&Nla::nested(
+            IFLA_LINKINFO,
+            vec![
+                Nla::string(IFLA_INFO_KIND, "bridge"),
+                Nla::nested(IFLA_INFO_DATA, vec![Nla::bytes(IFLA_BR_FDB_FLUSH, &[])]),
+            ],
+        ));
+        self.sock.request(&op, m).map(|_| ())
     }
 
     /// Set `tx_queue_len` (`IFLA_TXQLEN`); for a tun/tap this resizes its tx_ring.

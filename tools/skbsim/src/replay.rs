@@ -26,6 +26,10 @@ pub struct ReplayArgs {
     /// Kernel profile: the kernel whose rules the model follows.
     #[arg(long, default_value = "linux-6.18", value_parser = profile_names())]
     pub profile: String,
+    /// How frames reach the tap (tun-read): bridge (a default Linux bridge), bridge-nf
+    /// (the same with br_netfilter's bridge-nf-call-* on) or direct (no bridge).
+    #[arg(long)]
+    pub attach: Option<String>,
     /// IFF_TUN instead of IFF_TAP.
     #[arg(long)]
     pub tun: bool,
@@ -174,6 +178,9 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
     let _ = writeln!(t, "input = {}", q(&input.to_string_lossy()));
     let _ = writeln!(t, "pipeline = {}", q(&a.pipeline));
     let _ = writeln!(t, "profile = {}", q(&a.profile));
+    if let Some(attach) = &a.attach {
+        let _ = writeln!(t, "attach = {}", q(attach));
+    }
     let mut device = String::new();
     if a.tun {
         let _ = writeln!(device, "kind = \"tun\"");

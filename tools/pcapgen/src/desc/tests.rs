@@ -95,3 +95,21 @@ fn defaults_count_and_timestamps() {
     assert_eq!((ip.id, t.seq), (9, 100 + 2 * 11), "SYN counts one");
     assert_eq!(ip.src, Ipv4Addr::new(10, 0, 0, 1));
 }
+
+#[test]
+fn gap_ns_delays_its_frame_and_every_later_one() {
+    let r = parse(
+        "start_ns = 5\ninterval_ns = 10\n[[frame]]\nraw = \"aa\"\n\
+         [[frame]]\nraw = \"bb\"\ngap_ns = 1000\ncount = 2\n[[frame]]\nraw = \"cc\"\n",
+        "t.toml",
+    )
+    .expect("valid");
+    let ts: Vec<u64> = r.frames.iter().map(|f| f.ts_ns).collect();
+    assert_eq!(ts, [5, 1015, 1025, 1035]);
+    let e = parse(
+        "[[frame]]\nraw = \"aa\"\ngap_ns = 18446744073709551615\n[[frame]]\nraw = \"bb\"\ngap_ns = 1\n",
+        "t.toml",
+    )
+    .expect_err("overflow");
+    assert!(e.contains("gap_ns"), "{e}");
+}

@@ -16,6 +16,7 @@ pub mod tap_gro;
 pub mod tap_side;
 pub mod tap_write;
 pub mod tun_read;
+pub mod tun_read_path;
 pub mod vhost_tx;
 
 use std::fmt;

@@ -1,8 +1,9 @@
 //! The real `tun-read` arm: every input frame is written into a writer tap, the kernel's
-//! receive path and a plain bridge carry it to the tap under test (B, configured from the
-//! scenario's `[device]`), and B's fd is read with the scenario's buffers. The result is
-//! the same [`Event`] list the simulator produces (with `model: None`), so the same
-//! renderer writes both traces.
+//! receive path and a default bridge carry it to the tap under test (B, configured from
+//! the scenario's `[device]`), and B's fd is read with the scenario's buffers; with
+//! `attach = "direct"` the frame is sent on B itself instead (see [`super::tun_read_path`]
+//! for both paths). The result is the same [`Event`] list the simulator produces (with
+//! `model: None`), so the same renderer writes both traces.
 //!
 //! # How the skb the scenario asks for is made (verified on 6.18)
 //! The skb that reaches B is built by the writer's `tun_get_user` from a virtio-net header
@@ -33,16 +34,18 @@
 //! B is non-blocking. After every `reader.read_every` frames, B is read until `EAGAIN`
 //! (that final `EAGAIN` is not a read of the trace and does not use up a buffer size); a
 //! zero-size read is only issued while `poll` says a frame is queued, like the simulator,
-//! which reads only while its ring is non-empty. Bridge forwarding is synchronous inside
-//! the writer's `write()` (B is readable when `write()` returns, for all three writers),
-//! but the first read of a batch still waits up to [`FORWARD_WAIT`] for safety.
-//! A consuming read (anything but `read(0)`) takes the next written frame's (index, ts).
-//! After each write, B's `tx_dropped` is checked: a rise means `tun_net_xmit` found the
-//! tx_ring full, reported as [`Event::XmitDropped`] like the simulator's.
+//! which reads only while its ring is non-empty. After each write the arm knows whether
+//! the frame reached B's xmit (an AF_PACKET observer on B, see
+//! [`super::tun_read_path`]); one that did not is reported as [`Event::BridgeDropped`]
+//! at once, with no reason (the kernel does not say why), and is not waited for.
+//! A consuming read (anything but `read(0)`) takes the (index, ts) of the next frame that
+//! reached B. After each write, B's `tx_dropped` is checked: a rise means `tun_net_xmit`
+//! found the tx_ring full, reported as [`Event::XmitDropped`] like the simulator's.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use sim::bridge::{Attach, TAP_MAC, UPLINK_MAC};
 use sim::errno::Errno as SimErrno;
 use sim::pcap::EthernetInput;
 use sim::pipeline::frame_meta::{build_skb, layout, GsoKind, SkbRecipe};
@@ -51,15 +54,14 @@ use sim::scenario::{Pipeline, Scenario};
 use sim::skb::{IpSummed, SkBuff, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
 use sim::tun::{DeviceKind, TunConfig, TunStats};
 
+use super::tun_read_path::{self, Observer, NAPI_SETTLE};
 use super::{kerr, tun_stats, ArmError};
 use crate::error::{Cause, Errno, KernelError};
 use crate::ethtool::Ethtool;
 use crate::netns::Netns;
+use crate::packet::PacketSocket;
 use crate::rtnl::LinkStats;
 use crate::tap::{Tap, TapConfig, VirtioNetHdr};
-
-/// How long the first read after a write waits for the frame to reach B.
-pub const FORWARD_WAIT: Duration = Duration::from_secs(1);
 
 /// The tap under test.
 pub const DUT_NAME: &str = "skbdut";
@@ -151,6 +153,9 @@ pub fn expressible(scenario: &Scenario) -> Result<(), ArmError> {
                 .into(),
         ));
     }
+    if scenario.attach == Attach::Direct {
+        tun_read_path::direct_expressible(scenario)?;
+    }
     Ok(())
 }
 
@@ -165,7 +170,7 @@ pub fn run_tun_read(scenario: &Scenario) -> Result<RealTunRead, ArmError> {
 }
 
 /// Create and configure the tap under test from the scenario's `[device]` (the same
-/// setup as the write arm's); it starts down and comes up once bridged.
+/// setup as the write arm's); it starts down and comes up (if `dev.up`) once bridged.
 pub fn open_dut(ns: &mut Netns, dev: &TunConfig) -> Result<Tap, KernelError> {
     let down = TunConfig {
         up: false,
@@ -299,6 +304,9 @@ struct Replay<'s> {
     scenario: &'s Scenario,
     dut: Tap,
     writers: Writers,
+    /// `attach = "direct"`: the AF_PACKET socket on B that sends the frames.
+    inject: Option<PacketSocket>,
+    observer: Observer,
     events: Vec<Event>,
     /// (index, ts) of each frame written and not yet read, in order.
     pending: VecDeque<(u64, u64)>,
@@ -323,16 +331,32 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
     kinds.dedup();
 
     let dut = open_dut(ns, &scenario.device)?;
+    ns.rtnl().set_address(dut.ifindex(), TAP_MAC)?;
+    let direct = scenario.attach == Attach::Direct;
     let mut taps = Vec::new();
-    for k in &kinds {
-        taps.push((*k, open_writer(ns, *k)?));
-    }
-    ns.rtnl().set_up(dut.ifindex(), true)?;
-    let mut ports: Vec<u32> = taps.iter().map(|(_, t)| t.ifindex()).collect();
-    ports.push(dut.ifindex());
-    ns.quiet_bridge(BRIDGE_NAME, &ports)?;
-
     let mut notes = Vec::new();
+    let (inject, bridge) = if direct {
+        ns.rtnl().set_up(dut.ifindex(), true)?;
+        (Some(PacketSocket::bind(dut.ifindex())?), None)
+    } else {
+        for k in &kinds {
+            let w = open_writer(ns, *k)?;
+            ns.rtnl().set_address(w.ifindex(), UPLINK_MAC)?;
+            taps.push((*k, w));
+        }
+        // A tap left down is a disabled bridge port: nothing is forwarded to it.
+        ns.rtnl().set_up(dut.ifindex(), scenario.device.up)?;
+        let mut ports: Vec<u32> = taps.iter().map(|(_, t)| t.ifindex()).collect();
+        ports.push(dut.ifindex());
+        let br = tun_read_path::bridge(ns, scenario.attach, BRIDGE_NAME, &ports)?;
+        // With several writers, frames enter by several ports where the model has one
+        // uplink. What the tap sees is the same: an address learned on any writer port is
+        // forwarded there, never to the tap (whose own port learns nothing, as nothing
+        // is written into it), and everything else floods to the tap either way.
+        (None, Some(br))
+    };
+    let observer = Observer::new(dut.ifindex(), bridge)?;
+
     let stray = dut
         .drain()
         .map_err(|e| kerr(format!("drain {DUT_NAME} before the replay"), e))?;
@@ -346,6 +370,8 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
         scenario,
         dut,
         writers: Writers { taps },
+        inject,
+        observer,
         events: Vec::new(),
         pending: VecDeque::new(),
         reads: 0,
@@ -354,7 +380,7 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
         notes,
         buf: Vec::new(),
     };
-    if kinds.len() > 1 || kinds[0] != WriterKind::Plain {
+    if !direct && (kinds.len() > 1 || kinds[0] != WriterKind::Plain) {
         let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
         run.notes.push(format!("writers: {}", names.join(", ")));
     }
@@ -371,10 +397,31 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
         // the same input with the same words.
         build_skb(&mut SkBuff::default(), data, recipe, false)
             .map_err(|e| input_err(format!("frame {index}: {}", e.0)))?;
-        if let (false, Some(tpid)) = (recipe.vlan_hwaccel, outer_vlan_tpid(data)) {
-            return Err(ArmError::Unsupported(format!(
-                "frame {index}: skb.vlan = \"inband\" with an outer {tpid:#06x} tag; the receive path always moves that tag out of band"
-            )));
+        match (direct, recipe.vlan_hwaccel, outer_vlan_tpid(data)) {
+            (false, false, Some(tpid)) => {
+                return Err(ArmError::Unsupported(format!(
+                    "frame {index}: skb.vlan = \"inband\" with an outer {tpid:#06x} tag; the receive path always moves that tag out of band"
+                )))
+            }
+            (true, true, Some(tpid)) => {
+                return Err(ArmError::Unsupported(format!(
+                    "frame {index}: attach = \"direct\" with an outer {tpid:#06x} tag: AF_PACKET keeps it in-band; set skb.vlan = \"inband\""
+                )))
+            }
+            _ => {}
+        }
+        run.observer.before_frame(ns, index, ts, &mut run.notes)?;
+        if let Some(sock) = &run.inject {
+            let n = sock.send(data)?;
+            if n != data.len() {
+                return Err(ArmError::Kernel(KernelError::new(
+                    format!("AF_PACKET send of frame {index} on {DUT_NAME}"),
+                    Cause::Protocol(format!("short send: {n} of {} bytes", data.len())),
+                )));
+            }
+            frames += 1;
+            run.after_write(ns, index, ts, Duration::ZERO)?;
+            continue;
         }
         let (hdr, linear) = writer_header(data, recipe, index).map_err(input_err)?;
         let kind = WriterKind::for_recipe(recipe);
@@ -418,22 +465,12 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
             )));
         }
         frames += 1;
-        let now = ns.rtnl().stats(run.dut.ifindex())?;
-        if now.tx_dropped > run.last.tx_dropped {
-            run.events.push(Event::XmitDropped {
-                frame: index,
-                ts_ns: ts,
-                stats: tun_stats(&now),
-            });
+        let settle = if kind == WriterKind::Plain {
+            Duration::ZERO
         } else {
-            run.pending.push_back((index, ts));
-        }
-        run.last = now;
-        run.since_read += 1;
-        if run.since_read >= scenario.reader.read_every {
-            run.since_read = 0;
-            run.drain(ns)?;
-        }
+            NAPI_SETTLE
+        };
+        run.after_write(ns, index, ts, settle)?;
     }
     run.drain(ns)?;
     let stats = tun_stats(&ns.rtnl().stats(run.dut.ifindex())?);
@@ -453,14 +490,62 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
 }
 
 impl Replay<'_> {
+    /// After frame `index` was written: whether it reached B (waiting up to `settle`),
+    /// whether B's ring took it, then the reads the plan asks for.
+    fn after_write(
+        &mut self,
+        ns: &mut Netns,
+        index: u64,
+        ts: u64,
+        settle: Duration,
+    ) -> Result<(), ArmError> {
+        let arrived = self.observer.arrived(settle)?;
+        if arrived > 1 {
+            self.notes.push(format!(
+                "frame {index}: {arrived} frames reached {DUT_NAME} for one write"
+            ));
+        }
+        let now = ns.rtnl().stats(self.dut.ifindex())?;
+        if arrived == 0 {
+            self.events.push(Event::BridgeDropped {
+                frame: index,
+                ts_ns: ts,
+                reason: None,
+                stats: tun_stats(&now),
+            });
+        } else if now.tx_dropped > self.last.tx_dropped {
+            self.events.push(Event::XmitDropped {
+                frame: index,
+                ts_ns: ts,
+                stats: tun_stats(&now),
+            });
+        } else {
+            self.pending.push_back((index, ts));
+        }
+        self.last = now;
+        self.since_read += 1;
+        if self.since_read >= self.scenario.reader.read_every {
+            self.since_read = 0;
+            self.drain(ns)?;
+        }
+        Ok(())
+    }
+
     /// Read B until `EAGAIN`, one [`Event::Read`] per read.
     fn drain(&mut self, ns: &mut Netns) -> Result<(), ArmError> {
         let plan = &self.scenario.reader;
         let dev = &self.scenario.device;
         let poll_op = || format!("poll on {DUT_NAME}");
-        if !self.pending.is_empty() {
+        // Every pending frame was seen entering B's xmit, so B is readable; a NAPI
+        // writer's frame may still be one softirq away (see tun_read_path).
+        if !self.pending.is_empty()
+            && !self
+                .dut
+                .wait_readable(Duration::ZERO)
+                .map_err(|e| kerr(poll_op(), e))?
+        {
             self.dut
-                .wait_readable(FORWARD_WAIT)
+                .wait_readable(NAPI_SETTLE)
                 .map_err(|e| kerr(poll_op(), e))?;
         }
         // A backstop against a read that neither consumes nor fails.
@@ -534,53 +619,5 @@ impl Replay<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// 802.1Q vid 100, IPv4/UDP, 8-byte payload.
-    fn tagged_udp() -> Vec<u8> {
-        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x81, 0, 0, 100, 8, 0];
-        f.extend_from_slice(&[0x45, 0, 0, 36, 0, 1, 0x40, 0, 64, 17, 0, 0]);
-        f.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
-        f.extend_from_slice(&[0x13, 0x88, 0x13, 0x89, 0, 16, 0, 0]);
-        f.extend_from_slice(&[0xab; 8]);
-        f
-    }
-
-    #[test]
-    fn writer_header_counts_offsets_in_the_frame_as_written() {
-        let f = tagged_udp();
-        let r = SkbRecipe {
-            vlan_hwaccel: true,
-            checksum: IpSummed::Partial,
-            gso: GsoKind::UdpL4,
-            gso_size: 4,
-            headlen: Some(None),
-            ..SkbRecipe::default()
-        };
-        let (h, linear) = writer_header(&f, &r, 0).unwrap();
-        assert_eq!((h.flags, h.csum_start, h.csum_offset), (1, 38, 6));
-        assert_eq!((h.gso_type, h.gso_size, h.hdr_len), (5, 4, 46));
-        assert_eq!(linear, Some(46));
-        assert_eq!(WriterKind::for_recipe(&r), WriterKind::Frags);
-        let r = SkbRecipe {
-            headlen: Some(Some(20)),
-            ..r
-        };
-        assert_eq!(writer_header(&f, &r, 0).unwrap().1, Some(24));
-        let plain = SkbRecipe {
-            vlan_hwaccel: true,
-            ..SkbRecipe::default()
-        };
-        assert_eq!(
-            writer_header(&f, &plain, 0).unwrap().0,
-            VirtioNetHdr::default()
-        );
-        assert_eq!(WriterKind::for_recipe(&plain), WriterKind::Plain);
-        let valid = SkbRecipe {
-            checksum: IpSummed::Unnecessary,
-            ..plain
-        };
-        assert_eq!(WriterKind::for_recipe(&valid), WriterKind::Gro);
-    }
-}
+#[path = "tun_read_tests.rs"]
+mod tests;

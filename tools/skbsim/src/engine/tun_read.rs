@@ -59,6 +59,7 @@ impl<'s> TunReadRender<'s> {
             match e {
                 Event::XmitDropped { .. } => self.counts.drops += 1,
                 Event::Read(_) => self.counts.reads += 1,
+                Event::BridgeDropped { .. } => self.counts.bridge_drops += 1,
             }
         }
         if sinks.json.on() {
@@ -91,6 +92,7 @@ impl<'s> TunReadRender<'s> {
                 "event": "totals",
                 "reads": self.counts.reads,
                 "xmit_drops": self.counts.drops,
+                "bridge_drops": self.counts.bridge_drops,
                 "counters": sim::trace::stats_json(stats),
             }))?;
         }
