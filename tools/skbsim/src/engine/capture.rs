@@ -221,6 +221,7 @@ impl CaptureOut {
     ) -> Result<(), CliError> {
         if let Some(w) = self.writer.as_mut() {
             let orig = u32::try_from(orig_len.max(data.len())).unwrap_or(u32::MAX);
+            let comment = comment.filter(|c| !c.is_empty());
             w.write_packet(point, ts_ns, data, orig, comment)?;
         }
         if let Some(g) = self.golden.as_mut() {
