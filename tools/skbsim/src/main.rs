@@ -31,7 +31,7 @@ enum Command {
     /// Rewrite the goldens of the given scenarios from a fresh replay (atomic writes).
     Bless(suite::RunArgs),
     /// Replay one pcap through a pipeline with flags instead of a scenario file.
-    Replay(replay::ReplayArgs),
+    Replay(Box<replay::ReplayArgs>),
     /// Compare two traces (.snap/.txt) or two pcaps field by field.
     Diff {
         left: PathBuf,

@@ -168,7 +168,7 @@ mod tests {
                 break;
             }
         }
-        let e = failed.map_or_else(|| w.finish().unwrap_err(), |e| e);
+        let e = failed.unwrap_or_else(|| w.finish().unwrap_err());
         assert_eq!(e.to_string(), "disk full");
     }
 }
