@@ -1,0 +1,126 @@
+//! `skbsim lab --kernel-dir`: a local kernel build (bzImage + `make modules_install
+//! INSTALL_MOD_PATH=` tree) boots like a Debian one. The tree is made from the files of
+//! Debian's 6.12 cloud kernel package (`skbsim lab fetch --kernel 6.12` unpacks it into the
+//! lab cache; CI's ci/lab.sh has done so before the tests run): its vmlinuz as
+//! `arch/x86/boot/bzImage`, its `lib/modules/<release>` (xz-compressed modules) beside.
+//! Needs root (apt, and the guest's arms), like the rest of the lab; boots QEMU once.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn skbsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skbsim"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .expect("run skbsim")
+}
+
+fn root_or_skip() -> bool {
+    let Err(reason) = skbsim_kernel::privileges_ok() else {
+        return true;
+    };
+    if std::env::var_os("CI").is_some() {
+        panic!("CI must run the lab tests: {reason}");
+    }
+    eprintln!("skipped: {reason}");
+    false
+}
+
+/// Copy `from` to `to` recursively (regular files and directories).
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&src, &dst);
+        } else if e.file_type().unwrap().is_file() {
+            fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// A kernel-dir tree from the cached Debian 6.12 package: (tree, release).
+fn tree_from_debian_612(name: &str) -> (PathBuf, String) {
+    let out = skbsim(&["lab", "fetch", "--kernel", "6.12", "--json"]);
+    assert!(
+        out.status.success(),
+        "lab fetch --kernel 6.12: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("fetch --json");
+    let release = v["setup"]["guest_kernel"].as_str().unwrap().to_string();
+    let cache = PathBuf::from(v["setup"]["cache"].as_str().unwrap());
+    let package = cache.join("kernels").join(format!("linux-image-{release}"));
+    assert!(package.is_dir(), "{} missing", package.display());
+    let tree = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = fs::remove_dir_all(&tree);
+    fs::create_dir_all(tree.join("arch/x86/boot")).unwrap();
+    fs::copy(
+        package.join(format!("boot/vmlinuz-{release}")),
+        tree.join("arch/x86/boot/bzImage"),
+    )
+    .unwrap();
+    copy_tree(
+        &package.join("lib/modules").join(&release),
+        &tree.join("lib/modules").join(&release),
+    );
+    (tree, release)
+}
+
+#[test]
+fn kernel_dir_from_debian_package_files_boots_and_conforms() {
+    if !root_or_skip() {
+        return;
+    }
+    let (tree, release) = tree_from_debian_612("kdir-612");
+    // vnet12-pad tells 6.12 (padding skipped) from 6.18 (zeroed): it passes only if the
+    // release read from the bzImage picked linux-6.12. batch-64 loads vhost_net (and its
+    // dependencies) from the local tree's .ko.xz files.
+    let out = skbsim(&[
+        "lab",
+        "conform",
+        "--json",
+        "--kernel-dir",
+        tree.to_str().unwrap(),
+        "scenarios/tun-read/vnet12-pad.toml",
+        "scenarios/vhost-tx/batch-64.toml",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "lab conform --kernel-dir: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout).expect("conform --json");
+    assert_eq!(v["guest_kernel"], release.as_str());
+    assert_eq!(v["passed"], 2, "{v}");
+    let source = v["setup"]["kernel_source"].as_str().unwrap();
+    assert!(source.starts_with("local build "), "{source}");
+}
+
+#[test]
+fn kernel_dir_without_matching_modules_is_a_one_line_error() {
+    if !root_or_skip() {
+        return;
+    }
+    let (tree, release) = tree_from_debian_612("kdir-612-nomods");
+    fs::rename(
+        tree.join("lib/modules").join(&release),
+        tree.join("lib/modules/6.12.0-other"),
+    )
+    .unwrap();
+    let out = skbsim(&["lab", "fetch", "--kernel-dir", tree.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("lab kernel dir")
+            && err.contains(&format!("the bzImage is {release}"))
+            && err.contains("6.12.0-other"),
+        "{err}"
+    );
+}
