@@ -124,3 +124,87 @@ fn kernel_dir_without_matching_modules_is_a_one_line_error() {
         "{err}"
     );
 }
+
+/// scenarios/kernel-patches/tun-zero-vnet-pad-6.1.patch turns tun_put_user's skip of the
+/// vnet header padding into a zero fill (what 4adf74971018 did in v6.15). Rebuilt into
+/// tun.ko and loaded in the 6.1 guest, it must change exactly the tun-read scenarios
+/// whose vnet_hdr_sz exceeds the header (12 and 24: vnet12-pad, vnet24-pi,
+/// vlan-8021q-vnet12), first at their `vnet_pad` field, and linux-6.18's rule (zeroed
+/// padding) must predict each.
+#[test]
+fn patched_tun_changes_only_the_padding_as_the_patch_implies() {
+    if !root_or_skip() {
+        return;
+    }
+    let out = skbsim(&[
+        "lab",
+        "diff",
+        "--json",
+        "--kernel",
+        "6.1",
+        "--patch",
+        "scenarios/kernel-patches/tun-zero-vnet-pad-6.1.patch",
+        "--profile-b",
+        "linux-6.18",
+        "scenarios/tun-read",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "lab diff --patch: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout).expect("diff --json");
+    assert_eq!(v["b"]["setup"]["patch"]["modules"], serde_json::json!(["tun"]));
+    let mut changed: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r["real"].is_null())
+        .map(|r| {
+            assert_eq!(r["real"]["field"], "vnet_pad", "{r}");
+            assert!(r["real"]["b"].as_str().unwrap().ends_with("bytes zero"), "{r}");
+            assert_eq!(r["verdict"], "predicted", "{r}");
+            r["scenario"].as_str().unwrap()
+        })
+        .collect();
+    changed.sort();
+    assert_eq!(
+        changed,
+        [
+            "tun-read/vlan-8021q-vnet12",
+            "tun-read/vnet12-pad",
+            "tun-read/vnet24-pi"
+        ]
+    );
+    assert!(v["same"].as_u64().unwrap() >= 30, "{v}");
+}
+
+#[test]
+fn patch_to_built_in_code_is_a_clear_error() {
+    if !root_or_skip() {
+        return;
+    }
+    let patch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("eth-builtin.patch");
+    fs::write(
+        &patch,
+        "--- a/net/ethernet/eth.c\n+++ b/net/ethernet/eth.c\n@@ -1,1 +1,1 @@\n-x\n+y\n",
+    )
+    .unwrap();
+    let out = skbsim(&[
+        "lab",
+        "conform",
+        "--kernel",
+        "6.1",
+        "--patch",
+        patch.to_str().unwrap(),
+        "scenarios/tun-read/vnet10.toml",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("lab patch: net/ethernet/eth.c is built into 6.1.")
+            && err.contains("a module rebuild cannot change it"),
+        "{err}"
+    );
+}

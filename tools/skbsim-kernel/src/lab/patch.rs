@@ -423,41 +423,13 @@ pub fn rebuild(
             .map_err(|e| err(format!("{}: {e}", hdr.display())))?,
     );
     let src = source_dirs(cache, &series(&kernel.kver), version, &dirs, progress)?;
-    // The patched copy of those directories, mirroring the source tree for `patch -p1`.
-    let build = out_dir.join("build");
-    let _ = fs::remove_dir_all(&build);
-    for d in &dirs {
-        copy_files(&src.join(d), &build.join("src").join(d))?;
-    }
-    progress("patch -p1");
-    run(
-        &format!("patch -p1 < {}", patch.display()),
-        Command::new("patch")
-            .args([
-                "-p1",
-                "--batch",
-                "--forward",
-                "--no-backup-if-mismatch",
-                "-d",
-            ])
-            .arg(build.join("src"))
-            .arg("-i")
-            .arg(fs::canonicalize(patch).map_err(|e| err(e.to_string()))?),
-    )
-    .map_err(|e| {
-        err(format!(
-            "{} does not apply to linux-source {version}: {}",
-            patch.display(),
-            e.message
-        ))
-    })?;
     let index = ModuleIndex::load(&kernel.modules)?;
     let mut rules: BTreeMap<String, (String, ModuleRule)> = BTreeMap::new();
     for f in &c_files {
         let (dir, base) = f.rsplit_once('/').unwrap_or(("", f));
         let object = format!("{}.o", base.trim_end_matches(".c"));
         let mk =
-            fs::read_to_string(build.join("src").join(dir).join("Makefile")).unwrap_or_default();
+            fs::read_to_string(src.join(dir).join("Makefile")).unwrap_or_default();
         let rule = module_rule(&mk, &object).ok_or_else(|| {
             err(format!(
                 "{f}: {dir}/Makefile builds no {object}; cannot tell which module holds it"
@@ -491,6 +463,34 @@ pub fn rebuild(
         }
         rules.insert(rule.module.clone(), (dir.to_string(), rule));
     }
+    // The patched copy of those directories, mirroring the source tree for `patch -p1`.
+    let build = out_dir.join("build");
+    let _ = fs::remove_dir_all(&build);
+    for d in &dirs {
+        copy_files(&src.join(d), &build.join("src").join(d))?;
+    }
+    progress("patch -p1");
+    run(
+        &format!("patch -p1 < {}", patch.display()),
+        Command::new("patch")
+            .args([
+                "-p1",
+                "--batch",
+                "--forward",
+                "--no-backup-if-mismatch",
+                "-d",
+            ])
+            .arg(build.join("src"))
+            .arg("-i")
+            .arg(fs::canonicalize(patch).map_err(|e| err(e.to_string()))?),
+    )
+    .map_err(|e| {
+        err(format!(
+            "{} does not apply to linux-source {version}: {}",
+            patch.display(),
+            e.message
+        ))
+    })?;
     fs::create_dir_all(&out_dir).map_err(|e| err(e.to_string()))?;
     let mut modules = Vec::new();
     for (name, (dir, rule)) in &rules {
