@@ -27,6 +27,11 @@ for k in 6.1 6.12; do
   echo "== lab: conform every scenario the guest kernel $k can run"
   timed skbsim lab conform --kernel "$k" scenarios
 done
+echo "== lab: a tun.c patch rebuilt into tun.ko for 6.1: what it changes for userspace, and the model's prediction"
+# Cold: linux-source-6.1 (140 MB), the headers and one module build, about 30 s; the
+# module is cached per (kernel, patch), so a warm run only boots the two guests.
+timed skbsim lab diff --kernel 6.1 --patch scenarios/kernel-patches/tun-zero-vnet-pad-6.1.patch \
+  --profile-b linux-6.18 scenarios/tun-read
 echo "== lab: 802.1Q device over a tap"
 skbsim lab vlan
 echo "== lab: gretap between two namespaces"

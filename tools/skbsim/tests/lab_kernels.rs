@@ -32,13 +32,13 @@ fn root_or_skip() -> bool {
 
 /// Copy `from` to `to` recursively (regular files and directories).
 fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap().flatten() {
+    fs::create_dir_all(to).expect("lab test setup");
+    for e in fs::read_dir(from).expect("lab test setup").flatten() {
         let (src, dst) = (e.path(), to.join(e.file_name()));
-        if e.file_type().unwrap().is_dir() {
+        if e.file_type().expect("lab test setup").is_dir() {
             copy_tree(&src, &dst);
-        } else if e.file_type().unwrap().is_file() {
-            fs::copy(&src, &dst).unwrap();
+        } else if e.file_type().expect("lab test setup").is_file() {
+            fs::copy(&src, &dst).expect("lab test setup");
         }
     }
 }
@@ -52,18 +52,21 @@ fn tree_from_debian_612(name: &str) -> (PathBuf, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: Value = serde_json::from_slice(&out.stdout).expect("fetch --json");
-    let release = v["setup"]["guest_kernel"].as_str().unwrap().to_string();
-    let cache = PathBuf::from(v["setup"]["cache"].as_str().unwrap());
+    let release = v["setup"]["guest_kernel"]
+        .as_str()
+        .expect("lab test setup")
+        .to_string();
+    let cache = PathBuf::from(v["setup"]["cache"].as_str().expect("lab test setup"));
     let package = cache.join("kernels").join(format!("linux-image-{release}"));
     assert!(package.is_dir(), "{} missing", package.display());
     let tree = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = fs::remove_dir_all(&tree);
-    fs::create_dir_all(tree.join("arch/x86/boot")).unwrap();
+    fs::create_dir_all(tree.join("arch/x86/boot")).expect("lab test setup");
     fs::copy(
         package.join(format!("boot/vmlinuz-{release}")),
         tree.join("arch/x86/boot/bzImage"),
     )
-    .unwrap();
+    .expect("lab test setup");
     copy_tree(
         &package.join("lib/modules").join(&release),
         &tree.join("lib/modules").join(&release),
@@ -155,7 +158,10 @@ fn patched_tun_changes_only_the_padding_as_the_patch_implies() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: Value = serde_json::from_str(&stdout).expect("diff --json");
-    assert_eq!(v["b"]["setup"]["patch"]["modules"], serde_json::json!(["tun"]));
+    assert_eq!(
+        v["b"]["setup"]["patch"]["modules"],
+        serde_json::json!(["tun"])
+    );
     let mut changed: Vec<&str> = v["results"]
         .as_array()
         .unwrap()
@@ -163,7 +169,10 @@ fn patched_tun_changes_only_the_padding_as_the_patch_implies() {
         .filter(|r| !r["real"].is_null())
         .map(|r| {
             assert_eq!(r["real"]["field"], "vnet_pad", "{r}");
-            assert!(r["real"]["b"].as_str().unwrap().ends_with("bytes zero"), "{r}");
+            assert!(
+                r["real"]["b"].as_str().unwrap().ends_with("bytes zero"),
+                "{r}"
+            );
             assert_eq!(r["verdict"], "predicted", "{r}");
             r["scenario"].as_str().unwrap()
         })

@@ -1,6 +1,7 @@
-//! Fetching the guest kernel, QEMU and busybox through the system package manager without
-//! installing anything: `apt-get download` into `<cache>/debs`, `dpkg-deb -x` into
-//! `<cache>/root`, then the .debs are deleted. Nothing on the host is upgraded, removed or
+//! Fetching QEMU and busybox (and, through [`download_unpack`], the guest kernels of
+//! `kernel.rs` and the sources of `patch.rs`) through the system package manager without
+//! installing anything: `apt-get download` into `<cache>/debs-<tag>`, `dpkg-deb -x` into
+//! `<cache>/tools`, then the .debs are deleted. Nothing on the host is upgraded, removed or
 //! configured (installing Debian 12's qemu-system-x86 would remove a newer qemu-utils).
 //!
 //! QEMU's shared libraries: the closure of `Depends`/`Pre-Depends` is walked from the QEMU

@@ -408,9 +408,9 @@ pub fn rebuild(
         .collect();
     for f in &files {
         let dir = f.rsplit_once('/').map_or("", |(d, _)| d);
-        if !f.ends_with(".c")
-            && !(f.ends_with(".h") && c_files.iter().any(|c| c.starts_with(&format!("{dir}/"))))
-        {
+        let beside_c =
+            f.ends_with(".h") && c_files.iter().any(|c| c.starts_with(&format!("{dir}/")));
+        if !(f.ends_with(".c") || beside_c) {
             return Err(err(format!(
                 "{} touches {f}: only .c files of modules (and headers beside them) can be rebuilt",
                 patch.display()
@@ -428,8 +428,7 @@ pub fn rebuild(
     for f in &c_files {
         let (dir, base) = f.rsplit_once('/').unwrap_or(("", f));
         let object = format!("{}.o", base.trim_end_matches(".c"));
-        let mk =
-            fs::read_to_string(src.join(dir).join("Makefile")).unwrap_or_default();
+        let mk = fs::read_to_string(src.join(dir).join("Makefile")).unwrap_or_default();
         let rule = module_rule(&mk, &object).ok_or_else(|| {
             err(format!(
                 "{f}: {dir}/Makefile builds no {object}; cannot tell which module holds it"
