@@ -19,6 +19,10 @@ fn skbsim(args: &[&str]) -> Output {
         .expect("run skbsim")
 }
 
+/// One lab at a time: the tests share the cache (a cold one is filled by the first) and
+/// two TCG guests at once would only slow each other down.
+static LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn root_or_skip() -> bool {
     let Err(reason) = skbsim_kernel::privileges_ok() else {
         return true;
@@ -79,6 +83,7 @@ fn kernel_dir_from_debian_package_files_boots_and_conforms() {
     if !root_or_skip() {
         return;
     }
+    let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let (tree, release) = tree_from_debian_612("kdir-612");
     // vnet12-pad tells 6.12 (padding skipped) from 6.18 (zeroed): it passes only if the
     // release read from the bzImage picked linux-6.12. batch-64 loads vhost_net (and its
@@ -110,6 +115,7 @@ fn kernel_dir_without_matching_modules_is_a_one_line_error() {
     if !root_or_skip() {
         return;
     }
+    let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let (tree, release) = tree_from_debian_612("kdir-612-nomods");
     fs::rename(
         tree.join("lib/modules").join(&release),
@@ -139,6 +145,7 @@ fn patched_tun_changes_only_the_padding_as_the_patch_implies() {
     if !root_or_skip() {
         return;
     }
+    let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let out = skbsim(&[
         "lab",
         "diff",
@@ -194,6 +201,7 @@ fn patch_to_built_in_code_is_a_clear_error() {
     if !root_or_skip() {
         return;
     }
+    let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let patch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("eth-builtin.patch");
     fs::write(
         &patch,
