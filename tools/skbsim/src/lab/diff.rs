@@ -262,7 +262,7 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
                     v["field"].as_str().unwrap_or("")
                 ),
             };
-            if r["verdict"] == "skipped" {
+            if r["verdict"] == "skipped" || r["verdict"] == "same" {
                 continue;
             }
             println!(
