@@ -32,6 +32,13 @@ echo "== lab: a tun.c patch rebuilt into tun.ko for 6.1: what it changes for use
 # module is cached per (kernel, patch), so a warm run only boots the two guests.
 timed skbsim lab diff --kernel 6.1 --patch scenarios/kernel-patches/tun-zero-vnet-pad-6.1.patch \
   --profile-b linux-6.18 scenarios/tun-read
+echo "== lab: the seeds' before states as 6.1 module patches, against the old profiles"
+# vhost_net without XDP batching (4.19): the model says 4.19 and 4.20 look the same to
+# userspace; tun XDP_TX through the device xmit (4.16): the read-back as 4.16 vs 4.19.
+timed skbsim lab diff --kernel 6.1 --patch scenarios/kernel-patches/vhost-net-no-xdp-batching-6.1.patch \
+  --profile-a linux-4.20 --profile-b linux-4.19 scenarios/vhost-tx
+timed skbsim lab diff --kernel 6.1 --patch scenarios/kernel-patches/tun-xdp-tx-generic-6.1.patch \
+  --profile-a linux-4.19 --profile-b linux-4.16 scenarios/tap-write
 echo "== lab: 802.1Q device over a tap"
 skbsim lab vlan
 echo "== lab: gretap between two namespaces"

@@ -312,7 +312,8 @@ fn tools(root: &Path, fetched: bool, fetch_time: Duration) -> Result<Tools, LabE
 
 /// QEMU and busybox in `<cache>/tools`, fetched first unless a complete tree is there.
 /// `progress` is told each step. (A cache from before per-kernel caches kept everything
-/// in `<cache>/root`; it is removed once the new tree is complete.)
+/// in `<cache>/root`; it is left alone, as an older skbsim sharing the cache still reads
+/// it.)
 pub fn prepare(cache: &Path, progress: &dyn Fn(&str)) -> Result<Tools, LabError> {
     let root = cache.join("tools");
     if stamp_of(&root).is_some() {
@@ -343,10 +344,6 @@ pub fn prepare(cache: &Path, progress: &dyn Fn(&str)) -> Result<Tools, LabError>
     let partial = tools(&tmp, true, Duration::ZERO)?;
     check_qemu_libs(&partial)?;
     commit_tree(&tmp, &root, &stamp)?;
-    let legacy = cache.join("root");
-    if stamp_of(&legacy).is_some() {
-        let _ = fs::remove_dir_all(&legacy);
-    }
     tools(&root, true, start.elapsed())
 }
 

@@ -324,7 +324,9 @@ fn source_dirs(
         .arg(&tree)
         .arg("-xJf")
         .arg(&tarball)
-        .args(["--wildcards", "--no-wildcards-match-slash"]);
+        // The files of each directory, not its subdirectories (drivers/net/ethernet alone
+        // is 130 MB): a module's sources sit beside its Makefile.
+        .args(["--wildcards", "--no-wildcards-match-slash", "--no-recursion"]);
     for d in &missing {
         cmd.arg(format!("linux-source-{series}/{d}/*"));
     }
