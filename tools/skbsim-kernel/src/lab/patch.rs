@@ -326,7 +326,11 @@ fn source_dirs(
         .arg(&tarball)
         // The files of each directory, not its subdirectories (drivers/net/ethernet alone
         // is 130 MB): a module's sources sit beside its Makefile.
-        .args(["--wildcards", "--no-wildcards-match-slash", "--no-recursion"]);
+        .args([
+            "--wildcards",
+            "--no-wildcards-match-slash",
+            "--no-recursion",
+        ]);
     for d in &missing {
         cmd.arg(format!("linux-source-{series}/{d}/*"));
     }
