@@ -110,7 +110,7 @@ fn ignored(s: &Scenario) -> Vec<&'static str> {
 /// `key value key value ...` (a counters field) as pairs, or None.
 fn pairs(v: &str) -> Option<Vec<(&str, &str)>> {
     let w: Vec<&str> = v.split_whitespace().collect();
-    if w.is_empty() || w.len() % 2 != 0 {
+    if w.is_empty() || !w.len().is_multiple_of(2) {
         return None;
     }
     let p: Vec<(&str, &str)> = w.chunks(2).map(|c| (c[0], c[1])).collect();
