@@ -225,3 +225,51 @@ fn patch_to_built_in_code_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// `lab kernels` lists what `--kernel 6.1` and `--kernel 6.12` resolve to, every build of
+/// each, and the cached ones (6.12 is cached by the fetch above).
+#[test]
+fn lab_kernels_lists_both_series_and_the_cache() {
+    if !root_or_skip() {
+        return;
+    }
+    let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let fetched = skbsim(&["lab", "fetch", "--kernel", "6.12", "--json"]);
+    assert!(fetched.status.success());
+    let out = skbsim(&["lab", "kernels", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("kernels --json");
+    for series in ["6.1", "6.12"] {
+        let r = v["resolves"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kernel"] == series)
+            .unwrap_or_else(|| panic!("{series} not offered: {v}"));
+        let package = r["package"].as_str().unwrap();
+        assert!(
+            package.starts_with(&format!("linux-image-{series}."))
+                && package.ends_with("-cloud-amd64"),
+            "{package}"
+        );
+        assert!(
+            v["available"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k["package"] == package && k["series"] == series),
+            "{package} not among the available builds"
+        );
+    }
+    let cached: Vec<&str> = v["cached"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["release"].as_str().unwrap())
+        .collect();
+    assert!(cached.iter().any(|r| r.starts_with("6.12.")), "{cached:?}");
+}
