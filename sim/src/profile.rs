@@ -169,6 +169,27 @@ pub const LINUX_6_1: KernelProfile = KernelProfile {
     vhost: LINUX_6_18.vhost,
 };
 
+/// Linux 6.12, Debian's 6.12 cloud kernel in `skbsim lab` (`--kernel 6.12`), derived from
+/// what that guest shows against 6.18 (every other tun-read, tap-write, tap-gro and vhost-tx
+/// scenario agrees with 6.18's rules):
+/// - vnet header padding skipped, not zeroed: 4adf74971018 "tun: Pad virtio headers" is
+///   v6.15 (`vnet12-pad`, `vnet24-pi`, `vlan-8021q-vnet12`, `xdp-tx-native-vnet12`,
+///   `xdp-tx-batched` read the reader's 0xee fill);
+/// - GRO's IP ID and CWR rules from before 6.18 ([`crate::gro::rules::GRO_LINUX_6_12`]).
+///
+/// Unlike 6.1 it has tun USO (v6.2; `gso-udp-l4` runs and agrees) and the v6.8 outer VXLAN
+/// checksum fix.
+pub const LINUX_6_12: KernelProfile = KernelProfile {
+    name: "linux-6.12",
+    tun_read: TunReadRules {
+        vnet_pad_zero: false,
+        ..LINUX_6_18.tun_read
+    },
+    tun_write: LINUX_6_18.tun_write,
+    gro: crate::gro::rules::GRO_LINUX_6_12,
+    vhost: LINUX_6_18.vhost,
+};
+
 /// Linux 4.20: 4.19 plus vhost_net's XDP batching with tun's TUN_MSG_PTR (v4.20) and
 /// "tuntap: split out XDP logic", whose tun_build_skb prepares metadata.
 pub const LINUX_4_20: KernelProfile = KernelProfile {
@@ -223,8 +244,8 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
 };
 
 /// Every profile, default first.
-pub const PROFILES: [KernelProfile; 6] = [
-    LINUX_6_18, LINUX_6_1, LINUX_4_20, LINUX_4_19, LINUX_4_16, LINUX_3_12,
+pub const PROFILES: [KernelProfile; 7] = [
+    LINUX_6_18, LINUX_6_12, LINUX_6_1, LINUX_4_20, LINUX_4_19, LINUX_4_16, LINUX_3_12,
 ];
 
 impl KernelProfile {
@@ -271,8 +292,39 @@ mod tests {
         assert_eq!(KernelProfile::by_name("linux-3.12").unwrap(), LINUX_3_12);
         let err = KernelProfile::by_name("linux-2.6").unwrap_err().to_string();
         assert!(
-            err.contains("linux-6.18, linux-6.1, linux-4.20, linux-4.19, linux-4.16, linux-3.12"),
+            err.contains(
+                "linux-6.18, linux-6.12, linux-6.1, linux-4.20, linux-4.19, linux-4.16, linux-3.12"
+            ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn linux_6_12_differs_from_6_18_only_where_the_guest_did() {
+        // The 6.12 guest disagreed with 6.18 on the vnet padding and on two GRO rules
+        // (fixed IP ID without DF, CWR); everything else must stay 6.18's.
+        let t = LINUX_6_12;
+        assert!(!t.tun_read.vnet_pad_zero && LINUX_6_18.tun_read.vnet_pad_zero);
+        assert_eq!(
+            TunReadRules {
+                vnet_pad_zero: true,
+                ..t.tun_read
+            },
+            LINUX_6_18.tun_read
+        );
+        assert_eq!(t.tun_write, LINUX_6_18.tun_write);
+        assert_eq!(t.vhost, LINUX_6_18.vhost);
+        assert_eq!(
+            crate::gro::GroRules {
+                ip_id: LINUX_6_18.gro.ip_id,
+                cwr_in_flag_xor: LINUX_6_18.gro.cwr_in_flag_xor,
+                cwr_gso: LINUX_6_18.gro.cwr_gso,
+                ..t.gro
+            },
+            LINUX_6_18.gro
+        );
+        // Where it is not 6.1: USO on tap (v6.2) and the v6.8 outer UDP checksum.
+        assert!(t.tun_read.uso_on_read && !LINUX_6_1.tun_read.uso_on_read);
+        assert_ne!(t.gro.udp_complete_iph, LINUX_6_1.gro.udp_complete_iph);
     }
 }

@@ -122,6 +122,24 @@ pub const GRO_LINUX_6_1: GroRules = GroRules {
     ..GRO_LINUX_6_18
 };
 
+/// Linux 6.12, Debian's 6.12 cloud kernel in `skbsim lab` (seen in the guest): 6.18's engine
+/// (network_offsets since v6.8, so the outer VXLAN checksum is right) with the IP ID and CWR
+/// rules from before two 6.18 changes:
+/// - 21f7484220ac "net: gro: only merge packets with incrementing or fixed outer ids" and
+///   f095a358faf2 "net: gro: remove unnecessary df checks": before them a fixed ID needs DF
+///   (tap-gro `ip-id-fixed-nodf-6.18` is not merged in the guest); `Atomic419` is the
+///   modelled rule that gives that answer.
+/// - ab4c8b6f7fcb "gro: flushing when CWR is set negatively affects AccECN": before it CWR
+///   is masked out of the flag XOR and a CWR segment flushes the held one after merging
+///   (`tcp-flags-cwr`: the guest delivers 2854 + 4254 with TCPV4|TCP_ECN), and the AccECN
+///   series' SKB_GSO_TCP_ACCECN does not exist yet.
+pub const GRO_LINUX_6_12: GroRules = GroRules {
+    ip_id: IpIdRule::Atomic419,
+    cwr_in_flag_xor: false,
+    cwr_gso: CwrGso::TcpEcn,
+    ..GRO_LINUX_6_18
+};
+
 /// Linux 3.12 ([3.12]): no GRE or UDP-tunnel GRO yet, no ETH_P_TEB handler, no flush
 /// timeout, no IFF_NAPI (tap-gro runs its engine as a NAPI driver would drive it).
 pub const GRO_LINUX_3_12: GroRules = GroRules {

@@ -1,6 +1,7 @@
-//! Fetching the guest kernel, QEMU and busybox through the system package manager without
-//! installing anything: `apt-get download` into `<cache>/debs`, `dpkg-deb -x` into
-//! `<cache>/root`, then the .debs are deleted. Nothing on the host is upgraded, removed or
+//! Fetching QEMU and busybox (and, through [`download_unpack`], the guest kernels of
+//! `kernel.rs` and the sources of `patch.rs`) through the system package manager without
+//! installing anything: `apt-get download` into `<cache>/debs-<tag>`, `dpkg-deb -x` into
+//! `<cache>/tools`, then the .debs are deleted. Nothing on the host is upgraded, removed or
 //! configured (installing Debian 12's qemu-system-x86 would remove a newer qemu-utils).
 //!
 //! QEMU's shared libraries: the closure of `Depends`/`Pre-Depends` is walked from the QEMU
@@ -16,8 +17,6 @@ use std::time::{Duration, Instant};
 
 use super::LabError;
 
-/// The metapackage that names the current Debian cloud kernel.
-pub const KERNEL_META: &str = "linux-image-cloud-amd64";
 /// QEMU's packages (qemu-system-common carries the TCG accelerator module).
 pub const QEMU_PACKAGES: [&str; 4] = [
     "qemu-system-x86",
@@ -32,17 +31,11 @@ pub const BUSYBOX_PACKAGE: &str = "busybox-static";
 /// line. Its presence means the tree is complete.
 const STAMP: &str = ".skbsim-lab-packages";
 
-/// What a guest boot needs, all inside the cache.
+/// QEMU and busybox, inside the cache (shared by every guest kernel).
 #[derive(Debug, Clone)]
-pub struct Artefacts {
-    /// `<cache>/root`: every package unpacked.
+pub struct Tools {
+    /// `<cache>/tools`: every package unpacked.
     pub root: PathBuf,
-    /// The guest kernel release (`6.1.0-57-cloud-amd64`).
-    pub kver: String,
-    /// `<root>/boot/vmlinuz-<kver>`.
-    pub vmlinuz: PathBuf,
-    /// `<root>/lib/modules/<kver>`.
-    pub modules: PathBuf,
     /// `<root>/usr/bin/qemu-system-x86_64`.
     pub qemu: PathBuf,
     /// QEMU's `LD_LIBRARY_PATH`.
@@ -61,7 +54,7 @@ pub struct Artefacts {
     pub fetch_time: Duration,
 }
 
-fn run(step: &'static str, cmd: &mut Command) -> Result<String, LabError> {
+pub(super) fn run(step: &'static str, cmd: &mut Command) -> Result<String, LabError> {
     let shown = format!("{cmd:?}").replace('"', "");
     let out = cmd
         .output()
@@ -83,7 +76,7 @@ fn run(step: &'static str, cmd: &mut Command) -> Result<String, LabError> {
 }
 
 /// Packages installed on the host (dpkg status `installed`).
-fn installed_packages() -> Result<HashSet<String>, LabError> {
+pub(super) fn installed_packages() -> Result<HashSet<String>, LabError> {
     let out = run(
         "download",
         Command::new("dpkg-query").args(["-W", "-f", "${Package} ${db:Status-Status}\\n"]),
@@ -116,7 +109,7 @@ fn parse_depends(list: &str) -> Vec<Vec<String>> {
 /// The dependency groups of each of `pkgs`' candidate versions, from one `apt-cache show`
 /// (each call reads apt's whole cache: about a second). A name apt knows no real package
 /// for (a virtual package) is absent from the map.
-fn depends_of(pkgs: &[String]) -> Result<HashMap<String, Vec<Vec<String>>>, LabError> {
+pub(super) fn depends_of(pkgs: &[String]) -> Result<HashMap<String, Vec<Vec<String>>>, LabError> {
     let out = Command::new("apt-cache")
         .args(["show", "--no-all-versions"])
         .args(pkgs)
@@ -180,122 +173,65 @@ pub fn closure(roots: &[&str], installed: &HashSet<String>) -> Result<Vec<String
     Ok(out)
 }
 
-/// The versioned kernel image package the cloud metapackage depends on.
-fn kernel_package() -> Result<String, LabError> {
-    let groups = depends_of(&[KERNEL_META.to_string()])?
-        .remove(KERNEL_META)
-        .ok_or_else(|| {
-            LabError::new(
-                "download",
-                format!("apt knows no package {KERNEL_META} (is `apt-get update` done?)"),
-            )
-        })?;
-    groups
-        .into_iter()
-        .flatten()
-        .find(|p| p.starts_with("linux-image-"))
-        .ok_or_else(|| {
-            LabError::new(
-                "download",
-                format!("{KERNEL_META} depends on no linux-image package"),
-            )
-        })
+/// The guest kernel image packages a metapackage depends on (`linux-image-...`), from its
+/// candidate version.
+pub(super) fn meta_kernel_package(meta: &str) -> Result<Option<String>, LabError> {
+    Ok(depends_of(&[meta.to_string()])?
+        .remove(meta)
+        .and_then(|groups| {
+            groups
+                .into_iter()
+                .flatten()
+                .find(|p| p.starts_with("linux-image-"))
+        }))
 }
 
-/// The guest kernel release found in `<root>/boot`.
-fn find_kver(root: &Path) -> Result<String, LabError> {
-    let boot = root.join("boot");
-    let rd = fs::read_dir(&boot)
-        .map_err(|e| LabError::new("unpack", format!("{}: {e}", boot.display())))?;
-    let mut found: Vec<String> = rd
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .strip_prefix("vmlinuz-")
-                .map(str::to_string)
-        })
-        .collect();
-    found.sort();
-    found
-        .pop()
-        .ok_or_else(|| LabError::new("unpack", format!("no vmlinuz-* in {}", boot.display())))
-}
-
-fn artefacts(root: &Path, fetched: bool, fetch_time: Duration) -> Result<Artefacts, LabError> {
-    let kver = find_kver(root)?;
-    let stamp = fs::read_to_string(root.join(STAMP)).unwrap_or_default();
-    let lib_dirs = ["usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu"];
-    let lib_path = lib_dirs
-        .iter()
-        .map(|d| root.join(d).display().to_string())
-        .collect::<Vec<_>>()
-        .join(":");
-    let a = Artefacts {
-        root: root.to_path_buf(),
-        vmlinuz: root.join("boot").join(format!("vmlinuz-{kver}")),
-        modules: root.join("lib/modules").join(&kver),
-        qemu: root.join("usr/bin/qemu-system-x86_64"),
-        lib_path,
-        qemu_module_dir: root.join("usr/lib/x86_64-linux-gnu/qemu"),
-        firmware: vec![root.join("usr/share/qemu"), root.join("usr/share/seabios")],
-        busybox: root.join("bin/busybox"),
-        packages: stamp.lines().map(str::to_string).collect(),
-        kver,
-        fetched,
-        fetch_time,
-    };
-    for (what, p) in [
-        ("the guest kernel", &a.vmlinuz),
-        ("the guest's modules", &a.modules),
-        ("QEMU", &a.qemu),
-        ("busybox", &a.busybox),
-    ] {
-        if !p.exists() {
-            return Err(LabError::new(
-                "unpack",
-                format!("{what} is missing: {}", p.display()),
-            ));
+/// `dpkg-deb -f` fields of a .deb.
+fn deb_fields(deb: &Path) -> Result<(String, String), LabError> {
+    let info = run(
+        "unpack",
+        Command::new("dpkg-deb")
+            .args(["-f"])
+            .arg(deb)
+            .args(["Package", "Version"]),
+    )?;
+    let mut name = String::new();
+    let mut version = String::new();
+    for l in info.lines() {
+        if let Some(v) = l.strip_prefix("Package: ") {
+            name = v.trim().to_string();
+        } else if let Some(v) = l.strip_prefix("Version: ") {
+            version = v.trim().to_string();
         }
     }
-    Ok(a)
+    Ok((name, version))
 }
 
-/// The artefacts in `<cache>/root`, fetched first unless a complete tree is there.
-/// `progress` is told each step.
-pub fn prepare(cache: &Path, progress: &dyn Fn(&str)) -> Result<Artefacts, LabError> {
-    let root = cache.join("root");
-    if root.join(STAMP).exists() {
-        return artefacts(&root, false, Duration::ZERO);
-    }
-    let start = Instant::now();
-    fs::create_dir_all(cache)
-        .map_err(|e| LabError::new("download", format!("{}: {e}", cache.display())))?;
-    progress("resolving packages");
-    let installed = installed_packages()?;
-    let mut wanted: Vec<String> = vec![kernel_package()?, BUSYBOX_PACKAGE.to_string()];
-    // The kernel image and busybox are taken alone: their dependencies (kmod,
-    // initramfs-tools, ...) are for installing them, not for booting them.
-    for p in closure(&QEMU_PACKAGES, &installed)? {
-        if !wanted.contains(&p) {
-            wanted.push(p);
-        }
-    }
-    let debs = cache.join("debs");
+/// `apt-get download` `packages` into `<cache>/debs-<tag>` and `dpkg-deb -x` them into a
+/// fresh `tmp` (removed first), then delete the .debs and the `junk` paths. Returns the
+/// stamp text (`name version` per line).
+pub(super) fn download_unpack(
+    cache: &Path,
+    tag: &str,
+    packages: &[String],
+    tmp: &Path,
+    junk: &[&str],
+    progress: &dyn Fn(&str),
+) -> Result<String, LabError> {
+    let debs = cache.join(format!("debs-{tag}"));
     let _ = fs::remove_dir_all(&debs);
     fs::create_dir_all(&debs)
         .map_err(|e| LabError::new("download", format!("{}: {e}", debs.display())))?;
-    progress(&format!("apt-get download: {} packages", wanted.len()));
+    progress(&format!("apt-get download: {} packages", packages.len()));
     run(
         "download",
         Command::new("apt-get")
             .current_dir(&debs)
             .args(["download", "-q", "-o", "APT::Sandbox::User=root"])
-            .args(&wanted),
+            .args(packages),
     )?;
-    let tmp = cache.join("root.tmp");
-    let _ = fs::remove_dir_all(&tmp);
-    fs::create_dir_all(&tmp)
+    let _ = fs::remove_dir_all(tmp);
+    fs::create_dir_all(tmp)
         .map_err(|e| LabError::new("unpack", format!("{}: {e}", tmp.display())))?;
     let mut files: Vec<PathBuf> = fs::read_dir(&debs)
         .map_err(|e| LabError::new("unpack", format!("{}: {e}", debs.display())))?
@@ -313,35 +249,13 @@ pub fn prepare(cache: &Path, progress: &dyn Fn(&str)) -> Result<Artefacts, LabEr
         ));
         run(
             "unpack",
-            Command::new("dpkg-deb").arg("-x").arg(deb).arg(&tmp),
+            Command::new("dpkg-deb").arg("-x").arg(deb).arg(tmp),
         )?;
-        let info = run(
-            "unpack",
-            Command::new("dpkg-deb")
-                .args(["-f"])
-                .arg(deb)
-                .args(["Package", "Version"]),
-        )?;
-        let mut name = String::new();
-        let mut version = String::new();
-        for l in info.lines() {
-            if let Some(v) = l.strip_prefix("Package: ") {
-                name = v.trim().to_string();
-            } else if let Some(v) = l.strip_prefix("Version: ") {
-                version = v.trim().to_string();
-            }
-        }
+        let (name, version) = deb_fields(deb)?;
         stamp.insert(format!("{name} {version}"));
     }
-    // What a headless x86_64 boot never reads.
-    for junk in [
-        "usr/share/doc",
-        "usr/share/man",
-        "usr/share/lintian",
-        "usr/libexec/qemu-system-i386",
-        "usr/bin/qemu-system-x86_64-microvm",
-    ] {
-        let p = tmp.join(junk);
+    for j in junk {
+        let p = tmp.join(j);
         let _ = if p.is_dir() {
             fs::remove_dir_all(&p)
         } else {
@@ -349,19 +263,92 @@ pub fn prepare(cache: &Path, progress: &dyn Fn(&str)) -> Result<Artefacts, LabEr
         };
     }
     let _ = fs::remove_dir_all(&debs);
-    let partial = artefacts(&tmp, true, Duration::ZERO)?;
-    check_qemu_libs(&partial)?;
-    let stamp_text: String = stamp.iter().map(|l| format!("{l}\n")).collect();
-    fs::write(tmp.join(STAMP), stamp_text)
+    Ok(stamp.iter().map(|l| format!("{l}\n")).collect())
+}
+
+/// Move a complete `tmp` tree to `dest` with its stamp written last.
+pub(super) fn commit_tree(tmp: &Path, dest: &Path, stamp: &str) -> Result<(), LabError> {
+    fs::write(tmp.join(STAMP), stamp)
         .map_err(|e| LabError::new("unpack", format!("{}: {e}", tmp.display())))?;
-    let _ = fs::remove_dir_all(&root);
-    fs::rename(&tmp, &root)
-        .map_err(|e| LabError::new("unpack", format!("{}: {e}", root.display())))?;
-    artefacts(&root, true, start.elapsed())
+    let _ = fs::remove_dir_all(dest);
+    fs::rename(tmp, dest).map_err(|e| LabError::new("unpack", format!("{}: {e}", dest.display())))
+}
+
+/// The `name version` lines of a complete tree, or None when it is not complete.
+pub(super) fn stamp_of(dir: &Path) -> Option<Vec<String>> {
+    fs::read_to_string(dir.join(STAMP))
+        .ok()
+        .map(|s| s.lines().map(str::to_string).collect())
+}
+
+fn tools(root: &Path, fetched: bool, fetch_time: Duration) -> Result<Tools, LabError> {
+    let lib_dirs = ["usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu"];
+    let lib_path = lib_dirs
+        .iter()
+        .map(|d| root.join(d).display().to_string())
+        .collect::<Vec<_>>()
+        .join(":");
+    let a = Tools {
+        root: root.to_path_buf(),
+        qemu: root.join("usr/bin/qemu-system-x86_64"),
+        lib_path,
+        qemu_module_dir: root.join("usr/lib/x86_64-linux-gnu/qemu"),
+        firmware: vec![root.join("usr/share/qemu"), root.join("usr/share/seabios")],
+        busybox: root.join("bin/busybox"),
+        packages: stamp_of(root).unwrap_or_default(),
+        fetched,
+        fetch_time,
+    };
+    for (what, p) in [("QEMU", &a.qemu), ("busybox", &a.busybox)] {
+        if !p.exists() {
+            return Err(LabError::new(
+                "unpack",
+                format!("{what} is missing: {}", p.display()),
+            ));
+        }
+    }
+    Ok(a)
+}
+
+/// QEMU and busybox in `<cache>/tools`, fetched first unless a complete tree is there.
+/// `progress` is told each step. (A cache from before per-kernel caches kept everything
+/// in `<cache>/root`; it is left alone, as an older skbsim sharing the cache still reads
+/// it.)
+pub fn prepare(cache: &Path, progress: &dyn Fn(&str)) -> Result<Tools, LabError> {
+    let root = cache.join("tools");
+    if stamp_of(&root).is_some() {
+        return tools(&root, false, Duration::ZERO);
+    }
+    let start = Instant::now();
+    fs::create_dir_all(cache)
+        .map_err(|e| LabError::new("download", format!("{}: {e}", cache.display())))?;
+    progress("resolving packages");
+    let installed = installed_packages()?;
+    // busybox is taken alone: its dependencies are for installing it, not for running it.
+    let mut wanted: Vec<String> = vec![BUSYBOX_PACKAGE.to_string()];
+    for p in closure(&QEMU_PACKAGES, &installed)? {
+        if !wanted.contains(&p) {
+            wanted.push(p);
+        }
+    }
+    let tmp = cache.join("tools.tmp");
+    // What a headless x86_64 boot never reads.
+    let junk = [
+        "usr/share/doc",
+        "usr/share/man",
+        "usr/share/lintian",
+        "usr/libexec/qemu-system-i386",
+        "usr/bin/qemu-system-x86_64-microvm",
+    ];
+    let stamp = download_unpack(cache, "tools", &wanted, &tmp, &junk, progress)?;
+    let partial = tools(&tmp, true, Duration::ZERO)?;
+    check_qemu_libs(&partial)?;
+    commit_tree(&tmp, &root, &stamp)?;
+    tools(&root, true, start.elapsed())
 }
 
 /// `ldd` QEMU with the cache's libraries: every library must resolve.
-fn check_qemu_libs(a: &Artefacts) -> Result<(), LabError> {
+fn check_qemu_libs(a: &Tools) -> Result<(), LabError> {
     let out = run(
         "qemu libraries",
         Command::new("ldd")

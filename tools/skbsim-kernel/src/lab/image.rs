@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::cpio::CpioWriter;
-use super::fetch::Artefacts;
+use super::fetch::Tools;
+use super::kernel::GuestKernel;
 use super::LabError;
 
 /// The modules the base archive holds (with their dependencies): tun/tap, vhost_net,
@@ -144,13 +145,32 @@ pub fn modinfo(elf: &[u8]) -> Option<Vec<(String, String)>> {
 /// Every module under `<modules>/kernel`, by name, and the built-in ones.
 #[derive(Debug)]
 pub struct ModuleIndex {
-    root: PathBuf,
-    files: HashMap<String, String>,
+    /// Name -> (path in the guest relative to `/lib/modules/<kver>`, always `.ko`; the
+    /// file on the host, possibly `.ko.xz`).
+    files: HashMap<String, (String, PathBuf)>,
     builtin: BTreeSet<String>,
+    /// Modules replaced by rebuilt ones ([`ModuleIndex::replace`]).
+    replaced: BTreeSet<String>,
 }
 
 fn module_name(file: &str) -> String {
-    file.trim_end_matches(".ko").replace('-', "_")
+    file.trim_end_matches(".xz")
+        .trim_end_matches(".ko")
+        .replace('-', "_")
+}
+
+/// A module file's contents, uncompressed: Debian's 6.12 ships `.ko.xz` (busybox insmod
+/// passes its file to init_module as is, so the guest gets plain `.ko`). lzma-rs is pure
+/// Rust: no liblzma or xz binary needed on the host.
+pub fn read_module(path: &Path) -> Result<Vec<u8>, LabError> {
+    let err = |e: String| LabError::new("modules", format!("{}: {e}", path.display()));
+    let data = fs::read(path).map_err(|e| err(e.to_string()))?;
+    if !path.to_string_lossy().ends_with(".xz") {
+        return Ok(data);
+    }
+    let mut out = Vec::new();
+    lzma_rs::xz_decompress(&mut &data[..], &mut out).map_err(|e| err(format!("xz: {e}")))?;
+    Ok(out)
 }
 
 impl ModuleIndex {
@@ -167,16 +187,16 @@ impl ModuleIndex {
                     continue;
                 }
                 let f = e.file_name().to_string_lossy().into_owned();
-                if f.ends_with(".ko.xz") || f.ends_with(".ko.zst") || f.ends_with(".ko.gz") {
+                if f.ends_with(".ko.zst") || f.ends_with(".ko.gz") {
                     return Err(LabError::new(
                         "modules",
                         format!(
-                            "{} is compressed; insmod here needs plain .ko files",
+                            "{} is compressed other than with xz; the lab reads .ko and .ko.xz",
                             p.display()
                         ),
                     ));
                 }
-                if f.ends_with(".ko") {
+                if f.ends_with(".ko") || f.ends_with(".ko.xz") {
                     let rel = p
                         .strip_prefix(modules)
                         .map_err(|_| {
@@ -186,8 +206,9 @@ impl ModuleIndex {
                             )
                         })?
                         .to_string_lossy()
-                        .into_owned();
-                    files.insert(module_name(&f), rel);
+                        .trim_end_matches(".xz")
+                        .to_string();
+                    files.insert(module_name(&f), (rel, p));
                 }
             }
         }
@@ -198,10 +219,44 @@ impl ModuleIndex {
             .map(module_name)
             .collect();
         Ok(ModuleIndex {
-            root: modules.to_path_buf(),
             files,
             builtin,
+            replaced: BTreeSet::new(),
         })
+    }
+
+    /// Load `name` from `file` (a rebuilt module) instead of the stock one.
+    pub fn replace(&mut self, name: &str, file: PathBuf) -> Result<(), LabError> {
+        let name = module_name(name);
+        let entry = self.files.get_mut(&name).ok_or_else(|| {
+            LabError::new(
+                "modules",
+                format!("the guest kernel has no module {name} to replace"),
+            )
+        })?;
+        entry.1 = file;
+        self.replaced.insert(name);
+        Ok(())
+    }
+
+    /// `name` was replaced by a rebuilt module.
+    pub fn is_replaced(&self, name: &str) -> bool {
+        self.replaced.contains(&module_name(name))
+    }
+
+    /// The host file of module `name`.
+    pub fn file(&self, name: &str) -> Option<&Path> {
+        self.files.get(&module_name(name)).map(|(_, p)| p.as_path())
+    }
+
+    /// The contents (uncompressed) of the module at guest path `rel`.
+    pub fn read_rel(&self, rel: &str) -> Result<Vec<u8>, LabError> {
+        let (_, path) = self
+            .files
+            .values()
+            .find(|(r, _)| r == rel)
+            .ok_or_else(|| LabError::new("modules", format!("no module at {rel}")))?;
+        read_module(path)
     }
 
     /// `name` is compiled into the kernel.
@@ -210,12 +265,10 @@ impl ModuleIndex {
     }
 
     fn module(&self, name: &str) -> Result<Module, LabError> {
-        let rel = self.files.get(name).ok_or_else(|| {
+        let (rel, path) = self.files.get(name).ok_or_else(|| {
             LabError::new("modules", format!("the guest kernel has no module {name}"))
         })?;
-        let path = self.root.join(rel);
-        let bytes = fs::read(&path)
-            .map_err(|e| LabError::new("modules", format!("{}: {e}", path.display())))?;
+        let bytes = read_module(path)?;
         let info = modinfo(&bytes).ok_or_else(|| {
             LabError::new(
                 "modules",
@@ -381,17 +434,32 @@ fn fnv(data: &[u8], mut h: u64) -> u64 {
 
 /// The base archive, built once per (kernel, /init, iproute2 binary) into the cache.
 /// Returns its path and the index of the modules it holds.
-pub fn base_archive(art: &Artefacts, cache: &Path) -> Result<(PathBuf, ModuleIndex), LabError> {
-    let index = ModuleIndex::load(&art.modules)?;
+pub fn base_archive(
+    tools: &Tools,
+    kernel: &GuestKernel,
+) -> Result<(PathBuf, ModuleIndex), LabError> {
+    let index = ModuleIndex::load(&kernel.modules)?;
     let ip = host_iproute2();
     let mut key = fnv(INIT.as_bytes(), 0xcbf2_9ce4_8422_2325);
-    key = fnv(art.kver.as_bytes(), key);
+    key = fnv(kernel.kver.as_bytes(), key);
+    // A local build changes in place: its image's size and mtime are part of the key.
+    if let Ok(md) = fs::metadata(&kernel.vmlinuz) {
+        let mtime = md
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as u64);
+        key = fnv(&md.len().to_le_bytes(), key);
+        key = fnv(&mtime.to_le_bytes(), key);
+    }
     key = fnv(LAB_MODULES.join(",").as_bytes(), key);
     if let Some(ip) = &ip {
         let len = fs::metadata(ip).map(|m| m.len()).unwrap_or(0);
         key = fnv(&len.to_le_bytes(), key);
     }
-    let path = cache.join(format!("base-{}-{key:016x}.cpio", art.kver));
+    fs::create_dir_all(&kernel.cache_dir)
+        .map_err(|e| LabError::new("initramfs", format!("{}: {e}", kernel.cache_dir.display())))?;
+    let path = kernel.cache_dir.join(format!("base-{key:016x}.cpio"));
     if path.exists() {
         return Ok((path, index));
     }
@@ -410,20 +478,17 @@ pub fn base_archive(art: &Artefacts, cache: &Path) -> Result<(PathBuf, ModuleInd
     cpio.char_dev("dev/console", 0o600, 5, 1).map_err(io)?;
     cpio.char_dev("dev/null", 0o666, 1, 3).map_err(io)?;
     cpio.file("init", 0o755, INIT.as_bytes()).map_err(io)?;
-    add_host_file(&mut cpio, &art.busybox, "bin/busybox", 0o755)?;
+    add_host_file(&mut cpio, &tools.busybox, "bin/busybox", 0o755)?;
     cpio.symlink("bin/sh", "busybox").map_err(io)?;
     let mut added = BTreeSet::new();
     if let Some(ip) = &ip {
         add_host_binary(&mut cpio, ip, GUEST_IPROUTE2, &mut added)?;
     }
-    let moddir = format!("lib/modules/{}", art.kver);
+    let moddir = format!("lib/modules/{}", kernel.kver);
     for m in &mods {
-        add_host_file(
-            &mut cpio,
-            &art.modules.join(&m.rel),
-            &format!("{moddir}/{}", m.rel),
-            0o644,
-        )?;
+        let data = index.read_rel(&m.rel)?;
+        cpio.file(&format!("{moddir}/{}", m.rel), 0o644, &data)
+            .map_err(io)?;
     }
     cpio.file(
         &format!("{moddir}/modules.dep"),
@@ -432,7 +497,7 @@ pub fn base_archive(art: &Artefacts, cache: &Path) -> Result<(PathBuf, ModuleInd
     )
     .map_err(io)?;
     for f in ["modules.builtin", "modules.order"] {
-        if let Ok(data) = fs::read(art.modules.join(f)) {
+        if let Ok(data) = fs::read(kernel.modules.join(f)) {
             cpio.file(&format!("{moddir}/{f}"), 0o644, &data)
                 .map_err(io)?;
         }
@@ -461,7 +526,7 @@ pub struct Payload {
 pub fn build_initrd(
     base: &Path,
     index: &ModuleIndex,
-    art: &Artefacts,
+    kver: &str,
     payload: &Payload,
     out: &Path,
 ) -> Result<(), LabError> {
@@ -477,18 +542,20 @@ pub fn build_initrd(
     let mut base_file = fs::File::open(base).map_err(io)?;
     std::io::copy(&mut base_file, &mut f).map_err(io)?;
     let mut cpio = CpioWriter::new(f);
-    let moddir = format!("lib/modules/{}", art.kver);
+    let moddir = format!("lib/modules/{kver}");
     let mut order = String::new();
     for m in &mods {
-        if !base_mods.contains(&m.rel) {
-            add_host_file(
-                &mut cpio,
-                &art.modules.join(&m.rel),
-                &format!("{moddir}/{}", m.rel),
-                0o644,
-            )?;
+        // A rebuilt module goes to its own path: the stock one stays in the base archive.
+        let guest = if index.is_replaced(&m.name) {
+            format!("lab/patched/{}", m.rel)
+        } else {
+            format!("{moddir}/{}", m.rel)
+        };
+        if index.is_replaced(&m.name) || !base_mods.contains(&m.rel) {
+            let data = index.read_rel(&m.rel)?;
+            cpio.file(&guest, 0o644, &data).map_err(io)?;
         }
-        order.push_str(&format!("/{moddir}/{}\n", m.rel));
+        order.push_str(&format!("/{guest}\n"));
     }
     cpio.file("lab/modules", 0o644, order.as_bytes())
         .map_err(io)?;

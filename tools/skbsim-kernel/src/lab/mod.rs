@@ -1,8 +1,12 @@
 //! The kernel lab: a guest Linux kernel under QEMU for what this machine's kernel lacks
 //! (GRE, 802.1Q devices, vhost_net; Debian 12's cloud kernel has them as modules).
 //!
-//! - [`fetch`]: the guest kernel, QEMU and busybox from the system's package manager
-//!   (`apt-get download` + `dpkg-deb -x` into the cache; nothing is installed).
+//! - [`fetch`]: QEMU and busybox from the system's package manager (`apt-get download` +
+//!   `dpkg-deb -x` into the cache; nothing is installed).
+//! - [`kernel`]: the guest kernel: a Debian cloud kernel by version or package, each in
+//!   its own cache directory, or a local build (`--kernel-dir`).
+//! - [`patch`]: `--patch`: the modules a kernel patch touches, rebuilt from Debian's
+//!   linux-source against its linux-headers.
 //! - [`image`]: the initramfs (a cached base archive and a per-run payload) and module
 //!   dependencies from `.modinfo`.
 //! - [`cpio`]: the newc writer.
@@ -15,6 +19,8 @@
 pub mod cpio;
 pub mod fetch;
 pub mod image;
+pub mod kernel;
+pub mod patch;
 pub mod qemu;
 pub mod vlan;
 
@@ -22,8 +28,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-pub use fetch::Artefacts;
+pub use fetch::Tools;
 pub use image::{ModuleIndex, Payload, GUEST_IPROUTE2, GUEST_SKBSIM};
+pub use kernel::{GuestKernel, KernelChoice, KernelSource};
 pub use qemu::{Accel, BootResult};
 
 /// A lab failure: the step that failed (`download`, `unpack`, `modules`, `initramfs`,
@@ -95,11 +102,12 @@ impl Default for RunOptions {
     }
 }
 
-/// A prepared lab: artefacts fetched, base archive built.
+/// A prepared lab: QEMU and the guest kernel fetched, base archive built.
 #[derive(Debug)]
 pub struct Lab {
     pub cache: PathBuf,
-    pub artefacts: Artefacts,
+    pub tools: Tools,
+    pub kernel: GuestKernel,
     pub base: PathBuf,
     index: ModuleIndex,
     /// Time spent building the base archive (zero when cached).
@@ -117,15 +125,22 @@ pub struct LabRun {
 }
 
 impl Lab {
-    /// Fetch (when the cache is cold) and build the base archive.
-    pub fn open(cache: &Path, progress: &dyn Fn(&str)) -> Result<Lab, LabError> {
-        let artefacts = fetch::prepare(cache, progress)?;
+    /// Fetch (when the cache is cold) QEMU and the kernel `choice` names, and build the
+    /// base archive.
+    pub fn open(
+        cache: &Path,
+        choice: &KernelChoice,
+        progress: &dyn Fn(&str),
+    ) -> Result<Lab, LabError> {
+        let tools = fetch::prepare(cache, progress)?;
+        let kernel = kernel::prepare(cache, choice, progress)?;
         let start = Instant::now();
         progress("base initramfs");
-        let (base, index) = image::base_archive(&artefacts, cache)?;
+        let (base, index) = image::base_archive(&tools, &kernel)?;
         Ok(Lab {
             cache: cache.to_path_buf(),
-            artefacts,
+            tools,
+            kernel,
             base,
             index,
             base_time: start.elapsed(),
@@ -135,6 +150,11 @@ impl Lab {
     /// The guest kernel's modules.
     pub fn modules(&self) -> &ModuleIndex {
         &self.index
+    }
+
+    /// Load the rebuilt `name` (a `.ko` file) in the guest instead of the stock module.
+    pub fn replace_module(&mut self, name: &str, file: PathBuf) -> Result<(), LabError> {
+        self.index.replace(name, file)
     }
 
     /// Build the run's initrd and boot it.
@@ -150,7 +170,7 @@ impl Lab {
         let start = Instant::now();
         progress("initramfs payload");
         let initrd = run_dir.join("initrd.cpio");
-        image::build_initrd(&self.base, &self.index, &self.artefacts, payload, &initrd)?;
+        image::build_initrd(&self.base, &self.index, &self.kernel.kver, payload, &initrd)?;
         let initrd_time = start.elapsed();
         let initrd_bytes = std::fs::metadata(&initrd).map(|m| m.len()).unwrap_or(0);
         let spec = qemu::BootSpec {
@@ -161,7 +181,13 @@ impl Lab {
             boot_timeout: opts.boot_timeout,
             run_timeout: opts.run_timeout,
         };
-        let boot = qemu::boot(&self.artefacts, &self.cache, &spec, progress)?;
+        let boot = qemu::boot(
+            &self.tools,
+            &self.kernel.vmlinuz,
+            &self.cache,
+            &spec,
+            progress,
+        )?;
         // Kept only when the boot failed (to retry by hand); it is rebuilt every run.
         let _ = std::fs::remove_file(&spec.initrd);
         Ok(LabRun {

@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::fetch::Artefacts;
+use super::fetch::Tools;
 use super::image::{CONSOLE_BEGIN, CONSOLE_END, CONSOLE_INIT, DATA_BEGIN, DATA_END_PREFIX};
 use super::LabError;
 
@@ -74,7 +74,7 @@ enum Line {
     Eof,
 }
 
-fn spawn(art: &Artefacts, spec: &BootSpec, kvm: bool) -> Result<Child, LabError> {
+fn spawn(art: &Tools, vmlinuz: &Path, spec: &BootSpec, kvm: bool) -> Result<Child, LabError> {
     let data = spec.run_dir.join("data.txt");
     let _ = fs::remove_file(&data);
     let stderr = fs::File::create(spec.run_dir.join("qemu.stderr"))
@@ -102,7 +102,7 @@ fn spawn(art: &Artefacts, spec: &BootSpec, kvm: bool) -> Result<Child, LabError>
         .args(["-serial", "stdio", "-serial"])
         .arg(format!("file:{}", data.display()))
         .arg("-kernel")
-        .arg(&art.vmlinuz)
+        .arg(vmlinuz)
         .arg("-initrd")
         .arg(&spec.initrd)
         .args([
@@ -128,13 +128,14 @@ fn kill(child: &mut Child) {
 }
 
 fn attempt(
-    art: &Artefacts,
+    art: &Tools,
+    vmlinuz: &Path,
     spec: &BootSpec,
     kvm: bool,
     progress: &dyn Fn(&str),
 ) -> Result<BootResult, Failure> {
     let start = Instant::now();
-    let mut child = spawn(art, spec, kvm).map_err(Failure::BeforeInit)?;
+    let mut child = spawn(art, vmlinuz, spec, kvm).map_err(Failure::BeforeInit)?;
     let Some(stdout) = child.stdout.take() else {
         kill(&mut child);
         return Err(Failure::BeforeInit(LabError::new(
@@ -347,7 +348,8 @@ fn kvm_note(cache: &Path) -> PathBuf {
 
 /// Boot per `spec`, falling back from KVM to TCG (see the module docs).
 pub fn boot(
-    art: &Artefacts,
+    art: &Tools,
+    vmlinuz: &Path,
     cache: &Path,
     spec: &BootSpec,
     progress: &dyn Fn(&str),
@@ -367,7 +369,7 @@ pub fn boot(
             boot_timeout: spec.boot_timeout.min(Duration::from_secs(20)),
             ..spec.clone()
         };
-        match attempt(art, &kvm_spec, true, progress) {
+        match attempt(art, vmlinuz, &kvm_spec, true, progress) {
             Ok(r) => return Ok(r),
             Err(Failure::After(e)) => return Err(e),
             Err(Failure::BeforeInit(e)) => {
@@ -381,7 +383,7 @@ pub fn boot(
         }
     }
     progress("booting under TCG");
-    match attempt(art, spec, false, progress) {
+    match attempt(art, vmlinuz, spec, false, progress) {
         Ok(mut r) => {
             r.kvm_failure = kvm_failure;
             Ok(r)

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -20,7 +20,7 @@ use skbsim_kernel::lab;
 use sim::trace::diff::all_differences;
 
 use super::hex::{hex, unhex};
-use super::{boot_report, boot_with, cache_of, mib, LabConformArgs};
+use super::{boot_report, boot_with, cache_of, mib, LabConformArgs, LabOpts};
 
 /// In the guest: one JSON line per scenario on stdout (the data channel); progress on
 /// stderr (the console).
@@ -92,26 +92,18 @@ fn scenario_files(s: &Scenario) -> Vec<PathBuf> {
         .collect()
 }
 
-pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
-    let opts = &a.opts;
-    let scenarios = load_scenarios(&a.paths, a.shard.as_deref())?;
-    let mut files = Vec::new();
-    let mut guest_paths = Vec::new();
-    for s in &scenarios {
-        let f = scenario_files(s);
-        guest_paths.push(lab::shell_quote(&f[0].to_string_lossy()));
-        files.extend(f);
-    }
-    let script = format!(
-        "{} lab guest-conform {}{}\n",
-        lab::GUEST_SKBSIM,
-        if a.old_profiles {
-            "--old-profiles "
-        } else {
-            ""
-        },
-        guest_paths.join(" ")
-    );
+/// What one guest run of `guest-conform` returned.
+pub(super) struct GuestTraces {
+    /// The guest's `uname -r`.
+    pub kernel: String,
+    /// Per scenario name, its JSON line.
+    pub results: HashMap<String, Value>,
+    pub run: lab::LabRun,
+    pub setup: (Value, String),
+}
+
+/// The modules the arms of `scenarios` need in the guest (and `extra`).
+fn arm_modules(scenarios: &[Scenario], extra: &[String]) -> Vec<String> {
     // What the arms need and nothing more: 8021q, for one, would add 802.1Q GRO, which
     // the 6.18 host (built without it) does not have.
     let mut modules = vec!["tun".to_string(), "bridge".to_string()];
@@ -119,7 +111,7 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
         modules.push("vxlan".to_string());
     }
     // And the modules of the kernel features the scenarios need (ip_gre, vhost_net).
-    for s in &scenarios {
+    for s in scenarios {
         for m in skbsim_kernel::features::required(s)
             .iter()
             .filter_map(|f| f.module())
@@ -129,8 +121,35 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
             }
         }
     }
-    modules.extend(a.modules.iter().cloned());
-    let (run, setup) = boot_with(opts, "conform", script, modules, files, true)?;
+    modules.extend(extra.iter().cloned());
+    modules
+}
+
+/// Boot the guest of `opts` (with `patch` applied when given) and run the real arm of
+/// every scenario in it.
+pub(super) fn guest_traces(
+    opts: &LabOpts,
+    name: &str,
+    scenarios: &[Scenario],
+    old_profiles: bool,
+    extra_modules: &[String],
+    patch: Option<&Path>,
+) -> Result<GuestTraces, CliError> {
+    let mut files = Vec::new();
+    let mut guest_paths = Vec::new();
+    for s in scenarios {
+        let f = scenario_files(s);
+        guest_paths.push(lab::shell_quote(&f[0].to_string_lossy()));
+        files.extend(f);
+    }
+    let script = format!(
+        "{} lab guest-conform {}{}\n",
+        lab::GUEST_SKBSIM,
+        if old_profiles { "--old-profiles " } else { "" },
+        guest_paths.join(" ")
+    );
+    let modules = arm_modules(scenarios, extra_modules);
+    let (run, setup) = boot_with(opts, name, script, modules, files, true, patch)?;
     if run.boot.rc != 0 {
         let last = run
             .boot
@@ -144,7 +163,7 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
             run.boot.rc
         )));
     }
-    let mut guest: HashMap<String, Value> = HashMap::new();
+    let mut results: HashMap<String, Value> = HashMap::new();
     let mut kernel = String::new();
     for line in run.boot.output.lines() {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
@@ -153,9 +172,90 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
         if let Some(k) = v.get("kernel").and_then(Value::as_str) {
             kernel = k.to_string();
         } else if let Some(name) = v.get("scenario").and_then(Value::as_str) {
-            guest.insert(name.to_string(), v);
+            results.insert(name.to_string(), v);
         }
     }
+    Ok(GuestTraces {
+        kernel,
+        results,
+        run,
+        setup,
+    })
+}
+
+/// The profile the simulator uses for a guest kernel release: `--profile` when given,
+/// else the one modelling its series (6.1, 6.12, 6.18).
+pub(super) fn guest_profile(
+    release: &str,
+    chosen: Option<&str>,
+) -> Result<KernelProfile, CliError> {
+    if let Some(name) = chosen {
+        return KernelProfile::by_name(name).map_err(|e| CliError(format!("--profile: {e}")));
+    }
+    let series: String = release.split(['-', '+']).next().unwrap_or("").to_string();
+    let mut parts = series.split('.');
+    let name = format!(
+        "linux-{}.{}",
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or("")
+    );
+    KernelProfile::by_name(&name).map_err(|_| {
+        CliError(format!(
+            "lab: no kernel profile models the guest's {release} ({name}); name one with --profile"
+        ))
+    })
+}
+
+/// A guest's trace of a scenario as a [`ScenarioOutput`], its profile line naming
+/// `profile` (the guest ran host-profile setups; see guest-conform).
+pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> ScenarioOutput {
+    let trace = g
+        .get("trace")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .replacen(
+            &format!("profile: {host_profile}"),
+            &format!("profile: {profile}"),
+            1,
+        );
+    ScenarioOutput {
+        trace,
+        json: Value::Null,
+        pcap: g
+            .get("pcap")
+            .and_then(Value::as_str)
+            .and_then(unhex)
+            .unwrap_or_default(),
+        frames: g.get("frames").and_then(Value::as_u64).unwrap_or(0),
+        notes: g
+            .get("notes")
+            .and_then(Value::as_array)
+            .map(|n| {
+                n.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
+    let opts = &a.opts;
+    let scenarios = load_scenarios(&a.paths, a.shard.as_deref())?;
+    let GuestTraces {
+        kernel,
+        results: guest,
+        run,
+        setup,
+    } = guest_traces(
+        opts,
+        "conform",
+        &scenarios,
+        a.old_profiles,
+        &a.modules,
+        a.patch.as_deref(),
+    )?;
+    let guest_prof = guest_profile(&kernel, a.profile.as_deref())?;
     let out_dir = a
         .out
         .clone()
@@ -212,49 +312,17 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
                 continue;
             }
         }
-        let mut trace = g
-            .get("trace")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
         let host = KernelProfile::default();
-        // The guest runs Debian's 6.1: a host-profile scenario is compared with the
-        // simulator under linux-6.1, the guest kernel's rules.
+        // A host-profile scenario is compared with the simulator under the guest kernel's
+        // profile; with --old-profiles another profile's scenario under its own.
         let mut sim_scenario = s.clone();
-        if s.profile.name == host.name {
-            sim_scenario.profile = sim::profile::LINUX_6_1;
-            trace = trace.replacen(
-                &format!("profile: {}", host.name),
-                &format!("profile: {}", sim::profile::LINUX_6_1.name),
-                1,
-            );
-        } else if a.old_profiles {
-            // Set up as a host-profile scenario in the guest (see guest-conform).
-            trace = trace.replacen(
-                &format!("profile: {}", host.name),
-                &format!("profile: {}", s.profile.name),
-                1,
-            );
-        }
-        let real = ScenarioOutput {
-            trace,
-            json: Value::Null,
-            pcap: g
-                .get("pcap")
-                .and_then(Value::as_str)
-                .and_then(unhex)
-                .unwrap_or_default(),
-            frames: g.get("frames").and_then(Value::as_u64).unwrap_or(0),
-            notes: g
-                .get("notes")
-                .and_then(Value::as_array)
-                .map(|n| {
-                    n.iter()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
+        let shown = if s.profile.name == host.name {
+            sim_scenario.profile = guest_prof;
+            guest_prof.name
+        } else {
+            s.profile.name
         };
+        let real = real_output(g, host.name, shown);
         let dir = out_dir.join(&s.name);
         let _ = std::fs::create_dir_all(&dir);
         let _ = std::fs::write(dir.join("trace.txt"), &real.trace);

@@ -16,7 +16,7 @@
 //! Exit codes: 0 good, 1 a difference (conform) or a failed check, 2 a failure to run (one
 //! line naming the step: download, unpack, modules, initramfs, boot timeout, ...).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -24,9 +24,12 @@ use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 use skbsim::cli_error::CliError;
-use skbsim_kernel::lab::{self, Accel, Lab, LabError, LabRun, Payload, RunOptions};
+use skbsim_kernel::lab::{
+    self, Accel, KernelChoice, KernelSource, Lab, LabError, LabRun, Payload, RunOptions,
+};
 
 mod conform;
+mod diff;
 mod hex;
 mod vlan;
 
@@ -44,6 +47,11 @@ pub enum LabCommand {
     /// Fetch the guest kernel, QEMU and busybox (apt-get download, nothing installed) and
     /// build the base initramfs; print the cache.
     Fetch(LabOpts),
+    /// List the guest kernels in the cache and the Debian cloud kernels apt offers.
+    Kernels(LabOpts),
+    /// The real traces of two kernels (or one kernel with and without `--patch`) compared
+    /// per scenario, and whether the model's profiles predict the difference.
+    Diff(diff::LabDiffArgs),
     /// Run scenarios' real arms inside the guest kernel and compare with the simulator,
     /// listing every field that differs.
     Conform(LabConformArgs),
@@ -77,6 +85,15 @@ pub enum AccelArg {
 
 #[derive(Debug, Clone, Args)]
 pub struct LabOpts {
+    /// The guest kernel: a Debian cloud kernel by version (`6.1`, `6.12`: the build apt's
+    /// metapackage names) or exact package (`linux-image-6.12.117+deb12-cloud-amd64`).
+    #[arg(long, value_name = "VERSION|PACKAGE", default_value = lab::kernel::DEFAULT_KERNEL, conflicts_with = "kernel_dir")]
+    pub kernel: String,
+    /// A local kernel build instead: a bzImage (`arch/x86/boot/bzImage`, `bzImage` or
+    /// `boot/vmlinuz-*`) and the `lib/modules/<release>` tree `make modules_install
+    /// INSTALL_MOD_PATH=DIR` leaves, under DIR.
+    #[arg(long, value_name = "DIR")]
+    pub kernel_dir: Option<PathBuf>,
     /// The cache (default $SKBSIM_LAB_CACHE, else $XDG_CACHE_HOME/skbsim-lab, else
     /// ~/.cache/skbsim-lab).
     #[arg(long, value_name = "DIR")]
@@ -114,6 +131,13 @@ pub struct LabConformArgs {
     /// Extra guest modules to load (tun and bridge always are, vxlan for tap-gro).
     #[arg(long, value_delimiter = ',')]
     pub modules: Vec<String>,
+    /// A kernel patch: the modules it touches are rebuilt from Debian's linux-source of
+    /// the guest's version against its linux-headers and loaded instead of the stock ones.
+    #[arg(long, value_name = "FILE")]
+    pub patch: Option<PathBuf>,
+    /// The simulator's profile for the guest (default: the one modelling its series).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     #[command(flatten)]
     pub opts: LabOpts,
 }
@@ -125,6 +149,9 @@ pub struct LabRunArgs {
     /// Guest modules to load (default: every module the lab carries).
     #[arg(long, value_delimiter = ',')]
     pub modules: Vec<String>,
+    /// Rebuild and load the modules this kernel patch touches (see `lab conform --patch`).
+    #[arg(long, value_name = "FILE")]
+    pub patch: Option<PathBuf>,
     #[command(flatten)]
     pub opts: LabOpts,
 }
@@ -176,6 +203,8 @@ pub(super) fn mib(bytes: u64) -> String {
 pub fn lab(args: &LabArgs) -> Result<ExitCode, CliError> {
     match &args.command {
         LabCommand::Fetch(opts) => fetch(opts),
+        LabCommand::Kernels(opts) => kernels(opts),
+        LabCommand::Diff(a) => diff::diff(a),
         LabCommand::Conform(a) => conform(a),
         LabCommand::Gre(opts) => gre(opts),
         LabCommand::Run(a) => run_script(a),
@@ -188,31 +217,57 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode, CliError> {
     }
 }
 
-fn open_lab(opts: &LabOpts, pb: &ProgressBar) -> Result<Lab, CliError> {
+pub(super) fn kernel_choice(opts: &LabOpts) -> KernelChoice {
+    match &opts.kernel_dir {
+        Some(d) => KernelChoice::Dir(d.clone()),
+        None => KernelChoice::Debian(opts.kernel.clone()),
+    }
+}
+
+pub(super) fn open_lab(opts: &LabOpts, pb: &ProgressBar) -> Result<Lab, CliError> {
     let cache = cache_of(opts);
-    let lab = Lab::open(&cache, &|m: &str| pb.set_message(m.to_string())).map_err(lab_err)?;
+    let lab = Lab::open(&cache, &kernel_choice(opts), &|m: &str| {
+        pb.set_message(m.to_string())
+    })
+    .map_err(lab_err)?;
     Ok(lab)
+}
+
+/// Where the kernel came from, on one line.
+pub(super) fn kernel_source(k: &lab::GuestKernel) -> String {
+    match &k.source {
+        KernelSource::Debian { package, version } => format!("{package} {version}"),
+        KernelSource::Dir(d) => format!("local build {}", d.display()),
+    }
 }
 
 /// Setup timings as JSON and as one line.
 fn setup_report(lab: &Lab) -> (Value, String) {
-    let a = &lab.artefacts;
-    let install = if a.fetched {
-        format!("fetched in {}", secs(a.fetch_time))
-    } else {
-        "cached".to_string()
+    let (t, k) = (&lab.tools, &lab.kernel);
+    let state = |fetched: bool, time| {
+        if fetched {
+            format!("fetched in {}", secs(time))
+        } else {
+            "cached".to_string()
+        }
     };
     (
         json!({
             "cache": lab.cache,
-            "fetched": a.fetched,
-            "fetch_s": a.fetch_time.as_secs_f64(),
+            "fetched": t.fetched || k.fetched,
+            "fetch_s": (t.fetch_time + k.fetch_time).as_secs_f64(),
+            "tools_fetch_s": t.fetch_time.as_secs_f64(),
+            "kernel_fetch_s": k.fetch_time.as_secs_f64(),
             "base_initramfs_s": lab.base_time.as_secs_f64(),
-            "guest_kernel": a.kver,
+            "guest_kernel": k.kver,
+            "kernel_source": kernel_source(k),
         }),
         format!(
-            "kernel {} and QEMU {install}; base initramfs {}",
-            a.kver,
+            "kernel {} ({}) {}, QEMU {}; base initramfs {}",
+            k.kver,
+            kernel_source(k),
+            state(k.fetched, k.fetch_time),
+            state(t.fetched, t.fetch_time),
             secs(lab.base_time)
         ),
     )
@@ -259,18 +314,72 @@ fn fetch(opts: &LabOpts) -> Result<ExitCode, CliError> {
     if opts.json {
         println!(
             "{}",
-            json!({"setup": setup, "cache_bytes": size, "packages": lab.artefacts.packages})
+            json!({"setup": setup, "cache_bytes": size, "packages": lab.tools.packages})
         );
     } else {
         println!("{line}");
         println!("cache {} ({})", lab.cache.display(), mib(size));
         println!(
             "QEMU {}\nkernel {}\n{} packages: {}",
-            lab.artefacts.qemu.display(),
-            lab.artefacts.vmlinuz.display(),
-            lab.artefacts.packages.len(),
-            lab.artefacts.packages.join(", ")
+            lab.tools.qemu.display(),
+            lab.kernel.vmlinuz.display(),
+            lab.tools.packages.len(),
+            lab.tools.packages.join(", ")
         );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
+    let cache = cache_of(opts);
+    let cached = lab::kernel::cached(&cache);
+    let available = lab::kernel::available().map_err(lab_err)?;
+    // What `--kernel 6.1` / `--kernel 6.12` resolve to now.
+    let mut series: Vec<String> = available.iter().map(|k| k.series.clone()).collect();
+    series.dedup();
+    let resolved: Vec<(String, Option<String>)> = series
+        .iter()
+        .map(|s| (s.clone(), lab::kernel::resolve_package(s).ok()))
+        .collect();
+    if opts.json {
+        println!(
+            "{}",
+            json!({
+                "cache": cache,
+                "cached": cached.iter().map(|k| json!({"package": k.package, "version": k.version, "release": k.kver, "bytes": k.bytes})).collect::<Vec<_>>(),
+                "available": available.iter().map(|k| json!({"series": k.series, "package": k.package, "cached": cached.iter().any(|c| c.package == k.package)})).collect::<Vec<_>>(),
+                "resolves": resolved.iter().map(|(s, p)| json!({"kernel": s, "package": p})).collect::<Vec<_>>(),
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("cached in {}:", lab::kernel::kernels_dir(&cache).display());
+    if cached.is_empty() {
+        println!("  (none)");
+    }
+    for k in &cached {
+        println!("  {}  {}  {}", k.package, k.version, mib(k.bytes));
+    }
+    println!("available (apt):");
+    for (s, p) in &resolved {
+        let builds: Vec<&str> = available
+            .iter()
+            .filter(|k| &k.series == s)
+            .map(|k| k.package.as_str())
+            .collect();
+        println!(
+            "  --kernel {s} -> {}  ({} builds)",
+            p.as_deref().unwrap_or("(no metapackage)"),
+            builds.len()
+        );
+        for b in builds {
+            let mark = if cached.iter().any(|c| c.package == b) {
+                "  [cached]"
+            } else {
+                ""
+            };
+            println!("      {b}{mark}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -286,7 +395,15 @@ fn run_script(a: &LabRunArgs) -> Result<ExitCode, CliError> {
     } else {
         a.modules.clone()
     };
-    let (run, _) = boot_with(&a.opts, "script", script, modules, Vec::new(), false)?;
+    let (run, _) = boot_with(
+        &a.opts,
+        "script",
+        script,
+        modules,
+        Vec::new(),
+        false,
+        a.patch.as_deref(),
+    )?;
     print!("{}", run.boot.output);
     eprint!("{}", run.boot.stderr);
     eprintln!("lab: {}", boot_report(&run).1);
@@ -305,10 +422,36 @@ pub(super) fn boot_with(
     modules: Vec<String>,
     files: Vec<PathBuf>,
     skbsim: bool,
+    patch: Option<&Path>,
 ) -> Result<(LabRun, (Value, String)), CliError> {
     let pb = spinner(opts.json);
-    let lab = open_lab(opts, &pb)?;
-    let setup = setup_report(&lab);
+    let mut lab = open_lab(opts, &pb)?;
+    let mut setup = setup_report(&lab);
+    if let Some(patch) = patch {
+        let progress = |m: &str| pb.set_message(m.to_string());
+        let built =
+            lab::patch::rebuild(&lab.cache, &lab.kernel, patch, &progress).map_err(lab_err)?;
+        let names: Vec<String> = built.modules.iter().map(|m| m.0.clone()).collect();
+        for (name, file) in built.modules {
+            lab.replace_module(&name, file).map_err(lab_err)?;
+        }
+        setup.0["patch"] = json!({
+            "file": patch,
+            "modules": names,
+            "cached": built.cached,
+            "build_s": built.time.as_secs_f64(),
+        });
+        setup.1.push_str(&format!(
+            "; patch {}: rebuilt {} ({})",
+            patch.display(),
+            names.join(", "),
+            if built.cached {
+                "cached".to_string()
+            } else {
+                format!("built in {}", secs(built.time))
+            }
+        ));
+    }
     let cwd = std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
     let skbsim = if skbsim {
         Some(std::env::current_exe().map_err(|e| CliError(format!("this binary's path: {e}")))?)
@@ -362,6 +505,7 @@ fn gre(opts: &LabOpts) -> Result<ExitCode, CliError> {
         modules,
         Vec::new(),
         false,
+        None,
     )?;
     let out = &run.boot.output;
     let received = out

@@ -72,7 +72,7 @@ fn vlan_line(o: &Value) -> String {
 pub(super) fn vlan(opts: &LabOpts) -> Result<ExitCode, CliError> {
     let script = format!("{} lab guest-vlan\n", lab::GUEST_SKBSIM);
     let modules = vec!["tun".to_string(), "8021q".to_string()];
-    let (run, setup) = boot_with(opts, "vlan", script, modules, Vec::new(), true)?;
+    let (run, setup) = boot_with(opts, "vlan", script, modules, Vec::new(), true, None)?;
     let obs: Vec<Value> = run
         .boot
         .output

@@ -1,0 +1,367 @@
+//! `skbsim lab diff`: the real traces of two guest kernels (`--kernel A --kernel B`), or
+//! of one kernel without and with `--patch`, compared per scenario with the field-level
+//! diff `skbsim diff` prints (the first differing event and field, over what the real
+//! arms observe), then whether the model predicts it: the simulator's traces of the
+//! scenario under the two sides' profiles, compared the same way.
+//!
+//! A scenario's verdict: `same` (neither the kernels nor the model differ), `predicted`
+//! (both differ first at the same event and field, by the same change: the same two values,
+//! or for a counters field the same counters from the same to the same), `ELSEWHERE` (both
+//! differ, but not there), `UNPREDICTED` (the kernels differ, the model's profiles do not),
+//! or `SPURIOUS` (the profiles differ, the kernels do not). Exit 1 unless every scenario is
+//! `same` or `predicted`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::{json, Value};
+use sim::profile::KernelProfile;
+use sim::scenario::Scenario;
+use sim::trace::diff::{first_divergence, Divergence};
+use skbsim::cli_error::CliError;
+use skbsim::conform::comparable;
+use skbsim::runner::run_sim;
+use skbsim::suite::load_scenarios;
+
+use super::conform::{guest_profile, guest_traces, real_output};
+use super::{AccelArg, LabOpts};
+
+#[derive(Debug, Args)]
+pub struct LabDiffArgs {
+    /// Scenario files or directories (searched recursively for *.toml).
+    #[arg(default_value = "scenarios")]
+    pub paths: Vec<PathBuf>,
+    /// The two kernels (`--kernel 6.1 --kernel 6.12`), or one with `--patch`.
+    #[arg(long = "kernel", value_name = "VERSION|PACKAGE", required = true)]
+    pub kernels: Vec<String>,
+    /// Compare the kernel without and with this patch (its modules rebuilt).
+    #[arg(long, value_name = "FILE")]
+    pub patch: Option<PathBuf>,
+    /// The profile the model uses for the second side (default: the one of its series;
+    /// with --patch, name the profile the patched kernel should behave as).
+    #[arg(long, value_name = "NAME")]
+    pub profile_b: Option<String>,
+    /// The profile for the first side (default: the one of its series).
+    #[arg(long, value_name = "NAME")]
+    pub profile_a: Option<String>,
+    /// The cache (as for the other lab commands).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub accel: AccelArg,
+    #[arg(long, default_value_t = 1024)]
+    pub memory: u32,
+    #[arg(long, default_value_t = 1800)]
+    pub timeout: u64,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn side_opts(a: &LabDiffArgs, kernel: &str) -> LabOpts {
+    LabOpts {
+        kernel: kernel.to_string(),
+        kernel_dir: None,
+        cache: a.cache.clone(),
+        accel: a.accel,
+        memory: a.memory,
+        timeout: a.timeout,
+        json: a.json,
+    }
+}
+
+/// What one side's real arm gave for a scenario: its observable trace, or why none.
+fn observable(g: Option<&Value>, s: &Scenario, host: &str) -> Result<String, String> {
+    let Some(g) = g else {
+        return Err("no result from the guest".into());
+    };
+    match g.get("status").and_then(Value::as_str) {
+        Some("ok") => {
+            let real = real_output(g, host, host);
+            Ok(comparable(s.pipeline, &real.trace).0)
+        }
+        Some(st) => Err(format!(
+            "{st}: {}",
+            g.get("reason")
+                .or_else(|| g.get("error"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        )),
+        None => Err("malformed guest result".into()),
+    }
+}
+
+/// The simulator's observable trace of `s` under `profile`.
+fn model(s: &Scenario, profile: KernelProfile) -> Result<String, CliError> {
+    let mut c = s.clone();
+    c.profile = profile;
+    c.sim_only = None;
+    Ok(comparable(s.pipeline, &run_sim(&c, None)?.trace).0)
+}
+
+fn ignored(s: &Scenario) -> Vec<&'static str> {
+    let mut ignore = comparable(s.pipeline, "").1;
+    // The profile names differ by construction.
+    ignore.push("profile");
+    ignore
+}
+
+/// `key value key value ...` (a counters field) as pairs, or None.
+fn pairs(v: &str) -> Option<Vec<(&str, &str)>> {
+    let w: Vec<&str> = v.split_whitespace().collect();
+    if w.is_empty() || !w.len().is_multiple_of(2) {
+        return None;
+    }
+    let p: Vec<(&str, &str)> = w.chunks(2).map(|c| (c[0], c[1])).collect();
+    p.iter()
+        .all(|(k, v)| k.contains('_') && v.parse::<u64>().is_ok())
+        .then_some(p)
+}
+
+/// What changed from A to B in a field: for a counters field only the counters that
+/// changed (the two sides' baselines may differ where the change does not reach: the
+/// model's 4.19 counts no XDP rx, the 6.1 guest does), else the two values.
+fn change(d: &Divergence) -> (String, String, Vec<(String, String, String)>) {
+    if let (Some(a), Some(b)) = (pairs(&d.left), pairs(&d.right)) {
+        if a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| x.0 == y.0) {
+            let changed = a
+                .iter()
+                .zip(&b)
+                .filter(|(x, y)| x.1 != y.1)
+                .map(|(x, y)| (x.0.to_string(), x.1.to_string(), y.1.to_string()))
+                .collect();
+            return (d.event.clone(), d.field.clone(), changed);
+        }
+    }
+    (
+        d.event.clone(),
+        d.field.clone(),
+        vec![(String::new(), d.left.clone(), d.right.clone())],
+    )
+}
+
+fn div_json(d: &Option<Divergence>) -> Value {
+    match d {
+        None => Value::Null,
+        Some(d) => json!({"event": d.event, "field": d.field, "a": d.left, "b": d.right}),
+    }
+}
+
+pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
+    let (ka, kb) = match (a.kernels.as_slice(), &a.patch) {
+        ([k], Some(_)) => (k.clone(), k.clone()),
+        ([x, y], None) => (x.clone(), y.clone()),
+        (_, Some(_)) => {
+            return Err(CliError(
+                "lab diff: with --patch give one --kernel (it runs without and with the patch)"
+                    .into(),
+            ))
+        }
+        _ => {
+            return Err(CliError(
+                "lab diff: give two kernels (--kernel A --kernel B), or one and --patch".into(),
+            ))
+        }
+    };
+    let scenarios: Vec<Scenario> = load_scenarios(&a.paths, None)?
+        .into_iter()
+        .filter(|s| s.profile.name == KernelProfile::default().name)
+        .collect();
+    let (oa, ob) = (side_opts(a, &ka), side_opts(a, &kb));
+    let ga = guest_traces(&oa, "diff-a", &scenarios, false, &[], None)?;
+    let gb = guest_traces(&ob, "diff-b", &scenarios, false, &[], a.patch.as_deref())?;
+    let pa = guest_profile(&ga.kernel, a.profile_a.as_deref())?;
+    let pb = guest_profile(&gb.kernel, a.profile_b.as_deref())?;
+    let host = KernelProfile::default().name;
+    let label_b = match &a.patch {
+        Some(p) => format!("{} + {}", gb.kernel, p.display()),
+        None => gb.kernel.clone(),
+    };
+    let (mut same, mut predicted, mut unpredicted, mut spurious, mut skipped) = (0, 0, 0, 0, 0);
+    let mut elsewhere = 0;
+    let mut rows = Vec::new();
+    let mut text = Vec::new();
+    for s in &scenarios {
+        if let Some(why) = &s.sim_only {
+            skipped += 1;
+            rows.push(json!({"scenario": s.name, "verdict": "skipped", "reason": why}));
+            continue;
+        }
+        let ignore = ignored(s);
+        let (ra, rb) = (
+            observable(ga.results.get(&s.name), s, host),
+            observable(gb.results.get(&s.name), s, host),
+        );
+        let (ra, rb) = match (ra, rb) {
+            (Ok(x), Ok(y)) => (x, y),
+            (Err(e), _) | (_, Err(e)) => {
+                skipped += 1;
+                rows.push(json!({"scenario": s.name, "verdict": "skipped", "reason": e}));
+                text.push(format!("  skipped  {}: {e}", s.name));
+                continue;
+            }
+        };
+        let real = first_divergence(ra.trim_end(), rb.trim_end(), &ignore);
+        let (ma, mb) = (model(s, pa)?, model(s, pb)?);
+        let modelled = first_divergence(ma.trim_end(), mb.trim_end(), &ignore);
+        let verdict = match (&real, &modelled) {
+            (None, None) => {
+                same += 1;
+                "same"
+            }
+            (Some(r), Some(m)) if change(r) == change(m) => {
+                predicted += 1;
+                "predicted"
+            }
+            (Some(_), Some(_)) => {
+                elsewhere += 1;
+                "ELSEWHERE"
+            }
+            (Some(_), None) => {
+                unpredicted += 1;
+                "UNPREDICTED"
+            }
+            (None, Some(_)) => {
+                spurious += 1;
+                "SPURIOUS"
+            }
+        };
+        let same_place = match (&real, &modelled) {
+            (Some(r), Some(m)) => change(r) == change(m),
+            (r, m) => r.is_none() && m.is_none(),
+        };
+        rows.push(json!({
+            "scenario": s.name,
+            "verdict": verdict,
+            "real": div_json(&real),
+            "model": div_json(&modelled),
+            "model_same_field": same_place,
+        }));
+        if let Some(r) = &real {
+            let mut t = format!(
+                "{verdict:>11}  {}: first difference at `{}`, field `{}`:\n    - {}\n    + {}",
+                s.name, r.event, r.field, r.left, r.right
+            );
+            match &modelled {
+                Some(_) if same_place => t.push_str("\n    model: the same difference"),
+                Some(m) => t.push_str(&format!(
+                    "\n    model: differs first at `{}`, field `{}`: {} | {}",
+                    m.event, m.field, m.left, m.right
+                )),
+                None => t.push_str(&format!(
+                    "\n    model: {} and {} give the same trace",
+                    pa.name, pb.name
+                )),
+            }
+            text.push(t);
+        } else if let Some(m) = &modelled {
+            text.push(format!(
+                "{verdict:>11}  {}: the kernels agree; the model ({} vs {}) differs at `{}`, field `{}`: {} | {}",
+                s.name, pa.name, pb.name, m.event, m.field, m.left, m.right
+            ));
+        }
+    }
+    let summary = json!({
+        "a": {"kernel": ga.kernel, "profile": pa.name, "setup": ga.setup.0},
+        "b": {"kernel": gb.kernel, "profile": pb.name, "patch": a.patch, "setup": gb.setup.0},
+        "results": rows,
+        "same": same,
+        "predicted": predicted,
+        "unpredicted": unpredicted,
+        "spurious": spurious,
+        "elsewhere": elsewhere,
+        "skipped": skipped,
+    });
+    if a.json {
+        println!("{summary}");
+    } else {
+        println!("A: {} (model {})", ga.kernel, pa.name);
+        println!("B: {label_b} (model {})", pb.name);
+        for t in &text {
+            println!("{t}");
+        }
+        println!();
+        println!(
+            "{:<44} {:<34} {:<34} verdict",
+            "scenario", "real A vs B", "model"
+        );
+        for r in &rows {
+            let cell = |v: &Value| match v {
+                Value::Null => "same".to_string(),
+                v => format!(
+                    "{} {}",
+                    v["event"]
+                        .as_str()
+                        .unwrap_or("")
+                        .split(" (")
+                        .next()
+                        .unwrap_or(""),
+                    v["field"].as_str().unwrap_or("")
+                ),
+            };
+            if r["verdict"] == "skipped" || r["verdict"] == "same" {
+                continue;
+            }
+            println!(
+                "{:<44} {:<34} {:<34} {}",
+                r["scenario"].as_str().unwrap_or(""),
+                cell(&r["real"]),
+                cell(&r["model"]),
+                r["verdict"].as_str().unwrap_or("")
+            );
+        }
+        println!(
+            "{same} same, {predicted} differences predicted, {elsewhere} predicted elsewhere, {unpredicted} unpredicted, {spurious} predicted but not seen, {skipped} skipped"
+        );
+        eprintln!("lab: A {}", ga.setup.1);
+        eprintln!("lab: B {}", gb.setup.1);
+    }
+    Ok(if unpredicted + spurious + elsewhere > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(field: &str, l: &str, r: &str) -> Divergence {
+        Divergence {
+            event: "read A 0".into(),
+            field: field.into(),
+            left: l.into(),
+            right: r.into(),
+        }
+    }
+
+    #[test]
+    fn a_counters_change_is_the_counters_that_moved() {
+        // The guest counts XDP rx (6.1), the model's 4.19 does not: the same tx_bytes
+        // change on both is the same change.
+        let real = d(
+            "counters",
+            "tx_packets 1 tx_bytes 166 rx_packets 1",
+            "tx_packets 1 tx_bytes 154 rx_packets 1",
+        );
+        let model = d(
+            "counters",
+            "tx_packets 1 tx_bytes 166 rx_packets 0",
+            "tx_packets 1 tx_bytes 154 rx_packets 0",
+        );
+        assert_eq!(change(&real), change(&model));
+        let other = d(
+            "counters",
+            "tx_packets 1 tx_bytes 166 rx_packets 0",
+            "tx_packets 1 tx_bytes 150 rx_packets 0",
+        );
+        assert_ne!(change(&real), change(&other));
+        // Not counters: the values themselves.
+        assert_ne!(
+            change(&d("result", "buffer 4096 -> 154", "buffer 4096 -> 158")),
+            change(&d("result", "buffer 4096 -> 150", "buffer 4096 -> 154"))
+        );
+    }
+}
