@@ -142,7 +142,19 @@ impl<'s> TunReadRun<'s> {
                 skb.protocol = bridge::received_protocol(data, &skb);
                 bridge::input(br, ts_ns, data, &skb, &self.scenario.device)
             }
-            None => Verdict::Deliver(None),
+            None => {
+                if !l3_only && skb.vlan.is_none() {
+                    // attach = "direct": AF_PACKET sends the frame on the tap itself
+                    // (net/packet/af_packet.c: packet_snd -> packet_parse_headers ->
+                    // dev_parse_header_protocol, i.e. net/ethernet/eth.c:
+                    // eth_header_parse_protocol): skb->protocol is the raw type/length
+                    // field, an 802.3 length included; no eth_type_trans runs.
+                    if let Some(b) = data.get(12..14) {
+                        skb.protocol = u16::from_be_bytes([b[0], b[1]]);
+                    }
+                }
+                Verdict::Deliver(None)
+            }
         };
         match verdict {
             Verdict::Dropped(reason) => {
