@@ -76,7 +76,13 @@ fn main() -> ExitCode {
             let text = e.render().to_string();
             let first = text.lines().next().unwrap_or("bad arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("skbsim: {first} (see skbsim --help)");
+            let choices = text
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("[possible values:"))
+                .map(|l| format!(" {l}"))
+                .unwrap_or_default();
+            eprintln!("skbsim: {first}{choices} (see skbsim --help)");
             return ExitCode::from(2);
         }
     };
