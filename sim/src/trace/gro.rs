@@ -222,8 +222,10 @@ pub fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
         let _ = writeln!(out, "  gretap_dev: len {v}");
     }
     let _ = writeln!(out, "  layout: {}", layout_text(s));
-    let bytes = s.to_vec();
-    let _ = writeln!(out, "  summary: {}", describe(&bytes));
+    let bytes = s.bytes();
+    out.push_str("  summary: ");
+    crate::wire::summary::describe_into(out, &bytes);
+    out.push('\n');
     out.push_str("  bytes:\n");
     super::render::hexdump(out, &bytes);
 }

@@ -52,7 +52,7 @@ fn drain(run: &mut TapGroRun, sinks: &mut Sinks, t: &mut GroTotals) -> Result<()
         }
         if sinks.capture.on() {
             let comment = sinks.capture.comments.then(|| delivered_comment(&d));
-            let bytes = d.skb.to_vec();
+            let bytes = d.skb.bytes();
             sinks
                 .capture
                 .frame(0, d.ts_ns, &bytes, bytes.len(), comment.as_deref())?;
