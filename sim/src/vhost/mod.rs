@@ -134,7 +134,7 @@ pub struct VhostNetTx {
     batched: Vec<TxDesc>,
     buffs: Vec<BatchBuff>,
     /// Descriptor bytes and XDP buffers done with, for the next packets.
-    spare_chains: Pool<Vec<u8>, { 2 * VHOST_NET_BATCH }>,
+    spare_chains: Pool<Vec<u8>, SPARE_CHAINS>,
     spare_xdp: Pool<Vec<u8>, VHOST_NET_BATCH>,
     done_idx: usize,
     batches: u32,
@@ -143,6 +143,11 @@ pub struct VhostNetTx {
     frag_pages: u64,
     pub ops: VhostOps,
 }
+
+/// Sent descriptors' buffers kept for the guest's next ones: a full virtqueue
+/// (VIRTQUEUE_MAX_SIZE, 1024), as a guest that fills its ring at once has that many
+/// outstanding between kicks.
+const SPARE_CHAINS: usize = 1024;
 
 /// The page_frag vhost refills: SKB_FRAG_PAGE_ORDER pages (32 KiB on x86_64).
 const FRAG_PAGE: usize = 32768;
