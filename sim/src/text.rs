@@ -44,12 +44,25 @@ pub fn mac(out: &mut String, m: &[u8; 6]) {
 
 /// An IPv4 address as Ipv4Addr prints it: "10.0.0.1".
 pub fn ipv4(out: &mut String, a: [u8; 4]) {
+    let mut buf = [b'.'; 15];
+    let mut n = 0;
     for (i, b) in a.iter().enumerate() {
         if i > 0 {
-            out.push('.');
+            n += 1; // the '.' already there
         }
-        dec(out, *b);
+        if *b >= 100 {
+            buf[n] = b'0' + b / 100;
+            n += 1;
+        }
+        if *b >= 10 {
+            buf[n] = b'0' + b / 10 % 10;
+            n += 1;
+        }
+        buf[n] = b'0' + b % 10;
+        n += 1;
     }
+    // Every byte is an ASCII digit or '.'.
+    out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or_default());
 }
 
 /// A timestamp in seconds with nanoseconds: "1.000000001" (`{}.{:09}`).

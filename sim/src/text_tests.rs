@@ -33,6 +33,7 @@ fn addresses_print_as_pnet_and_std_print_them() {
         [0, 0, 0, 0],
         [10, 0, 0, 1],
         [255, 255, 255, 255],
+        [9, 99, 101, 250],
         [192, 168, 100, 7],
     ] {
         assert_eq!(

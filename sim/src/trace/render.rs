@@ -220,11 +220,9 @@ pub(crate) fn hexdump(out: &mut String, data: &[u8]) {
         hex_line(out, i * 16, chunk);
     }
     let tail = (data.len() - 1) / 16 * 16;
-    let _ = writeln!(
-        out,
-        "    ...: {} bytes not shown (all in the output pcap)",
-        tail - 128
-    );
+    out.push_str("    ...: ");
+    text::dec(out, tail - 128);
+    out.push_str(" bytes not shown (all in the output pcap)\n");
     hex_line(out, tail, &data[tail..]);
 }
 
@@ -305,7 +303,13 @@ pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &T
         } else {
             ""
         };
-        let _ = writeln!(out, "  pi: flags {flags:#06x}{strip} proto {proto:#06x}");
+        // "  pi: flags {flags:#06x}{strip} proto {proto:#06x}"
+        out.push_str("  pi: flags ");
+        text::hex0x(out, u64::from(flags), 4);
+        out.push_str(strip);
+        out.push_str(" proto ");
+        text::hex0x(out, u64::from(proto), 4);
+        out.push('\n');
     }
     if let Some((h, pad)) = &d.vnet {
         out.push_str("  vnet: ");
@@ -313,12 +317,9 @@ pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &T
         out.push('\n');
         if !pad.is_empty() {
             let zero = pad.iter().all(|b| *b == 0);
-            let _ = writeln!(
-                out,
-                "  vnet_pad: {} bytes {}",
-                pad.len(),
-                if zero { "zero" } else { "not zeroed" }
-            );
+            out.push_str("  vnet_pad: ");
+            text::dec(out, pad.len());
+            out.push_str(if zero { " bytes zero\n" } else { " bytes not zeroed\n" });
         }
     }
     if let Some(m) = &r.model {
