@@ -319,7 +319,11 @@ pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &T
             let zero = pad.iter().all(|b| *b == 0);
             out.push_str("  vnet_pad: ");
             text::dec(out, pad.len());
-            out.push_str(if zero { " bytes zero\n" } else { " bytes not zeroed\n" });
+            out.push_str(if zero {
+                " bytes zero\n"
+            } else {
+                " bytes not zeroed\n"
+            });
         }
     }
     if let Some(m) = &r.model {
