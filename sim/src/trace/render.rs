@@ -185,11 +185,13 @@ pub fn hex_string(data: &[u8]) -> String {
     s
 }
 
-/// One hexdump line: `    0010: 45 00 ...` (the offset in at least four digits, as
-/// `{:04x}` would print it).
-fn hex_line(out: &mut String, off: usize, chunk: &[u8]) {
-    // 4 spaces, up to 16 offset digits, ':', 16 x " xx", '\n'.
-    let mut line = [b' '; 4 + 16 + 1 + 16 * 3 + 1];
+/// The longest hexdump line: 4 spaces, up to 16 offset digits, ':', 16 x " xx", '\n'.
+const HEX_LINE_MAX: usize = 4 + 16 + 1 + 16 * 3 + 1;
+
+/// One hexdump line, `    0010: 45 00 ...` (the offset in at least four digits, as
+/// `{:04x}` would print it), into `line`; returns its length.
+fn hex_line(line: &mut [u8; HEX_LINE_MAX], off: usize, chunk: &[u8]) -> usize {
+    line.fill(b' ');
     let digits = (usize::BITS - off.leading_zeros()).div_ceil(4).max(4) as usize;
     let mut n = 4;
     for k in (0..digits).rev() {
@@ -204,26 +206,35 @@ fn hex_line(out: &mut String, off: usize, chunk: &[u8]) {
         n += 3;
     }
     line[n] = b'\n';
-    n += 1;
+    n + 1
+}
+
+/// The lines of `data` (at most [`HEXDUMP_FULL`] bytes), its first byte at offset
+/// `base`: built in one buffer and appended at once (one UTF-8 check, one copy).
+fn hex_lines(out: &mut String, base: usize, data: &[u8]) {
+    let mut buf = [0u8; HEX_LINE_MAX * HEXDUMP_FULL / 16];
+    let mut line = [b' '; HEX_LINE_MAX];
+    let mut n = 0;
+    for (i, chunk) in data.chunks(16).take(HEXDUMP_FULL / 16).enumerate() {
+        let len = hex_line(&mut line, base + i * 16, chunk);
+        buf[n..n + len].copy_from_slice(&line[..len]);
+        n += len;
+    }
     // Every byte written above is ASCII.
-    out.push_str(std::str::from_utf8(&line[..n]).unwrap_or_default());
+    out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or_default());
 }
 
 pub(crate) fn hexdump(out: &mut String, data: &[u8]) {
     if data.len() <= HEXDUMP_FULL {
-        for (i, chunk) in data.chunks(16).enumerate() {
-            hex_line(out, i * 16, chunk);
-        }
+        hex_lines(out, 0, data);
         return;
     }
-    for (i, chunk) in data[..128].chunks(16).enumerate() {
-        hex_line(out, i * 16, chunk);
-    }
+    hex_lines(out, 0, &data[..128]);
     let tail = (data.len() - 1) / 16 * 16;
     out.push_str("    ...: ");
     text::dec(out, tail - 128);
     out.push_str(" bytes not shown (all in the output pcap)\n");
-    hex_line(out, tail, &data[tail..]);
+    hex_lines(out, tail, &data[tail..]);
 }
 
 /// PI and vnet header as userspace sees them in `data`.
