@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use crate::ethernet::ETH_P_802_2;
-use crate::skb::{VlanTag, ETH_P_IP, ETH_P_IPV6};
+use crate::pool::Pool;
+use crate::skb::{SkBuff, VlanTag, ETH_P_IP, ETH_P_IPV6};
 use crate::tun::TunDevice;
 
 /// A frame the stack received (__netif_receive_skb_core delivered it to the packet taps).
@@ -39,8 +40,12 @@ pub struct Net {
     pub devices: BTreeMap<u32, TunDevice>,
     /// Frames the stack received, in order.
     pub stack: Vec<Delivery>,
-    /// Buffers of delivered frames handed back ([`Net::recycle_frame`]) for the next.
-    pub spare_frames: Vec<Vec<u8>>,
+    /// Buffers of delivered frames handed back ([`Net::recycle_frame`]) for the next:
+    /// up to a full vhost ring's worth, since a kick delivers that many before any is
+    /// handed back.
+    pub spare_frames: Pool<Vec<u8>, 1024>,
+    /// The skbs tun_write and tun_xdp_one build, reused across writes.
+    pub spare_skbs: Pool<SkBuff, 4>,
 }
 
 impl Net {
@@ -63,8 +68,6 @@ impl Net {
 
     /// Give a delivered frame's buffer back; a few are kept for later deliveries.
     pub fn recycle_frame(&mut self, frame: Vec<u8>) {
-        if self.spare_frames.len() < 64 {
-            self.spare_frames.push(frame);
-        }
+        self.spare_frames.give(frame);
     }
 }

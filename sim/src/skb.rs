@@ -149,17 +149,28 @@ impl OpCounters {
     }
 }
 
+impl OpCounters {
+    /// "copied_to_user {} copied_in {} memmoved {} allocations {} realloc_copied {}",
+    /// appended by hand (a trace line per frame; see crate::text).
+    pub fn text_into(&self, out: &mut String) {
+        for (name, n) in [
+            ("copied_to_user ", self.bytes_copied_to_user),
+            (" copied_in ", self.bytes_copied_in),
+            (" memmoved ", self.bytes_memmoved),
+            (" allocations ", self.allocations),
+            (" realloc_copied ", self.bytes_copied_realloc),
+        ] {
+            out.push_str(name);
+            crate::text::dec(out, n);
+        }
+    }
+}
+
 impl fmt::Display for OpCounters {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "copied_to_user {} copied_in {} memmoved {} allocations {} realloc_copied {}",
-            self.bytes_copied_to_user,
-            self.bytes_copied_in,
-            self.bytes_memmoved,
-            self.allocations,
-            self.bytes_copied_realloc
-        )
+        let mut s = String::new();
+        self.text_into(&mut s);
+        f.write_str(&s)
     }
 }
 
@@ -278,6 +289,13 @@ impl SkBuff {
         self.tail = headroom + headlen;
         self.frags.extend_from_slice(&frame[headlen..]);
         self.ops.bytes_copied_in += frame.len() as u64;
+    }
+
+    /// [`SkBuff::from_frame`] reusing this skb's buffers: the result is the same skb,
+    /// operation counters from zero included.
+    pub fn reuse_from_frame(&mut self, frame: &[u8], headroom: usize, headlen: usize) {
+        self.ops = OpCounters::default();
+        self.fill_from_frame(frame, headroom, headlen);
     }
 
     /// skb->len: linear plus paged bytes.

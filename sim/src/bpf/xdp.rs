@@ -131,7 +131,7 @@ impl XdpBuff {
     pub fn new(frame: &[u8]) -> XdpBuff {
         let need = XDP_PACKET_HEADROOM + frame.len() + SKB_SHARED_INFO_SIZE;
         let frame_sz = PAGE_SIZE.max(need.div_ceil(64) * 64);
-        let mut b = XdpBuff::empty(frame_sz, XDP_PACKET_HEADROOM);
+        let mut b = XdpBuff::empty(vec![0; frame_sz], XDP_PACKET_HEADROOM);
         b.set_frame(frame);
         b
     }
@@ -140,6 +140,17 @@ impl XdpBuff {
     /// tun_build_skb uses 64 + 256) and `frame_sz` bytes in all (xdp_init_buff). Fails
     /// when the frame does not fit in front of the shared-info tailroom.
     pub fn with_layout(
+        frame: &[u8],
+        headroom: usize,
+        frame_sz: usize,
+    ) -> Result<XdpBuff, BpfError> {
+        XdpBuff::with_layout_in(Vec::new(), frame, headroom, frame_sz)
+    }
+
+    /// [`XdpBuff::with_layout`] in a reused buffer: `buf` is cleared and zero-filled to
+    /// `frame_sz` first, so the result is the same as a fresh one's.
+    pub fn with_layout_in(
+        mut buf: Vec<u8>,
         frame: &[u8],
         headroom: usize,
         frame_sz: usize,
@@ -157,19 +168,22 @@ impl XdpBuff {
                 ),
             ));
         }
-        let mut b = XdpBuff::empty(frame_sz, headroom);
+        buf.clear();
+        buf.resize(frame_sz, 0);
+        let mut b = XdpBuff::empty(buf, headroom);
         b.set_frame(frame);
         Ok(b)
     }
 
-    fn empty(frame_sz: usize, headroom: usize) -> XdpBuff {
+    /// A zeroed `buf` as an empty XDP buffer with `headroom`.
+    fn empty(buf: Vec<u8>, headroom: usize) -> XdpBuff {
         XdpBuff {
-            buf: vec![0; frame_sz],
+            frame_sz: buf.len(),
+            buf,
             data_hard_start: 0,
             data: headroom,
             data_meta: headroom,
             data_end: headroom,
-            frame_sz,
             ingress_ifindex: 0,
             rx_queue_index: 0,
             egress_ifindex: 0,

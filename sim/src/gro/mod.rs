@@ -252,6 +252,16 @@ impl GroSkb {
         self.len.saturating_sub(self.cb.data_offset)
     }
 
+    /// The whole frame: the head bytes themselves when nothing was merged (no copy),
+    /// else [`GroSkb::to_vec`].
+    pub fn bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        if self.segs.is_empty() {
+            std::borrow::Cow::Borrowed(&self.data)
+        } else {
+            std::borrow::Cow::Owned(self.to_vec())
+        }
+    }
+
     /// The whole frame as one buffer (head bytes, then each merged payload).
     pub fn to_vec(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(self.len);

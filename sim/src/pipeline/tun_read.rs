@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 
 use crate::bridge::{self, Attach, Bridge, DropReason, Verdict};
 use crate::errno::Errno;
+use crate::pool::Pool;
 use crate::scenario::Scenario;
 use crate::skb::{OpCounters, SkBuff};
 use crate::tun::read::ReadOutcome;
@@ -93,6 +94,8 @@ pub struct TunReadRun<'s> {
     pub ops: OpCounters,
     /// Whether to keep the returned bytes in each record (off for benchmarks).
     pub record_bytes: bool,
+    /// Records' byte buffers handed back ([`TunReadRun::recycle_data`]).
+    spare_data: Pool<Vec<u8>, 4>,
 }
 
 impl<'s> TunReadRun<'s> {
@@ -111,7 +114,13 @@ impl<'s> TunReadRun<'s> {
             since_read: 0,
             ops: OpCounters::default(),
             record_bytes: true,
+            spare_data: Pool::default(),
         }
+    }
+
+    /// Give a rendered record's `data` buffer back for the next read's.
+    pub fn recycle_data(&mut self, data: Vec<u8>) {
+        self.spare_data.give(data);
     }
 
     pub fn stats(&self) -> TunStats {
@@ -230,7 +239,10 @@ impl<'s> TunReadRun<'s> {
                 Err(_) => size.min(header_len(&self.scenario.device)),
             };
             let data = if self.record_bytes {
-                self.buf[..visible].to_vec()
+                let mut data = self.spare_data.take();
+                data.clear();
+                data.extend_from_slice(&self.buf[..visible]);
+                data
             } else {
                 Vec::new()
             };

@@ -13,14 +13,21 @@ use super::tap_write::{TapWriteRun, WriteEvent, IFINDEX_DUT};
 /// (`hdr_len` bytes) then the frame. The real arm's userspace vhost client writes the
 /// same bytes into its ring.
 pub fn guest_packet(guest: &GuestPlan, index: u64, frame: &[u8]) -> Vec<u8> {
-    let mut bytes = vec![0u8; guest.hdr_len];
+    let mut bytes = Vec::with_capacity(guest.hdr_len + frame.len());
+    guest_packet_into(&mut bytes, guest, index, frame);
+    bytes
+}
+
+/// [`guest_packet`] into a reused buffer (its old contents are cleared).
+pub fn guest_packet_into(bytes: &mut Vec<u8>, guest: &GuestPlan, index: u64, frame: &[u8]) {
+    bytes.clear();
+    bytes.resize(guest.hdr_len, 0);
     let vnet = guest.vnet_for(index);
     // A virtio 1.0 guest is little-endian; the 10 header bytes then num_buffers.
     let mut view =
         VirtioNetHdr::new_unchecked(&mut bytes[..], VnetHdrLayout::Basic, Endian::Little);
     let _ = vnet.emit(&mut view);
     bytes.extend_from_slice(frame);
-    bytes
 }
 
 /// The guest's TX ring: QEMU's largest virtio-net tx_queue_size (hw/net/virtio-net.c:
@@ -87,7 +94,8 @@ impl<'s> VhostTxRun<'s> {
         let Some(guest) = self.scenario.guest.as_ref() else {
             return Err(ModelError("vhost-tx without [vhost]".into()));
         };
-        let bytes = guest_packet(guest, index, frame);
+        let mut bytes = self.worker.spare_chain();
+        guest_packet_into(&mut bytes, guest, index, frame);
         self.pending.push(TxDesc {
             head: self.next_head,
             packet: index,

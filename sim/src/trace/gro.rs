@@ -17,6 +17,7 @@ use crate::gro::GroSkb;
 use crate::pipeline::tap_gro::{TapGroRun, WriteError};
 use crate::scenario::Scenario;
 use crate::skb::{gso, IpSummed};
+use crate::text;
 use crate::wire::summary::describe;
 
 /// Trace fields only the model knows; a comparison with the real kernel skips them.
@@ -36,53 +37,77 @@ pub const GRO_MODEL_ONLY_FIELDS: [&str; 10] = [
 
 /// "0-9", "0-3 5 7-8".
 pub fn ranges(frames: &[u64]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < frames.len() {
-        let mut j = i;
-        while j + 1 < frames.len() && frames[j + 1] == frames[j] + 1 {
-            j += 1;
-        }
-        out.push(if j == i {
-            frames[i].to_string()
-        } else {
-            format!("{}-{}", frames[i], frames[j])
-        });
-        i = j + 1;
-    }
-    out.join(" ")
+    let mut out = String::new();
+    ranges_into(&mut out, frames.iter().copied());
+    out
 }
 
-fn end_text(e: &End) -> String {
+/// [`ranges`] of `frames` appended to `out`; returns how many frames there were.
+fn ranges_into(out: &mut String, frames: impl IntoIterator<Item = u64>) -> usize {
+    fn run(out: &mut String, first: bool, (a, b): (u64, u64)) {
+        if !first {
+            out.push(' ');
+        }
+        text::dec(out, a);
+        if b != a {
+            out.push('-');
+            text::dec(out, b);
+        }
+    }
+    let (mut n, mut cur, mut first) = (0, None::<(u64, u64)>, true);
+    for f in frames {
+        n += 1;
+        cur = match cur {
+            Some((a, b)) if b.checked_add(1) == Some(f) => Some((a, f)),
+            Some(r) => {
+                run(out, first, r);
+                first = false;
+                Some((f, f))
+            }
+            None => Some((f, f)),
+        };
+    }
+    if let Some(r) = cur {
+        run(out, first, r);
+    }
+    n
+}
+
+/// Why a delivered skb went up, appended to `out`.
+fn end_into(out: &mut String, e: &End) {
     match e {
-        End::Normal => "passed up unheld (GRO_NORMAL)".into(),
-        End::NapiComplete => "napi_complete_done: flush all".into(),
+        End::Normal => out.push_str("passed up unheld (GRO_NORMAL)"),
+        End::NapiComplete => out.push_str("napi_complete_done: flush all"),
         End::NapiCompleteOld => {
-            "napi_complete_done: held in an older jiffy (gro_flush_timeout set)".into()
+            out.push_str("napi_complete_done: held in an older jiffy (gro_flush_timeout set)")
         }
         End::Timer => {
-            "gro_flush_timeout: the hrtimer fired, napi_complete_done(0) flushed all".into()
+            out.push_str("gro_flush_timeout: the hrtimer fired, napi_complete_done(0) flushed all")
         }
-        End::Budget => "poll used its budget (64): napi_gro_flush".into(),
+        End::Budget => out.push_str("poll used its budget (64): napi_gro_flush"),
         End::BucketFull { frame } => {
-            format!("gro:bucket-full (frame {frame} needed a slot; gro_flush_oldest)")
+            let _ = write!(
+                out,
+                "gro:bucket-full (frame {frame} needed a slot; gro_flush_oldest)"
+            );
         }
         End::Frame {
             frame,
             reason,
             merged: true,
         } => {
-            format!(
+            let _ = write!(
+                out,
                 "frame {frame} {} (merged, then forced the flush)",
                 reason.name
-            )
+            );
         }
         End::Frame {
             frame,
             reason,
             merged: false,
         } => {
-            format!("frame {frame} {} (did not merge)", reason.name)
+            let _ = write!(out, "frame {frame} {} (did not merge)", reason.name);
         }
     }
 }
@@ -100,9 +125,13 @@ fn gso_text(s: &GroSkb) -> String {
     }
 }
 
-fn layout_text(s: &GroSkb) -> String {
+/// "head {} frags {}", then the frag_list if any, appended to `t`.
+fn layout_into(t: &mut String, s: &GroSkb) {
     let l = &s.layout;
-    let mut t = format!("head {} frags {}", s.data.len(), l.frags);
+    t.push_str("head ");
+    text::dec(t, s.data.len());
+    t.push_str(" frags ");
+    text::dec(t, l.frags);
     if !l.frag_list.is_empty() {
         let with_frags = l.frag_list.iter().filter(|n| **n > 0).count();
         let _ = write!(t, " frag_list {}", l.frag_list.len());
@@ -111,7 +140,6 @@ fn layout_text(s: &GroSkb) -> String {
             let _ = write!(t, " (frags {})", v.join(","));
         }
     }
-    t
 }
 
 fn encap_text(s: &GroSkb) -> String {
@@ -171,35 +199,51 @@ pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
     super::gro_observed::header(out, sc, &setup, napi_note);
 }
 
-/// One delivered skb's block (without the separator line).
+/// One delivered skb's block (without the separator line). The lines every skb has are
+/// written by hand (see crate::text): a traced replay renders one block per frame.
 pub fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
     let s = &d.skb;
-    let frames: Vec<u64> = s.frames().collect();
-    let _ = writeln!(
-        out,
-        "deliver {n} (poll {}, ts {}): len {}",
-        d.poll,
-        ts(d.ts_ns),
-        s.len
-    );
-    let _ = writeln!(out, "  frames: {} ({})", ranges(&frames), frames.len());
+    // "deliver {n} (poll {}, ts {}): len {}"
+    out.push_str("deliver ");
+    text::dec(out, n);
+    out.push_str(" (poll ");
+    text::dec(out, d.poll);
+    out.push_str(", ts ");
+    text::ts(out, d.ts_ns);
+    out.push_str("): len ");
+    text::dec(out, s.len);
+    // "  frames: {ranges} ({count})"
+    out.push_str("\n  frames: ");
+    let count = ranges_into(out, s.frames());
+    out.push_str(" (");
+    text::dec(out, count);
+    out.push_str(")\n");
     if let Some(r) = s.start {
-        let also: Vec<&str> = s.start_also.iter().map(|a| a.name).collect();
-        if also.is_empty() {
-            let _ = writeln!(out, "  start: frame {} {}", s.frame, r.name);
-        } else {
-            let _ = writeln!(
-                out,
-                "  start: frame {} {} (also {})",
-                s.frame,
-                r.name,
-                also.join(", ")
-            );
+        // "  start: frame {} {}", then " (also {a}, {b})" if any
+        out.push_str("  start: frame ");
+        text::dec(out, s.frame);
+        out.push(' ');
+        out.push_str(r.name);
+        for (i, a) in s.start_also.iter().enumerate() {
+            out.push_str(if i == 0 { " (also " } else { ", " });
+            out.push_str(a.name);
         }
-        let _ = writeln!(out, "  rule: {}", r.rule);
+        if !s.start_also.is_empty() {
+            out.push(')');
+        }
+        out.push_str("\n  rule: ");
+        out.push_str(r.rule);
+        out.push('\n');
     }
-    let _ = writeln!(out, "  end: {}", end_text(&d.end));
-    let _ = writeln!(out, "  gso: {}", gso_text(s));
+    out.push_str("  end: ");
+    end_into(out, &d.end);
+    out.push_str("\n  gso: ");
+    if s.gso_size == 0 {
+        out.push_str("none");
+    } else {
+        out.push_str(&gso_text(s));
+    }
+    out.push('\n');
     if s.ip_summed == IpSummed::Partial {
         let _ = writeln!(
             out,
@@ -207,23 +251,32 @@ pub fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
             s.csum_start, s.csum_offset
         );
     } else {
-        let _ = writeln!(
-            out,
-            "  ip_summed: {} level {}",
-            s.ip_summed.kernel_name(),
-            s.csum_level
-        );
+        out.push_str("  ip_summed: ");
+        out.push_str(s.ip_summed.kernel_name());
+        out.push_str(" level ");
+        text::dec(out, s.csum_level);
+        out.push('\n');
     }
-    let _ = writeln!(out, "  encap: {}", encap_text(s));
+    out.push_str("  encap: ");
+    if s.encapsulation {
+        out.push_str(&encap_text(s));
+    } else {
+        out.push_str("none");
+    }
+    out.push('\n');
     if let Some(v) = vxlan_dev_len(s) {
         let _ = writeln!(out, "  vxlan_dev: len {v}");
     }
     if let Some(v) = gretap_dev_len(s) {
         let _ = writeln!(out, "  gretap_dev: len {v}");
     }
-    let _ = writeln!(out, "  layout: {}", layout_text(s));
-    let bytes = s.to_vec();
-    let _ = writeln!(out, "  summary: {}", describe(&bytes));
+    out.push_str("  layout: ");
+    layout_into(out, s);
+    out.push('\n');
+    let bytes = s.bytes();
+    out.push_str("  summary: ");
+    crate::wire::summary::describe_into(out, &bytes);
+    out.push('\n');
     out.push_str("  bytes:\n");
     super::render::hexdump(out, &bytes);
 }

@@ -7,9 +7,10 @@ use serde_json::{json, Value};
 use crate::pipeline::tun_read::{Event, ReadRecord};
 use crate::scenario::Scenario;
 use crate::skb::{gso, OpCounters};
+use crate::text;
 use crate::tun::read::SkbInfo;
 use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, TUN_PI_LEN};
-use crate::wire::summary::{describe, describe_vlan_tci};
+use crate::wire::summary::{describe_into, vlan_tci_into};
 use crate::wire::tun_pi::TunPi;
 use crate::wire::virtio_net_hdr::{
     flags_names, gso_type_name, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_LEN,
@@ -107,25 +108,52 @@ pub fn describe_device(c: &TunConfig) -> String {
 }
 
 pub(crate) fn ts(ns: u64) -> String {
-    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+    let mut s = String::new();
+    text::ts(&mut s, ns);
+    s
 }
 
 pub(crate) fn counters(s: &TunStats) -> String {
-    format!(
-        "tx_packets {} tx_bytes {} tx_dropped {} rx_packets {} rx_bytes {} rx_dropped {}",
-        s.tx_packets, s.tx_bytes, s.tx_dropped, s.rx_packets, s.rx_bytes, s.rx_dropped
-    )
+    let mut out = String::new();
+    counters_into(&mut out, s);
+    out
+}
+
+/// "tx_packets 1 tx_bytes 60 tx_dropped 0 rx_packets 0 rx_bytes 0 rx_dropped 0".
+pub(crate) fn counters_into(out: &mut String, s: &TunStats) {
+    for (name, n) in [
+        ("tx_packets ", s.tx_packets),
+        (" tx_bytes ", s.tx_bytes),
+        (" tx_dropped ", s.tx_dropped),
+        (" rx_packets ", s.rx_packets),
+        (" rx_bytes ", s.rx_bytes),
+        (" rx_dropped ", s.rx_dropped),
+    ] {
+        out.push_str(name);
+        text::dec(out, n);
+    }
 }
 
 fn skb_line(k: &SkbInfo) -> String {
-    let mut s = format!(
-        "len {} headlen {} protocol {:#06x}",
-        k.len, k.headlen, k.protocol
-    );
+    let mut s = String::new();
+    skb_line_into(&mut s, k);
+    s
+}
+
+/// "len {} headlen {} protocol {:#06x}", the tag, the checksum state and GSO.
+fn skb_line_into(s: &mut String, k: &SkbInfo) {
+    s.push_str("len ");
+    text::dec(s, k.len);
+    s.push_str(" headlen ");
+    text::dec(s, k.headlen);
+    s.push_str(" protocol ");
+    text::hex0x(s, u64::from(k.protocol), 4);
     if let Some(v) = k.vlan {
-        let _ = write!(s, " hwaccel-tag {}", describe_vlan_tci(v.proto, v.tci));
+        s.push_str(" hwaccel-tag ");
+        vlan_tci_into(s, v.proto, v.tci);
     }
-    let _ = write!(s, " {}", k.ip_summed.kernel_name());
+    s.push(' ');
+    s.push_str(k.ip_summed.kernel_name());
     if k.ip_summed == crate::skb::IpSummed::Partial {
         let _ = write!(
             s,
@@ -142,7 +170,6 @@ fn skb_line(k: &SkbInfo) -> String {
             k.gso_segs
         );
     }
-    s
 }
 
 /// Bytes dumped in full; longer reads show their head and tail (the output pcap keeps
@@ -162,11 +189,13 @@ pub fn hex_string(data: &[u8]) -> String {
     s
 }
 
-/// One hexdump line: `    0010: 45 00 ...` (the offset in at least four digits, as
-/// `{:04x}` would print it).
-fn hex_line(out: &mut String, off: usize, chunk: &[u8]) {
-    // 4 spaces, up to 16 offset digits, ':', 16 x " xx", '\n'.
-    let mut line = [b' '; 4 + 16 + 1 + 16 * 3 + 1];
+/// The longest hexdump line: 4 spaces, up to 16 offset digits, ':', 16 x " xx", '\n'.
+const HEX_LINE_MAX: usize = 4 + 16 + 1 + 16 * 3 + 1;
+
+/// One hexdump line, `    0010: 45 00 ...` (the offset in at least four digits, as
+/// `{:04x}` would print it), into `line`; returns its length.
+fn hex_line(line: &mut [u8; HEX_LINE_MAX], off: usize, chunk: &[u8]) -> usize {
+    line.fill(b' ');
     let digits = (usize::BITS - off.leading_zeros()).div_ceil(4).max(4) as usize;
     let mut n = 4;
     for k in (0..digits).rev() {
@@ -181,37 +210,45 @@ fn hex_line(out: &mut String, off: usize, chunk: &[u8]) {
         n += 3;
     }
     line[n] = b'\n';
-    n += 1;
+    n + 1
+}
+
+/// The lines of `data` (at most [`HEXDUMP_FULL`] bytes), its first byte at offset
+/// `base`: built in one buffer and appended at once (one UTF-8 check, one copy).
+fn hex_lines(out: &mut String, base: usize, data: &[u8]) {
+    let mut buf = [0u8; HEX_LINE_MAX * HEXDUMP_FULL / 16];
+    let mut line = [b' '; HEX_LINE_MAX];
+    let mut n = 0;
+    for (i, chunk) in data.chunks(16).take(HEXDUMP_FULL / 16).enumerate() {
+        let len = hex_line(&mut line, base + i * 16, chunk);
+        buf[n..n + len].copy_from_slice(&line[..len]);
+        n += len;
+    }
     // Every byte written above is ASCII.
-    out.push_str(std::str::from_utf8(&line[..n]).unwrap_or_default());
+    out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or_default());
 }
 
 pub(crate) fn hexdump(out: &mut String, data: &[u8]) {
     if data.len() <= HEXDUMP_FULL {
-        for (i, chunk) in data.chunks(16).enumerate() {
-            hex_line(out, i * 16, chunk);
-        }
+        hex_lines(out, 0, data);
         return;
     }
-    for (i, chunk) in data[..128].chunks(16).enumerate() {
-        hex_line(out, i * 16, chunk);
-    }
+    hex_lines(out, 0, &data[..128]);
     let tail = (data.len() - 1) / 16 * 16;
-    let _ = writeln!(
-        out,
-        "    ...: {} bytes not shown (all in the output pcap)",
-        tail - 128
-    );
-    hex_line(out, tail, &data[tail..]);
+    out.push_str("    ...: ");
+    text::dec(out, tail - 128);
+    out.push_str(" bytes not shown (all in the output pcap)\n");
+    hex_lines(out, tail, &data[tail..]);
 }
 
 /// PI and vnet header as userspace sees them in `data`.
-struct Decoded {
+struct Decoded<'r> {
     pi: Option<(u16, u16)>,
-    vnet: Option<(VirtioNetHdrRepr, Vec<u8>)>,
+    /// The header and the bytes of the area past it.
+    vnet: Option<(VirtioNetHdrRepr, &'r [u8])>,
 }
 
-fn decode(r: &ReadRecord, dev: &TunConfig) -> Decoded {
+fn decode<'r>(r: &'r ReadRecord, dev: &TunConfig) -> Decoded<'r> {
     let mut pos = 0;
     let mut d = Decoded {
         pi: None,
@@ -227,38 +264,44 @@ fn decode(r: &ReadRecord, dev: &TunConfig) -> Decoded {
         let area = &r.data[pos..pos + dev.vnet_hdr_sz];
         if let Ok(view) = VirtioNetHdr::new_checked(area, VnetHdrLayout::Basic, dev.vnet_endian) {
             if let Ok(h) = VirtioNetHdrRepr::parse(&view) {
-                d.vnet = Some((h, area[VIRTIO_NET_HDR_LEN..].to_vec()));
+                d.vnet = Some((h, &area[VIRTIO_NET_HDR_LEN..]));
             }
         }
     }
     d
 }
 
-pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &TunConfig) {
-    let result = match r.result {
-        Ok(n) => n.to_string(),
-        Err(e) => e.name().to_string(),
-    };
-    match r.frame {
-        Some((f, t)) => {
-            let _ = writeln!(
-                out,
-                "{label} {} (frame {f}, ts {}): buffer {} -> {result}",
-                r.read,
-                ts(t),
-                r.buffer_len
-            );
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "{label} {}: buffer {} -> {result}",
-                r.read, r.buffer_len
-            );
-        }
+/// `Ok(n)` as n, an error by its name.
+pub(crate) fn result_into<T: itoa::Integer>(out: &mut String, r: Result<T, crate::errno::Errno>) {
+    match r {
+        Ok(n) => text::dec(out, n),
+        Err(e) => out.push_str(e.name()),
     }
+}
+
+/// The block of one read. The lines every read has are written by hand (see
+/// crate::text): a traced replay renders one per frame.
+pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &TunConfig) {
+    // "{label} {read} (frame {f}, ts {t}): buffer {len} -> {result}"
+    out.push_str(label);
+    out.push(' ');
+    text::dec(out, r.read);
+    if let Some((f, t)) = r.frame {
+        out.push_str(" (frame ");
+        text::dec(out, f);
+        out.push_str(", ts ");
+        text::ts(out, t);
+        out.push(')');
+    }
+    out.push_str(": buffer ");
+    text::dec(out, r.buffer_len);
+    out.push_str(" -> ");
+    result_into(out, r.result);
+    out.push('\n');
     if let Some(k) = r.model.as_ref().and_then(|m| m.skb.as_ref()) {
-        let _ = writeln!(out, "  skb: {}", skb_line(k));
+        out.push_str("  skb: ");
+        skb_line_into(out, k);
+        out.push('\n');
     }
     if r.model.as_ref().is_some_and(|m| m.xdp_frame) {
         let what = if dev.no_pi {
@@ -275,35 +318,40 @@ pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &T
         } else {
             ""
         };
-        let _ = writeln!(out, "  pi: flags {flags:#06x}{strip} proto {proto:#06x}");
+        // "  pi: flags {flags:#06x}{strip} proto {proto:#06x}"
+        out.push_str("  pi: flags ");
+        text::hex0x(out, u64::from(flags), 4);
+        out.push_str(strip);
+        out.push_str(" proto ");
+        text::hex0x(out, u64::from(proto), 4);
+        out.push('\n');
     }
     if let Some((h, pad)) = &d.vnet {
-        let _ = writeln!(
-            out,
-            "  vnet: flags {} gso_type {} hdr_len {} gso_size {} csum_start {} csum_offset {}",
-            flags_names(h.flags),
-            gso_type_name(h.gso_type),
-            h.hdr_len,
-            h.gso_size,
-            h.csum_start,
-            h.csum_offset
-        );
+        out.push_str("  vnet: ");
+        vnet_fields_into(out, h);
+        out.push('\n');
         if !pad.is_empty() {
             let zero = pad.iter().all(|b| *b == 0);
-            let _ = writeln!(
-                out,
-                "  vnet_pad: {} bytes {}",
-                pad.len(),
-                if zero { "zero" } else { "not zeroed" }
-            );
+            out.push_str("  vnet_pad: ");
+            text::dec(out, pad.len());
+            out.push_str(if zero {
+                " bytes zero\n"
+            } else {
+                " bytes not zeroed\n"
+            });
         }
     }
     if let Some(m) = &r.model {
         if m.skb.is_some() {
             match m.put_user_ret {
                 Some(ret) => {
-                    let _ = writeln!(out, "  put_user: {ret}");
-                    let _ = writeln!(out, "  frame: {} of {} bytes", m.frame_copied, m.frame_len);
+                    out.push_str("  put_user: ");
+                    text::dec(out, ret);
+                    out.push_str("\n  frame: ");
+                    text::dec(out, m.frame_copied);
+                    out.push_str(" of ");
+                    text::dec(out, m.frame_len);
+                    out.push_str(" bytes\n");
                 }
                 None => {
                     let _ = writeln!(out, "  put_user: EINVAL, skb freed, no counter moves");
@@ -314,14 +362,20 @@ pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &T
         }
     }
     if r.result.is_ok_and(|n| n > 0) {
-        let _ = writeln!(out, "  summary: {}", describe(r.frame_bytes(dev)));
+        out.push_str("  summary: ");
+        describe_into(out, r.frame_bytes(dev));
+        out.push('\n');
     }
     if let Some(m) = &r.model {
         if m.skb.is_some() {
-            let _ = writeln!(out, "  ops: {}", m.ops);
+            out.push_str("  ops: ");
+            m.ops.text_into(out);
+            out.push('\n');
         }
     }
-    let _ = writeln!(out, "  counters: {}", counters(&r.stats));
+    out.push_str("  counters: ");
+    counters_into(out, &r.stats);
+    out.push('\n');
     if !r.data.is_empty() {
         out.push_str("  bytes:\n");
         hexdump(out, &r.data);
@@ -341,19 +395,39 @@ pub fn read_comment(r: &ReadRecord, dev: &TunConfig) -> String {
         let _ = write!(c, "{sep}pi: flags {flags:#06x} proto {proto:#06x}");
     }
     if let Some((h, _)) = &d.vnet {
-        let sep = if c.is_empty() { "" } else { "; " };
-        let _ = write!(
-            c,
-            "{sep}vnet: flags {} gso_type {} hdr_len {} gso_size {} csum_start {} csum_offset {}",
-            flags_names(h.flags),
-            gso_type_name(h.gso_type),
-            h.hdr_len,
-            h.gso_size,
-            h.csum_start,
-            h.csum_offset
-        );
+        if !c.is_empty() {
+            c.push_str("; ");
+        }
+        c.push_str("vnet: ");
+        vnet_fields_into(&mut c, h);
     }
     c
+}
+
+/// "flags {} gso_type {} hdr_len {} gso_size {} csum_start {} csum_offset {}".
+fn vnet_fields_into(out: &mut String, h: &VirtioNetHdrRepr) {
+    out.push_str("flags ");
+    // The common header (no flags, no GSO) without the names' allocations.
+    if h.flags == 0 {
+        out.push_str("none");
+    } else {
+        out.push_str(&flags_names(h.flags));
+    }
+    out.push_str(" gso_type ");
+    if h.gso_type == crate::wire::virtio_net_hdr::VIRTIO_NET_HDR_GSO_NONE {
+        out.push_str("NONE");
+    } else {
+        out.push_str(&gso_type_name(h.gso_type));
+    }
+    for (name, n) in [
+        (" hdr_len ", h.hdr_len),
+        (" gso_size ", h.gso_size),
+        (" csum_start ", h.csum_start),
+        (" csum_offset ", h.csum_offset),
+    ] {
+        out.push_str(name);
+        text::dec(out, n);
+    }
 }
 
 /// Trace fields only the model knows; a comparison with the real kernel skips them.

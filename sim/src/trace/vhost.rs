@@ -9,8 +9,9 @@ use crate::scenario::{GuestFill, Scenario};
 use crate::tun::TunStats;
 use crate::vhost::{VhostEvent, VhostOps, Via};
 
-use super::render::ts;
-use super::write::{action_line, fate_line, render_header, render_host_event, render_totals};
+use crate::text;
+
+use super::write::{action_line, fate_into, render_header, render_host_event, render_totals};
 use super::TraceHeader;
 
 /// Fields that describe how packets were grouped, not what became of them: ignore these
@@ -58,21 +59,32 @@ pub fn render_worker(out: &mut String, e: &VhostEvent) {
             let _ = writeln!(out, "  xdp_do_flush: {xdp_flushes}");
         }
         VhostEvent::Packet(p) => {
-            let result = match p.result {
-                Ok(()) => "ok".to_string(),
-                Err(e) => e.name().to_string(),
-            };
-            let _ = writeln!(out, "packet {} (ts {}): {result}", p.packet, ts(p.ts_ns));
-            let via = match p.via {
-                Via::Batch(b) => format!("batch {b}"),
-                Via::Single { more: true } => "sendmsg alone (MSG_MORE)".to_string(),
-                Via::Single { more: false } => "sendmsg alone".to_string(),
-            };
-            let _ = writeln!(out, "  via: {via}");
+            // A block per packet: by hand (see crate::text).
+            out.push_str("packet ");
+            text::dec(out, p.packet);
+            out.push_str(" (ts ");
+            text::ts(out, p.ts_ns);
+            out.push_str("): ");
+            match p.result {
+                Ok(()) => out.push_str("ok"),
+                Err(e) => out.push_str(e.name()),
+            }
+            out.push_str("\n  via: ");
+            match p.via {
+                Via::Batch(b) => {
+                    out.push_str("batch ");
+                    text::dec(out, b);
+                }
+                Via::Single { more: true } => out.push_str("sendmsg alone (MSG_MORE)"),
+                Via::Single { more: false } => out.push_str("sendmsg alone"),
+            }
+            out.push('\n');
             if let Some(x) = &p.xdp {
                 let _ = writeln!(out, "  xdp: {}", action_line(x));
             }
-            let _ = writeln!(out, "  fate: {}", fate_line(&p.fate));
+            out.push_str("  fate: ");
+            fate_into(out, &p.fate);
+            out.push('\n');
         }
         VhostEvent::Used { heads } => {
             let _ = writeln!(out, "used: {heads} heads, one vhost_add_used_and_signal_n");

@@ -9,11 +9,14 @@ use crate::bpf::xdp::XdpAction;
 use crate::bpf::Maps;
 use crate::pipeline::tap_write::{program_label, WriteEvent, WriteRecord};
 use crate::scenario::Scenario;
+use crate::text;
 use crate::tun::write::Fate;
 use crate::tun::TunStats;
-use crate::wire::summary::{describe, describe_vlan_tci};
+use crate::wire::summary::{describe_into, vlan_tci_into};
 
-use super::render::{counters, describe_device, hexdump, render_read, stats_json, ts};
+use super::render::{
+    counters, counters_into, describe_device, hexdump, render_read, result_into, stats_json,
+};
 use super::TraceHeader;
 
 /// Trace fields only the model knows (besides the tun-read ones).
@@ -27,14 +30,29 @@ fn action_name(a: u32) -> String {
 }
 
 pub(crate) fn fate_line(f: &Fate) -> String {
+    let mut s = String::new();
+    fate_into(&mut s, f);
+    s
+}
+
+/// What became of a frame, appended to `out`.
+pub(crate) fn fate_into(out: &mut String, f: &Fate) {
     match f {
-        Fate::Rejected => "rejected before an skb existed".into(),
-        Fate::Stack => "delivered to the stack".into(),
-        Fate::XdpDropped => "dropped by XDP".into(),
-        Fate::XdpTx => "sent back out of A (XDP_TX)".into(),
-        Fate::XdpRedirected { ifindex } => format!("redirected to ifindex {ifindex}"),
-        Fate::XdpError(e) => format!("XDP action failed: {e}"),
-        Fate::Dropped(why) => format!("dropped: {why}"),
+        Fate::Rejected => out.push_str("rejected before an skb existed"),
+        Fate::Stack => out.push_str("delivered to the stack"),
+        Fate::XdpDropped => out.push_str("dropped by XDP"),
+        Fate::XdpTx => out.push_str("sent back out of A (XDP_TX)"),
+        Fate::XdpRedirected { ifindex } => {
+            out.push_str("redirected to ifindex ");
+            crate::text::dec(out, *ifindex);
+        }
+        Fate::XdpError(e) => {
+            let _ = write!(out, "XDP action failed: {e}");
+        }
+        Fate::Dropped(why) => {
+            out.push_str("dropped: ");
+            out.push_str(why);
+        }
     }
 }
 
@@ -53,27 +71,29 @@ pub(crate) fn action_line(x: &crate::tun::write::XdpReport) -> String {
     )
 }
 
+/// The block of one write; its every-write lines by hand (see crate::text).
 fn render_write(out: &mut String, w: &WriteRecord) {
-    let result = match w.result {
-        Ok(n) => n.to_string(),
-        Err(e) => e.name().to_string(),
-    };
-    let _ = writeln!(
-        out,
-        "write {} (frame {}, ts {}): {} bytes {} -> {result}",
-        w.write,
-        w.frame,
-        ts(w.ts_ns),
-        w.len,
-        if w.nonblocking {
-            "nonblocking"
-        } else {
-            "blocking"
-        }
-    );
+    // "write {} (frame {}, ts {}): {} bytes {blocking} -> {result}"
+    out.push_str("write ");
+    text::dec(out, w.write);
+    out.push_str(" (frame ");
+    text::dec(out, w.frame);
+    out.push_str(", ts ");
+    text::ts(out, w.ts_ns);
+    out.push_str("): ");
+    text::dec(out, w.len);
+    out.push_str(if w.nonblocking {
+        " bytes nonblocking -> "
+    } else {
+        " bytes blocking -> "
+    });
+    result_into(out, w.result);
+    out.push('\n');
     if let Some(m) = &w.model {
         if let Some(p) = m.path {
-            let _ = writeln!(out, "  path: {}", p.name());
+            out.push_str("  path: ");
+            out.push_str(p.name());
+            out.push('\n');
         }
         for x in &m.xdp {
             let redirect = x
@@ -90,11 +110,17 @@ fn render_write(out: &mut String, w: &WriteRecord) {
                 x.insns
             );
         }
-        let _ = writeln!(out, "  fate: {}", fate_line(&m.fate));
+        out.push_str("  fate: ");
+        fate_into(out, &m.fate);
+        out.push('\n');
     }
-    let _ = writeln!(out, "  counters A: {}", counters(&w.stats));
+    out.push_str("  counters A: ");
+    counters_into(out, &w.stats);
+    out.push('\n');
     if let Some(b) = &w.redirect_stats {
-        let _ = writeln!(out, "  counters B: {}", counters(b));
+        out.push_str("  counters B: ");
+        counters_into(out, b);
+        out.push('\n');
     }
 }
 
@@ -166,12 +192,21 @@ pub fn render_host_event(
             *last_b = w.redirect_stats;
         }
         WriteEvent::Stack { write, delivery } => {
-            let _ = writeln!(out, "stack (after {write}): {} bytes", delivery.frame.len());
+            out.push_str("stack (after ");
+            text::dec(out, *write);
+            out.push_str("): ");
+            text::dec(out, delivery.frame.len());
+            out.push_str(" bytes\n");
             if let Some(v) = delivery.vlan {
-                let _ = writeln!(out, "  vlan: {}", describe_vlan_tci(v.proto, v.tci));
+                out.push_str("  vlan: ");
+                vlan_tci_into(out, v.proto, v.tci);
+                out.push('\n');
             }
-            let _ = writeln!(out, "  protocol: {:#06x}", delivery.protocol);
-            let _ = writeln!(out, "  summary: {}", describe(&delivery.frame));
+            out.push_str("  protocol: ");
+            text::hex0x(out, u64::from(delivery.protocol), 4);
+            out.push_str("\n  summary: ");
+            describe_into(out, &delivery.frame);
+            out.push('\n');
             out.push_str("  bytes:\n");
             hexdump(out, &delivery.frame);
         }

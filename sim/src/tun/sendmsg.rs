@@ -8,7 +8,7 @@ use crate::bpf::XdpBuff;
 use crate::errno::Errno;
 use crate::net::Net;
 use crate::profile::TunWriteRules;
-use crate::skb::{SkBuff, ETH_HLEN};
+use crate::skb::ETH_HLEN;
 use crate::wire::virtio_net_hdr::{VirtioNetHdrRepr, VIRTIO_NET_HDR_GSO_NONE};
 use crate::xdp::{redirect_ifindex, XdpMode};
 
@@ -48,10 +48,11 @@ impl Net {
     pub fn tun_sendmsg_batch(
         &mut self,
         ifindex: u32,
-        batch: Vec<BatchBuff>,
+        batch: &mut [BatchBuff],
         rules: &TunWriteRules,
     ) -> Result<BatchOutcome, ModelError> {
         let mut out = BatchOutcome::default();
+        out.per_buffer.reserve(batch.len());
         let mut flush = false;
         for b in batch {
             let o = self.tun_xdp_one(ifindex, b, rules)?;
@@ -72,7 +73,7 @@ impl Net {
     fn tun_xdp_one(
         &mut self,
         ifindex: u32,
-        mut b: BatchBuff,
+        b: &mut BatchBuff,
         rules: &TunWriteRules,
     ) -> Result<XdpOneOutcome, ModelError> {
         let datasize = b.xdp.len();
@@ -133,7 +134,8 @@ impl Net {
             }
         }
         // build: build_skb over the buffer, the vnet header, eth_type_trans.
-        let mut skb = SkBuff::from_frame(b.xdp.data(), b.xdp.headroom(), b.xdp.len());
+        let mut skb = self.spare_skbs.take();
+        skb.reuse_from_frame(b.xdp.data(), b.xdp.headroom(), b.xdp.len());
         if let Err(why) = super::write::vnet_hdr_to_skb(&mut skb, &b.gso) {
             self.stats_mut(ifindex).rx_frame_errors += 1;
             return Ok(XdpOneOutcome {
@@ -175,6 +177,7 @@ impl Net {
         st.rx_packets += 1;
         // dev_sw_netstats_rx_add(tun->dev, datasize): the length before XDP.
         st.rx_bytes += datasize as u64;
+        self.spare_skbs.give(skb);
         Ok(XdpOneOutcome {
             result: Ok(()),
             xdp: report,

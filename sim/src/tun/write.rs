@@ -173,6 +173,22 @@ impl Net {
         rules: &TunWriteRules,
         read_rules: &TunReadRules,
     ) -> Result<WriteOutcome, ModelError> {
+        // The skb the write builds, in a reused buffer.
+        let mut skb = self.spare_skbs.take();
+        let out = self.tun_write_skb(&mut skb, ifindex, bytes, opts, rules, read_rules);
+        self.spare_skbs.give(skb);
+        out
+    }
+
+    fn tun_write_skb(
+        &mut self,
+        skb: &mut SkBuff,
+        ifindex: u32,
+        bytes: &[u8],
+        opts: WriteOpts,
+        rules: &TunWriteRules,
+        read_rules: &TunReadRules,
+    ) -> Result<WriteOutcome, ModelError> {
         let dev = self
             .dev(ifindex)
             .ok_or_else(|| ModelError(format!("no device with ifindex {ifindex}")))?;
@@ -215,7 +231,6 @@ impl Net {
             WritePath::AllocSkb
         });
 
-        let mut skb;
         // A driver-mode program runs natively only in build_skb without GSO; otherwise
         // the skb is marked for generic XDP inside tun (docs/tap-write.md#build-skb,
         // docs/tap-write.md#generic-xdp).
@@ -234,11 +249,11 @@ impl Net {
                     }
                     NativeResult::Pass(report, s) => {
                         out.xdp.push(report);
-                        skb = *s;
+                        *skb = *s;
                     }
                 }
             } else {
-                skb = SkBuff::from_frame(frame, TUN_RX_PAD, len);
+                skb.reuse_from_frame(frame, TUN_RX_PAD, len);
             }
         } else {
             // tun_get_user + tun_alloc_skb: the linear part is the vnet hdr_len (capped at
@@ -251,11 +266,11 @@ impl Net {
             } else {
                 hdr_len
             };
-            skb = SkBuff::from_frame(frame, TUN_RX_PAD, linear);
+            skb.reuse_from_frame(frame, TUN_RX_PAD, linear);
         }
 
         // virtio_net_hdr_to_skb (docs/tap-write.md#delivery): failure is rx_frame_errors.
-        if let Err(why) = vnet_hdr_to_skb(&mut skb, &parsed.gso) {
+        if let Err(why) = vnet_hdr_to_skb(skb, &parsed.gso) {
             self.stats_mut(ifindex).rx_frame_errors += 1;
             out.result = Err(Errno::EINVAL);
             out.fate = Fate::Dropped(why);
@@ -264,7 +279,7 @@ impl Net {
 
         // Protocol: eth_type_trans for tap; the PI or the version nibble for tun.
         match cfg.kind {
-            DeviceKind::Tap => eth_type_trans(&mut skb),
+            DeviceKind::Tap => eth_type_trans(skb),
             DeviceKind::Tun => {
                 let proto = match parsed.pi_proto {
                     Some(p) => Some(p),
@@ -289,7 +304,7 @@ impl Net {
         // Generic XDP inside tun (do_xdp_generic before delivery): a non-PASS verdict
         // ends the write with the full count and no rx stats (docs/tap-write.md#generic-xdp).
         if tun_generic {
-            let (report, pass) = self.generic_xdp(ifindex, &mut skb, XdpWhere::TunGeneric)?;
+            let (report, pass) = self.generic_xdp(ifindex, skb, XdpWhere::TunGeneric)?;
             let fate = pass.clone();
             out.xdp.push(report);
             if let Some(fate) = fate {
@@ -308,15 +323,15 @@ impl Net {
         // Hand off (netif_receive_skb): an xdpgeneric program runs in the core, after
         // which tun counts the packet whatever the verdict.
         if rules.xdp && prog_mode == Some(XdpMode::Generic) {
-            let (report, fate) = self.generic_xdp(ifindex, &mut skb, XdpWhere::CoreGeneric)?;
+            let (report, fate) = self.generic_xdp(ifindex, skb, XdpWhere::CoreGeneric)?;
             out.xdp.push(report);
             if let Some(f) = fate {
                 out.fate = f;
             } else {
-                self.deliver(ifindex, &mut skb);
+                self.deliver(ifindex, skb);
             }
         } else {
-            self.deliver(ifindex, &mut skb);
+            self.deliver(ifindex, skb);
         }
         let st = self.stats_mut(ifindex);
         st.rx_packets += 1;
@@ -346,7 +361,7 @@ impl Net {
             skb.vlan_untag();
         }
         // A recycled buffer: a long replay allocates none per frame.
-        let mut frame = self.spare_frames.pop().unwrap_or_default();
+        let mut frame = self.spare_frames.take();
         frame.clear();
         frame.extend_from_slice(skb.linear());
         frame.extend_from_slice(skb.frags());

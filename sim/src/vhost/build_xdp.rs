@@ -17,11 +17,13 @@ fn skb_data_align(n: usize) -> usize {
 
 /// Build the XDP buffer for `chain` (sock_hlen header bytes, then the frame). Returns
 /// the buffer and its page-frag size, or -ENOSPC when it does not fit a page (the
-/// packet then goes alone through sendmsg) or -EINVAL for a bad header.
+/// packet then goes alone through sendmsg) or -EINVAL for a bad header. `spare` is a
+/// buffer to build in (any contents: it is zeroed), or `Vec::new()`.
 pub fn vhost_net_build_xdp(
     chain: &[u8],
     sock_hlen: usize,
     sock_xdp: bool,
+    spare: Vec<u8>,
 ) -> Result<(BatchBuff, usize), Errno> {
     let len = chain.len();
     // SOCK_XDP: the tap has an XDP program, so leave XDP_PACKET_HEADROOM for it.
@@ -49,7 +51,7 @@ pub fn vhost_net_build_xdp(
         }
     }
     let frame = &chain[sock_hlen..];
-    let xdp = XdpBuff::with_layout(frame, pad, buflen).map_err(|_| Errno::ENOSPC)?;
+    let xdp = XdpBuff::with_layout_in(spare, frame, pad, buflen).map_err(|_| Errno::ENOSPC)?;
     Ok((BatchBuff { xdp, gso }, buflen))
 }
 
@@ -67,21 +69,21 @@ mod tests {
     fn enospc_thresholds_match_the_spec_with_sock_hlen_12() {
         // docs/vhost-tx.md#build-xdp: len (including the 12-byte header) > 3648 without
         // XDP, > 3392 with.
-        assert!(vhost_net_build_xdp(&chain(3648 - 12), 12, false).is_ok());
+        assert!(vhost_net_build_xdp(&chain(3648 - 12), 12, false, Vec::new()).is_ok());
         assert_eq!(
-            vhost_net_build_xdp(&chain(3649 - 12), 12, false).unwrap_err(),
+            vhost_net_build_xdp(&chain(3649 - 12), 12, false, Vec::new()).unwrap_err(),
             Errno::ENOSPC
         );
-        assert!(vhost_net_build_xdp(&chain(3392 - 12), 12, true).is_ok());
+        assert!(vhost_net_build_xdp(&chain(3392 - 12), 12, true, Vec::new()).is_ok());
         assert_eq!(
-            vhost_net_build_xdp(&chain(3393 - 12), 12, true).unwrap_err(),
+            vhost_net_build_xdp(&chain(3393 - 12), 12, true, Vec::new()).unwrap_err(),
             Errno::ENOSPC
         );
     }
 
     #[test]
     fn buffer_layout_puts_the_frame_after_the_aligned_pad() {
-        let (b, buflen) = vhost_net_build_xdp(&chain(60), 12, true).unwrap();
+        let (b, buflen) = vhost_net_build_xdp(&chain(60), 12, true, Vec::new()).unwrap();
         // pad = ALIGN(64 + 256 + 12) = 384; buflen = ALIGN(72 + 384) + 320 = 512 + 320.
         assert_eq!(b.xdp.headroom(), 384);
         assert_eq!(b.xdp.len(), 60);
@@ -97,12 +99,12 @@ mod tests {
         c[6] = 200;
         c[8] = 6;
         assert_eq!(
-            vhost_net_build_xdp(&c, 12, false).unwrap_err(),
+            vhost_net_build_xdp(&c, 12, false, Vec::new()).unwrap_err(),
             Errno::EINVAL
         );
         // hdr_len 200 without NEEDS_CSUM is not vhost's to check: the buffer is built.
         let mut c = chain(60);
         c[2] = 200;
-        assert!(vhost_net_build_xdp(&c, 12, false).is_ok());
+        assert!(vhost_net_build_xdp(&c, 12, false, Vec::new()).is_ok());
     }
 }

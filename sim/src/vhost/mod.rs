@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 
 use crate::errno::Errno;
 use crate::net::Net;
+use crate::pool::Pool;
 use crate::profile::KernelProfile;
 use crate::tun::sendmsg::{BatchBuff, XdpOneOutcome};
 use crate::tun::write::{Fate, ModelError, WriteOpts, XdpReport, XdpWhere};
@@ -129,7 +130,12 @@ pub struct VhostNetTx {
     /// without VHOST_NET_F_VIRTIO_NET_HDR the tap gets the header).
     pub sock_hlen: usize,
     avail: VecDeque<TxDesc>,
-    batched: Vec<(TxDesc, BatchBuff)>,
+    /// The batched descriptors and the XDP buffers built from them, index for index.
+    batched: Vec<TxDesc>,
+    buffs: Vec<BatchBuff>,
+    /// Descriptor bytes and XDP buffers done with, for the next packets.
+    spare_chains: Pool<Vec<u8>, SPARE_CHAINS>,
+    spare_xdp: Pool<Vec<u8>, VHOST_NET_BATCH>,
     done_idx: usize,
     batches: u32,
     /// Bytes used in the current 32 KiB page frag, for the bulk page release count.
@@ -137,6 +143,11 @@ pub struct VhostNetTx {
     frag_pages: u64,
     pub ops: VhostOps,
 }
+
+/// Sent descriptors' buffers kept for the guest's next ones: a full virtqueue
+/// (VIRTQUEUE_MAX_SIZE, 1024), as a guest that fills its ring at once has that many
+/// outstanding between kicks.
+const SPARE_CHAINS: usize = 1024;
 
 /// The page_frag vhost refills: SKB_FRAG_PAGE_ORDER pages (32 KiB on x86_64).
 const FRAG_PAGE: usize = 32768;
@@ -148,6 +159,9 @@ impl VhostNetTx {
             sock_hlen,
             avail: VecDeque::new(),
             batched: Vec::new(),
+            buffs: Vec::new(),
+            spare_chains: Pool::default(),
+            spare_xdp: Pool::default(),
             done_idx: 0,
             batches: 0,
             frag_used: 0,
@@ -163,6 +177,12 @@ impl VhostNetTx {
 
     pub fn avail_len(&self) -> usize {
         self.avail.len()
+    }
+
+    /// A buffer for the guest to write its next descriptor's bytes into: one of a sent
+    /// descriptor's, or a new one (any contents).
+    pub fn spare_chain(&mut self) -> Vec<u8> {
+        self.spare_chains.take()
     }
 
     /// The guest kicks: the worker runs handle_tx until the ring is empty, requeueing
@@ -214,11 +234,13 @@ impl VhostNetTx {
             total_len += len;
             // The descriptor goes into the batch, or is sent alone.
             let alone = if batching {
-                match vhost_net_build_xdp(&desc.bytes, self.sock_hlen, xdp_attached) {
+                let spare = self.spare_xdp.take();
+                match vhost_net_build_xdp(&desc.bytes, self.sock_hlen, xdp_attached, spare) {
                     Ok((buff, buflen)) => {
                         self.ops.bytes_copied += len as u64;
                         self.frag_account(buflen);
-                        self.batched.push((desc, buff));
+                        self.batched.push(desc);
+                        self.buffs.push(buff);
                         None
                     }
                     Err(Errno::ENOSPC) => {
@@ -319,11 +341,13 @@ impl VhostNetTx {
         if !self.batched.is_empty() {
             let batch = self.batches;
             self.batches += 1;
-            let (descs, buffs): (Vec<TxDesc>, Vec<BatchBuff>) =
-                std::mem::take(&mut self.batched).into_iter().unzip();
+            let mut descs = std::mem::take(&mut self.batched);
             let packets: Vec<u64> = descs.iter().map(|d| d.packet).collect();
             self.ops.sendmsg_batched += 1;
-            let out = net.tun_sendmsg_batch(self.ifindex, buffs, &profile.tun_write)?;
+            let out = net.tun_sendmsg_batch(self.ifindex, &mut self.buffs, &profile.tun_write)?;
+            for b in self.buffs.drain(..) {
+                self.spare_xdp.give(b.xdp.buf);
+            }
             self.ops.xdp_flushes += u64::from(out.flushes);
             // tun_put_page at the end of the batch: one put per page frag holding drops.
             if out.per_buffer.iter().any(|o| o.page_held) {
@@ -337,7 +361,7 @@ impl VhostNetTx {
                 reason,
                 xdp_flushes: out.flushes,
             });
-            for (desc, o) in descs.into_iter().zip(out.per_buffer) {
+            for (desc, o) in descs.drain(..).zip(out.per_buffer) {
                 // tun_sendmsg drops each tun_xdp_one return value: what vhost sees is the
                 // batch's sendmsg result (0); the buffer's fate carries any error.
                 let XdpOneOutcome { xdp, fate, .. } = o;
@@ -349,7 +373,10 @@ impl VhostNetTx {
                     xdp,
                     fate,
                 }));
+                self.spare_chains.give(desc.bytes);
             }
+            // Empty again; its capacity serves the next batch.
+            self.batched = descs;
         }
         if self.done_idx > 0 {
             // vhost_net_signal_used -> vhost_add_used_and_signal_n.

@@ -24,6 +24,7 @@ use super::gre::Gre;
 use super::{be16_at, be32_at};
 use super::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1, ETH_P_TEB};
 use crate::ethernet::{eth_proto_is_802_3, ETH_P_802_3_MIN};
+use crate::text;
 
 /// How many tunnels deep `inner:` summaries go before eliding the rest.
 pub const MAX_DEPTH: usize = 2;
@@ -75,21 +76,43 @@ const IPPROTO_DSTOPTS: u8 = 60;
 /// Summarises an Ethernet frame on one line. Never panics, whatever the bytes.
 pub fn describe(frame: &[u8]) -> String {
     let mut out = String::new();
-    ethernet(frame, 0, &mut out);
+    describe_into(&mut out, frame);
     out
+}
+
+/// [`describe`] appended to `out`, which must be empty or end in ": " (a trace line's
+/// label), as the first part of a summary has no separator.
+pub fn describe_into(out: &mut String, frame: &[u8]) {
+    debug_assert!(out.is_empty() || out.ends_with(": "));
+    ethernet(frame, 0, out);
 }
 
 /// A VLAN tag as "802.1Q pcp 3 dei 0 vid 100" ("802.1Q vid 100" when pcp and dei are
 /// 0), for tags in the frame and for hw-accelerated ones (skb->vlan_proto/vlan_tci).
 /// The TCI layout is include/linux/if_vlan.h: VLAN_PRIO_MASK, VLAN_CFI_MASK, VLAN_VID_MASK.
 pub fn describe_vlan_tci(tpid: u16, tci: u16) -> String {
-    let name = tpid_name(tpid);
-    let (pcp, dei, vid) = (tci >> 13, (tci >> 12) & 1, tci & 0x0fff);
-    if pcp == 0 && dei == 0 {
-        format!("{name} vid {vid}")
-    } else {
-        format!("{name} pcp {pcp} dei {dei} vid {vid}")
+    let mut s = String::new();
+    vlan_tci_into(&mut s, tpid, tci);
+    s
+}
+
+/// [`describe_vlan_tci`] appended to `out`.
+pub fn vlan_tci_into(out: &mut String, tpid: u16, tci: u16) {
+    match tpid {
+        ETH_P_8021Q => out.push_str("802.1Q"),
+        ETH_P_8021AD => out.push_str("802.1ad"),
+        ETH_P_QINQ1 => out.push_str("QinQ"),
+        other => out.push_str(&tpid_name(other)),
     }
+    let (pcp, dei, vid) = (tci >> 13, (tci >> 12) & 1, tci & 0x0fff);
+    if pcp != 0 || dei != 0 {
+        out.push_str(" pcp ");
+        text::dec(out, pcp);
+        out.push_str(" dei ");
+        text::dec(out, dei);
+    }
+    out.push_str(" vid ");
+    text::dec(out, vid);
 }
 
 fn tpid_name(tpid: u16) -> String {
@@ -154,7 +177,12 @@ fn ethernet(frame: &[u8], depth: usize, out: &mut String) {
         part!(out, "truncated Ethernet ({} bytes)", frame.len());
         return;
     };
-    part!(out, "{} > {}", eth.get_source(), eth.get_destination());
+    sep(out);
+    // The addresses by hand: pnet's MacAddr Display is a write! per byte.
+    let (src, dst) = (eth.get_source(), eth.get_destination());
+    text::mac(out, &[src.0, src.1, src.2, src.3, src.4, src.5]);
+    out.push_str(" > ");
+    text::mac(out, &[dst.0, dst.1, dst.2, dst.3, dst.4, dst.5]);
     let rest = frame.get(ETH_HLEN..).unwrap_or(&[]);
     network(eth.get_ethertype().0, rest, depth, out);
 }
@@ -175,7 +203,7 @@ fn network(mut ethertype: u16, mut rest: &[u8], depth: usize, out: &mut String) 
             | u16::from(vlan.get_drop_eligible_indicator()) << 12
             | vlan.get_vlan_identifier();
         sep(out);
-        out.push_str(&describe_vlan_tci(ethertype, tci));
+        vlan_tci_into(out, ethertype, tci);
         ethertype = vlan.get_ethertype().0;
         rest = rest.get(VLAN_HLEN..).unwrap_or(&[]);
         tags += 1;
@@ -289,7 +317,11 @@ fn ipv4(buf: &[u8], depth: usize, out: &mut String) {
     let Some(ip) = Ipv4Packet::new(buf) else {
         return truncated(out, "IPv4", 20, buf.len());
     };
-    part!(out, "IPv4 {} > {}", ip.get_source(), ip.get_destination());
+    sep(out);
+    out.push_str("IPv4 ");
+    text::ipv4(out, ip.get_source().octets());
+    out.push_str(" > ");
+    text::ipv4(out, ip.get_destination().octets());
     if ip.get_version() != 4 {
         let _ = write!(out, " bad version {}", ip.get_version());
         return;
@@ -425,17 +457,14 @@ fn transport(proto: u8, buf: &[u8], depth: usize, out: &mut String) {
 
 /// TCP flag letters, bit 0 (FIN) first as tcpdump orders them, with 'A' for ACK
 /// (include/net/tcp.h: TCPHDR_FIN .. TCPHDR_CWR).
-fn tcp_flags(flags: u8) -> String {
-    let s: String = "FSRPAUEW"
-        .chars()
-        .enumerate()
-        .filter(|(i, _)| flags & (1 << i) != 0)
-        .map(|(_, c)| c)
-        .collect();
-    if s.is_empty() {
-        "none".to_string()
-    } else {
-        s
+fn tcp_flags(out: &mut String, flags: u8) {
+    if flags == 0 {
+        out.push_str("none");
+    }
+    for (i, c) in "FSRPAUEW".chars().enumerate() {
+        if flags & (1 << i) != 0 {
+            out.push(c);
+        }
     }
 }
 
@@ -443,16 +472,20 @@ fn tcp(buf: &[u8], out: &mut String) {
     let Some(tcp) = TcpPacket::new(buf) else {
         return truncated(out, "TCP", 20, buf.len());
     };
-    part!(
-        out,
-        "TCP {} > {} [{}] seq {} ack {} win {}",
-        tcp.get_source(),
-        tcp.get_destination(),
-        tcp_flags(tcp.get_flags()),
-        tcp.get_sequence(),
-        tcp.get_acknowledgement(),
-        tcp.get_window()
-    );
+    // "TCP {sport} > {dport} [{flags}] seq {} ack {} win {}", by hand (a line per frame).
+    sep(out);
+    out.push_str("TCP ");
+    text::dec(out, tcp.get_source());
+    out.push_str(" > ");
+    text::dec(out, tcp.get_destination());
+    out.push_str(" [");
+    tcp_flags(out, tcp.get_flags());
+    out.push_str("] seq ");
+    text::dec(out, tcp.get_sequence());
+    out.push_str(" ack ");
+    text::dec(out, tcp.get_acknowledgement());
+    out.push_str(" win ");
+    text::dec(out, tcp.get_window());
     // include/uapi/linux/tcp.h: struct tcphdr; doff counts 32-bit words.
     let doff = usize::from(tcp.get_data_offset()) * 4;
     if doff < 20 {
@@ -460,7 +493,8 @@ fn tcp(buf: &[u8], out: &mut String) {
     } else if doff > buf.len() {
         truncated(out, "TCP options", doff, buf.len());
     } else {
-        let _ = write!(out, " len {}", buf.len() - doff);
+        out.push_str(" len ");
+        text::dec(out, buf.len() - doff);
     }
 }
 
@@ -469,13 +503,18 @@ fn udp(buf: &[u8], depth: usize, out: &mut String) {
         return truncated(out, "UDP", 8, buf.len());
     };
     let (sport, dport) = (udp.get_source(), udp.get_destination());
-    part!(out, "UDP {sport} > {dport}");
+    sep(out);
+    out.push_str("UDP ");
+    text::dec(out, sport);
+    out.push_str(" > ");
+    text::dec(out, dport);
     let ulen = usize::from(udp.get_length());
     if ulen < 8 {
         let _ = write!(out, " bad len {ulen}");
         return;
     }
-    let _ = write!(out, " len {}", ulen - 8);
+    out.push_str(" len ");
+    text::dec(out, ulen - 8);
     if ulen > buf.len() {
         let _ = write!(out, " ({} present)", buf.len() - 8);
     }

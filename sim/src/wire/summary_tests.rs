@@ -74,8 +74,13 @@ fn tcp_over_ipv4() {
     let mut big = tcp_frame();
     big[16..18].copy_from_slice(&[0, 0]);
     assert!(describe(&big).contains("10.0.0.2 tot_len 0, TCP 1000 > 80"));
+    let flags = |f| {
+        let mut s = String::new();
+        tcp_flags(&mut s, f);
+        s
+    };
     assert_eq!(
-        (tcp_flags(0x12), tcp_flags(0x19), tcp_flags(0)),
+        (flags(0x12), flags(0x19), flags(0)),
         ("SA".into(), "FPA".into(), "none".into())
     );
 }

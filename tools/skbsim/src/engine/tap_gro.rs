@@ -36,8 +36,8 @@ fn drain(run: &mut TapGroRun, sinks: &mut Sinks, t: &mut GroTotals) -> Result<()
             )?;
         }
     }
-    let delivered = std::mem::take(&mut run.delivered);
-    for d in delivered {
+    let mut delivered = std::mem::take(&mut run.delivered);
+    for d in delivered.drain(..) {
         let n = t.delivered as usize;
         t.delivered(d.skb.len);
         if sinks.trace.on() {
@@ -52,13 +52,15 @@ fn drain(run: &mut TapGroRun, sinks: &mut Sinks, t: &mut GroTotals) -> Result<()
         }
         if sinks.capture.on() {
             let comment = sinks.capture.comments.then(|| delivered_comment(&d));
-            let bytes = d.skb.to_vec();
+            let bytes = d.skb.bytes();
             sinks
                 .capture
                 .frame(0, d.ts_ns, &bytes, bytes.len(), comment.as_deref())?;
         }
         run.recycle(d);
     }
+    // Empty; its capacity serves the next writes' deliveries (no regrowth per frame).
+    run.delivered = delivered;
     Ok(())
 }
 

@@ -101,15 +101,13 @@ impl<'s> HostRender<'s> {
         match e {
             WriteEvent::Stack { delivery, .. } => {
                 let comment = if sinks.capture.comments {
-                    use std::fmt::Write as _;
+                    // "protocol {:#06x}" and " vlan {tag}", by hand (sim::text).
                     self.comment.clear();
-                    let _ = write!(self.comment, "protocol {:#06x}", delivery.protocol);
+                    self.comment.push_str("protocol ");
+                    sim::text::hex0x(&mut self.comment, u64::from(delivery.protocol), 4);
                     if let Some(v) = delivery.vlan {
-                        let _ = write!(
-                            self.comment,
-                            " vlan {}",
-                            sim::wire::summary::describe_vlan_tci(v.proto, v.tci)
-                        );
+                        self.comment.push_str(" vlan ");
+                        sim::wire::summary::vlan_tci_into(&mut self.comment, v.proto, v.tci);
                     }
                     Some(self.comment.as_str())
                 } else {
@@ -215,14 +213,19 @@ pub fn run_sim(
     let mut run = TapWriteRun::new(scenario)
         .map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
     let mut render = HostRender::begin(scenario, "sim", sinks, |_| {})?;
+    let mut spare = Vec::new();
     let (frames, _) = for_each_frame(scenario, progress, |i, ts, data| {
         let mut failed = None;
         run.frame(i, ts, data, &mut |e| {
             if failed.is_none() {
                 failed = render.event(sinks, &e).err();
             }
+            keep_buffer(e, &mut spare);
         })
         .map_err(|e| model_error(scenario, i, &e.0))?;
+        for f in spare.drain(..) {
+            run.net.recycle_frame(f);
+        }
         failed.map_or(Ok(()), Err)
     })?;
     render.end(sinks, None, run.maps(), |_| {})?;

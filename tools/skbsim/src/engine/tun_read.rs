@@ -111,14 +111,22 @@ pub fn run_sim(
     let mut render = TunReadRender::begin(scenario, "sim", sinks)?;
     let mut failed: Option<CliError> = None;
     let mut frames = 0u64;
+    // Rendered reads' byte buffers, handed back to the run after each frame.
+    let mut spare = Vec::new();
     while let Some(frame) = reader.next_frame() {
         let frame = frame?;
         run.frame(frame.index, frame.ts_ns, frame.data, &mut |e| {
             if failed.is_none() {
                 failed = render.event(sinks, &e).err();
             }
+            if let Event::Read(r) = e {
+                spare.push(r.data);
+            }
         })
         .map_err(|e| CliError(format!("{}: {}", scenario.input.display(), e.0)))?;
+        for d in spare.drain(..) {
+            run.recycle_data(d);
+        }
         if let Some(e) = failed.take() {
             return Err(e);
         }
