@@ -227,16 +227,21 @@ g_mcast_join() {
 g_bridge_control() {
     fresh
     ina ip link set va up
-    inb ip link add br0 address "$MAC_BRB" type bridge stp_state 1 hello_time 100 forward_delay 400 \
-        mcast_snooping 1 mcast_querier 1 mcast_igmp_version 3 mcast_mld_version 2 \
+    inb ip link add br0 address "$MAC_BRB" type bridge stp_state 1 hello_time 100 forward_delay 200 \
+        mcast_snooping 1 mcast_igmp_version 3 mcast_mld_version 2 \
         mcast_startup_query_count 3 mcast_startup_query_interval 100
     inb ip link set vb master br0
     inb ip link set vb up
     capture stp-bpdu "$NA" va 6 "(ether src $MAC_B or ether src $MAC_BRB) and ether dst 01:80:c2:00:00:00"
-    capture mcast-querier "$NA" va 8 "ether src $MAC_BRB and (igmp or (ip6 and ip6[6] == 0))"
+    capture mcast-querier "$NA" va 12 "ether src $MAC_BRB and (igmp or (ip6 and ip6[6] == 0))"
     Q_PID=$CAP_PID
     inb ip link set br0 up
+    # The MLD querier needs the bridge's IPv6 link-local address, which comes once the
+    # bridge has carrier (its STP port forwarding, 2 x forward_delay) and DAD is done:
+    # turn the querier on after that, so both IGMP and MLD startup queries go out.
     sleep 6
+    inb ip link set br0 type bridge mcast_querier 1
+    sleep 4
     done_capture stp-bpdu
     CAP_PID=$Q_PID done_capture mcast-querier
 }
@@ -263,11 +268,11 @@ tcp_flow() { # ns-server ns-client family server-addr mode
 g_tcp() {
     fresh
     addr_plain
-    capture2 tcp-bulk "$NA" va 100 "$MAC_A" "$MAC_B" "tcp"
+    capture2 tcp-bulk "$NA" va 64 "$MAC_A" "$MAC_B" "tcp"
     tcp_flow "$NB" "$NA" 4 10.77.0.2 bulk
     done_capture2 tcp-bulk
     # The reverse direction: B (the server) sends, A acknowledges.
-    capture2 tcp-download "$NA" va 100 "$MAC_A" "$MAC_B" "tcp"
+    capture2 tcp-download "$NA" va 64 "$MAC_A" "$MAC_B" "tcp"
     tcp_flow "$NB" "$NA" 4 10.77.0.2 download
     done_capture2 tcp-download
     capture2 tcp-small "$NA" va 150 "$MAC_A" "$MAC_B" "tcp"
@@ -276,7 +281,7 @@ g_tcp() {
     capture2 tcp6-small "$NA" va 150 "$MAC_A" "$MAC_B" "ip6 and tcp"
     tcp_flow "$NB" "$NA" 6 fd00:77::2 small
     done_capture2 tcp6-small
-    capture2 tcp6-bulk "$NA" va 60 "$MAC_A" "$MAC_B" "ip6 and tcp"
+    capture2 tcp6-bulk "$NA" va 48 "$MAC_A" "$MAC_B" "ip6 and tcp"
     tcp_flow "$NB" "$NA" 6 fd00:77::2 bulk
     done_capture2 tcp6-bulk
 }
@@ -384,7 +389,7 @@ g_vxlan() {
     ina ip link set vx0 up
     inb ip link set vx0 up
     sleep 0.5
-    capture2 vxlan "$NA" va 120 "$MAC_A" "$MAC_B" "udp port 4789"
+    capture2 vxlan "$NA" va 96 "$MAC_A" "$MAC_B" "udp port 4789"
     Ta ping -c 3 -i 0.2 -W 1 10.79.0.2 >/dev/null
     tcp_flow "$NB" "$NA" 4 10.79.0.2 small
     tcp_flow "$NB" "$NA" 4 10.79.0.2 bulk
