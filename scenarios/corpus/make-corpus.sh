@@ -7,6 +7,7 @@
 #   bash scenarios/corpus/make-corpus.sh            # all captures into scenarios/corpus/pcaps/
 #   bash scenarios/corpus/make-corpus.sh NAME...    # only these groups (see `groups` below)
 #   bash scenarios/corpus/make-corpus.sh --check    # the committed captures are readable
+#                                                    # and each has its scenarios (CI)
 #
 # Where each frame comes from:
 # - the kernel stack (this host, Linux 6.18): ARP, ICMP and ICMPv6 echo (ping), IPv6 ND,
@@ -66,14 +67,21 @@ while off < len(data):
     if off + 16 > len(data):
         sys.exit(f"{path}: truncated record header at byte {off}")
     _, _, incl, orig = struct.unpack("<IIII", data[off:off + 16])
-    if incl != orig or incl < 14 or off + 16 + incl > len(data):
-        sys.exit(f"{path}: frame {n} incomplete (incl {incl}, orig {orig})")
+    if off + 16 + incl > len(data):
+        sys.exit(f"{path}: frame {n} cut short: {incl} bytes announced, {len(data) - off - 16} left")
+    if incl != orig or incl < 14:
+        sys.exit(f"{path}: frame {n} incomplete (captured {incl} of {orig} bytes)")
     off += 16 + incl
     n += 1
 if n == 0:
     sys.exit(f"{path}: no frames")
 print(f"{path.rsplit('/', 1)[-1]}: {n} frames")
 EOF
+        # Every capture is replayed by the tun-read and tap-write pipelines.
+        stem=$(basename "$f" .pcap)
+        for area in corpus-tun-read corpus-tap-write; do
+            [[ -f "$HERE/../$area/$stem.toml" ]] || { echo "$f: no scenarios/$area/$stem.toml" >&2; status=1; }
+        done
     done
     exit $status
 fi
