@@ -93,6 +93,10 @@ for tool in tcpdump ethtool; do
     fi
 done
 command -v python3 >/dev/null || { echo "make-corpus.sh: needs python3" >&2; exit 2; }
+# The VLAN tagger (vlan-tag.bpf.c) needs clang and libbpf's headers, as ci/build-xdp.sh.
+if ! { command -v clang-14 || command -v clang; } >/dev/null || [[ ! -f /usr/include/bpf/bpf_helpers.h ]]; then
+    apt-get install -y clang-14 libbpf-dev >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y clang-14 libbpf-dev >/dev/null; }
+fi
 
 TMP="$(mktemp -d)"
 del_ns() {
