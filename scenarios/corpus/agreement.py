@@ -28,7 +28,21 @@ REPLAY_FLAGS = {
 
 
 def frames(path):
+    """The records of a classic pcap, or of a pcapng (as (interface, bytes): a tap-write
+    replay writes one interface per observation point)."""
     data = open(path, "rb").read()
+    if data[:4] == b"\x0a\x0d\x0d\x0a":
+        end = "<" if data[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
+        off, out = 0, []
+        while off + 12 <= len(data):
+            btype, blen = struct.unpack(end + "II", data[off : off + 8])
+            if blen < 12:
+                break
+            if btype == 6:  # Enhanced Packet Block
+                iface, _, _, caplen = struct.unpack(end + "IIII", data[off + 8 : off + 24])
+                out.append((iface, data[off + 28 : off + 28 + caplen]))
+            off += blen
+        return out
     end = "<" if struct.unpack("<I", data[:4])[0] in (0xA1B2C3D4, 0xA1B23C4D) else ">"
     off, out = 24, []
     while off + 16 <= len(data):
