@@ -14,6 +14,7 @@ identity). Prints per-pipeline figures and every scenario with differences.
 import difflib
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -52,8 +53,15 @@ def frames(path):
     return out
 
 
+def input_of(area, stem):
+    """The capture a scenario replays (its `input`, relative to the scenario file)."""
+    toml = os.path.join(ROOT, "scenarios", area, stem + ".toml")
+    m = re.search(r'^input = "([^"]+)"', open(toml).read(), re.M)
+    return os.path.normpath(os.path.join(os.path.dirname(toml), m.group(1)))
+
+
 def per_frame(skbsim, area, stem, tmp):
-    pcap = os.path.join(ROOT, "scenarios/corpus/pcaps", stem + ".pcap")
+    pcap = input_of(area, stem)
     outs = {}
     for backend in ("sim", "tap"):
         out = os.path.join(tmp, f"{area}-{stem}-{backend}.pcap")
@@ -77,7 +85,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for r in report["results"]:
             area, stem = r["scenario"].split("/")
-            n = len(frames(os.path.join(ROOT, "scenarios/corpus/pcaps", stem + ".pcap")))
+            n = len(frames(input_of(area, stem)))
             if r["status"] == "pass":
                 agree = n
             elif area in REPLAY_FLAGS:
