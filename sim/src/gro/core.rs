@@ -3,12 +3,13 @@
 
 use super::napi::{End, Napi};
 use super::{
-    eth, ipv4, reason, GroConfig, GroSkb, Reason, Seg, ETH_HLEN, GRO_MAX_SIZE, GRO_RECURSION_LIMIT,
-    MAX_GRO_SKBS, MAX_SKB_FRAGS,
+    eth, ipv4, ipv6, reason, GroConfig, GroSkb, Reason, Seg, ETH_HLEN, GRO_MAX_SIZE,
+    GRO_RECURSION_LIMIT, MAX_GRO_SKBS, MAX_SKB_FRAGS,
 };
 use crate::skb::IpSummed;
 
 pub const ETH_P_IP: u16 = 0x0800;
+pub use crate::skb::ETH_P_IPV6;
 pub const ETH_P_TEB: u16 = 0x6558;
 pub const ETH_P_8021Q: u16 = 0x8100;
 pub const ETH_P_8021AD: u16 = 0x88a8;
@@ -28,6 +29,7 @@ pub enum GroResult {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum L3Handler {
     Inet,
+    Inet6,
     Vlan,
     Teb,
 }
@@ -36,6 +38,7 @@ pub enum L3Handler {
 pub fn find_receive_by_type(cfg: &GroConfig, ethertype: u16) -> Option<L3Handler> {
     match ethertype {
         ETH_P_IP => Some(L3Handler::Inet),
+        ETH_P_IPV6 => Some(L3Handler::Inet6),
         ETH_P_8021Q | ETH_P_8021AD if cfg.vlan_gro => Some(L3Handler::Vlan),
         ETH_P_TEB if cfg.teb_gro => Some(L3Handler::Teb),
         _ => None,
@@ -58,6 +61,7 @@ pub fn call_l3_receive(
     skb.cb.depth += 1;
     match h {
         L3Handler::Inet => ipv4::inet_gro_receive(cfg, head, skb),
+        L3Handler::Inet6 => ipv6::ipv6_gro_receive(cfg, head, skb),
         L3Handler::Vlan => eth::vlan_gro_receive(cfg, head, skb),
         L3Handler::Teb => eth::eth_gro_receive(cfg, head, skb),
     }
@@ -115,6 +119,7 @@ pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb) -> Gro
         let head = &mut napi.buckets[bucket];
         match h {
             L3Handler::Inet => ipv4::inet_gro_receive(cfg, head, &mut skb),
+            L3Handler::Inet6 => ipv6::ipv6_gro_receive(cfg, head, &mut skb),
             L3Handler::Vlan => eth::vlan_gro_receive(cfg, head, &mut skb),
             L3Handler::Teb => eth::eth_gro_receive(cfg, head, &mut skb),
         }
@@ -237,6 +242,7 @@ pub fn napi_gro_complete(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb, end:
     } else {
         match skb.protocol {
             ETH_P_IP => ipv4::inet_gro_complete(cfg, &mut skb, ETH_HLEN),
+            ETH_P_IPV6 => ipv6::ipv6_gro_complete(cfg, &mut skb, ETH_HLEN),
             ETH_P_8021Q | ETH_P_8021AD => eth::vlan_gro_complete(cfg, &mut skb, ETH_HLEN),
             _ => {}
         }
@@ -248,6 +254,7 @@ pub fn napi_gro_complete(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb, end:
 pub fn complete_by_type(cfg: &GroConfig, skb: &mut GroSkb, ethertype: u16, nhoff: usize) {
     match ethertype {
         ETH_P_IP => ipv4::inet_gro_complete(cfg, skb, nhoff),
+        ETH_P_IPV6 => ipv6::ipv6_gro_complete(cfg, skb, nhoff),
         ETH_P_8021Q | ETH_P_8021AD => eth::vlan_gro_complete(cfg, skb, nhoff),
         ETH_P_TEB => eth::eth_gro_complete(cfg, skb, nhoff),
         _ => {}

@@ -52,6 +52,21 @@ pub fn pseudo_v4(saddr: [u8; 4], daddr: [u8; 4], proto: u8, len: usize) -> u32 {
     csum_add(w(saddr) + w(daddr) + u32::from(proto), len)
 }
 
+/// csum_ipv6_magic's sum before folding: the IPv6 pseudo header (addresses, the 32-bit
+/// upper-layer length, the next header) as 16-bit words.
+pub fn pseudo_v6(saddr: [u8; 16], daddr: [u8; 16], proto: u8, len: usize) -> u32 {
+    let words = saddr
+        .chunks(2)
+        .chain(daddr.chunks(2))
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])));
+    let len = u32::try_from(len).unwrap_or(u32::MAX);
+    let s = words.fold(0u32, csum_add);
+    csum_add(
+        csum_add(csum_add(s, len >> 16), len & 0xffff),
+        u32::from(proto),
+    )
+}
+
 /// ip_fast_csum(iph, 5) == 0: the 20-byte header sums to 0xffff.
 pub fn ipv4_header_ok(hdr: &[u8]) -> bool {
     fold(sum(hdr)) == 0xffff

@@ -1,9 +1,10 @@
 //! TCP GRO: net/ipv4/tcp_offload.c: tcp4_gro_receive, tcp_gro_receive, tcp_gro_complete,
-//! tcp4_gro_complete.
+//! tcp4_gro_complete; net/ipv6/tcpv6_offload.c: tcp6_gro_receive, tcp6_gro_complete.
 
 use super::core::{checksum_validate, skb_gro_receive};
 use super::csum;
-use super::ipv4::{gro_compute_pseudo, network_flush, IPPROTO_TCP};
+use super::ipv4::{gro_compute_pseudo, IPPROTO_TCP};
+use super::ipv6;
 use super::rules::{CwrGso, IpIdRule};
 use super::{reason, GroConfig, GroSkb, Reason};
 use crate::skb::{gso, IpSummed};
@@ -22,12 +23,27 @@ const TCP_HLEN: usize = 20;
 /// tcp4_gro_receive: verify the checksum (unless a flush is already pending), pull the
 /// header, then tcp_gro_receive.
 pub fn tcp4_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
-    if !skb.cb.flush {
-        let psum = gro_compute_pseudo(skb, IPPROTO_TCP);
-        if checksum_validate(skb, false, 0, psum) {
-            skb.flush(reason::TCP_CSUM);
-            return None;
-        }
+    let psum = gro_compute_pseudo(skb, IPPROTO_TCP);
+    tcp_gro_validate_and_pull(cfg, head, skb, psum)
+}
+
+/// tcp6_gro_receive: the same with the IPv6 pseudo header (ip6_gro_compute_pseudo).
+pub fn tcp6_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+    let psum = ipv6::gro_compute_pseudo(skb, IPPROTO_TCP);
+    tcp_gro_validate_and_pull(cfg, head, skb, psum)
+}
+
+/// The body both share: skb_gro_checksum_validate with `psum`, tcp_gro_pull_header,
+/// tcp_gro_receive.
+fn tcp_gro_validate_and_pull(
+    cfg: &GroConfig,
+    head: &mut [GroSkb],
+    skb: &mut GroSkb,
+    psum: u32,
+) -> Option<usize> {
+    if !skb.cb.flush && checksum_validate(skb, false, 0, psum) {
+        skb.flush(reason::TCP_CSUM);
+        return None;
     }
     // tcp_gro_pull_header
     let th = skb.cb.data_offset;
@@ -42,6 +58,21 @@ pub fn tcp4_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) 
     }
     skb.cb.data_offset += thlen;
     tcp_gro_receive(cfg, head, skb, th, thlen)
+}
+
+/// __gro_receive_network_flush: the IPv6 or the IPv4 rule, by the header's version.
+fn network_flush(
+    cfg: &GroConfig,
+    skb: &GroSkb,
+    p: &mut GroSkb,
+    nh: usize,
+    inner: bool,
+) -> Option<Reason> {
+    if skb.data.get(nh).is_some_and(|b| b >> 4 == 6) {
+        ipv6::network_flush(cfg, skb, p, nh)
+    } else {
+        super::ipv4::network_flush(cfg, skb, p, nh, inner)
+    }
 }
 
 /// Name the first difference in the flag word (doff, reserved bits, flags, window).
@@ -225,6 +256,28 @@ pub fn tcp4_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, thoff: usize) {
             skb.gso_type |= gso::TCP_FIXEDID_INNER;
         }
     }
+    tcp_gro_complete(cfg, skb, thoff);
+}
+
+/// tcp6_gro_complete: the TCP checksum becomes ~tcp_v6_check(len, saddr, daddr, 0), the
+/// folded IPv6 pseudo-header sum; gso_type gains TCPV6; then tcp_gro_complete.
+pub fn tcp6_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize, thoff: usize) {
+    if skb.data.len() < thoff + TCP_HLEN {
+        return;
+    }
+    let addr = |o: usize| -> [u8; 16] {
+        skb.data[nhoff + o..nhoff + o + 16]
+            .try_into()
+            .unwrap_or([0; 16])
+    };
+    let check = csum::fold(csum::pseudo_v6(
+        addr(8),
+        addr(24),
+        IPPROTO_TCP,
+        skb.len - thoff,
+    ));
+    skb.data[thoff + 16..thoff + 18].copy_from_slice(&check.to_be_bytes());
+    skb.gso_type |= gso::TCPV6;
     tcp_gro_complete(cfg, skb, thoff);
 }
 

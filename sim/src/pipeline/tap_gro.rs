@@ -173,19 +173,20 @@ impl TapGroRun {
     }
 }
 
-/// The innermost TCP header (NEEDS_CSUM's csum_start): Ethernet, IPv4, then through
-/// GRE-TEB or VXLAN (to a VXLAN port) to the inner Ethernet/IPv4/TCP.
+/// The innermost TCP header (NEEDS_CSUM's csum_start): Ethernet, IPv4 or IPv6 (no
+/// extension headers), then through GRE-TEB or VXLAN (to a VXLAN port) to the inner
+/// Ethernet/IP/TCP.
 pub fn innermost_tcp(f: &[u8], vxlan_ports: &[u16]) -> Option<usize> {
     let be16 = |o: usize| f.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
     let mut off = 0;
     for _ in 0..2 {
-        if be16(off + 12)? != 0x0800 {
-            return None;
-        }
         let ip = off + ETH_HLEN;
-        let ihl = usize::from(*f.get(ip)? & 0x0f) * 4;
-        let l4 = ip + ihl;
-        match *f.get(ip + 9)? {
+        let (l4, proto) = match be16(off + 12)? {
+            0x0800 => (ip + usize::from(*f.get(ip)? & 0x0f) * 4, *f.get(ip + 9)?),
+            0x86dd => (ip + 40, *f.get(ip + 6)?),
+            _ => return None,
+        };
+        match proto {
             6 => return Some(l4),
             17 if vxlan_ports.contains(&be16(l4 + 2)?) => off = l4 + 16,
             47 if be16(l4 + 2)? == 0x6558 => {

@@ -9,7 +9,7 @@ use crate::sys::{cvt, cvt_len, ensure_private_netns, owned_fd, poll_one, setsock
 
 const ETH_P_ALL: u16 = 0x0003;
 const SOL_PACKET: libc::c_int = 263;
-const PACKET_AUXDATA: libc::c_int = 8;
+pub(crate) const PACKET_AUXDATA: libc::c_int = 8;
 
 /// `TP_STATUS_*` bits of [`AuxData::status`].
 pub mod tp_status {
@@ -23,6 +23,50 @@ pub mod tp_status {
     pub const CSUM_VALID: u32 = 0x80;
     /// GSO TCP.
     pub const GSO_TCP: u32 = 0x100;
+}
+
+/// The `struct tpacket_auxdata` of a message that `recvmsg` filled on a socket with
+/// `PACKET_AUXDATA` on (and a control buffer in `msg`), if the kernel put one there.
+pub(crate) fn auxdata_of(msg: &libc::msghdr) -> Option<libc::tpacket_auxdata> {
+    let mut found = None;
+    // SAFETY: msg was filled by recvmsg; CMSG_FIRSTHDR/NXTHDR stay within msg_control.
+    let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(msg) };
+    while !cmsg.is_null() {
+        // SAFETY: cmsg is non-null and points into the control buffer, as returned by
+        // CMSG_*HDR.
+        let c = unsafe { &*cmsg };
+        let need = std::mem::size_of::<libc::tpacket_auxdata>() as u32;
+        // SAFETY: CMSG_LEN only computes a length from its argument.
+        let min_len = unsafe { libc::CMSG_LEN(need) } as usize;
+        if c.cmsg_level == SOL_PACKET && c.cmsg_type == PACKET_AUXDATA && c.cmsg_len >= min_len {
+            // SAFETY: the kernel put a struct tpacket_auxdata (20 bytes) in this cmsg's
+            // data; read it unaligned.
+            found = Some(unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()) });
+        }
+        // SAFETY: walking the same control buffer.
+        cmsg = unsafe { libc::CMSG_NXTHDR(msg, cmsg) };
+    }
+    found
+}
+
+/// `frame` (from its MAC header) with the tag the kernel held out of band put back after
+/// the MAC addresses, as libpcap does: the frame as it was before the receive path's
+/// `skb_vlan_untag`. Unchanged when `aux` has no valid tag or the frame has no MACs.
+pub(crate) fn with_tag_reinserted(frame: &[u8], aux: &libc::tpacket_auxdata) -> Vec<u8> {
+    if aux.tp_status & tp_status::VLAN_VALID == 0 || frame.len() < 12 {
+        return frame.to_vec();
+    }
+    let tpid = if aux.tp_status & tp_status::VLAN_TPID_VALID != 0 {
+        aux.tp_vlan_tpid
+    } else {
+        0x8100
+    };
+    let mut out = Vec::with_capacity(frame.len() + 4);
+    out.extend_from_slice(&frame[..12]);
+    out.extend_from_slice(&tpid.to_be_bytes());
+    out.extend_from_slice(&aux.tp_vlan_tci.to_be_bytes());
+    out.extend_from_slice(&frame[12..]);
+    out
 }
 
 /// `sll_pkttype` values.
@@ -169,32 +213,16 @@ impl PacketSocket {
             truncated: n > self.buf.len(),
             ..AuxData::default()
         };
-        // SAFETY: msg was filled by recvmsg; CMSG_FIRSTHDR/NXTHDR stay within msg_control.
-        let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
-        while !cmsg.is_null() {
-            // SAFETY: cmsg is non-null and points into cbuf, as returned by CMSG_*HDR.
-            let c = unsafe { &*cmsg };
-            let need = std::mem::size_of::<libc::tpacket_auxdata>() as u32;
-            // SAFETY: CMSG_LEN only computes a length from its argument.
-            let min_len = unsafe { libc::CMSG_LEN(need) } as usize;
-            if c.cmsg_level == SOL_PACKET && c.cmsg_type == PACKET_AUXDATA && c.cmsg_len >= min_len
-            {
-                // SAFETY: the kernel put a struct tpacket_auxdata (20 bytes) in this cmsg's
-                // data; read it unaligned.
-                let a: libc::tpacket_auxdata =
-                    unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()) };
-                aux.status = a.tp_status;
-                aux.len = a.tp_len;
-                aux.snaplen = a.tp_snaplen;
-                aux.mac = a.tp_mac;
-                aux.net = a.tp_net;
-                aux.vlan_tci = a.tp_vlan_tci;
-                aux.vlan_tpid = a.tp_vlan_tpid;
-                aux.vlan_valid = a.tp_status & tp_status::VLAN_VALID != 0;
-                aux.vlan_tpid_valid = a.tp_status & tp_status::VLAN_TPID_VALID != 0;
-            }
-            // SAFETY: walking the same control buffer.
-            cmsg = unsafe { libc::CMSG_NXTHDR(&msg, cmsg) };
+        if let Some(a) = auxdata_of(&msg) {
+            aux.status = a.tp_status;
+            aux.len = a.tp_len;
+            aux.snaplen = a.tp_snaplen;
+            aux.mac = a.tp_mac;
+            aux.net = a.tp_net;
+            aux.vlan_tci = a.tp_vlan_tci;
+            aux.vlan_tpid = a.tp_vlan_tpid;
+            aux.vlan_valid = a.tp_status & tp_status::VLAN_VALID != 0;
+            aux.vlan_tpid_valid = a.tp_status & tp_status::VLAN_TPID_VALID != 0;
         }
         let copied = n.min(self.buf.len());
         Ok(Some((self.buf[..copied].to_vec(), aux)))
@@ -270,4 +298,40 @@ pub(crate) fn bind_all(fd: std::os::fd::BorrowedFd<'_>, ifindex: u32) -> Result<
         )
     };
     cvt(ret).map(|_| ())
+}
+
+#[cfg(test)]
+mod reinsert_tests {
+    use super::*;
+
+    fn aux(status: u32, tci: u16, tpid: u16) -> libc::tpacket_auxdata {
+        libc::tpacket_auxdata {
+            tp_status: status,
+            tp_len: 0,
+            tp_snaplen: 0,
+            tp_mac: 0,
+            tp_net: 0,
+            tp_vlan_tci: tci,
+            tp_vlan_tpid: tpid,
+        }
+    }
+
+    #[test]
+    fn a_held_tag_goes_back_after_the_macs_with_its_tpid() {
+        let frame: Vec<u8> = (0..12).chain([0x08, 0x06, 0xaa]).collect();
+        let status = tp_status::VLAN_VALID | tp_status::VLAN_TPID_VALID;
+        let out = with_tag_reinserted(&frame, &aux(status, 0x20c8, 0x88a8));
+        assert_eq!(&out[..12], &frame[..12]);
+        assert_eq!(&out[12..16], &[0x88, 0xa8, 0x20, 0xc8]);
+        assert_eq!(&out[16..], &[0x08, 0x06, 0xaa]);
+        // Without TPID_VALID (kernels before 3.14) the tag is 802.1Q.
+        let out = with_tag_reinserted(&frame, &aux(tp_status::VLAN_VALID, 100, 0));
+        assert_eq!(&out[12..16], &[0x81, 0x00, 0x00, 0x64]);
+    }
+
+    #[test]
+    fn no_valid_tag_leaves_the_frame_alone() {
+        let frame: Vec<u8> = (0..20).collect();
+        assert_eq!(with_tag_reinserted(&frame, &aux(0, 100, 0x8100)), frame);
+    }
 }

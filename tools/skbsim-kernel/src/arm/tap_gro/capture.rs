@@ -25,6 +25,9 @@ impl VnetCapture {
         let fd = owned_fd(fd).op(|| format!("{op}: socket"))?;
         setsockopt_int(fd.as_fd(), SOL_PACKET, PACKET_VNET_HDR, 1)
             .op(|| format!("{op}: PACKET_VNET_HDR"))?;
+        // The tag of a frame the receive path untagged (after GRO) comes back out of band.
+        setsockopt_int(fd.as_fd(), SOL_PACKET, crate::packet::PACKET_AUXDATA, 1)
+            .op(|| format!("{op}: PACKET_AUXDATA"))?;
         setsockopt_int(
             fd.as_fd(),
             libc::SOL_SOCKET,
@@ -49,6 +52,7 @@ impl VnetCapture {
             }
             // SAFETY: an all-zero sockaddr_ll is a valid value to be overwritten.
             let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            let mut cbuf = [0u64; 16];
             let mut iov = libc::iovec {
                 iov_base: self.buf.as_mut_ptr().cast(),
                 iov_len: self.buf.len(),
@@ -59,8 +63,11 @@ impl VnetCapture {
             msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
             msg.msg_iov = &mut iov;
             msg.msg_iovlen = 1;
-            // SAFETY: msg points at a live sockaddr_ll and one iovec into self.buf, with
-            // their sizes; MSG_DONTWAIT because poll said a frame is ready.
+            msg.msg_control = cbuf.as_mut_ptr().cast();
+            msg.msg_controllen = std::mem::size_of_val(&cbuf);
+            // SAFETY: msg points at a live sockaddr_ll, one iovec into self.buf and a
+            // control buffer, with their sizes; MSG_DONTWAIT because poll said a frame is
+            // ready.
             let n = unsafe {
                 libc::recvmsg(
                     self.fd.as_raw_fd(),
@@ -99,7 +106,14 @@ impl VnetCapture {
             }
             let vnet = ObservedVnet::parse(&self.buf[..VNET_LEN])
                 .ok_or_else(|| "short virtio-net header".to_string());
-            return Ok(Some((vnet, self.buf[VNET_LEN..n].to_vec())));
+            // The skb GRO delivered still had its tag in the frame; __netif_receive_skb_core
+            // untagged it (skb_vlan_untag) before the packet taps: put it back.
+            let frame = &self.buf[VNET_LEN..n];
+            let frame = match crate::packet::auxdata_of(&msg) {
+                Some(aux) => crate::packet::with_tag_reinserted(frame, &aux),
+                None => frame.to_vec(),
+            };
+            return Ok(Some((vnet, frame)));
         }
     }
 

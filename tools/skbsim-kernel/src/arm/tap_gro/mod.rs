@@ -383,7 +383,8 @@ fn replay(
         if pending == 0 {
             let due = Duration::from_nanos(ts.saturating_sub(ts0));
             while t0.elapsed() < due {
-                let left = due - t0.elapsed();
+                // A second clock read: it may already be past `due`.
+                let left = due.saturating_sub(t0.elapsed());
                 if left > Duration::from_micros(200) {
                     std::thread::sleep(left - Duration::from_micros(100));
                 } else {

@@ -1,0 +1,284 @@
+//! IPv6 GRO: net/ipv6/ip6_offload.c: ipv6_gro_receive / ipv6_gro_complete, and the IPv6
+//! half of gro_receive_network_flush (include/net/gro.h: ipv6_gro_flush). Only TCP is
+//! carried past the IPv6 header (net/ipv6/tcpv6_offload.c); extension headers and every
+//! other next header end GRO for the frame.
+
+use super::rules::IpIdRule;
+use super::{reason, tcp, GroConfig, GroSkb, Reason, GRO_RECURSION_LIMIT};
+
+/// NEXTHDR_TCP.
+pub const NEXTHDR_TCP: u8 = 6;
+pub const IPV6_HLEN: usize = 40;
+/// The Version and Flow Label bits of the first word: a difference there is another flow.
+const FLOW_BITS: u32 = 0xF00F_FFFF;
+/// The Traffic Class bits of the first word.
+const TC_BITS: u32 = 0x0FF0_0000;
+
+fn pflush(p: &mut GroSkb, why: Reason) {
+    p.cb.flush = true;
+    if p.cb.flush_reason.is_none() {
+        p.cb.flush_reason = Some(why);
+    }
+}
+
+fn first_word(h: &[u8]) -> u32 {
+    u32::from_be_bytes([h[0], h[1], h[2], h[3]])
+}
+
+/// ipv6_gro_receive.
+///
+/// `payload_len` must be the rest of the packet (a soft flush otherwise: padding). A held
+/// skb is another flow when the version, flow label, next header or either address
+/// differs. Before 6.10 (the profiles with the 4.19 or 3.12 IP ID rules) the hop limit is
+/// part of that comparison (`*(u16 *)&iph->nexthdr`), a Traffic Class difference flushes
+/// the held skb here and the new skb is atomic (no IP ID); since then both checks are
+/// tcp_gro_receive's ([`network_flush`]).
+pub fn ipv6_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+    let off = skb.cb.data_offset;
+    let Some(iph) = skb.data.get(off..off + IPV6_HLEN) else {
+        skb.flush(reason::IPV6_HDR);
+        return None;
+    };
+    let iph: [u8; IPV6_HLEN] = iph.try_into().unwrap_or([0; IPV6_HLEN]);
+    let proto = iph[6];
+    if proto != NEXTHDR_TCP {
+        skb.flush(reason::IPV6_NO_L4);
+        return None;
+    }
+    let payload_len = usize::from(u16::from_be_bytes([iph[4], iph[5]]));
+    let soft = (payload_len + IPV6_HLEN != skb.gro_len()).then_some(reason::IPV6_LEN);
+    let old_rules = cfg.rules.ip_id != IpIdRule::PerLevel618;
+    let skb_atomic = skb.cb.is_atomic;
+    let fw = first_word(&iph);
+    for p in head.iter_mut().rev() {
+        if !p.cb.same_flow {
+            continue;
+        }
+        let Some(q) = p.data.get(off..off + IPV6_HLEN) else {
+            p.cb.same_flow = false;
+            continue;
+        };
+        let diff = fw ^ first_word(q);
+        let other_flow = diff & FLOW_BITS != 0
+            || q[6] != iph[6]
+            || q[8..IPV6_HLEN] != iph[8..IPV6_HLEN]
+            || (old_rules && q[7] != iph[7]);
+        if other_flow {
+            p.cb.same_flow = false;
+            p.cb.mismatch = Some(reason::IPV6_FLOW);
+            skb.saw_mismatch(reason::IPV6_FLOW);
+            continue;
+        }
+        if old_rules {
+            if diff & TC_BITS != 0 {
+                pflush(p, reason::IPV6_TC);
+            }
+            if let Some(r) = soft {
+                pflush(p, r);
+            }
+            if skb_atomic {
+                p.cb.flush_id = 0;
+            }
+        }
+    }
+    if old_rules {
+        skb.cb.is_atomic = true;
+    }
+    if let Some(r) = soft {
+        skb.flush(r);
+    }
+    let level = usize::from(skb.cb.encap_mark);
+    skb.cb.network_offsets[level] = off;
+    skb.network_header = off;
+    // skb_gro_postpull_rcsum: the carried sum stops covering the IPv6 header.
+    super::core::postpull_rcsum(skb, off, IPV6_HLEN);
+    skb.cb.data_offset += IPV6_HLEN;
+    skb.transport_header = skb.cb.data_offset;
+    skb.cb.recursion += 1;
+    if skb.cb.recursion >= GRO_RECURSION_LIMIT {
+        skb.flush(reason::RECURSION);
+        return None;
+    }
+    skb.cb.depth += 1;
+    tcp::tcp6_gro_receive(cfg, head, skb)
+}
+
+/// ip6_gro_compute_pseudo for the innermost IP header seen so far.
+pub fn gro_compute_pseudo(skb: &GroSkb, proto: u8) -> u32 {
+    let nh = skb.cb.network_offsets[usize::from(skb.cb.encap_mark)];
+    let a = |o: usize| -> [u8; 16] {
+        skb.data
+            .get(nh + o..nh + o + 16)
+            .and_then(|b| b.try_into().ok())
+            .unwrap_or([0; 16])
+    };
+    super::csum::pseudo_v6(a(8), a(24), proto, skb.gro_len())
+}
+
+/// The IPv6 check of gro_receive_network_flush (include/net/gro.h: ipv6_gro_flush, 6.10
+/// on): a different Traffic Class or hop limit flushes.
+pub fn network_flush(cfg: &GroConfig, skb: &GroSkb, p: &GroSkb, nh: usize) -> Option<Reason> {
+    if cfg.rules.ip_id != IpIdRule::PerLevel618 {
+        // Done in ipv6_gro_receive before 6.10.
+        return None;
+    }
+    let (Some(a), Some(b)) = (
+        skb.data.get(nh..nh + IPV6_HLEN),
+        p.data.get(nh..nh + IPV6_HLEN),
+    ) else {
+        return Some(reason::IPV6_HDR);
+    };
+    if (first_word(a) ^ first_word(b)) & TC_BITS != 0 {
+        return Some(reason::IPV6_TC);
+    }
+    (a[7] != b[7]).then_some(reason::IPV6_HOPLIMIT)
+}
+
+/// ipv6_gro_complete(skb, nhoff): payload_len = the bytes after this header, then the L4
+/// complete (tcp6_gro_complete).
+pub fn ipv6_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
+    if skb.data.len() < nhoff + IPV6_HLEN {
+        return;
+    }
+    if skb.encapsulation {
+        skb.inner_network_header = Some(nhoff);
+    }
+    // GRO_MAX_SIZE keeps a merged skb under 64 KiB: no BIG TCP jumbogram header.
+    let payload = (skb.len - nhoff - IPV6_HLEN) as u16;
+    skb.data[nhoff + 4..nhoff + 6].copy_from_slice(&payload.to_be_bytes());
+    if skb.data[nhoff + 6] == NEXTHDR_TCP {
+        tcp::tcp6_gro_complete(cfg, skb, nhoff, nhoff + IPV6_HLEN);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::reason;
+    use super::super::testutil::{lens, run};
+    use crate::profile::{LINUX_4_19, LINUX_6_18};
+    use crate::skb::gso;
+    use crate::wire::checksum::checksum;
+
+    /// One Ethernet/IPv6/TCP segment (ACK, 1400 payload bytes by default) with a correct
+    /// TCP checksum over the RFC 8200 pseudo header, computed here from its bytes.
+    struct Seg6 {
+        flow: u32,
+        tc: u8,
+        hop: u8,
+        next: u8,
+        seq: u32,
+        payload: usize,
+    }
+
+    impl Seg6 {
+        fn new(k: u32) -> Seg6 {
+            Seg6 {
+                flow: 0x12345,
+                tc: 0,
+                hop: 64,
+                next: 6,
+                seq: 1000 + k * 1400,
+                payload: 1400,
+            }
+        }
+
+        fn build(&self) -> Vec<u8> {
+            let (src, dst) = ([0xfd, 0, 0, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], {
+                let mut d = [0u8; 16];
+                d[..4].copy_from_slice(&[0xfd, 0, 0, 0x77]);
+                d[15] = 2;
+                d
+            });
+            let mut l4 = Vec::new();
+            l4.extend_from_slice(&5001u16.to_be_bytes());
+            l4.extend_from_slice(&5002u16.to_be_bytes());
+            l4.extend_from_slice(&self.seq.to_be_bytes());
+            l4.extend_from_slice(&7u32.to_be_bytes());
+            l4.extend_from_slice(&[0x50, 0x10, 0x01, 0x00, 0, 0, 0, 0]);
+            l4.extend((0..self.payload).map(|i| i as u8));
+            let mut pseudo = Vec::new();
+            pseudo.extend_from_slice(&src);
+            pseudo.extend_from_slice(&dst);
+            pseudo.extend_from_slice(&(l4.len() as u32).to_be_bytes());
+            pseudo.extend_from_slice(&[0, 0, 0, 6]);
+            let c = checksum(&[pseudo.as_slice(), &l4].concat());
+            l4[16..18].copy_from_slice(&c.to_be_bytes());
+            let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd];
+            let word = (6u32 << 28) | (u32::from(self.tc) << 20) | self.flow;
+            f.extend_from_slice(&word.to_be_bytes());
+            f.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+            f.extend_from_slice(&[self.next, self.hop]);
+            f.extend_from_slice(&src);
+            f.extend_from_slice(&dst);
+            f.extend_from_slice(&l4);
+            f
+        }
+    }
+
+    /// Three segments of one flow; `edit` changes the last.
+    fn three(edit: impl Fn(&mut Seg6)) -> Vec<Vec<u8>> {
+        (0..3u32)
+            .map(|k| {
+                let mut s = Seg6::new(k);
+                if k == 2 {
+                    edit(&mut s);
+                }
+                s.build()
+            })
+            .collect()
+    }
+
+    const ONE: usize = 74 + 1400;
+    const TWO: usize = 74 + 2800;
+
+    #[test]
+    fn one_flow_merges_into_one_tcpv6_skb_with_its_payload_length_rewritten() {
+        let d = run(&LINUX_6_18, three(|_| {}));
+        assert_eq!(lens(&d), vec![74 + 3 * 1400]);
+        let skb = &d[0].skb;
+        assert_eq!(skb.gso_type & gso::TCPV6, gso::TCPV6);
+        assert_eq!(skb.gso_size, 1400);
+        let bytes = skb.to_vec();
+        assert_eq!(u16::from_be_bytes([bytes[18], bytes[19]]), 20 + 3 * 1400);
+    }
+
+    #[test]
+    fn another_flow_label_starts_another_flow() {
+        let d = run(&LINUX_6_18, three(|s| s.flow = 0x54321));
+        assert_eq!(lens(&d), vec![TWO, ONE]);
+        assert_eq!(d[1].skb.start, Some(reason::FLOW_NEW));
+    }
+
+    #[test]
+    fn hop_limit_flushes_on_6_18_and_is_another_flow_before_6_10() {
+        let d = run(&LINUX_6_18, three(|s| s.hop = 63));
+        assert_eq!(lens(&d), vec![TWO, ONE]);
+        assert_eq!(d[1].skb.start, Some(reason::IPV6_HOPLIMIT));
+        let d = run(&LINUX_4_19, three(|s| s.hop = 63));
+        assert_eq!(lens(&d), vec![TWO, ONE]);
+        assert_eq!(d[1].skb.start, Some(reason::FLOW_NEW));
+    }
+
+    #[test]
+    fn traffic_class_flushes_on_every_profile() {
+        for p in [&LINUX_6_18, &LINUX_4_19] {
+            let d = run(p, three(|s| s.tc = 0x10));
+            assert_eq!(lens(&d), vec![TWO, ONE], "{}", p.name);
+            assert_eq!(d[1].skb.start, Some(reason::IPV6_TC), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn other_next_headers_and_bad_checksums_go_up_before_the_held_flow() {
+        // Next header 58 (ICMPv6) stands for every non-TCP next header.
+        let d = run(&LINUX_6_18, three(|s| s.next = 58));
+        assert_eq!(lens(&d), vec![ONE, TWO]);
+        assert_eq!(d[0].skb.start, Some(reason::IPV6_NO_L4));
+        let mut frames = three(|_| {});
+        let last = frames[2].len() - 1;
+        frames[2][last] ^= 0xff;
+        let d = run(&LINUX_6_18, frames);
+        assert_eq!(lens(&d), vec![ONE, TWO]);
+        assert_eq!(d[0].skb.start, Some(reason::TCP_CSUM));
+    }
+}
