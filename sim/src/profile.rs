@@ -63,9 +63,10 @@ pub enum VnetToSkbRule {
     /// gso_size at kernel entry", 7c6d2ecbda83 "net: be more gentle about silly gso
     /// requests coming from user"); a NEEDS_CSUM header needs start + max(thlen, off + 2)
     /// bytes (0f6925b3e8da "virtio_net: Do not pull payload in skb->head", v5.12) and
-    /// csum_start past the smallest IP header, TCP GSO csum_offset 16 (89add40066f9
-    /// "net: drop bad gso csum_start and offset in virtio_net_hdr", v6.11, backported to
-    /// the stable series).
+    /// TCP GSO csum_offset 16 (89add40066f9 "net: drop bad gso csum_start and offset in
+    /// virtio_net_hdr", v6.11, backported to the stable series); without NEEDS_CSUM a GSO
+    /// payload starts after the smallest IP header and thlen (9181d6f8a2bb "net: add more
+    /// sanity check in virtio_net_hdr_to_skb()").
     TransportHeader,
 }
 
@@ -96,6 +97,11 @@ pub struct TunWriteRules {
     /// Before, both buffers had the metadata marked invalid: -ENOTSUPP.
     pub xdp_meta: bool,
     pub vnet_to_skb: VnetToSkbRule,
+    /// A NEEDS_CSUM csum_start inside the smallest IP header (20 bytes, 40 for TCPV6) is
+    /// -EINVAL: 49d14b54a527 "net: test for not too small csum_start in
+    /// virtio_net_hdr_to_skb()" (v6.12). The lab's Debian 6.1 accepts csum_start 10
+    /// (tap-write/vnet-gso-threshold, write 6).
+    pub vnet_csum_start_min: bool,
 }
 
 /// One modelled kernel.
@@ -151,6 +157,7 @@ pub const LINUX_6_18: KernelProfile = KernelProfile {
         down_check_first: false,
         xdp_meta: true,
         vnet_to_skb: VnetToSkbRule::TransportHeader,
+        vnet_csum_start_min: true,
     },
     gro: crate::gro::rules::GRO_LINUX_6_18,
     vhost: VHOST_BATCHING,
@@ -173,6 +180,7 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
         down_check_first: true,
         xdp_meta: false,
         vnet_to_skb: VnetToSkbRule::PartialCsumOnly,
+        vnet_csum_start_min: false,
     },
     gro: crate::gro::rules::GRO_LINUX_4_19,
     vhost: VHOST_PER_PACKET,
@@ -180,7 +188,8 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
 
 /// Linux 6.1, the Debian guest kernel of `skbsim lab` (6.1 stable, with its backports):
 /// as 6.18 but the vnet padding is skipped (4adf74971018 is v6.15), no USO on tap (v6.2),
-/// no XDP metadata on tap (c2315ebb0588 is v6.15), and 4.19's GRO IP ID and CWR rules; its XDP counters already have the 2024 fixes (seen
+/// no XDP metadata on tap (c2315ebb0588 is v6.15), no csum_start lower bound on a vnet
+/// header (49d14b54a527 is v6.12, seen in the guest), and 4.19's GRO IP ID and CWR rules; its XDP counters already have the 2024 fixes (seen
 /// in the guest: XDP_TX counts rx, the 3457-byte fallback counts nothing).
 pub const LINUX_6_1: KernelProfile = KernelProfile {
     name: "linux-6.1",
@@ -191,6 +200,7 @@ pub const LINUX_6_1: KernelProfile = KernelProfile {
     },
     tun_write: TunWriteRules {
         xdp_meta: false,
+        vnet_csum_start_min: false,
         ..LINUX_6_18.tun_write
     },
     gro: crate::gro::rules::GRO_LINUX_6_1,
@@ -243,6 +253,7 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
         down_check_first: true,
         xdp_meta: false,
         vnet_to_skb: VnetToSkbRule::PartialCsumOnly,
+        vnet_csum_start_min: false,
     },
     gro: crate::gro::rules::GRO_LINUX_3_12,
     vhost: VHOST_PER_PACKET,

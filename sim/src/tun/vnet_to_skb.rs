@@ -74,13 +74,17 @@ pub(crate) fn vnet_hdr_to_skb(
                     return Err("vnet csum_start + transport header beyond the packet");
                 }
                 // The transport header cannot start inside the smallest IP header
-                // (89add40066f9 "net: drop bad gso csum_start and offset in
-                // virtio_net_hdr", v6.11).
-                if start < nh_min_len {
+                // (49d14b54a527, `TunWriteRules::vnet_csum_start_min`); before, the GSO
+                // payload offset took the larger of the two (9181d6f8a2bb).
+                if rules.vnet_csum_start_min && start < nh_min_len {
                     return Err("vnet csum_start before the end of an IP header");
                 }
                 skb.partial_csum_set(start, h.csum_offset);
-                nh_min_len = start;
+                nh_min_len = if rules.vnet_csum_start_min {
+                    start
+                } else {
+                    nh_min_len.max(start)
+                };
                 Some(nh_min_len + thlen)
             } else if gso_bits != 0 {
                 // A GSO header without NEEDS_CSUM: tun's skb has no network header yet,
@@ -152,7 +156,7 @@ pub(crate) fn vnet_hdr_to_skb(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{LINUX_4_19, LINUX_6_18};
+    use crate::profile::{LINUX_4_19, LINUX_6_1, LINUX_6_18};
     use crate::wire::virtio_net_hdr::VIRTIO_NET_HDR_F_NEEDS_CSUM;
 
     /// An skb of `len` bytes at the frame start, as tun_get_user has it.
@@ -216,6 +220,7 @@ mod tests {
         let mut h = tcp4(0, 10, 16);
         h.gso_type = VIRTIO_NET_HDR_GSO_NONE;
         assert!(vnet_hdr_to_skb(&mut skb(154), &h, rules).is_err());
+        assert!(vnet_hdr_to_skb(&mut skb(154), &h, &LINUX_6_1.tun_write).is_ok());
         assert!(vnet_hdr_to_skb(&mut skb(154), &h, &LINUX_4_19.tun_write).is_ok());
         // TCP GSO with a checksum elsewhere than tcphdr.check.
         assert!(vnet_hdr_to_skb(&mut skb(154), &tcp4(50, 34, 6), rules).is_err());
