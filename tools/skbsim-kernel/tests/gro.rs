@@ -10,11 +10,19 @@ use skbsim_kernel::{
     gro_flush_timeout, set_feature, set_gro_flush_timeout, KernelError, Netns, PacketSocket, Tap,
     TapConfig,
 };
+use std::sync::Mutex;
 use std::time::Duration;
+
+/// Held by each test of this file for its whole run: the other test forks `ip` and
+/// mounts sysfs, and a fork write-protects this process's pages, so a SCHED_FIFO burst
+/// running beside it can fault and wait for the fork (a 16 ms stall seen under load: a
+/// tick inside the burst). One test at a time in this process.
+static ALONE: Mutex<()> = Mutex::new(());
 
 #[test]
 fn gro_flush_timeout_set_and_read_back_in_the_namespace_only() {
     require_privileges!();
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let host_names = ip_link_names();
     Netns::run(|ns| {
         let tap = ns.tap_up(&TapConfig::tap("skbt0").napi(true))?;
@@ -107,6 +115,7 @@ fn delivered(
 #[test]
 fn napi_tap_merges_ten_segments_only_with_a_flush_timeout() {
     require_privileges!();
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     Netns::run(|ns| {
         let tap = ns.tap_up(&TapConfig::tap("skbt0").napi(true))?;
         let mut sniff = PacketSocket::bind(tap.ifindex())?;
