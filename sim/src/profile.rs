@@ -50,6 +50,27 @@ pub struct TunReadRules {
     pub vnet_endian_selectable: bool,
 }
 
+/// How virtio_net_hdr_to_skb (include/linux/virtio_net.h) checks a written vnet header
+/// and decides that the packet is GSO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VnetToSkbRule {
+    /// Before v5.7 (and 3.12's inline copy in tun_get_user): only skb_partial_csum_set
+    /// (csum_start + csum_offset + 2 inside the packet); any gso_type but NONE makes the
+    /// skb GSO, whatever its length.
+    PartialCsumOnly,
+    /// v5.7+: the transport header counts. p_off = transport offset + the L4 header
+    /// length (9274124f023b "net: stricter validation of untrusted gso packets"); GSO
+    /// only when skb->len - p_off > gso_size (6dd912f82680 "net: check untrusted
+    /// gso_size at kernel entry", 7c6d2ecbda83 "net: be more gentle about silly gso
+    /// requests coming from user"); a NEEDS_CSUM header needs start + max(thlen, off + 2)
+    /// bytes (0f6925b3e8da "virtio_net: Do not pull payload in skb->head", v5.12) and
+    /// TCP GSO csum_offset 16 (89add40066f9 "net: drop bad gso csum_start and offset in
+    /// virtio_net_hdr", v6.11, backported to the stable series); without NEEDS_CSUM a GSO
+    /// payload starts after the smallest IP header and thlen (9181d6f8a2bb "net: add more
+    /// sanity check in virtio_net_hdr_to_skb()").
+    TransportHeader,
+}
+
 /// The rules of the tun write path with XDP (drivers/net/tun.c: tun_get_user,
 /// tun_build_skb, tun_xdp_act; docs/tap-write.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,9 +91,18 @@ pub struct TunWriteRules {
     /// 4.19 tested IFF_UP first and counted nothing; later kernels test it before
     /// delivery and count rx_dropped.
     pub down_check_first: bool,
-    /// tun_build_skb prepares the xdp_buff with metadata support (xdp_prepare_buff(...,
-    /// true), v4.20+); 4.19 called xdp_set_data_meta_invalid.
+    /// XDP metadata (bpf_xdp_adjust_meta) on tap: tun_build_skb prepares its xdp_buff
+    /// with xdp_prepare_buff(..., true) and tun_xdp_one keeps the metadata vhost_net
+    /// prepared (no xdp_set_data_meta_invalid), both from c2315ebb0588 "net: tun: enable
+    /// XDP metadata support" (v6.15), with the metadata carried to the skb (0ca23a4d64ce).
+    /// Before, both buffers had the metadata marked invalid: -ENOTSUPP.
     pub xdp_meta: bool,
+    pub vnet_to_skb: VnetToSkbRule,
+    /// A NEEDS_CSUM csum_start inside the smallest IP header (20 bytes, 40 for TCPV6) is
+    /// -EINVAL: 49d14b54a527 "net: test for not too small csum_start in
+    /// virtio_net_hdr_to_skb()" (v6.12). The lab's Debian 6.1 accepts csum_start 10
+    /// (tap-write/vnet-gso-threshold, write 6).
+    pub vnet_csum_start_min: bool,
 }
 
 /// One modelled kernel.
@@ -127,6 +157,8 @@ pub const LINUX_6_18: KernelProfile = KernelProfile {
         xdp_act_rx_stats: true,
         down_check_first: false,
         xdp_meta: true,
+        vnet_to_skb: VnetToSkbRule::TransportHeader,
+        vnet_csum_start_min: true,
     },
     gro: crate::gro::rules::GRO_LINUX_6_18,
     vhost: VHOST_BATCHING,
@@ -148,6 +180,8 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
         xdp_act_rx_stats: false,
         down_check_first: true,
         xdp_meta: false,
+        vnet_to_skb: VnetToSkbRule::PartialCsumOnly,
+        vnet_csum_start_min: false,
     },
     gro: crate::gro::rules::GRO_LINUX_4_19,
     vhost: VHOST_PER_PACKET,
@@ -155,7 +189,8 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
 
 /// Linux 6.1, the Debian guest kernel of `skbsim lab` (6.1 stable, with its backports):
 /// as 6.18 but the vnet padding is skipped (4adf74971018 is v6.15), no USO on tap (v6.2),
-/// and 4.19's GRO IP ID and CWR rules; its XDP counters already have the 2024 fixes (seen
+/// no XDP metadata on tap (c2315ebb0588 is v6.15), no csum_start lower bound on a vnet
+/// header (49d14b54a527 is v6.12, seen in the guest), and 4.19's GRO IP ID and CWR rules; its XDP counters already have the 2024 fixes (seen
 /// in the guest: XDP_TX counts rx, the 3457-byte fallback counts nothing).
 pub const LINUX_6_1: KernelProfile = KernelProfile {
     name: "linux-6.1",
@@ -164,7 +199,11 @@ pub const LINUX_6_1: KernelProfile = KernelProfile {
         uso_on_read: false,
         ..LINUX_6_18.tun_read
     },
-    tun_write: LINUX_6_18.tun_write,
+    tun_write: TunWriteRules {
+        xdp_meta: false,
+        vnet_csum_start_min: false,
+        ..LINUX_6_18.tun_write
+    },
     gro: crate::gro::rules::GRO_LINUX_6_1,
     vhost: LINUX_6_18.vhost,
 };
@@ -185,20 +224,21 @@ pub const LINUX_6_12: KernelProfile = KernelProfile {
         vnet_pad_zero: false,
         ..LINUX_6_18.tun_read
     },
-    tun_write: LINUX_6_18.tun_write,
+    tun_write: TunWriteRules {
+        // XDP metadata in tun_build_skb and tun_xdp_one is c2315ebb0588, v6.15.
+        xdp_meta: false,
+        ..LINUX_6_18.tun_write
+    },
     gro: crate::gro::rules::GRO_LINUX_6_12,
     vhost: LINUX_6_18.vhost,
 };
 
-/// Linux 4.20: 4.19 plus vhost_net's XDP batching with tun's TUN_MSG_PTR (v4.20) and
-/// "tuntap: split out XDP logic", whose tun_build_skb prepares metadata.
+/// Linux 4.20: 4.19 plus vhost_net's XDP batching with tun's TUN_MSG_PTR (v4.20); both
+/// tun XDP buffers still have the metadata marked invalid (until v6.15).
 pub const LINUX_4_20: KernelProfile = KernelProfile {
     name: "linux-4.20",
     tun_read: LINUX_4_19.tun_read,
-    tun_write: TunWriteRules {
-        xdp_meta: true,
-        ..LINUX_4_19.tun_write
-    },
+    tun_write: LINUX_4_19.tun_write,
     gro: LINUX_4_19.gro,
     vhost: VhostRules {
         xdp_batching: true,
@@ -238,6 +278,8 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
         xdp_act_rx_stats: false,
         down_check_first: true,
         xdp_meta: false,
+        vnet_to_skb: VnetToSkbRule::PartialCsumOnly,
+        vnet_csum_start_min: false,
     },
     gro: crate::gro::rules::GRO_LINUX_3_12,
     vhost: VHOST_PER_PACKET,

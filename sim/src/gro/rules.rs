@@ -26,7 +26,7 @@ pub enum IpIdRule {
 pub enum CwrGso {
     /// SKB_GSO_TCP_ECN (before the AccECN series).
     TcpEcn,
-    /// SKB_GSO_TCP_ACCECN (6.18 tcp_offload.c: tcp_gro_complete).
+    /// SKB_GSO_TCP_ACCECN (tcp_offload.c: tcp_gro_complete, 4e4f7cefb130, v6.15).
     AccEcn,
 }
 
@@ -53,8 +53,14 @@ pub struct GroRules {
     /// ip_is_fragment() is a hard flush in inet_gro_receive (4.x+); [3.12] caught
     /// fragments only through the soft flush.
     pub ip_fragment_check: bool,
-    /// CWR is part of the flag-word XOR (6.18 tcp_gro_receive masks only FIN|PSH);
-    /// before, CWR|FIN|PSH were masked.
+    /// CWR is part of the flag-word XOR (tcp_gro_receive masks only FIN|PSH), so a
+    /// segment without CWR does not merge behind a CWR head: 4e4f7cefb130 "gro: prevent
+    /// ACE field corruption & better AccECN handling" (Ilpo Järvinen, v6.15), whose
+    /// tcp_gro_complete also sets SKB_GSO_TCP_ACCECN (`CwrGso::AccEcn`). Before,
+    /// CWR|FIN|PSH were masked. Either way a segment with CWR set flushes the held one
+    /// (`flush = flags & TCP_FLAG_CWR`), until ab4c8b6f7fcb "gro: flushing when CWR is
+    /// set negatively affects AccECN" (v7.0) removed that flush; scenario
+    /// tap-gro/tcp-flags-cwr-twice shows the 6.18 host has the first and not the second.
     pub cwr_in_flag_xor: bool,
     pub cwr_gso: CwrGso,
     /// tcp4_gro_complete sets SKB_GSO_TCP_FIXEDID (outer/plain) and

@@ -7,6 +7,7 @@
 pub mod read;
 pub mod sendmsg;
 pub mod vnet;
+mod vnet_to_skb;
 pub mod write;
 mod xdp;
 

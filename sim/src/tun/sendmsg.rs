@@ -96,8 +96,13 @@ impl Net {
                 // A GSO buffer skips native XDP and gets generic XDP on the skb.
                 skb_xdp = true;
             } else {
-                // xdp_init_buff + xdp_set_data_meta_invalid, then the program.
-                b.xdp.set_meta_unsupported();
+                // xdp_init_buff, then the program. vhost_net prepared the buffer with
+                // metadata support (xdp_prepare_buff(..., true)); tun_xdp_one marked it
+                // invalid again until c2315ebb0588 (v6.15), and since 0ca23a4d64ce the
+                // skb it builds carries the metadata (metasize).
+                if !rules.xdp_meta {
+                    b.xdp.set_meta_unsupported();
+                }
                 let att = dev
                     .xdp
                     .as_mut()
@@ -136,7 +141,7 @@ impl Net {
         // build: build_skb over the buffer, the vnet header, eth_type_trans.
         let mut skb = self.spare_skbs.take();
         skb.reuse_from_frame(b.xdp.data(), b.xdp.headroom(), b.xdp.len());
-        if let Err(why) = super::write::vnet_hdr_to_skb(&mut skb, &b.gso) {
+        if let Err(why) = super::write::vnet_hdr_to_skb(&mut skb, &b.gso, rules) {
             self.stats_mut(ifindex).rx_frame_errors += 1;
             return Ok(XdpOneOutcome {
                 result: Err(Errno::EINVAL),

@@ -8,20 +8,18 @@ use crate::errno::Errno;
 pub(crate) use crate::ethernet::eth_type_trans;
 use crate::net::{Delivery, Net};
 use crate::profile::{TunReadRules, TunWriteRules};
-use crate::skb::{
-    gso, IpSummed, SkBuff, ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6,
-};
+use crate::skb::{IpSummed, SkBuff, ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
 
 /// VLAN_VID_MASK (include/linux/if_vlan.h).
 const VLAN_VID_MASK: u16 = 0x0fff;
 use crate::wire::virtio_net_hdr::{
     VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_F_NEEDS_CSUM,
-    VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_GSO_TCPV4,
-    VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4,
+    VIRTIO_NET_HDR_GSO_NONE,
 };
 use crate::xdp::generic::run_generic;
 use crate::xdp::{redirect_ifindex, XdpMode};
 
+pub(crate) use super::vnet_to_skb::vnet_hdr_to_skb;
 use super::xdp::{build_skb_native, NativeResult};
 use super::{DeviceKind, TUN_PI_LEN};
 
@@ -270,7 +268,7 @@ impl Net {
         }
 
         // virtio_net_hdr_to_skb (docs/tap-write.md#delivery): failure is rx_frame_errors.
-        if let Err(why) = vnet_hdr_to_skb(skb, &parsed.gso) {
+        if let Err(why) = vnet_hdr_to_skb(skb, &parsed.gso, rules) {
             self.stats_mut(ifindex).rx_frame_errors += 1;
             out.result = Err(Errno::EINVAL);
             out.fate = Fate::Dropped(why);
@@ -530,48 +528,6 @@ pub(crate) fn raise_hdr_len_for_csum(gso: &mut VirtioNetHdrRepr) {
             gso.hdr_len = need.min(u32::from(u16::MAX)) as u16;
         }
     }
-}
-
-/// virtio_net_hdr_to_skb (include/linux/virtio_net.h), the checks tun relies on:
-/// known gso_type, a nonzero gso_size, a partial checksum inside the packet. GSO is set
-/// only when the payload exceeds gso_size, with DODGY and gso_segs 0.
-pub(crate) fn vnet_hdr_to_skb(skb: &mut SkBuff, h: &VirtioNetHdrRepr) -> Result<(), &'static str> {
-    let gso_bits = match h.gso_type & !VIRTIO_NET_HDR_GSO_ECN {
-        VIRTIO_NET_HDR_GSO_NONE => 0,
-        VIRTIO_NET_HDR_GSO_TCPV4 => gso::TCPV4,
-        VIRTIO_NET_HDR_GSO_TCPV6 => gso::TCPV6,
-        VIRTIO_NET_HDR_GSO_UDP => gso::UDP,
-        VIRTIO_NET_HDR_GSO_UDP_L4 => gso::UDP_L4,
-        _ => return Err("vnet gso_type unknown"),
-    };
-    if h.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
-        let start = usize::from(h.csum_start);
-        let off = usize::from(h.csum_offset);
-        if start + off + 2 > skb.len() {
-            return Err("vnet csum_start/csum_offset beyond the packet");
-        }
-        skb.partial_csum_set(start, h.csum_offset);
-    }
-    if gso_bits != 0 {
-        if h.gso_size == 0 {
-            return Err("vnet gso_size 0");
-        }
-        let ecn = if h.gso_type & VIRTIO_NET_HDR_GSO_ECN != 0 {
-            gso::TCP_ECN
-        } else {
-            0
-        };
-        let payload = skb.len().saturating_sub(usize::from(h.hdr_len));
-        if payload > usize::from(h.gso_size) {
-            skb.gso_type = gso_bits | ecn | gso::DODGY;
-            skb.gso_size = h.gso_size;
-            skb.gso_segs = 0;
-        }
-        if skb.ip_summed != IpSummed::Partial {
-            skb.ip_summed = IpSummed::None;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ fn skb_data_align(n: usize) -> usize {
 /// tun_build_skb with a driver-mode program attached and no GSO: the frame sits
 /// TUN_RX_PAD + XDP_PACKET_HEADROOM into a buffer of SKB_DATA_ALIGN(len + pad) +
 /// SKB_DATA_ALIGN(shinfo) bytes (xdp_init_buff / xdp_prepare_buff, metadata allowed
-/// since 4.20; 4.19 set it invalid).
+/// since c2315ebb0588, v6.15: `TunWriteRules::xdp_meta`).
 pub(crate) fn build_skb_native(
     net: &mut Net,
     ifindex: u32,

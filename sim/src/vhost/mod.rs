@@ -102,7 +102,8 @@ pub enum VhostEvent {
     Used { heads: usize },
     /// vhost_exceeds_weight: the worker requeued itself.
     Requeue { packets: usize, bytes: usize },
-    /// The worker stopped with a descriptor put back (a transient sendmsg error).
+    /// The worker stopped with a descriptor put back (a transient sendmsg error, or
+    /// vhost_net_build_xdp failing with another error than -ENOSPC).
     Stall { packet: u64, errno: Errno },
 }
 
@@ -249,8 +250,14 @@ impl VhostNetTx {
                         self.tx_batch(net, profile, FlushReason::TooBig, sink)?;
                         Some(desc)
                     }
-                    Err(_) => {
+                    Err(errno) => {
+                        // vhost_tx_batch, vhost_discard_vq_desc, vhost_net_enable_vq, stop
+                        // (the errno stays in the kernel; the trace names it).
                         self.tx_batch(net, profile, FlushReason::BuildError, sink)?;
+                        sink(VhostEvent::Stall {
+                            packet: desc.packet,
+                            errno,
+                        });
                         self.avail.push_front(desc);
                         return Ok(false);
                     }

@@ -59,3 +59,30 @@ fn batching_does_less_work_per_packet() {
         assert!(t.contains("used updates 5, signals 5, requeues 1"), "{t}");
     }
 }
+
+#[test]
+fn xdp_metadata_in_a_batch_only_from_v6_15() {
+    // bpf_xdp_adjust_meta(-4) then PASS, or DROP when it fails. tun_xdp_one keeps the
+    // metadata support vhost_net prepared only since c2315ebb0588 (v6.15); 6.1 (seen in
+    // the lab's guest) and 4.20 mark it invalid: -ENOTSUPP, every packet dropped.
+    let mut s = scenario("xdp-meta-batched");
+    let t = run_sim(&s, None).unwrap().trace;
+    assert_eq!(t.matches("xdp: native XDP_PASS").count(), 63, "{t}");
+    assert_eq!(t.matches("xdp: native XDP_DROP").count(), 0, "{t}");
+    for p in [sim::profile::LINUX_6_1, sim::profile::LINUX_4_20] {
+        s.profile = p;
+        let t = run_sim(&s, None).unwrap().trace;
+        assert_eq!(
+            t.matches("xdp: native XDP_DROP").count(),
+            63,
+            "{}: {t}",
+            p.name
+        );
+        assert_eq!(
+            t.matches("xdp: native XDP_PASS").count(),
+            0,
+            "{}: {t}",
+            p.name
+        );
+    }
+}

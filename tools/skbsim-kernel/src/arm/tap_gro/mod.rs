@@ -101,6 +101,7 @@ pub use expressible::{expressible, kernel_config};
 use expressible::{expressible_with, load_frames};
 use gretap::*;
 use sched::*;
+pub use sched::{jiffy_now, NapiThread, RealtimeWriter};
 use vxlan::*;
 
 const SOL_PACKET: libc::c_int = 263;
@@ -165,7 +166,7 @@ fn coarse_now() -> Duration {
 }
 
 /// Return right after the next tick (jiffies advanced), then `phase` into the jiffy.
-fn align_to_tick(phase: Duration, jiffy: Duration) {
+pub fn align_to_tick(phase: Duration, jiffy: Duration) {
     let start = coarse_now();
     let give_up = Instant::now() + jiffy * 3;
     while coarse_now() == start && Instant::now() < give_up {

@@ -261,6 +261,7 @@ pub(super) fn timing_problem(times: &[WriteTime], hz: u32, timeout_ns: u64) -> O
     None
 }
 
-pub(super) fn jiffy_now(jiffy_ns: u64) -> u64 {
+/// The coarse clock (which the tick advances with jiffies) in units of `jiffy_ns`.
+pub fn jiffy_now(jiffy_ns: u64) -> u64 {
     (coarse_now().as_nanos() / u128::from(jiffy_ns.max(1))) as u64
 }
