@@ -86,15 +86,15 @@ mod tests {
     fn a_chain_shorter_than_the_header_is_efault_before_any_size_test() {
         // drivers/vhost/net.c: vhost_net_build_xdp tests len < sock_hlen first, -EFAULT.
         assert_eq!(
-            vhost_net_build_xdp(&[0u8; 11], 12, false).unwrap_err(),
+            vhost_net_build_xdp(&[0u8; 11], 12, false, Vec::new()).unwrap_err(),
             Errno::EFAULT
         );
         assert_eq!(
-            vhost_net_build_xdp(&[], 12, true).unwrap_err(),
+            vhost_net_build_xdp(&[], 12, true, Vec::new()).unwrap_err(),
             Errno::EFAULT
         );
         // Exactly the header: an empty frame, built (tun_xdp_one refuses it later).
-        assert!(vhost_net_build_xdp(&[0u8; 12], 12, false).is_ok());
+        assert!(vhost_net_build_xdp(&[0u8; 12], 12, false, Vec::new()).is_ok());
     }
 
     #[test]
