@@ -179,125 +179,103 @@ impl BlockSplitter {
 /// comparing at the first difference.
 #[derive(Debug)]
 pub struct StreamDiff<R> {
-    left: BlockReader<R>,
     right: BlockSplitter,
+    cmp: Compare<R>,
+}
+
+/// The left side and what the comparison found so far.
+#[derive(Debug)]
+struct Compare<R> {
+    left: BlockReader<R>,
     ignore: Vec<String>,
-    /// The first difference, once found.
-    pub divergence: Option<Divergence>,
-    /// Whether every kept block was byte-identical (not only field-equal).
-    pub identical: bool,
-    done: bool,
+    divergence: Option<Divergence>,
+    identical: bool,
 }
 
 impl<R: BufRead> StreamDiff<R> {
     pub fn new(left: R, ignore: &[&str]) -> StreamDiff<R> {
         StreamDiff {
-            left: BlockReader::new(left),
             right: BlockSplitter::default(),
-            ignore: ignore.iter().map(|s| s.to_string()).collect(),
-            divergence: None,
-            identical: true,
-            done: false,
+            cmp: Compare {
+                left: BlockReader::new(left),
+                ignore: ignore.iter().map(|s| s.to_string()).collect(),
+                divergence: None,
+                identical: true,
+            },
         }
     }
 
     /// Whether a difference was found (later pushes are ignored).
     pub fn diverged(&self) -> bool {
-        self.divergence.is_some()
+        self.cmp.divergence.is_some()
     }
 
     /// The next right-hand text.
     pub fn push(&mut self, text: &str) -> io::Result<()> {
-        if self.done {
+        if self.diverged() {
             return Ok(());
         }
-        let Self {
-            left,
-            right,
-            ignore,
-            divergence,
-            identical,
-            done,
-        } = self;
-        let ig: Vec<&str> = ignore.iter().map(String::as_str).collect();
-        right.push(text, &mut |t, h| {
-            if *done {
-                return Ok(());
-            }
-            compare_one(left, &ig, t, h, divergence, identical, done)
-        })
+        let cmp = &mut self.cmp;
+        self.right.push(text, &mut |t, h| cmp.block(t, h))
     }
 
-    /// End of the right-hand trace: the answer.
+    /// End of the right-hand trace: the answer, and whether every compared block was
+    /// byte-identical (not only field-equal).
     pub fn finish(mut self) -> io::Result<(Option<Divergence>, bool)> {
-        if !self.done {
-            let Self {
-                left,
-                right,
-                ignore,
-                divergence,
-                identical,
-                done,
-            } = &mut self;
-            let ig: Vec<&str> = ignore.iter().map(String::as_str).collect();
-            right.finish(&mut |t, h| {
-                if *done {
-                    return Ok(());
-                }
-                compare_one(left, &ig, t, h, divergence, identical, done)
-            })?;
-            if !*done {
-                // The right side ended: a kept left block still to come is a difference.
-                while let Some((t, h)) = left.next_block()? {
-                    if let Some(b) = parse_block(t, h) {
-                        if !skipped(&b, &ig) {
-                            *divergence = Some(extra_event(Some(&b), None));
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-        Ok((self.divergence, self.identical))
+        let cmp = &mut self.cmp;
+        self.right.finish(&mut |t, h| cmp.block(t, h))?;
+        cmp.left_ended()?;
+        Ok((self.cmp.divergence, self.cmp.identical))
     }
 }
 
-fn compare_one<R: BufRead>(
-    left: &mut BlockReader<R>,
-    ignore: &[&str],
-    text: &str,
-    header: bool,
-    divergence: &mut Option<Divergence>,
-    identical: &mut bool,
-    done: &mut bool,
-) -> io::Result<()> {
-    let Some(rb) = parse_block(text, header) else {
-        return Ok(());
-    };
-    if skipped(&rb, ignore) {
-        return Ok(());
+impl<R: BufRead> Compare<R> {
+    /// One right-hand block against the next kept left block.
+    fn block(&mut self, text: &str, header: bool) -> io::Result<()> {
+        if self.divergence.is_some() {
+            return Ok(());
+        }
+        let ignore: Vec<&str> = self.ignore.iter().map(String::as_str).collect();
+        let Some(rb) = parse_block(text, header) else {
+            return Ok(());
+        };
+        if skipped(&rb, &ignore) {
+            return Ok(());
+        }
+        loop {
+            let Some((lt, lh)) = self.left.next_block()? else {
+                self.divergence = Some(extra_event(None, Some(&rb)));
+                return Ok(());
+            };
+            let Some(lb) = parse_block(lt, lh) else {
+                continue;
+            };
+            if skipped(&lb, &ignore) {
+                continue;
+            }
+            if lt != text {
+                self.identical = false;
+                self.divergence = compare_blocks(&lb, &rb, &ignore);
+            }
+            return Ok(());
+        }
     }
-    loop {
-        let Some((lt, lh)) = left.next_block()? else {
-            *divergence = Some(extra_event(None, Some(&rb)));
-            *done = true;
-            return Ok(());
-        };
-        let Some(lb) = parse_block(lt, lh) else {
-            continue;
-        };
-        if skipped(&lb, ignore) {
-            continue;
-        }
-        if lt == text {
+
+    /// The right side ended: a kept left block still to come is a difference.
+    fn left_ended(&mut self) -> io::Result<()> {
+        if self.divergence.is_some() {
             return Ok(());
         }
-        *identical = false;
-        if let Some(d) = compare_blocks(&lb, &rb, ignore) {
-            *divergence = Some(d);
-            *done = true;
+        let ignore: Vec<&str> = self.ignore.iter().map(String::as_str).collect();
+        while let Some((t, h)) = self.left.next_block()? {
+            if let Some(b) = parse_block(t, h) {
+                if !skipped(&b, &ignore) {
+                    self.divergence = Some(extra_event(Some(&b), None));
+                    break;
+                }
+            }
         }
-        return Ok(());
+        Ok(())
     }
 }
 
