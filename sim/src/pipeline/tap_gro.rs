@@ -8,8 +8,6 @@
 //! Frames are written without a vnet header: CHECKSUM_NONE, so GRO verifies every
 //! checksum in software (`[gro] needs_csum` models NEEDS_CSUM instead).
 
-use serde_json::Value;
-
 use crate::gro::napi::{Delivered, Napi};
 use crate::gro::plan::GroPlan;
 use crate::gro::{GroConfig, GroSkb, NAPI_POLL_WEIGHT};
@@ -19,12 +17,10 @@ use crate::skb::IpSummed;
 
 use super::frame_meta::RecipeError;
 
-/// What `run_tap_gro` returns: the text trace, the JSON trace and the frames as the
-/// stack sees them (for the output pcap).
+/// What `run_tap_gro` returns: the text trace and the frames as the stack sees them.
 #[derive(Debug, Clone)]
 pub struct GroRunOutput {
     pub trace: String,
-    pub json: Value,
     pub delivered: Vec<(u64, Vec<u8>)>,
 }
 
@@ -214,17 +210,12 @@ pub fn run_tap_gro(
     }
     run.finish();
     let trace = crate::trace::gro::render_tap_gro(scenario, &run);
-    let json = crate::trace::gro::tap_gro_json(scenario, &run);
     let delivered = run
         .delivered
         .iter()
         .map(|d| (d.ts_ns, d.skb.to_vec()))
         .collect();
-    Ok(GroRunOutput {
-        trace,
-        json,
-        delivered,
-    })
+    Ok(GroRunOutput { trace, delivered })
 }
 
 /// The bench's input streams.

@@ -454,35 +454,3 @@ pub fn tap_gro_header_json(sc: &Scenario, run: &TapGroRun) -> Value {
         },
     })
 }
-
-/// The same trace for machines.
-pub fn tap_gro_json(sc: &Scenario, run: &TapGroRun) -> Value {
-    let p = &run.plan;
-    let deliveries: Vec<Value> = run
-        .delivered
-        .iter()
-        .enumerate()
-        .map(|(n, d)| delivered_json(n, d))
-        .collect();
-    json!({
-        "scenario": sc.name,
-        "backend": "sim",
-        "profile": sc.profile.name,
-        "gro": {
-            "feature": p.feature, "teb_gro": p.teb_gro, "vlan_gro": p.vlan_gro,
-            "vxlan_ports": p.vxlan_ports, "burst": p.burst,
-            "flush_timeout_ns": p.flush_timeout_ns, "hz": p.hz,
-            "nonblocking": p.nonblocking, "needs_csum": p.needs_csum,
-        },
-        "write_errors": run.write_errors.iter().map(|e| json!({"frame": e.frame, "ts_ns": e.ts_ns, "len": e.len})).collect::<Vec<_>>(),
-        "deliveries": deliveries,
-        "totals": {
-            "written": run.counts.frames,
-            "rx_packets": run.stats.rx_packets,
-            "rx_bytes": run.stats.rx_bytes,
-            "stack_packets": run.counts.skbs,
-            "stack_bytes": run.counts.bytes,
-            "lengths": run.delivered.iter().map(|d| d.skb.len).collect::<Vec<_>>(),
-        },
-    })
-}

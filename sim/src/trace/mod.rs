@@ -14,7 +14,7 @@ pub mod vhost;
 pub mod write;
 
 pub use render::{
-    describe_device, header_json, hex_string, read_comment, render_tun_read, stats_json,
-    trace_json, tun_read_event, tun_read_event_json, tun_read_header, tun_read_totals, TraceHeader,
-    TunReadCounts, MODEL_ONLY_FIELDS,
+    describe_device, header_json, hex_string, read_comment, stats_json, tun_read_event,
+    tun_read_event_json, tun_read_header, tun_read_totals, TraceHeader, TunReadCounts,
+    MODEL_ONLY_FIELDS,
 };

@@ -517,24 +517,6 @@ pub fn tun_read_totals(
     }
 }
 
-/// The text trace of a tun-read run.
-pub fn render_tun_read(
-    header: &TraceHeader,
-    device: &TunConfig,
-    events: &[Event],
-    stats: &TunStats,
-    ops: Option<&OpCounters>,
-) -> String {
-    let mut out = String::new();
-    tun_read_header(&mut out, header);
-    let mut n = TunReadCounts::default();
-    for e in events {
-        tun_read_event(&mut out, device, e, &mut n);
-    }
-    tun_read_totals(&mut out, &n, stats, ops);
-    out
-}
-
 pub fn stats_json(s: &TunStats) -> Value {
     json!({
         "tx_packets": s.tx_packets, "tx_bytes": s.tx_bytes, "tx_dropped": s.tx_dropped,
@@ -604,22 +586,5 @@ pub fn header_json(header: &TraceHeader) -> Value {
     if let Some(a) = &header.attach {
         v["attach"] = json!(a);
     }
-    v
-}
-
-/// The same trace for machines.
-pub fn trace_json(
-    header: &TraceHeader,
-    device: &TunConfig,
-    events: &[Event],
-    stats: &TunStats,
-) -> Value {
-    let events: Vec<Value> = events
-        .iter()
-        .map(|e| tun_read_event_json(device, e))
-        .collect();
-    let mut v = header_json(header);
-    v["events"] = Value::Array(events);
-    v["counters"] = stats_json(stats);
     v
 }

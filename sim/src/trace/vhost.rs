@@ -3,16 +3,12 @@
 
 use std::fmt::Write as _;
 
-use crate::bpf::Maps;
-use crate::pipeline::vhost_tx::VhostTxEvent;
 use crate::scenario::{GuestFill, Scenario};
-use crate::tun::TunStats;
 use crate::vhost::{VhostEvent, VhostOps, Via};
 
 use crate::text;
 
-use super::write::{action_line, fate_into, render_header, render_host_event, render_totals};
-use super::TraceHeader;
+use super::write::{action_line, fate_into};
 
 /// Fields that describe how packets were grouped, not what became of them: ignore these
 /// (and the worker's blocks) to compare two profiles' verdicts and bytes.
@@ -118,37 +114,6 @@ pub fn ops_lines(out: &mut String, o: &VhostOps, packets: u64) {
             per(o.used_updates)
         );
     }
-}
-
-/// The text trace of a vhost-tx run.
-pub fn render_vhost_tx(
-    header: &TraceHeader,
-    scenario: &Scenario,
-    events: &[VhostTxEvent],
-    ops: &VhostOps,
-    packets: u64,
-    maps: Option<&Maps>,
-    final_stats: (TunStats, Option<TunStats>),
-) -> String {
-    let mut out = String::new();
-    render_header(&mut out, header, scenario);
-    guest_line(&mut out, scenario);
-    // render_host_event tracks the latest counters; the totals use the final ones.
-    let (mut last_a, mut last_b) = (TunStats::default(), None);
-    for e in events {
-        out.push('\n');
-        match e {
-            VhostTxEvent::Worker(w) => render_worker(&mut out, w),
-            VhostTxEvent::Host(h) => {
-                render_host_event(&mut out, scenario, h, &mut last_a, &mut last_b)
-            }
-        }
-    }
-    out.push('\n');
-    out.push_str("totals:\n");
-    render_totals(&mut out, &final_stats.0, final_stats.1.as_ref(), maps);
-    ops_lines(&mut out, ops, packets);
-    out
 }
 
 /// The `guest:` header line of a vhost-tx trace.

@@ -124,26 +124,6 @@ fn render_write(out: &mut String, w: &WriteRecord) {
     }
 }
 
-/// The text trace of a tap-write run.
-pub fn render_tap_write(
-    header: &TraceHeader,
-    scenario: &Scenario,
-    events: &[WriteEvent],
-    maps: Option<&Maps>,
-) -> String {
-    let mut out = String::new();
-    render_header(&mut out, header, scenario);
-    let (mut last_a, mut last_b) = (TunStats::default(), None);
-    for e in events {
-        out.push('\n');
-        render_host_event(&mut out, scenario, e, &mut last_a, &mut last_b);
-    }
-    out.push('\n');
-    out.push_str("totals:\n");
-    render_totals(&mut out, &last_a, last_b.as_ref(), maps);
-    out
-}
-
 /// The header lines of a tap-write or vhost-tx trace.
 pub fn render_header(out: &mut String, header: &TraceHeader, scenario: &Scenario) {
     let _ = writeln!(out, "scenario: {}", header.scenario);
@@ -278,13 +258,4 @@ pub fn tap_write_event_json(e: &WriteEvent) -> Value {
             "bytes": super::render::hex_string(&record.data),
         }),
     }
-}
-
-/// The same for machines.
-pub fn tap_write_json(header: &TraceHeader, events: &[WriteEvent]) -> Value {
-    let events: Vec<Value> = events.iter().map(tap_write_event_json).collect();
-    json!({
-        "scenario": header.scenario, "backend": header.backend, "profile": header.profile,
-        "device": header.device, "input": header.input, "events": events,
-    })
 }

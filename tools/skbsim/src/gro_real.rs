@@ -11,12 +11,9 @@
 use std::path::Path;
 
 use sim::pcap::{LinkPolicy, PcapFormat, PcapReader, PcapWriter};
-use sim::scenario::Scenario;
 use sim::trace::diff::first_divergence;
 use sim::trace::gro::GRO_MODEL_ONLY_FIELDS;
-use sim::trace::gro_observed::{observable, observed_json, render_observed, GRO_UNOBSERVED_FIELDS};
-use skbsim_kernel::arm::tap_gro::run_tap_gro;
-use skbsim_kernel::arm::ArmError;
+use sim::trace::gro_observed::{observable, GRO_UNOBSERVED_FIELDS};
 
 use crate::cli_error::CliError;
 use crate::conform::{compare_pcaps, Mismatch};
@@ -28,27 +25,6 @@ pub fn ignored_fields() -> Vec<&'static str> {
     let mut v = GRO_MODEL_ONLY_FIELDS.to_vec();
     v.extend(GRO_UNOBSERVED_FIELDS);
     v
-}
-
-/// Replay a tap-gro scenario through the real kernel.
-pub fn run_tap_gro_real(scenario: &Scenario) -> Result<ScenarioOutput, CliError> {
-    let real = run_tap_gro(scenario).map_err(|e| match e {
-        ArmError::Kernel(k) => CliError(format!("{}: {k}", scenario.name)),
-        other => CliError(format!("{}: {other}", scenario.name)),
-    })?;
-    let trace = render_observed(scenario, &real.observed);
-    let json = observed_json(scenario, &real.observed);
-    let mut writer = PcapWriter::new(Vec::new(), PcapFormat::Pcap)?;
-    for (d, ts) in real.observed.deliveries.iter().zip(&real.delivered_ts) {
-        writer.write_frame(*ts, &d.bytes)?;
-    }
-    Ok(ScenarioOutput {
-        trace,
-        json,
-        pcap: writer.finish()?,
-        frames: real.frames,
-        notes: real.notes,
-    })
 }
 
 /// The first difference between a simulator tap-gro trace and a real one (see the

@@ -4,7 +4,7 @@
 //! very bytes the simulator runs, loaded with skbsim's ELF loader and attached native or
 //! generic); then what the stack received (AF_PACKET on A) and what A's and B's fds
 //! return are recorded. The result is the simulator's own [`WriteEvent`] list with
-//! `model: None`, so `sim::trace::write::render_tap_write` writes both traces.
+//! `model: None`, so the same renderers (`sim::trace::write`) write both traces.
 //!
 //! # Setup (one fresh namespace per run)
 //! - Tap A `skbwa` from `[device]`: `IFF_TAP`/`IFF_TUN`, `IFF_NO_PI`, `IFF_VNET_HDR` +
