@@ -28,7 +28,8 @@
 //! with bit 8 flipped, never 0), "zero", and for TCP/UDP "partial" (the folded
 //! pseudo-header sum a CHECKSUM_PARTIAL skb carries). An explicit `ethertype` next to
 //! `ipv4`/`ipv6` overrides the one they imply. `tcp_options`, `ipv4_frag` and `tunnel`
-//! (GRE-TEB / VXLAN around the frame) are documented in `tunnel.rs`.
+//! (GRE-TEB / VXLAN around the frame) are documented in `tunnel.rs`, IPv6 extension
+//! headers (`ipv6 = { ext = [...] }`) in `ipv6_ext.rs`.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
@@ -149,6 +150,9 @@ pub struct Ipv6Desc {
     pub flow_label: Option<u32>,
     /// Defaults to TCP/UDP's, or 59 (no next header) without L4.
     pub next_header: Option<u8>,
+    /// Extension headers, in order (`ipv6_ext.rs`).
+    #[serde(default)]
+    pub ext: Vec<crate::ipv6_ext::ExtDesc>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -427,6 +431,7 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
                 traffic_class: ip.traffic_class.unwrap_or(0),
                 flow_label,
                 next_header: ip.next_header,
+                ext: crate::ipv6_ext::resolve(&ip.ext).map_err(|e| ("ipv6", e))?,
             })
         }
         (None, None) => L3::None,

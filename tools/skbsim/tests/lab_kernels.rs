@@ -144,7 +144,11 @@ fn kernel_dir_from_debian_package_files_boots_and_conforms() {
     let v: Value = serde_json::from_str(&stdout).expect("diff --json");
     assert_eq!(v["a"]["kernel"], release.as_str(), "{v}");
     assert_eq!(v["b"]["kernel"], release.as_str(), "{v}");
-    assert_eq!((v["same"].as_u64(), v["skipped"].as_u64()), (Some(1), Some(0)), "{v}");
+    assert_eq!(
+        (v["same"].as_u64(), v["skipped"].as_u64()),
+        (Some(1), Some(0)),
+        "{v}"
+    );
     assert_eq!(v["results"][0]["verdict"], "same", "{v}");
 }
 

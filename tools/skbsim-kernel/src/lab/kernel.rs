@@ -270,7 +270,12 @@ pub fn prepare_dir(cache: &Path, dir: &Path) -> Result<GuestKernel, LabError> {
     let cache_dir = local_dir(cache).join(format!("{kver}-{h:016x}"));
     // The tree this cache entry belongs to, for `skbsim lab kernels` (the name is a hash).
     fs::create_dir_all(&cache_dir)
-        .and_then(|()| fs::write(cache_dir.join(LOCAL_SOURCE), dir.as_os_str().as_encoded_bytes()))
+        .and_then(|()| {
+            fs::write(
+                cache_dir.join(LOCAL_SOURCE),
+                dir.as_os_str().as_encoded_bytes(),
+            )
+        })
         .map_err(|e| dir_err(&cache_dir, e.to_string()))?;
     Ok(GuestKernel {
         vmlinuz: image,
