@@ -241,7 +241,8 @@ pub const MAX_FRAMES: usize = 1_000_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
     Raw(Vec<u8>),
-    Built(FrameSpec),
+    /// Boxed: a spec is some 240 bytes, a raw frame's Vec 24.
+    Built(Box<FrameSpec>),
 }
 
 /// One frame of the output: when, from which `[[frame]]` table, and what.
@@ -324,7 +325,7 @@ fn repeat(body: &Body, rep: u32) -> Body {
     let Body::Built(spec) = body else {
         return body.clone();
     };
-    let mut s = spec.clone();
+    let mut s = (**spec).clone();
     if let L3::V4(ip) = &mut s.l3 {
         ip.id = ip.id.wrapping_add(rep as u16);
     }
@@ -334,7 +335,7 @@ fn repeat(body: &Body, rep: u32) -> Body {
         t.seq = t.seq.wrapping_add(step.wrapping_mul(rep));
     }
     crate::tunnel::repeat(&mut s.ext, rep);
-    Body::Built(s)
+    Body::Built(Box::new(s))
 }
 
 type KeyErr = (&'static str, String);
@@ -488,7 +489,7 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
         matches!(l4, L4::Tcp(_)),
         matches!(l3, L3::V4(_)),
     )?;
-    Ok(Body::Built(FrameSpec {
+    Ok(Body::Built(Box::new(FrameSpec {
         dst: f.dst_mac.or(d.dst_mac).map_or(DEFAULT_DST_MAC, |m| m.0),
         src: f.src_mac.or(d.src_mac).map_or(DEFAULT_SRC_MAC, |m| m.0),
         vlans,
@@ -500,7 +501,7 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
         ip_csum: f.ipv4_csum.unwrap_or_default(),
         l4_csum: f.tcp_csum.or(f.udp_csum).unwrap_or_default(),
         ext,
-    }))
+    })))
 }
 
 pub(crate) fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
