@@ -11,19 +11,48 @@
 //!
 //! Layouts follow the kernel headers cited in each file, because the simulator must
 //! produce the same bytes the kernel would put in front of user space.
+//!
+//! The headers with variable lengths (IPv4 IHL and tot_len, TCP doff, UDP len, IPv6
+//! payload_len and extension headers) check in two steps: `check_len` covers the fixed
+//! header, so every fixed-field getter is safe, and `check_header` the lengths the
+//! kernel's receive path checks; `new_checked` runs both. The accessors of the variable
+//! parts (`options()`, `payload()`) clamp to the buffer and never panic. The split is
+//! why these views are written here rather than taken from a crate (pnet_packet served
+//! before, smoltcp's views refuse what they cannot route): GRO and the trace summaries
+//! must read malformed and truncated headers bit for bit, and GRO sets fields in place
+//! on the skb's own bytes, which is the kernel's own way (`struct iphdr *` over
+//! skb->data). The module names are smoltcp's (`ethernet::Packet`, `ipv4::Repr`, ...);
+//! the re-exports below give them their protocol's prefix.
 
+pub mod arp;
 pub mod checksum;
+pub mod ethernet;
 pub mod gre;
+pub mod ipv4;
+pub mod ipv6;
 pub mod summary;
+pub mod tcp;
 pub mod tun_pi;
+pub mod udp;
 pub mod virtio_net_hdr;
+pub mod vlan;
+
+#[cfg(test)]
+mod test_frames;
 
 use std::fmt;
 
+pub use arp::Packet as ArpPacket;
+pub use ethernet::{Packet as EthernetPacket, Repr as EthernetRepr};
 pub use gre::{Gre, GreRepr};
+pub use ipv4::{Packet as Ipv4Packet, Repr as Ipv4Repr};
+pub use ipv6::{ExtHeader as Ipv6ExtHeader, Packet as Ipv6Packet, Repr as Ipv6Repr};
 pub use summary::{describe, describe_vlan_tci};
+pub use tcp::{Packet as TcpPacket, Repr as TcpRepr};
 pub use tun_pi::{TunPi, TunPiRepr};
+pub use udp::{Packet as UdpPacket, Repr as UdpRepr};
 pub use virtio_net_hdr::{Endian, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout};
+pub use vlan::{Packet as VlanPacket, Repr as VlanRepr};
 
 /// ETH_P_IP (include/uapi/linux/if_ether.h).
 pub const ETH_P_IP: u16 = 0x0800;
@@ -39,6 +68,29 @@ pub const ETH_P_8021Q: u16 = 0x8100;
 pub const ETH_P_8021AD: u16 = 0x88a8;
 /// ETH_P_QINQ1, the pre-standard QinQ TPID (include/uapi/linux/if_ether.h).
 pub const ETH_P_QINQ1: u16 = 0x9100;
+
+// IPPROTO_* (include/uapi/linux/in.h, in6.h): the IPv4 protocol and IPv6 next-header
+// numbers the views and summaries name.
+/// IPPROTO_HOPOPTS: IPv6 hop-by-hop options.
+pub const IPPROTO_HOPOPTS: u8 = 0;
+/// IPPROTO_ICMP.
+pub const IPPROTO_ICMP: u8 = 1;
+/// IPPROTO_TCP.
+pub const IPPROTO_TCP: u8 = 6;
+/// IPPROTO_UDP.
+pub const IPPROTO_UDP: u8 = 17;
+/// IPPROTO_ROUTING: IPv6 routing header.
+pub const IPPROTO_ROUTING: u8 = 43;
+/// IPPROTO_FRAGMENT: IPv6 fragment header.
+pub const IPPROTO_FRAGMENT: u8 = 44;
+/// IPPROTO_GRE.
+pub const IPPROTO_GRE: u8 = 47;
+/// IPPROTO_AH: authentication header.
+pub const IPPROTO_AH: u8 = 51;
+/// IPPROTO_ICMPV6.
+pub const IPPROTO_ICMPV6: u8 = 58;
+/// IPPROTO_DSTOPTS: IPv6 destination options.
+pub const IPPROTO_DSTOPTS: u8 = 60;
 
 /// Why a view or repr refused a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
