@@ -39,6 +39,8 @@ pub mod vlan;
 
 #[cfg(test)]
 mod test_frames;
+#[cfg(test)]
+mod views_fuzz_tests;
 
 use std::fmt;
 

@@ -207,7 +207,7 @@ fn ieee_802_3_llc_snap_and_raw() {
 
 #[test]
 fn inconsistent_lengths_do_not_panic() {
-    // IHL 15 (60 bytes) with only 20 present; pnet's options getter would panic.
+    // IHL 15 (60 bytes) with only 20 present: a getter trusting IHL would index past the end.
     let mut f = tcp_frame();
     f.truncate(34);
     f[14] = 0x4f;
