@@ -120,7 +120,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.buffer.as_ref()[0] >> 4
     }
 
-    /// Traffic class (priority nibble and the high nibble of flow_lbl[0]).
+    /// Traffic class (priority nibble and the high nibble of `flow_lbl[0]`).
     pub fn traffic_class(&self) -> u8 {
         // Eight bits after the shift and mask, so the cast is lossless.
         ((self.word0() >> 20) & 0xff) as u8

@@ -3,11 +3,13 @@
 //!
 //! Every protocol has two layers:
 //!
-//! * a view `Foo<T: AsRef<[u8]>>` over a byte buffer, with `new_unchecked`, `new_checked`,
-//!   `into_inner`, getters, and setters when `T: AsMut<[u8]>`. After `new_checked`
-//!   succeeds no getter can panic: the check covers every byte a getter touches.
-//! * a plain `FooRepr` with `parse`, `emit` and `buffer_len`, which is what the rest of
-//!   the simulator passes around.
+//! * a view `Foo<T: AsRef<[u8]>>` (or `foo::Packet<T>`) over a byte buffer, with
+//!   `new_unchecked`, `new_checked`, `into_inner`, getters, and setters when
+//!   `T: AsMut<[u8]>`. After `new_checked` succeeds no getter can panic: the check
+//!   covers every byte a getter touches. `payload()` borrows from the buffer (it is
+//!   defined on views over `&'a T`, as in smoltcp), so a walk can go header by header.
+//! * a plain `FooRepr` (`foo::Repr`) with `parse`, `emit` and `buffer_len`, which is what
+//!   the rest of the simulator passes around.
 //!
 //! Layouts follow the kernel headers cited in each file, because the simulator must
 //! produce the same bytes the kernel would put in front of user space.
@@ -16,13 +18,22 @@
 //! payload_len and extension headers) check in two steps: `check_len` covers the fixed
 //! header, so every fixed-field getter is safe, and `check_header` the lengths the
 //! kernel's receive path checks; `new_checked` runs both. The accessors of the variable
-//! parts (`options()`, `payload()`) clamp to the buffer and never panic. The split is
-//! why these views are written here rather than taken from a crate (pnet_packet served
-//! before, smoltcp's views refuse what they cannot route): GRO and the trace summaries
-//! must read malformed and truncated headers bit for bit, and GRO sets fields in place
-//! on the skb's own bytes, which is the kernel's own way (`struct iphdr *` over
-//! skb->data). The module names are smoltcp's (`ethernet::Packet`, `ipv4::Repr`, ...);
-//! the re-exports below give them their protocol's prefix.
+//! parts (`options()`, `payload()`, the IPv6 extension-header walk) clamp to the buffer
+//! and never panic.
+//!
+//! Why hand-written rather than a crate: GRO and the trace summaries must read malformed
+//! and truncated headers bit for bit (a trace shows an IHL of 15 in a 20-byte packet; GRO
+//! flushes on it), and GRO sets fields in place on the skb's own bytes, which is the
+//! kernel's own way (`struct iphdr *` over skb->data, iph->tot_len rewritten by
+//! inet_gro_complete). smoltcp's `new_checked` refuses such a header outright and its
+//! crate is a whole TCP/IP stack; pnet_packet (which the summaries used before) trusts
+//! IHL and doff in its option and payload getters, so every variable length had to be
+//! re-checked by hand around it. pcapgen still builds its frames with pnet_packet, which
+//! keeps the frames the tests and scenarios feed the model made by an implementation
+//! other than these views.
+//!
+//! The module names are smoltcp's (`ethernet::Packet`, `ipv4::Repr`, ...); the
+//! re-exports below give them their protocol's prefix (`Ipv4Packet`, `TcpRepr`, ...).
 
 pub mod arp;
 pub mod checksum;
