@@ -110,7 +110,9 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.buffer
     }
 
-    fn word0(&self) -> u32 {
+    /// The first 32-bit word (version, traffic class, flow label), as net/ipv6/ip6_offload.c:
+    /// ipv6_gro_receive compares it between segments.
+    pub fn ver_tc_flow(&self) -> u32 {
         let b = &self.buffer.as_ref()[field::VER_TC_FLOW];
         u32::from_be_bytes([b[0], b[1], b[2], b[3]])
     }
@@ -123,12 +125,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// Traffic class (priority nibble and the high nibble of `flow_lbl[0]`).
     pub fn traffic_class(&self) -> u8 {
         // Eight bits after the shift and mask, so the cast is lossless.
-        ((self.word0() >> 20) & 0xff) as u8
+        ((self.ver_tc_flow() >> 20) & 0xff) as u8
     }
 
     /// Flow label, 20 bits.
     pub fn flow_label(&self) -> u32 {
-        self.word0() & 0x000f_ffff
+        self.ver_tc_flow() & 0x000f_ffff
     }
 
     /// payload_len: bytes after the fixed header, extension headers included.
@@ -175,26 +177,27 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Packet<&'a T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    fn set_word0(&mut self, w: u32) {
+    /// Sets the first 32-bit word whole.
+    pub fn set_ver_tc_flow(&mut self, w: u32) {
         self.buffer.as_mut()[field::VER_TC_FLOW].copy_from_slice(&w.to_be_bytes());
     }
 
     /// Sets the version nibble (low 4 bits of `v`).
     pub fn set_version(&mut self, v: u8) {
-        let w = self.word0() & 0x0fff_ffff | u32::from(v & 0x0f) << 28;
-        self.set_word0(w);
+        let w = self.ver_tc_flow() & 0x0fff_ffff | u32::from(v & 0x0f) << 28;
+        self.set_ver_tc_flow(w);
     }
 
     /// Sets the traffic class.
     pub fn set_traffic_class(&mut self, tc: u8) {
-        let w = self.word0() & 0xf00f_ffff | u32::from(tc) << 20;
-        self.set_word0(w);
+        let w = self.ver_tc_flow() & 0xf00f_ffff | u32::from(tc) << 20;
+        self.set_ver_tc_flow(w);
     }
 
     /// Sets the flow label (low 20 bits of `fl`).
     pub fn set_flow_label(&mut self, fl: u32) {
-        let w = self.word0() & 0xfff0_0000 | fl & 0x000f_ffff;
-        self.set_word0(w);
+        let w = self.ver_tc_flow() & 0xfff0_0000 | fl & 0x000f_ffff;
+        self.set_ver_tc_flow(w);
     }
 
     /// Sets payload_len.
@@ -285,7 +288,7 @@ impl Repr {
         if self.flow_label > 0x000f_ffff {
             return Err(Error::Malformed("IPv6 flow label over 20 bits"));
         }
-        p.set_word0(6 << 28 | u32::from(self.traffic_class) << 20 | self.flow_label);
+        p.set_ver_tc_flow(6 << 28 | u32::from(self.traffic_class) << 20 | self.flow_label);
         p.set_payload_len(plen);
         p.set_next_header(self.next_header);
         p.set_hop_limit(self.hop_limit);

@@ -20,6 +20,7 @@ fn captured_header_fields() {
     assert_eq!(p.version(), 6);
     assert_eq!(p.traffic_class(), 0);
     assert_eq!(p.flow_label(), 0x80231);
+    assert_eq!(p.ver_tc_flow(), 0x6008_0231);
     assert_eq!(p.payload_len(), 40);
     assert_eq!(p.next_header(), IPPROTO_TCP);
     assert_eq!(p.hop_limit(), 64);
