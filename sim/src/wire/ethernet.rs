@@ -26,9 +26,6 @@ mod field {
     pub const PAYLOAD: usize = 14;
 }
 
-/// The offset of `h_proto`, which other headers (VLAN tags) are counted from.
-pub const ETHERTYPE_OFFSET: usize = field::ETHERTYPE.start;
-
 /// A read/write view of an Ethernet header and what follows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Packet<T: AsRef<[u8]>> {
