@@ -9,7 +9,8 @@
 //! payload bytes: 0xffff is Novell's raw 802.3 (IPX without an LLC header, never a valid
 //! DSAP/SSAP pair), so ETH_P_802_3; anything else is an 802.2 LLC frame, ETH_P_802_2.
 
-use crate::skb::{SkBuff, ETH_HLEN};
+use crate::skb::SkBuff;
+use crate::wire::ethernet::{self, ETH_HLEN};
 
 /// ETH_P_802_3 (include/uapi/linux/if_ether.h): a raw 802.3 frame.
 pub const ETH_P_802_3: u16 = 0x0001;
@@ -42,18 +43,26 @@ pub fn encap_proto(proto: u16, sap: Option<[u8; 2]>) -> u16 {
 /// eth_type_trans's protocol for a frame, from its MAC header on (a frame shorter than
 /// the header has a zero type field: the write paths reject those first).
 pub fn type_trans(frame: &[u8]) -> u16 {
-    let at = |i: usize| frame.get(i..i + 2).map(|b| [b[0], b[1]]);
-    let proto = at(12).map_or(0, u16::from_be_bytes);
-    encap_proto(proto, at(ETH_HLEN))
+    let Ok(eth) = ethernet::Packet::new_checked(frame) else {
+        return encap_proto(0, None);
+    };
+    let sap = eth.payload().get(..2).map(|b| [b[0], b[1]]);
+    encap_proto(eth.ethertype(), sap)
 }
 
 /// eth_type_trans on an skb whose data is at the MAC header: skb_reset_mac_header and
 /// skb->protocol. (The model keeps data at the MAC header; the kernel also pulls it.)
+/// The header and the two bytes after it may be paged: they are copied out first, as
+/// skb_header_pointer does, and read through the Ethernet view.
 pub fn eth_type_trans(skb: &mut SkBuff) {
     skb.reset_mac_header();
-    let at = |i: usize| Some([skb.byte(i)?, skb.byte(i + 1)?]);
-    let proto = at(12).map_or(0, u16::from_be_bytes);
-    skb.protocol = encap_proto(proto, at(ETH_HLEN));
+    let mut hdr = [0u8; ETH_HLEN + 2];
+    let mut n = 0;
+    while let (Some(slot), Some(b)) = (hdr.get_mut(n), skb.byte(n)) {
+        *slot = b;
+        n += 1;
+    }
+    skb.protocol = type_trans(&hdr[..n]);
 }
 
 #[cfg(test)]

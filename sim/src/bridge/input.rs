@@ -2,15 +2,12 @@
 //! (br_handle_frame, br_handle_frame_finish) and net/bridge/br_forward.c
 //! (should_deliver, br_dev_queue_push_xmit). See the module docs of [`super`].
 
-use crate::skb::{gso, IpSummed, SkBuff};
+use crate::ethernet::{encap_proto, eth_proto_is_802_3};
+use crate::skb::{gso, IpSummed, SkBuff, ETH_HLEN, VLAN_HLEN};
 use crate::tun::TunConfig;
-use crate::wire::{be16_at, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
+use crate::wire::{ethernet, vlan, ETH_P_IP, ETH_P_IPV6};
 
 use super::{multicast, netfilter, Bridge, DropReason, Mac, Port, Verdict};
-
-/// `ETH_HLEN`, `VLAN_HLEN`.
-const ETH_HLEN: usize = 14;
-const VLAN_HLEN: usize = 4;
 
 fn is_multicast(m: &Mac) -> bool {
     m[0] & 1 != 0
@@ -30,51 +27,48 @@ fn is_link_local_ether_addr(m: &Mac) -> bool {
     m[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && m[5] & 0xf0 == 0
 }
 
-/// `ETH_P_802_3_MIN`, `ETH_P_802_3`, `ETH_P_802_2` (include/uapi/linux/if_ether.h).
-const ETH_P_802_3_MIN: u16 = 0x0600;
-const ETH_P_802_3: u16 = 0x0001;
-const ETH_P_802_2: u16 = 0x0004;
-
 /// `skb->protocol` of `frame` as the uplink's receive path leaves it: eth_type_trans
 /// (net/ethernet/eth.c), or vlan_set_encap_proto (include/linux/if_vlan.h) behind a tag
 /// taken out of band, take a length field (below `ETH_P_802_3_MIN`) for no EtherType:
-/// ETH_P_802_3 when 0xffff follows (raw 802.3, IPX), else ETH_P_802_2 (LLC, e.g. STP).
-/// An AF_PACKET send (attach = "direct") keeps the field as is
-/// (eth_header_parse_protocol), which is what `skb.protocol` holds coming in.
+/// ETH_P_802_3 when 0xffff follows (raw 802.3, IPX), else ETH_P_802_2 (LLC, e.g. STP),
+/// the rule of [`encap_proto`]. An AF_PACKET send (attach = "direct") keeps the field as
+/// is (eth_header_parse_protocol), which is what `skb.protocol` holds coming in.
 pub fn received_protocol(frame: &[u8], skb: &SkBuff) -> u16 {
-    let at = if skb.vlan.is_some() { 16 } else { 12 };
-    match be16_at(frame, at) {
-        Some(p) if p < ETH_P_802_3_MIN => {
-            if be16_at(frame, at + 2) == Some(0xffff) {
-                ETH_P_802_3
-            } else {
-                ETH_P_802_2
-            }
+    let Ok(eth) = ethernet::Packet::new_checked(frame) else {
+        return skb.protocol;
+    };
+    // The type field and what follows it: the Ethernet header's, or the out-of-band
+    // tag's encapsulated protocol.
+    let (proto, rest) = if skb.vlan.is_some() {
+        match vlan::Packet::new_checked(eth.payload()) {
+            Ok(tag) => (tag.ethertype(), tag.payload()),
+            Err(_) => return skb.protocol,
         }
-        _ => skb.protocol,
+    } else {
+        (eth.ethertype(), eth.payload())
+    };
+    if eth_proto_is_802_3(proto) {
+        return skb.protocol;
     }
+    encap_proto(proto, rest.get(..2).map(|b| [b[0], b[1]]))
 }
 
 /// The bridge's verdict on `frame` (the bytes as they entered the uplink, tags in-band)
 /// whose skb, after the receive path, is `skb` (its outer tag out of band when
 /// `skb.vlan` is set), at replay time `ts_ns`, for the tap configured as `tap`.
 pub fn input(br: &mut Bridge, ts_ns: u64, frame: &[u8], skb: &SkBuff, tap: &TunConfig) -> Verdict {
-    let (Some(dst), Some(src)) = (
-        frame.get(..6).and_then(|d| Mac::try_from(d).ok()),
-        frame.get(6..12).and_then(|s| Mac::try_from(s).ok()),
-    ) else {
+    let Ok(eth) = ethernet::Packet::new_checked(frame) else {
         // build_skb refuses a frame without an Ethernet header before this stage.
         return Verdict::Deliver(None);
     };
+    let (dst, src): (Mac, Mac) = (eth.dst_addr(), eth.src_addr());
     // The clock moves first: br_fdb_cleanup ran while the replay was between frames.
     br.fdb.age(ts_ns);
 
     // The uplink's receive path, before the bridge's rx_handler: __netif_receive_skb_core
     // untags an 802.1Q/802.1ad frame with skb_vlan_untag, whose pskb_may_pull wants the
     // tag and the two bytes after it (vlan_set_encap_proto reads them), or frees the skb.
-    if matches!(be16_at(frame, 12), Some(ETH_P_8021Q | ETH_P_8021AD))
-        && frame.len() < ETH_HLEN + VLAN_HLEN + 2
-    {
+    if vlan::eth_type_vlan(eth.ethertype()) && eth.payload().len() < VLAN_HLEN + 2 {
         return Verdict::Dropped(DropReason::ShortTag(frame.len()));
     }
 

@@ -20,7 +20,7 @@
 //! query, IPv6 multicast to a unicast address went to the router port only).
 
 use crate::wire::checksum::{checksum, fold, ones_complement_sum};
-use crate::wire::{be16_at, be32_at};
+use crate::wire::{be16_at, be32_at, ipv4, ipv6, IPPROTO_ICMPV6};
 
 /// `IPPROTO_IGMP`.
 const IPPROTO_IGMP: u8 = 2;
@@ -55,24 +55,25 @@ pub fn rcv(protocol: u16, net: &[u8], csum_unnecessary: bool) -> Result<(), &'st
 /// does not handle) passes; any other error drops.
 fn ipv4_rcv(net: &[u8], csum_unnecessary: bool) -> Result<(), &'static str> {
     // ip_mc_check_iphdr
-    if net.len() < 20 {
+    let ip = ipv4::Packet::new_unchecked(net);
+    if ip.check_len().is_err() {
         return Err("IPv4 header truncated (ip_mc_check_iphdr)");
     }
-    let ihl = usize::from(net[0] & 0x0f) * 4;
-    if net[0] >> 4 != 4 || ihl < 20 {
+    let ihl = ip.header_len();
+    if ip.version() != 4 || ihl < ipv4::HEADER_LEN {
         return Err("bad IPv4 version or ihl (ip_mc_check_iphdr)");
     }
     if net.len() < ihl {
         return Err("IPv4 options truncated (ip_mc_check_iphdr)");
     }
-    if checksum(&net[..ihl]) != 0 {
+    if !ip.verify_checksum() {
         return Err("bad IPv4 header checksum (ip_mc_check_iphdr)");
     }
-    let tot = usize::from(be16_at(net, 2).unwrap_or(0));
+    let tot = usize::from(ip.total_len());
     if net.len() < tot || tot < ihl {
         return Err("IPv4 tot_len does not fit the frame (ip_mc_check_iphdr)");
     }
-    if net[9] != IPPROTO_IGMP {
+    if ip.protocol() != IPPROTO_IGMP {
         return Ok(());
     }
     // ip_mc_check_igmp_csum: ip_mc_may_pull against the IP payload length, then the
@@ -95,7 +96,7 @@ fn ipv4_rcv(net: &[u8], csum_unnecessary: bool) -> Result<(), &'static str> {
                 return Err("IGMP query of a length neither v2 nor v3 (ip_mc_check_igmp_query)");
             }
             let group = be32_at(igmp, 4).unwrap_or(0);
-            let daddr = be32_at(net, 16).unwrap_or(0);
+            let daddr = u32::from(ip.dst_addr());
             if group == 0 && daddr != INADDR_ALLHOSTS_GROUP {
                 return Err("general IGMP query not sent to 224.0.0.1 (ip_mc_check_igmp_query)");
             }
@@ -129,8 +130,7 @@ fn igmp3_report(igmp: &[u8]) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// `IPPROTO_ICMPV6`, `NEXTHDR_*` (include/net/ipv6.h).
-const IPPROTO_ICMPV6: u8 = 58;
+/// `NEXTHDR_*` (include/net/ipv6.h), the names ipv6_skip_exthdr uses.
 const NEXTHDR_HOP: u8 = 0;
 const NEXTHDR_ROUTING: u8 = 43;
 const NEXTHDR_FRAGMENT: u8 = 44;
@@ -154,21 +154,22 @@ const MLD2_QUERY_LEN: usize = 28;
 fn ipv6_mc_check_mld(net: &[u8], csum_unnecessary: bool) -> Result<(), &'static str> {
     // ipv6_mc_check_ipv6hdr: version 6 and a payload length that is non-zero and within
     // the frame.
-    if net.len() < 40 {
+    let ip = ipv6::Packet::new_unchecked(net);
+    if ip.check_len().is_err() {
         return Err("IPv6 header truncated (ipv6_mc_check_ipv6hdr)");
     }
-    if net[0] >> 4 != 6 {
+    if ip.version() != 6 {
         return Err("bad IPv6 version (ipv6_mc_check_ipv6hdr)");
     }
-    let plen = usize::from(be16_at(net, 4).unwrap_or(0));
-    if plen == 0 || 40 + plen > net.len() {
+    let plen = usize::from(ip.payload_len());
+    if plen == 0 || ipv6::HEADER_LEN + plen > net.len() {
         return Err("IPv6 payload_len zero or beyond the frame (ipv6_mc_check_ipv6hdr)");
     }
     // ipv6_mc_check_exthdrs: MLD sits behind a hop-by-hop header (router alert).
-    if net[6] != NEXTHDR_HOP {
+    if ip.next_header() != NEXTHDR_HOP {
         return Ok(());
     }
-    let Some(l4) = ipv6_skip_exthdr(net, 40, NEXTHDR_HOP) else {
+    let Some(l4) = ipv6_skip_exthdr(net, ipv6::HEADER_LEN, NEXTHDR_HOP) else {
         return Err("IPv6 extension headers run past the frame (ipv6_skip_exthdr)");
     };
     let (nexthdr, off) = l4;
@@ -177,7 +178,7 @@ fn ipv6_mc_check_mld(net: &[u8], csum_unnecessary: bool) -> Result<(), &'static 
     }
     // ipv6_transport_len / ipv6_mc_may_pull: what the payload length leaves after the
     // extension headers.
-    let transport_len = (40 + plen).saturating_sub(off);
+    let transport_len = (ipv6::HEADER_LEN + plen).saturating_sub(off);
     let may_pull = |len: usize| off + transport_len >= off + len;
     // ipv6_mc_check_icmpv6
     if !may_pull(ICMP6HDR_LEN) {
@@ -186,10 +187,13 @@ fn ipv6_mc_check_mld(net: &[u8], csum_unnecessary: bool) -> Result<(), &'static 
     let msg = &net[off..off + transport_len];
     if !csum_unnecessary {
         // ip6_compute_pseudo: source, destination, upper-layer length, next header.
-        let mut sum = ones_complement_sum(&net[8..40], 0);
-        sum = ones_complement_sum(&(transport_len as u32).to_be_bytes(), sum);
-        sum = ones_complement_sum(&[0, 0, 0, IPPROTO_ICMPV6], sum);
-        sum = ones_complement_sum(msg, sum);
+        let pseudo = crate::wire::checksum::pseudo_header(
+            ip.src_addr().into(),
+            ip.dst_addr().into(),
+            IPPROTO_ICMPV6,
+            transport_len as u32,
+        );
+        let sum = ones_complement_sum(msg, pseudo.unwrap_or(0));
         if fold(sum) != 0xffff {
             return Err("bad ICMPv6 checksum (ipv6_mc_check_icmpv6)");
         }
@@ -207,14 +211,14 @@ fn ipv6_mc_check_mld(net: &[u8], csum_unnecessary: bool) -> Result<(), &'static 
         ICMPV6_MGM_QUERY => {
             // ipv6_mc_check_mld_query: a link-local source (fe80::/10), a v1 or v2 length,
             // and ff02::1 for a general query.
-            if !(net[8] == 0xfe && net[9] & 0xc0 == 0x80) {
+            if !ip.src_addr().is_unicast_link_local() {
                 return Err("MLD query from a non-link-local source (ipv6_mc_check_mld_query)");
             }
             if transport_len != MLD_MSG_LEN && transport_len < MLD2_QUERY_LEN {
                 return Err("MLD query of a length neither v1 nor v2 (ipv6_mc_check_mld_query)");
             }
             let general = msg[8..24].iter().all(|b| *b == 0);
-            let all_nodes = net[24..40] == [0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+            let all_nodes = ip.dst_addr() == std::net::Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
             if general && !all_nodes {
                 return Err("general MLD query not sent to ff02::1 (ipv6_mc_check_mld_query)");
             }

@@ -5,11 +5,8 @@
 //! in-band cases (`is_vlan_ip`, `is_pppoe_ip`) need `bridge-nf-filter-vlan-tagged` /
 //! `-pppoe-tagged`, which are off by default.
 
-use crate::wire::checksum::checksum;
-use crate::wire::{be16_at, be32_at};
+use crate::wire::{be32_at, ipv4, ipv6, IPPROTO_HOPOPTS};
 
-/// `NEXTHDR_HOP` (include/net/ipv6.h).
-const NEXTHDR_HOP: u8 = 0;
 /// `IPV6_TLV_PAD1`, `IPV6_TLV_PADN`, `IPV6_TLV_JUMBO` (include/uapi/linux/in6.h).
 const IPV6_TLV_PAD1: u8 = 0;
 const IPV6_TLV_PADN: u8 = 1;
@@ -25,20 +22,21 @@ pub type Validation = Result<usize, &'static str>;
 /// the skb is a TCPv4 GSO skb, for which `skb_ip_totlen` takes a zero `tot_len` (BIG TCP)
 /// as the skb's own length.
 pub fn validate_ipv4(net: &[u8], gso_tcpv4: bool) -> Validation {
-    if net.len() < 20 {
+    let ip = ipv4::Packet::new_unchecked(net);
+    if ip.check_len().is_err() {
         return Err("IPv4 header truncated (pskb_may_pull)");
     }
-    let ihl = usize::from(net[0] & 0x0f) * 4;
-    if ihl < 20 || net[0] >> 4 != 4 {
+    let ihl = ip.header_len();
+    if ihl < ipv4::HEADER_LEN || ip.version() != 4 {
         return Err("bad IPv4 version or ihl");
     }
     if net.len() < ihl {
         return Err("IPv4 options truncated (pskb_may_pull)");
     }
-    if checksum(&net[..ihl]) != 0 {
+    if !ip.verify_checksum() {
         return Err("bad IPv4 header checksum (ip_fast_csum)");
     }
-    let tot = usize::from(be16_at(net, 2).unwrap_or(0));
+    let tot = usize::from(ip.total_len());
     let len = if tot == 0 && gso_tcpv4 {
         net.len()
     } else {
@@ -55,19 +53,20 @@ pub fn validate_ipv4(net: &[u8], gso_tcpv4: bool) -> Validation {
 
 /// br_validate_ipv6 on `net`.
 pub fn validate_ipv6(net: &[u8]) -> Validation {
-    if net.len() < 40 {
+    let ip = ipv6::Packet::new_unchecked(net);
+    if ip.check_len().is_err() {
         return Err("IPv6 header truncated (pskb_may_pull)");
     }
-    if net[0] >> 4 != 6 {
+    if ip.version() != 6 {
         return Err("bad IPv6 version");
     }
-    let mut pkt_len = u32::from(be16_at(net, 4).unwrap_or(0));
-    if net[6] == NEXTHDR_HOP {
+    let mut pkt_len = u32::from(ip.payload_len());
+    if ip.next_header() == IPPROTO_HOPOPTS {
         pkt_len = check_hbh_len(net, pkt_len)?;
     }
     let len = usize::try_from(pkt_len)
         .unwrap_or(usize::MAX)
-        .saturating_add(40);
+        .saturating_add(ipv6::HEADER_LEN);
     if len > net.len() {
         return Err("IPv6 payload_len beyond the frame (INTRUNCATEDPKTS)");
     }
@@ -78,14 +77,14 @@ pub fn validate_ipv6(net: &[u8]) -> Validation {
 /// option supplies the length when payload_len is 0.
 fn check_hbh_len(net: &[u8], mut pkt_len: u32) -> Result<u32, &'static str> {
     const BAD: &str = "bad IPv6 hop-by-hop header (nf_ip6_check_hbh_len)";
-    let Some(&hlen) = net.get(41) else {
+    // The whole header must be in the frame (the view's check: hdrlen's 8-byte units).
+    let after_fixed = net.get(ipv6::HEADER_LEN..).unwrap_or(&[]);
+    let Ok(hbh) = ipv6::ExtHeader::new_checked(IPPROTO_HOPOPTS, after_fixed) else {
         return Err(BAD);
     };
-    let end = 40 + (usize::from(hlen) + 1) * 8;
-    if end > net.len() {
-        return Err(BAD);
-    }
-    let mut off = 42;
+    // The options (IPV6_TLV_*) are walked by offset in `net`, as the kernel's loop is.
+    let end = ipv6::HEADER_LEN + hbh.header_len();
+    let mut off = ipv6::HEADER_LEN + 2;
     while off < end {
         let kind = net[off];
         if kind == IPV6_TLV_PAD1 {
@@ -127,6 +126,7 @@ fn check_hbh_len(net: &[u8], mut pkt_len: u32) -> Result<u32, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::checksum::checksum;
 
     /// A 20-byte IPv4 header with a correct checksum, tot_len `tot`.
     fn ipv4(tot: u16) -> Vec<u8> {
@@ -181,7 +181,7 @@ mod tests {
     #[test]
     fn ipv6_hop_by_hop_is_walked() {
         // HBH with router alert (type 5, len 2) + PadN(0): 8 bytes, then 8 of payload.
-        let mut p = vec![0x60, 0, 0, 0, 0, 16, NEXTHDR_HOP, 1];
+        let mut p = vec![0x60, 0, 0, 0, 0, 16, IPPROTO_HOPOPTS, 1];
         p.resize(40, 0);
         p.extend_from_slice(&[58, 0, 5, 2, 0, 0, 1, 0]);
         p.extend_from_slice(&[0; 8]);

@@ -54,7 +54,9 @@
 use std::fmt;
 
 use super::link_type_name;
-use crate::wire::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1};
+use crate::ethernet::{ETH_P_802_2, ETH_P_802_3, ETH_P_802_3_MIN};
+use crate::wire::ethernet::{self, ETH_HLEN};
+use crate::wire::{ipv4, ipv6, vlan, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1};
 
 /// LINKTYPE_NULL: BSD loopback, a 4-byte address family in the capturing host's order.
 pub const LINKTYPE_NULL: u32 = 0;
@@ -91,16 +93,8 @@ pub fn is_supported(link_type: u32) -> bool {
     SUPPORTED.contains(&link_type)
 }
 
-const ETH_HLEN: usize = 14;
-/// Smallest value of the Ethernet type/length field that is an EtherType
-/// (ETH_P_802_3_MIN, include/uapi/linux/if_ether.h).
-const ETH_P_802_3_MIN: u16 = 0x0600;
 /// Largest 802.3 payload a length field may state (ETH_DATA_LEN).
 const ETH_DATA_LEN: usize = 1500;
-/// Novell raw 802.3 (include/uapi/linux/if_ether.h).
-const ETH_P_802_3: u16 = 0x0001;
-/// 802.2 LLC frames (include/uapi/linux/if_ether.h).
-const ETH_P_802_2: u16 = 0x0004;
 
 const ARPHRD_ETHER: u16 = 1;
 const ARPHRD_CAN: u16 = 280;
@@ -301,6 +295,7 @@ struct Cooked {
     protocol: u16,
 }
 
+/// A big-endian field of a cooked header (no view: SLL is libpcap's, not the kernel's).
 fn be16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
 }
@@ -405,8 +400,12 @@ fn ip_version(link_type: u32, data: &[u8]) -> Result<u16, LinkTypeError> {
 /// The multicast (or broadcast) MAC an IP destination maps to, if it is one.
 fn ip_group_mac(protocol: u16, l3: &[u8]) -> Option<[u8; 6]> {
     match protocol {
-        ETH_P_IP if l3.len() >= 20 && l3[0] >> 4 == 4 => {
-            let d = &l3[16..20];
+        ETH_P_IP => {
+            let ip = ipv4::Packet::new_unchecked(l3);
+            if ip.check_len().is_err() || ip.version() != 4 {
+                return None;
+            }
+            let d = ip.dst_addr().octets();
             if d == [255; 4] {
                 Some(BROADCAST)
             } else if d[0] & 0xf0 == 0xe0 {
@@ -415,8 +414,13 @@ fn ip_group_mac(protocol: u16, l3: &[u8]) -> Option<[u8; 6]> {
                 None
             }
         }
-        ETH_P_IPV6 if l3.len() >= 40 && l3[0] >> 4 == 6 && l3[24] == 0xff => {
-            Some([0x33, 0x33, l3[36], l3[37], l3[38], l3[39]])
+        ETH_P_IPV6 => {
+            let ip = ipv6::Packet::new_unchecked(l3);
+            if ip.check_len().is_err() || ip.version() != 6 {
+                return None;
+            }
+            let d = ip.dst_addr().octets();
+            (d[0] == 0xff).then_some([0x33, 0x33, d[12], d[13], d[14], d[15]])
         }
         _ => None,
     }
@@ -431,9 +435,14 @@ fn emit<'o>(
     payload: &[u8],
 ) -> &'o [u8] {
     out.clear();
-    out.extend_from_slice(&dst);
-    out.extend_from_slice(&src);
-    out.extend_from_slice(&type_or_len.to_be_bytes());
+    out.resize(ETH_HLEN, 0);
+    let repr = ethernet::Repr {
+        src_addr: src,
+        dst_addr: dst,
+        ethertype: type_or_len,
+    };
+    // `out` was just sized to ETH_HLEN, which is all emit needs.
+    let _ = repr.emit(&mut ethernet::Packet::new_unchecked(&mut out[..]));
     out.extend_from_slice(payload);
     out
 }
@@ -511,11 +520,11 @@ fn skip_tags(
     mut protocol: u16,
 ) -> Result<(u16, usize), LinkTypeError> {
     while matches!(protocol, ETH_P_8021Q | ETH_P_8021AD | ETH_P_QINQ1) {
-        if data.len() < at + 4 {
-            return Err(short(link_type, data.len(), at + 4));
-        }
-        protocol = be16(data, at + 2);
-        at += 4;
+        let Ok(tag) = vlan::Packet::new_checked(data.get(at..).unwrap_or(&[])) else {
+            return Err(short(link_type, data.len(), at + vlan::VLAN_HLEN));
+        };
+        protocol = tag.ethertype();
+        at += vlan::VLAN_HLEN;
     }
     Ok((protocol, at))
 }
@@ -534,10 +543,10 @@ pub fn to_l3(link_type: u32, data: &[u8]) -> Result<L3Packet<'_>, LinkTypeError>
             skip_tags(link_type, data, c.header_len, c.protocol)?
         }
         LINKTYPE_ETHERNET => {
-            if data.len() < ETH_HLEN {
+            let Ok(eth) = ethernet::Packet::new_checked(data) else {
                 return Err(short(link_type, data.len(), ETH_HLEN));
-            }
-            skip_tags(link_type, data, ETH_HLEN, be16(data, 12))?
+            };
+            skip_tags(link_type, data, ETH_HLEN, eth.ethertype())?
         }
         _ => return Err(LinkTypeError::Unsupported { link_type }),
     };

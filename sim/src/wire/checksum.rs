@@ -7,6 +7,8 @@
 //! buffers): [`ones_complement_sum`] accumulates, [`fold`] folds without complementing,
 //! and [`checksum`] is the complemented value that goes in a header field.
 
+use std::net::IpAddr;
+
 /// Adds `data`, as big-endian 16-bit words, to the partial sum `initial`.
 ///
 /// An odd trailing byte is padded with a zero low byte (RFC 1071 section 4.1). `data` is
@@ -53,6 +55,30 @@ pub fn fold(sum: u32) -> u16 {
 /// (computed with the field itself zeroed).
 pub fn checksum(data: &[u8]) -> u16 {
     !fold(ones_complement_sum(data, 0))
+}
+
+/// The partial sum of the TCP/UDP pseudo-header for a segment of `len` bytes of
+/// protocol `proto` (RFC 9293 section 3.1 for IPv4: addresses, zero, protocol, 16-bit
+/// length; RFC 8200 section 8.1 for IPv6: addresses, 32-bit length, three zeros, next
+/// header; include/net/ip6_checksum.h: csum_ipv6_magic). None for mixed families.
+pub fn pseudo_header(src: IpAddr, dst: IpAddr, proto: u8, len: u32) -> Option<u32> {
+    let sum = match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let s = ones_complement_sum(&s.octets(), 0);
+            ones_complement_sum(&d.octets(), s)
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let s = ones_complement_sum(&s.octets(), 0);
+            ones_complement_sum(&d.octets(), s)
+        }
+        _ => return None,
+    };
+    // proto as the low byte of a 16-bit word; the length as one (IPv4) or two (IPv6)
+    // words: both add the same to a ones-complement sum.
+    Some(add(
+        add(sum, u32::from(proto)),
+        add(len >> 16, len & 0xffff),
+    ))
 }
 
 #[cfg(test)]

@@ -3,27 +3,69 @@
 //!
 //! Every protocol has two layers:
 //!
-//! * a view `Foo<T: AsRef<[u8]>>` over a byte buffer, with `new_unchecked`, `new_checked`,
-//!   `into_inner`, getters, and setters when `T: AsMut<[u8]>`. After `new_checked`
-//!   succeeds no getter can panic: the check covers every byte a getter touches.
-//! * a plain `FooRepr` with `parse`, `emit` and `buffer_len`, which is what the rest of
-//!   the simulator passes around.
+//! * a view `Foo<T: AsRef<[u8]>>` (or `foo::Packet<T>`) over a byte buffer, with
+//!   `new_unchecked`, `new_checked`, `into_inner`, getters, and setters when
+//!   `T: AsMut<[u8]>`. After `new_checked` succeeds no getter can panic: the check
+//!   covers every byte a getter touches. `payload()` borrows from the buffer (it is
+//!   defined on views over `&'a T`, as in smoltcp), so a walk can go header by header.
+//! * a plain `FooRepr` (`foo::Repr`) with `parse`, `emit` and `buffer_len`, which is what
+//!   the rest of the simulator passes around.
 //!
 //! Layouts follow the kernel headers cited in each file, because the simulator must
 //! produce the same bytes the kernel would put in front of user space.
+//!
+//! The headers with variable lengths (IPv4 IHL and tot_len, TCP doff, UDP len, IPv6
+//! payload_len and extension headers) check in two steps: `check_len` covers the fixed
+//! header, so every fixed-field getter is safe, and `check_header` the lengths the
+//! kernel's receive path checks; `new_checked` runs both. The accessors of the variable
+//! parts (`options()`, `payload()`, the IPv6 extension-header walk) clamp to the buffer
+//! and never panic.
+//!
+//! Why hand-written rather than a crate: GRO and the trace summaries must read malformed
+//! and truncated headers bit for bit (a trace shows an IHL of 15 in a 20-byte packet; GRO
+//! flushes on it), and GRO sets fields in place on the skb's own bytes, which is the
+//! kernel's own way (`struct iphdr *` over skb->data, iph->tot_len rewritten by
+//! inet_gro_complete). smoltcp's `new_checked` refuses such a header outright and its
+//! crate is a whole TCP/IP stack; pnet_packet (which the summaries used before) trusts
+//! IHL and doff in its option and payload getters, so every variable length had to be
+//! re-checked by hand around it. pcapgen still builds its frames with pnet_packet, which
+//! keeps the frames the tests and scenarios feed the model made by an implementation
+//! other than these views.
+//!
+//! The module names are smoltcp's (`ethernet::Packet`, `ipv4::Repr`, ...); the
+//! re-exports below give them their protocol's prefix (`Ipv4Packet`, `TcpRepr`, ...).
 
+pub mod arp;
 pub mod checksum;
+pub mod ethernet;
 pub mod gre;
+pub mod ipv4;
+pub mod ipv6;
 pub mod summary;
+pub mod tcp;
 pub mod tun_pi;
+pub mod udp;
 pub mod virtio_net_hdr;
+pub mod vlan;
+
+#[cfg(test)]
+mod test_frames;
+#[cfg(test)]
+mod views_fuzz_tests;
 
 use std::fmt;
 
+pub use arp::Packet as ArpPacket;
+pub use ethernet::{Packet as EthernetPacket, Repr as EthernetRepr};
 pub use gre::{Gre, GreRepr};
+pub use ipv4::{Packet as Ipv4Packet, Repr as Ipv4Repr};
+pub use ipv6::{ExtHeader as Ipv6ExtHeader, Packet as Ipv6Packet, Repr as Ipv6Repr};
 pub use summary::{describe, describe_vlan_tci};
+pub use tcp::{Packet as TcpPacket, Repr as TcpRepr};
 pub use tun_pi::{TunPi, TunPiRepr};
+pub use udp::{Packet as UdpPacket, Repr as UdpRepr};
 pub use virtio_net_hdr::{Endian, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout};
+pub use vlan::{Packet as VlanPacket, Repr as VlanRepr};
 
 /// ETH_P_IP (include/uapi/linux/if_ether.h).
 pub const ETH_P_IP: u16 = 0x0800;
@@ -39,6 +81,29 @@ pub const ETH_P_8021Q: u16 = 0x8100;
 pub const ETH_P_8021AD: u16 = 0x88a8;
 /// ETH_P_QINQ1, the pre-standard QinQ TPID (include/uapi/linux/if_ether.h).
 pub const ETH_P_QINQ1: u16 = 0x9100;
+
+// IPPROTO_* (include/uapi/linux/in.h, in6.h): the IPv4 protocol and IPv6 next-header
+// numbers the views and summaries name.
+/// IPPROTO_HOPOPTS: IPv6 hop-by-hop options.
+pub const IPPROTO_HOPOPTS: u8 = 0;
+/// IPPROTO_ICMP.
+pub const IPPROTO_ICMP: u8 = 1;
+/// IPPROTO_TCP.
+pub const IPPROTO_TCP: u8 = 6;
+/// IPPROTO_UDP.
+pub const IPPROTO_UDP: u8 = 17;
+/// IPPROTO_ROUTING: IPv6 routing header.
+pub const IPPROTO_ROUTING: u8 = 43;
+/// IPPROTO_FRAGMENT: IPv6 fragment header.
+pub const IPPROTO_FRAGMENT: u8 = 44;
+/// IPPROTO_GRE.
+pub const IPPROTO_GRE: u8 = 47;
+/// IPPROTO_AH: authentication header.
+pub const IPPROTO_AH: u8 = 51;
+/// IPPROTO_ICMPV6.
+pub const IPPROTO_ICMPV6: u8 = 58;
+/// IPPROTO_DSTOPTS: IPv6 destination options.
+pub const IPPROTO_DSTOPTS: u8 = 60;
 
 /// Why a view or repr refused a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,24 +5,22 @@
 //! ```
 //!
 //! The datapath under test produces malformed and truncated frames on purpose, so
-//! [`describe`] must never panic. pnet_packet views are used only for their fixed-size
-//! fields (their `new` checks exactly those); every variable length (IHL, TCP data
-//! offset, UDP length, IPv6 extension headers, GRE options) is bounds-checked here and
-//! sliced with `get`, because pnet's option/payload getters trust those lengths.
+//! [`describe`] must never panic. Each header is read through its view in this module
+//! after the view's `check_len` (the fixed fields); the variable lengths (IHL, TCP data
+//! offset, UDP length, IPv6 extension headers, GRE options) are judged here, so a bad
+//! one is shown rather than refused, and the views' payload accessors clamp to the
+//! buffer.
 
 use std::fmt::Write as _;
 
-use pnet_packet::arp::ArpPacket;
-use pnet_packet::ethernet::EthernetPacket;
-use pnet_packet::ipv4::Ipv4Packet;
-use pnet_packet::ipv6::Ipv6Packet;
-use pnet_packet::tcp::TcpPacket;
-use pnet_packet::udp::UdpPacket;
-use pnet_packet::vlan::VlanPacket;
-
+use super::arp::{self, ARPOP_REPLY, ARPOP_REQUEST};
 use super::gre::Gre;
-use super::{be16_at, be32_at};
+use super::ipv6::{ExtHeaders, FRAG_HLEN};
+use super::{be16_at, be32_at, ethernet, ipv4 as ip4, ipv6 as ip6, tcp as tcp_, udp as udp_, vlan};
 use super::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1, ETH_P_TEB};
+use super::{
+    IPPROTO_FRAGMENT, IPPROTO_GRE, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP,
+};
 use crate::ethernet::{eth_proto_is_802_3, ETH_P_802_3_MIN};
 use crate::text;
 
@@ -32,10 +30,6 @@ pub const MAX_DEPTH: usize = 2;
 /// would otherwise give a line as long as the frame).
 pub const MAX_VLAN_TAGS: usize = 8;
 
-/// ETH_HLEN (include/uapi/linux/if_ether.h).
-const ETH_HLEN: usize = 14;
-/// VLAN_HLEN (include/linux/if_vlan.h).
-const VLAN_HLEN: usize = 4;
 /// LLC SAPs (include/net/llc_pdu.h) shown by name; the low bit of a DSAP is I/G, of an
 /// SSAP C/R.
 const LLC_SAP_IP: u8 = 0x06;
@@ -60,18 +54,6 @@ const VXLAN_HLEN: usize = 8;
 const VXLAN_HF_VNI: u8 = 0x08;
 /// sizeof(struct icmphdr) and sizeof(struct icmp6hdr).
 const ICMP_HLEN: usize = 8;
-
-// IPPROTO_* (include/uapi/linux/in.h, in6.h).
-const IPPROTO_HOPOPTS: u8 = 0;
-const IPPROTO_ICMP: u8 = 1;
-const IPPROTO_TCP: u8 = 6;
-const IPPROTO_UDP: u8 = 17;
-const IPPROTO_ROUTING: u8 = 43;
-const IPPROTO_FRAGMENT: u8 = 44;
-const IPPROTO_GRE: u8 = 47;
-const IPPROTO_AH: u8 = 51;
-const IPPROTO_ICMPV6: u8 = 58;
-const IPPROTO_DSTOPTS: u8 = 60;
 
 /// Summarises an Ethernet frame on one line. Never panics, whatever the bytes.
 pub fn describe(frame: &[u8]) -> String {
@@ -104,7 +86,11 @@ pub fn vlan_tci_into(out: &mut String, tpid: u16, tci: u16) {
         ETH_P_QINQ1 => out.push_str("QinQ"),
         other => out.push_str(&tpid_name(other)),
     }
-    let (pcp, dei, vid) = (tci >> 13, (tci >> 12) & 1, tci & 0x0fff);
+    let (pcp, dei, vid) = (
+        (tci & vlan::VLAN_PRIO_MASK) >> vlan::VLAN_PRIO_SHIFT,
+        u16::from(tci & vlan::VLAN_CFI_MASK != 0),
+        tci & vlan::VLAN_VID_MASK,
+    );
     if pcp != 0 || dei != 0 {
         out.push_str(" pcp ");
         text::dec(out, pcp);
@@ -173,18 +159,15 @@ fn inner(out: &mut String, depth: usize, buf: &[u8], f: fn(&[u8], usize, &mut St
 }
 
 fn ethernet(frame: &[u8], depth: usize, out: &mut String) {
-    let Some(eth) = EthernetPacket::new(frame) else {
+    let Ok(eth) = ethernet::Packet::new_checked(frame) else {
         part!(out, "truncated Ethernet ({} bytes)", frame.len());
         return;
     };
     sep(out);
-    // The addresses by hand: pnet's MacAddr Display is a write! per byte.
-    let (src, dst) = (eth.get_source(), eth.get_destination());
-    text::mac(out, &[src.0, src.1, src.2, src.3, src.4, src.5]);
+    text::mac(out, &eth.src_addr());
     out.push_str(" > ");
-    text::mac(out, &[dst.0, dst.1, dst.2, dst.3, dst.4, dst.5]);
-    let rest = frame.get(ETH_HLEN..).unwrap_or(&[]);
-    network(eth.get_ethertype().0, rest, depth, out);
+    text::mac(out, &eth.dst_addr());
+    network(eth.ethertype(), eth.payload(), depth, out);
 }
 
 /// VLAN tags, then the network layer named by `ethertype` (net/ethernet/eth.c:
@@ -196,16 +179,13 @@ fn network(mut ethertype: u16, mut rest: &[u8], depth: usize, out: &mut String) 
             part!(out, "more VLAN tags not shown, {} bytes", rest.len());
             return;
         }
-        let Some(vlan) = VlanPacket::new(rest) else {
-            return truncated(out, &tpid_name(ethertype), VLAN_HLEN, rest.len());
+        let Ok(tag) = vlan::Packet::new_checked(rest) else {
+            return truncated(out, &tpid_name(ethertype), vlan::VLAN_HLEN, rest.len());
         };
-        let tci = u16::from(vlan.get_priority_code_point().0) << 13
-            | u16::from(vlan.get_drop_eligible_indicator()) << 12
-            | vlan.get_vlan_identifier();
         sep(out);
-        vlan_tci_into(out, ethertype, tci);
-        ethertype = vlan.get_ethertype().0;
-        rest = rest.get(VLAN_HLEN..).unwrap_or(&[]);
+        vlan_tci_into(out, ethertype, tag.tci());
+        ethertype = tag.ethertype();
+        rest = tag.payload();
         tags += 1;
     }
     match ethertype {
@@ -302,40 +282,43 @@ fn snap(p: &[u8], out: &mut String) {
 }
 
 fn arp(buf: &[u8], out: &mut String) {
-    let Some(arp) = ArpPacket::new(buf) else {
-        return truncated(out, "ARP", 28, buf.len());
+    let Ok(arp) = arp::Packet::new_checked(buf) else {
+        return truncated(out, "ARP", arp::PACKET_LEN, buf.len());
     };
-    let (spa, tpa) = (arp.get_sender_proto_addr(), arp.get_target_proto_addr());
-    match arp.get_operation().0 {
-        1 => part!(out, "ARP who-has {tpa} tell {spa}"),
-        2 => part!(out, "ARP reply {spa} is-at {}", arp.get_sender_hw_addr()),
+    let (spa, tpa) = (arp.sender_proto_addr(), arp.target_proto_addr());
+    match arp.operation() {
+        ARPOP_REQUEST => part!(out, "ARP who-has {tpa} tell {spa}"),
+        ARPOP_REPLY => {
+            part!(out, "ARP reply {spa} is-at ");
+            text::mac(out, &arp.sender_hw_addr());
+        }
         op => part!(out, "ARP op {op}"),
     }
 }
 
 fn ipv4(buf: &[u8], depth: usize, out: &mut String) {
-    let Some(ip) = Ipv4Packet::new(buf) else {
-        return truncated(out, "IPv4", 20, buf.len());
-    };
+    let ip = ip4::Packet::new_unchecked(buf);
+    if ip.check_len().is_err() {
+        return truncated(out, "IPv4", ip4::HEADER_LEN, buf.len());
+    }
     sep(out);
     out.push_str("IPv4 ");
-    text::ipv4(out, ip.get_source().octets());
+    text::ipv4(out, ip.src_addr().octets());
     out.push_str(" > ");
-    text::ipv4(out, ip.get_destination().octets());
-    if ip.get_version() != 4 {
-        let _ = write!(out, " bad version {}", ip.get_version());
+    text::ipv4(out, ip.dst_addr().octets());
+    if ip.version() != 4 {
+        let _ = write!(out, " bad version {}", ip.version());
         return;
     }
-    // include/uapi/linux/ip.h: struct iphdr; ihl counts 32-bit words.
-    let ihl = usize::from(ip.get_header_length()) * 4;
-    if ihl < 20 {
+    let ihl = ip.header_len();
+    if ihl < ip4::HEADER_LEN {
         let _ = write!(out, " bad ihl {ihl}");
         return;
     }
     if ihl > buf.len() {
         return truncated(out, "IPv4 options", ihl, buf.len());
     }
-    let mut total = usize::from(ip.get_total_length());
+    let mut total = usize::from(ip.total_len());
     if total == 0 {
         // BIG TCP / GSO: tot_len 0 means "the rest of the skb" (include/net/ip.h:
         // iph_totlen).
@@ -351,18 +334,12 @@ fn ipv4(buf: &[u8], depth: usize, out: &mut String) {
     }
     // Frame padding past tot_len is not part of the datagram (ip_rcv_core trims it).
     let payload = buf.get(ihl..total.min(buf.len())).unwrap_or(&[]);
-    // include/net/ip.h: IP_MF 0x2000, IP_OFFSET 0x1fff (in 8-byte units).
-    let more = ip.get_flags() & 0b001 != 0;
-    let offset = usize::from(ip.get_fragment_offset()) * 8;
+    let (more, offset) = (ip.more_frags(), ip.frag_offset());
     if more || offset != 0 {
         let plus = if more { "+" } else { "" };
-        let _ = write!(
-            out,
-            " frag id {} off {offset}{plus}",
-            ip.get_identification()
-        );
+        let _ = write!(out, " frag id {} off {offset}{plus}", ip.ident());
     }
-    let proto = ip.get_next_level_protocol().0;
+    let proto = ip.protocol();
     if offset != 0 {
         part!(out, "{} fragment len {}", proto_name(proto), payload.len());
         return;
@@ -371,58 +348,56 @@ fn ipv4(buf: &[u8], depth: usize, out: &mut String) {
 }
 
 fn ipv6(buf: &[u8], depth: usize, out: &mut String) {
-    let Some(ip) = Ipv6Packet::new(buf) else {
-        return truncated(out, "IPv6", 40, buf.len());
-    };
-    part!(out, "IPv6 {} > {}", ip.get_source(), ip.get_destination());
-    if ip.get_version() != 6 {
-        let _ = write!(out, " bad version {}", ip.get_version());
+    let ip = ip6::Packet::new_unchecked(buf);
+    if ip.check_len().is_err() {
+        return truncated(out, "IPv6", ip6::HEADER_LEN, buf.len());
+    }
+    part!(out, "IPv6 {} > {}", ip.src_addr(), ip.dst_addr());
+    if ip.version() != 6 {
+        let _ = write!(out, " bad version {}", ip.version());
         return;
     }
-    let avail = buf.len().saturating_sub(40);
-    let plen = usize::from(ip.get_payload_length());
+    let avail = buf.len() - ip6::HEADER_LEN;
+    let plen = usize::from(ip.payload_len());
     if plen > avail {
         let _ = write!(out, " len {plen} ({avail} present)");
     }
-    // payload_len 0 is a BIG TCP jumbogram (include/net/ipv6.h: ipv6_has_hopopt_jumbo):
-    // the real length is the buffer's.
-    let end = if plen == 0 { avail } else { plen.min(avail) };
-    let p = buf.get(40..40 + end).unwrap_or(&[]);
-    let mut nh = ip.get_next_header().0;
-    let mut off = 0usize;
-    // Extension headers (include/uapi/linux/ipv6.h: struct ipv6_opt_hdr, frag_hdr;
-    // include/net/ipv6.h: ipv6_optlen, ipv6_authlen); bounded like ipv6_skip_exthdr.
-    for _ in 0..8 {
-        let ext_len = match nh {
-            IPPROTO_HOPOPTS | IPPROTO_ROUTING | IPPROTO_DSTOPTS => {
-                p.get(off + 1).map(|l| (usize::from(*l) + 1) * 8)
-            }
-            IPPROTO_AH => p.get(off + 1).map(|l| (usize::from(*l) + 2) * 4),
-            IPPROTO_FRAGMENT => Some(8),
-            _ => break,
+    // payload() is payload_len bytes, or the buffer's for a BIG TCP jumbogram's 0
+    // (include/net/ipv6.h: ipv6_has_hopopt_jumbo).
+    let p = ip.payload();
+    let mut walk = ExtHeaders::new(ip.next_header(), p);
+    while let Some(step) = walk.next() {
+        let Ok(h) = step else {
+            let rest = p.len() - walk.offset();
+            return truncated(
+                out,
+                "IPv6 extension header",
+                walk.current().header_len(),
+                rest,
+            );
         };
-        let rest = p.len() - off.min(p.len());
-        let Some(ext_len) = ext_len.filter(|l| *l <= rest) else {
-            let needed = ext_len.unwrap_or(2);
-            return truncated(out, "IPv6 extension header", needed, rest);
-        };
-        let next = p.get(off).copied().unwrap_or(0);
-        if nh == IPPROTO_FRAGMENT {
-            let fo = be16_at(p, off + 2).unwrap_or(0);
-            let (frag_off, more) = (usize::from(fo & 0xfff8), fo & 1 != 0);
-            let id = be32_at(p, off + 4).unwrap_or(0);
+        if h.kind == IPPROTO_FRAGMENT {
+            let frag = ip6::ExtHeader::new_unchecked(h.kind, &p[h.offset..]);
+            let (frag_off, more) = (
+                frag.frag_offset().unwrap_or(0),
+                frag.more_frags() == Some(true),
+            );
+            let id = frag.frag_ident().unwrap_or(0);
             let plus = if more { "+" } else { "" };
             let _ = write!(out, " frag id {id} off {frag_off}{plus}");
             if frag_off != 0 {
-                let len = p.len() - (off + 8);
-                part!(out, "{} fragment len {len}", proto_name(next));
+                let len = p.len() - (h.offset + FRAG_HLEN);
+                part!(out, "{} fragment len {len}", proto_name(h.next_header));
                 return;
             }
         }
-        nh = next;
-        off += ext_len;
     }
-    transport(nh, p.get(off..).unwrap_or(&[]), depth, out);
+    transport(
+        walk.next_header(),
+        p.get(walk.offset()..).unwrap_or(&[]),
+        depth,
+        out,
+    );
 }
 
 fn proto_name(proto: u8) -> String {
@@ -469,26 +444,26 @@ fn tcp_flags(out: &mut String, flags: u8) {
 }
 
 fn tcp(buf: &[u8], out: &mut String) {
-    let Some(tcp) = TcpPacket::new(buf) else {
-        return truncated(out, "TCP", 20, buf.len());
-    };
+    let tcp = tcp_::Packet::new_unchecked(buf);
+    if tcp.check_len().is_err() {
+        return truncated(out, "TCP", tcp_::HEADER_LEN, buf.len());
+    }
     // "TCP {sport} > {dport} [{flags}] seq {} ack {} win {}", by hand (a line per frame).
     sep(out);
     out.push_str("TCP ");
-    text::dec(out, tcp.get_source());
+    text::dec(out, tcp.src_port());
     out.push_str(" > ");
-    text::dec(out, tcp.get_destination());
+    text::dec(out, tcp.dst_port());
     out.push_str(" [");
-    tcp_flags(out, tcp.get_flags());
+    tcp_flags(out, tcp.flags());
     out.push_str("] seq ");
-    text::dec(out, tcp.get_sequence());
+    text::dec(out, tcp.seq_number());
     out.push_str(" ack ");
-    text::dec(out, tcp.get_acknowledgement());
+    text::dec(out, tcp.ack_number());
     out.push_str(" win ");
-    text::dec(out, tcp.get_window());
-    // include/uapi/linux/tcp.h: struct tcphdr; doff counts 32-bit words.
-    let doff = usize::from(tcp.get_data_offset()) * 4;
-    if doff < 20 {
+    text::dec(out, tcp.window_len());
+    let doff = tcp.header_len();
+    if doff < tcp_::HEADER_LEN {
         let _ = write!(out, " bad data offset {doff}");
     } else if doff > buf.len() {
         truncated(out, "TCP options", doff, buf.len());
@@ -499,28 +474,28 @@ fn tcp(buf: &[u8], out: &mut String) {
 }
 
 fn udp(buf: &[u8], depth: usize, out: &mut String) {
-    let Some(udp) = UdpPacket::new(buf) else {
-        return truncated(out, "UDP", 8, buf.len());
-    };
-    let (sport, dport) = (udp.get_source(), udp.get_destination());
+    let udp = udp_::Packet::new_unchecked(buf);
+    if udp.check_len().is_err() {
+        return truncated(out, "UDP", udp_::HEADER_LEN, buf.len());
+    }
+    let (sport, dport) = (udp.src_port(), udp.dst_port());
     sep(out);
     out.push_str("UDP ");
     text::dec(out, sport);
     out.push_str(" > ");
     text::dec(out, dport);
-    let ulen = usize::from(udp.get_length());
-    if ulen < 8 {
+    let ulen = usize::from(udp.len());
+    if ulen < udp_::HEADER_LEN {
         let _ = write!(out, " bad len {ulen}");
         return;
     }
     out.push_str(" len ");
-    text::dec(out, ulen - 8);
+    text::dec(out, ulen - udp_::HEADER_LEN);
     if ulen > buf.len() {
-        let _ = write!(out, " ({} present)", buf.len() - 8);
+        let _ = write!(out, " ({} present)", buf.len() - udp_::HEADER_LEN);
     }
-    let payload = buf.get(8..ulen.min(buf.len())).unwrap_or(&[]);
     if dport == VXLAN_PORT {
-        vxlan(payload, depth, out);
+        vxlan(udp.payload(), depth, out);
     }
 }
 

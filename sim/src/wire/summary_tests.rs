@@ -207,7 +207,7 @@ fn ieee_802_3_llc_snap_and_raw() {
 
 #[test]
 fn inconsistent_lengths_do_not_panic() {
-    // IHL 15 (60 bytes) with only 20 present; pnet's options getter would panic.
+    // IHL 15 (60 bytes) with only 20 present: a getter trusting IHL would index past the end.
     let mut f = tcp_frame();
     f.truncate(34);
     f[14] = 0x4f;
@@ -280,4 +280,77 @@ fn fuzz_never_panics_and_is_deterministic() {
         }
         let _ = describe(&f);
     }
+}
+
+/// The IPv6 extension-header walk, now through `ipv6::ExtHeaders`: the lines are the ones
+/// the byte-by-byte walk it replaced gave (worked out from that code for each frame).
+#[test]
+fn ipv6_extension_headers() {
+    use crate::wire::test_frames::{MLD_HBH, V6_EXT_CHAIN, V6_FRAG_TAIL};
+    use crate::wire::{IPPROTO_AH, IPPROTO_DSTOPTS};
+    let chain = "02:00:00:00:00:01 > 02:00:00:00:00:02, IPv6 fd00::1 > fd00::2";
+    // HBH, routing, destination options, fragment (offset 0, M, id 0x12345678), UDP.
+    assert_eq!(
+        describe(&V6_EXT_CHAIN),
+        format!("{chain} frag id 305419896 off 0+, UDP 1000 > 2000 len 4")
+    );
+    // A last fragment: id 0x8a1ff39e, offset 1448, 32 bytes of UDP.
+    assert_eq!(
+        describe(&V6_FRAG_TAIL),
+        "02:00:5e:c0:00:0a > 02:00:5e:c0:00:0b, IPv6 fd00:77::1 > fd00:77::2 \
+         frag id 2317349790 off 1448, UDP fragment len 32"
+    );
+    // Hop-by-hop, then a 28-byte MLDv2 report.
+    assert_eq!(
+        describe(&MLD_HBH),
+        "02:00:5e:c0:00:0a > 33:33:00:00:00:16, IPv6 :: > ff02::16, ICMPv6 type 143 code 0 len 20"
+    );
+    // Cut inside the routing header, and right before its length byte.
+    assert_eq!(
+        describe(&V6_EXT_CHAIN[..14 + 40 + 20]),
+        format!(
+            "{chain} len 60 (20 present), \
+             truncated IPv6 extension header (24 bytes needed, 12 present)"
+        )
+    );
+    assert_eq!(
+        describe(&V6_EXT_CHAIN[..14 + 40 + 9]),
+        format!(
+            "{chain} len 60 (9 present), \
+             truncated IPv6 extension header (2 bytes needed, 1 present)"
+        )
+    );
+    // Ten empty destination-options headers: eight are stepped over, the rest is shown
+    // as an unknown protocol.
+    let mut ten = V6_EXT_CHAIN[..14 + 40].to_vec();
+    ten[14 + 4..14 + 6].copy_from_slice(&80u16.to_be_bytes());
+    ten[14 + 6] = IPPROTO_DSTOPTS;
+    for _ in 0..10 {
+        ten.extend_from_slice(&[IPPROTO_DSTOPTS, 0, 1, 4, 0, 0, 0, 0]);
+    }
+    assert_eq!(describe(&ten), format!("{chain}, proto 60 len 16"));
+    // AH (hdrlen 1: 12 bytes), then no next header (59).
+    let mut ah = V6_EXT_CHAIN[..14 + 40].to_vec();
+    ah[14 + 4..14 + 6].copy_from_slice(&16u16.to_be_bytes());
+    ah[14 + 6] = IPPROTO_AH;
+    ah.extend_from_slice(&[59, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xaa, 0xbb, 0xcc, 0xdd]);
+    assert_eq!(describe(&ah), format!("{chain}, proto 59 len 4"));
+}
+
+#[test]
+fn arp_reply_and_tagged_request() {
+    use crate::wire::test_frames::QINQ_ARP;
+    // tcpdump: vlan 200 (802.1ad), vlan 100 (802.1Q), Request who-has 10.77.0.2 tell 10.77.0.1.
+    assert_eq!(
+        describe(&QINQ_ARP),
+        "02:00:5e:c0:00:0a > ff:ff:ff:ff:ff:ff, 802.1ad vid 200, 802.1Q vid 100, \
+         ARP who-has 10.77.0.2 tell 10.77.0.1"
+    );
+    let mut reply = QINQ_ARP;
+    reply[22 + 7] = 2;
+    assert_eq!(
+        describe(&reply),
+        "02:00:5e:c0:00:0a > ff:ff:ff:ff:ff:ff, 802.1ad vid 200, 802.1Q vid 100, \
+         ARP reply 10.77.0.1 is-at 02:00:5e:c0:00:0a"
+    );
 }
