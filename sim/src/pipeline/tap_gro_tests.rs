@@ -25,7 +25,7 @@ fn run(profile: &KernelProfile, plan: &GroPlan, frames: Vec<Vec<u8>>) -> TapGroR
 }
 
 fn lens(r: &TapGroRun) -> Vec<usize> {
-    r.delivered.iter().map(|d| d.skb.len).collect()
+    r.delivered.iter().map(|d| d.skb.len()).collect()
 }
 
 fn be16(b: &[u8], o: usize) -> u16 {
@@ -40,7 +40,7 @@ fn ten_segments_with_a_1ms_timeout_become_one_14054_byte_packet() {
     assert_eq!(lens(&r), vec![14054]);
     let d = &r.delivered[0];
     assert_eq!(d.end, End::Timer);
-    assert_eq!(d.skb.start, Some(reason::FLOW_NEW));
+    assert_eq!(d.skb.model.start, Some(reason::FLOW_NEW));
     let s = &d.skb;
     assert_eq!((s.gso_size, s.gso_segs), (1400, 10));
     assert_eq!(s.gso_type, crate::skb::gso::TCPV4);
@@ -55,7 +55,7 @@ fn ten_segments_with_a_1ms_timeout_become_one_14054_byte_packet() {
     // The payload is the ten payloads back to back (byte i of each is i as u8).
     assert_eq!(b[54 + 1400 + 5], 5);
     // Frames 1..9 were chained on frag_list (blocking writes: kmalloc'ed heads).
-    assert_eq!(s.layout.frag_list.len(), 9);
+    assert_eq!(s.layout().frag_list.len(), 9);
     assert_eq!(r.stats.rx_packets, 10);
     assert_eq!(r.stats.rx_bytes, 14540);
 }
@@ -78,7 +78,7 @@ fn gro_off_passes_everything_up() {
     p.feature = false;
     let r = run(&LINUX_6_18, &p, Tcp4::default().stream(10));
     assert_eq!(lens(&r), vec![1454; 10]);
-    assert_eq!(r.delivered[0].skb.start, Some(reason::GRO_OFF));
+    assert_eq!(r.delivered[0].skb.model.start, Some(reason::GRO_OFF));
 }
 
 #[test]
@@ -96,7 +96,7 @@ fn a_bad_checksum_on_segment_4_goes_up_before_the_held_segments() {
     // 1454 (segment 4 unheld), 54 + 4 x 1400 = 5654 (0-3, completed when 5 fails
     // tcp:seq), 54 + 5 x 1400 = 7054 (5-9, at the timer).
     assert_eq!(lens(&r), vec![1454, 5654, 7054]);
-    assert_eq!(r.delivered[0].skb.start, Some(reason::TCP_CSUM));
+    assert_eq!(r.delivered[0].skb.model.start, Some(reason::TCP_CSUM));
     // Segment 5 fails two rules, in the kernel's order: its IP ID (6) is not held id
     // (1) + count (4), and its seq is not 1000 + 4 x 1400.
     assert_eq!(
@@ -107,8 +107,8 @@ fn a_bad_checksum_on_segment_4_goes_up_before_the_held_segments() {
             merged: false
         }
     );
-    assert_eq!(r.delivered[2].skb.start, Some(reason::IPV4_ID));
-    assert_eq!(r.delivered[2].skb.start_also, vec![reason::TCP_SEQ]);
+    assert_eq!(r.delivered[2].skb.model.start, Some(reason::IPV4_ID));
+    assert_eq!(r.delivered[2].skb.model.start_also, vec![reason::TCP_SEQ]);
 }
 
 #[test]
@@ -127,7 +127,7 @@ fn vxlan_over_the_napi_tap_merges_to_13604_and_13554_on_the_vxlan_device() {
         assert_eq!(lens(&r), vec![13604], "udp_csum {udp_csum}");
         let s = &r.delivered[0].skb;
         assert_eq!(s.inner_mac_header, Some(50));
-        assert_eq!(s.len - 50, 13554);
+        assert_eq!(s.len() - 50, 13554);
         let b = s.to_vec();
         assert_eq!(be16(&b, 16), 13590, "outer tot_len");
         assert_eq!(be16(&b, 38), 13570, "udp len");
@@ -167,7 +167,7 @@ fn gre_teb_merges_only_with_an_eth_p_teb_offload() {
     off.teb_gro = false;
     let r = run(&LINUX_6_18, &off, frames);
     assert_eq!(lens(&r), vec![1496; 10]);
-    assert_eq!(r.delivered[0].skb.start, Some(reason::TEB_NO_HANDLER));
+    assert_eq!(r.delivered[0].skb.model.start, Some(reason::TEB_NO_HANDLER));
 }
 
 #[test]
@@ -231,7 +231,7 @@ fn nonblocking_writes_fill_17_frags_before_frag_list() {
     let mut p = plan(30, 0);
     p.nonblocking = true;
     let r = run(&LINUX_6_18, &p, Tcp4::default().stream(30));
-    let l = &r.delivered[0].skb.layout;
+    let l = r.delivered[0].skb.layout();
     // Frames 1-17 become the head's 17 frags; frame 18 is chained on frag_list (its
     // head pulled to the payload) and frames 19-29 become that skb's 11 frags.
     assert_eq!(l.frags, 17);
@@ -285,7 +285,7 @@ fn nine_flows_in_bucket_0_complete_the_oldest() {
             v
         },
     );
-    assert_eq!(r.delivered[0].skb.start, Some(reason::LIST_FULL));
+    assert_eq!(r.delivered[0].skb.model.start, Some(reason::LIST_FULL));
     assert_eq!(lens(&r).iter().filter(|l| **l == 54 + 2800).count(), 8);
 }
 
@@ -328,7 +328,7 @@ fn fixed_ids_merge_on_6_18_and_4_19_with_df_and_need_df_on_4_19() {
     );
     let r = run(&LINUX_4_19, &plan(4, 0), nodf);
     assert_eq!(lens(&r), vec![1454; 4]);
-    assert_eq!(r.delivered[1].skb.start, Some(reason::IPV4_ID));
+    assert_eq!(r.delivered[1].skb.model.start, Some(reason::IPV4_ID));
 }
 
 #[test]
