@@ -159,7 +159,7 @@ pub struct Layout {
 /// NAPI_GRO_CB(skb): the GRO control block (include/net/gro.h: struct napi_gro_cb).
 #[derive(Debug, Clone, Default)]
 pub struct GroCb {
-    /// skb_gro_offset, from the frame start.
+    /// skb_gro_offset, from skb->data (the MAC header in the model).
     pub data_offset: usize,
     pub flush: bool,
     pub flush_reason: Option<Reason>,

@@ -44,7 +44,7 @@ fn ten_segments_with_a_1ms_timeout_become_one_14054_byte_packet() {
     let s = &d.skb;
     assert_eq!((s.gso_size, s.gso_segs), (1400, 10));
     assert_eq!(s.gso_type, crate::skb::gso::TCPV4);
-    assert_eq!((s.csum_start, s.csum_offset), (34, 16));
+    assert_eq!((s.checksum_start_offset(), s.csum_offset), (34, 16));
     let b = s.to_vec();
     // IPv4 tot_len = 14054 - 14 = 14040 = 0x36d8, and the header checksum verifies.
     assert_eq!(be16(&b, 16), 14040);
@@ -236,6 +236,42 @@ fn nonblocking_writes_fill_17_frags_before_frag_list() {
     // head pulled to the payload) and frames 19-29 become that skb's 11 frags.
     assert_eq!(l.frags, 17);
     assert_eq!(l.frag_list, vec![11]);
+}
+
+#[test]
+fn merged_payloads_are_the_held_skbs_own_frags_and_frag_list_skbs() {
+    let frames = Tcp4::default().stream(3);
+    // Nonblocking (head_frag): frames 1 and 2 lend their head buffers as frags that
+    // start at their payload (14 + 20 + 20 = 54 bytes in) and hold its 1400 bytes.
+    let mut p = plan(3, 0);
+    p.nonblocking = true;
+    let r = run(&LINUX_6_18, &p, frames.clone());
+    let s = &r.delivered[0].skb;
+    assert_eq!((s.headlen(), s.data_len(), s.len()), (1454, 2800, 4254));
+    assert!(s.frag_list().is_empty());
+    for (f, frame) in s.frags().iter().zip(&frames[1..]) {
+        assert_eq!((f.off(), f.len()), (54, 1400));
+        assert_eq!(f.bytes(), &frame[54..]);
+    }
+    // Blocking writes (kmalloc'ed heads): each later skb is chained on frag_list with
+    // its data pulled to the payload.
+    let r = run(&LINUX_6_18, &plan(3, 0), frames.clone());
+    let s = &r.delivered[0].skb;
+    assert_eq!(
+        (s.nr_frags(), s.frag_list().len(), s.data_len()),
+        (0, 2, 2800)
+    );
+    for (c, frame) in s.frag_list().iter().zip(&frames[1..]) {
+        assert_eq!(c.linear(), &frame[54..]);
+        assert_eq!(c.data_offset(), 54);
+    }
+    // Reading across the pieces: the last 4 head bytes and the first 4 of frame 1's
+    // payload, as tun_put_user would copy them.
+    let mut s = r.delivered[0].skb.clone();
+    let mut out = [0u8; 8];
+    assert_eq!(s.copy_bits_to_user(1450, &mut out), 8);
+    assert_eq!(&out[..4], &s.linear()[1450..1454]);
+    assert_eq!(&out[4..], &frames[1][54..58]);
 }
 
 #[test]
