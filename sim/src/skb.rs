@@ -1,5 +1,6 @@
-//! The sk_buff model: a linear buffer with head/data/tail/end, a paged tail, and the
-//! metadata the datapath reads (include/linux/skbuff.h).
+//! The sk_buff model: a linear buffer with head/data/tail/end, the paged part as
+//! skb_shared_info holds it (frags and frag_list, `skb_shinfo.rs`), and the metadata the
+//! datapath reads (include/linux/skbuff.h). GRO uses the same type (`crate::gro`).
 //!
 //! Offsets follow the kernel: header offsets count from `head`, so a push or pull moves
 //! `data` without touching them. Every operation adds to [`OpCounters`]; the cost model
