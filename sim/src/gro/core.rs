@@ -45,7 +45,7 @@ pub fn find_receive_by_type(cfg: &GroConfig, ethertype: u16) -> Option<L3Handler
 pub fn call_l3_receive(
     cfg: &GroConfig,
     h: L3Handler,
-    head: &mut [SkBuff],
+    head: &mut [Box<SkBuff>],
     skb: &mut SkBuff,
 ) -> Option<usize> {
     skb.cb.recursion += 1;
@@ -64,7 +64,7 @@ pub fn call_l3_receive(
 
 /// gro_list_prepare: a held skb starts as same_flow only if the hash (0 for tun),
 /// device, hw-accel VLAN (none from a tap) and the 14-byte MAC header match.
-fn gro_list_prepare(head: &mut [SkBuff], skb: &mut SkBuff) {
+fn gro_list_prepare(head: &mut [Box<SkBuff>], skb: &mut SkBuff) {
     for p in head.iter_mut() {
         p.cb.flush = false;
         p.cb.flush_reason = None;
@@ -95,7 +95,7 @@ fn init_cb(skb: &mut SkBuff) {
 }
 
 /// dev_gro_receive for the skb in `bucket` of `napi`.
-pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: SkBuff) -> GroResult {
+pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: Box<SkBuff>) -> GroResult {
     // tun sets no skb->hash: skb_get_hash_raw is 0, every flow lands in bucket 0.
     let bucket = 0usize;
     init_cb(&mut skb);
@@ -189,7 +189,7 @@ fn start_reason(skb: &SkBuff) -> Reason {
 }
 
 /// GRO_NORMAL: the skb goes up as it is (gro_normal_one).
-fn normal(napi: &mut Napi, mut skb: SkBuff, why: Reason) -> GroResult {
+fn normal(napi: &mut Napi, mut skb: Box<SkBuff>, why: Reason) -> GroResult {
     skb.model.start = Some(why);
     skb.model.start_also = std::mem::take(&mut skb.cb.nomerge_also);
     skb.gso_size = 0;
@@ -266,7 +266,7 @@ pub fn skb_gro_receive(cfg: &GroConfig, p: &mut SkBuff, skb: &mut SkBuff) -> Res
 
 /// napi_gro_complete: a held skb leaves GRO. One segment: gso_size = 0 and nothing else
 /// is touched; otherwise the protocol's gro_complete chain fixes the headers.
-pub fn napi_gro_complete(napi: &mut Napi, cfg: &GroConfig, mut skb: SkBuff, end: End) {
+pub fn napi_gro_complete(napi: &mut Napi, cfg: &GroConfig, mut skb: Box<SkBuff>, end: End) {
     if skb.cb.count == 1 {
         skb.gso_size = 0;
     } else {

@@ -10,7 +10,11 @@ use crate::skb::VLAN_HLEN;
 
 /// eth_gro_receive: any difference in the 14-byte inner Ethernet header
 /// (compare_ether_header) clears same_flow; the inner EtherType needs an offload.
-pub fn eth_gro_receive(cfg: &GroConfig, head: &mut [SkBuff], skb: &mut SkBuff) -> Option<usize> {
+pub fn eth_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let off = skb.cb.data_offset;
     let Some(eh) = skb.hdr(off, ETH_HLEN) else {
         skb.flush(reason::ETH_NO_HANDLER);
@@ -48,7 +52,11 @@ pub fn eth_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
 
 /// vlan_gro_receive: a different TCI or inner EtherType (compare_vlan_header) clears
 /// same_flow.
-pub fn vlan_gro_receive(cfg: &GroConfig, head: &mut [SkBuff], skb: &mut SkBuff) -> Option<usize> {
+pub fn vlan_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let off = skb.cb.data_offset;
     if skb.headlen() < off + VLAN_HLEN {
         skb.flush(reason::VLAN_NO_HANDLER);

@@ -14,7 +14,11 @@ pub const GRE_KEY: u16 = 0x2000;
 pub const GRE_HEADER_SECTION: usize = 4;
 
 /// gre_gro_receive.
-pub fn gre_gro_receive(cfg: &GroConfig, head: &mut [SkBuff], skb: &mut SkBuff) -> Option<usize> {
+pub fn gre_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     // One tunnel only: a second encapsulation layer flushes.
     if skb.cb.encap_mark {
         skb.flush(reason::GRE_ENCAP);

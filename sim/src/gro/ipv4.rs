@@ -34,7 +34,11 @@ fn pflush(p: &mut SkBuff, why: Reason) {
 }
 
 /// inet_gro_receive.
-pub fn inet_gro_receive(cfg: &GroConfig, head: &mut [SkBuff], skb: &mut SkBuff) -> Option<usize> {
+pub fn inet_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let off = skb.cb.data_offset;
     let Some(iph) = skb.hdr(off, IPV4_HLEN) else {
         skb.flush(reason::IPV4_HDR);

@@ -33,7 +33,11 @@ fn first_word(h: &[u8]) -> u32 {
 /// part of that comparison (`*(u16 *)&iph->nexthdr`), a Traffic Class difference flushes
 /// the held skb here and the new skb is atomic (no IP ID); since then both checks are
 /// tcp_gro_receive's ([`network_flush`]).
-pub fn ipv6_gro_receive(cfg: &GroConfig, head: &mut [SkBuff], skb: &mut SkBuff) -> Option<usize> {
+pub fn ipv6_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let off = skb.cb.data_offset;
     let Some(iph) = skb.hdr(off, IPV6_HLEN) else {
         skb.flush(reason::IPV6_HDR);

@@ -36,7 +36,7 @@ pub enum End {
 /// One skb handed to the stack (netif_receive_skb_list via rx_list).
 #[derive(Debug, Clone)]
 pub struct Delivered {
-    pub skb: SkBuff,
+    pub skb: Box<SkBuff>,
     pub end: End,
     /// When it went up.
     pub ts_ns: u64,
@@ -48,7 +48,7 @@ pub struct Delivered {
 #[derive(Debug)]
 pub struct Napi {
     /// gro_hash[]: index 0 is the oldest skb (the list tail), the last the youngest.
-    pub buckets: [Vec<SkBuff>; GRO_HASH_BUCKETS],
+    pub buckets: [Vec<Box<SkBuff>>; GRO_HASH_BUCKETS],
     pub jiffies: u64,
     pub now_ns: u64,
     /// Polls run so far.
@@ -56,7 +56,7 @@ pub struct Napi {
     /// rx_list, in order.
     pub rx: Vec<Delivered>,
     /// tfile->sk.sk_write_queue (IFF_NAPI).
-    pub queue: VecDeque<SkBuff>,
+    pub queue: VecDeque<Box<SkBuff>>,
     /// The armed hrtimer's expiry.
     pub timer: Option<u64>,
     /// dev->gro_flush_timeout in ns.
@@ -99,7 +99,7 @@ impl Napi {
     }
 
     /// gro_normal_one: queue for the stack.
-    pub fn deliver(&mut self, skb: SkBuff, end: End) {
+    pub fn deliver(&mut self, skb: Box<SkBuff>, end: End) {
         self.rx.push(Delivered {
             skb,
             end,

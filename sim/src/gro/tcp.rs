@@ -22,13 +22,21 @@ const TCP_HLEN: usize = 20;
 
 /// tcp4_gro_receive: verify the checksum (unless a flush is already pending), pull the
 /// header, then tcp_gro_receive.
-pub fn tcp4_gro_receive(cfg: &GroConfig, head: &mut [SkBuff], skb: &mut SkBuff) -> Option<usize> {
+pub fn tcp4_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let psum = gro_compute_pseudo(skb, IPPROTO_TCP);
     tcp_gro_validate_and_pull(cfg, head, skb, psum)
 }
 
 /// tcp6_gro_receive: the same with the IPv6 pseudo header (ip6_gro_compute_pseudo).
-pub fn tcp6_gro_receive(cfg: &GroConfig, head: &mut [SkBuff], skb: &mut SkBuff) -> Option<usize> {
+pub fn tcp6_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let psum = ipv6::gro_compute_pseudo(skb, IPPROTO_TCP);
     tcp_gro_validate_and_pull(cfg, head, skb, psum)
 }
@@ -37,7 +45,7 @@ pub fn tcp6_gro_receive(cfg: &GroConfig, head: &mut [SkBuff], skb: &mut SkBuff) 
 /// tcp_gro_receive.
 fn tcp_gro_validate_and_pull(
     cfg: &GroConfig,
-    head: &mut [SkBuff],
+    head: &mut [Box<SkBuff>],
     skb: &mut SkBuff,
     psum: u32,
 ) -> Option<usize> {
@@ -98,7 +106,7 @@ fn flag_diff_reason(diff: u32) -> Reason {
 /// then the final flush check. Returns the held skb to complete, if any.
 pub fn tcp_gro_receive(
     cfg: &GroConfig,
-    head: &mut [SkBuff],
+    head: &mut [Box<SkBuff>],
     skb: &mut SkBuff,
     th: usize,
     thlen: usize,

@@ -17,7 +17,11 @@ const UDP_HLEN: usize = 8;
 pub const VXLAN_HLEN: usize = 8;
 
 /// udp4_gro_receive: verify a non-zero checksum, find the tunnel socket, udp_gro_receive.
-pub fn udp4_gro_receive(cfg: &GroConfig, head: &mut [SkBuff], skb: &mut SkBuff) -> Option<usize> {
+pub fn udp4_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let off = skb.cb.data_offset;
     if skb.headlen() < off + UDP_HLEN {
         skb.flush(reason::UDP_NO_GRO);
@@ -45,7 +49,7 @@ pub fn udp4_gro_receive(cfg: &GroConfig, head: &mut [SkBuff], skb: &mut SkBuff) 
 /// udp_gro_receive, tunnel branch.
 fn udp_gro_receive(
     cfg: &GroConfig,
-    head: &mut [SkBuff],
+    head: &mut [Box<SkBuff>],
     skb: &mut SkBuff,
     off: usize,
     check: u16,
@@ -96,7 +100,7 @@ fn udp_gro_receive(
 /// vxlan_gro_receive: compare the VXLAN flags and VNI words, pull 8 bytes, then
 /// eth_gro_receive (the inner Ethernet header; VXLAN calls it directly, so no
 /// ETH_P_TEB offload is needed).
-fn vxlan_gro_receive(cfg: &GroConfig, head: &mut [SkBuff], skb: &mut SkBuff) -> Option<usize> {
+fn vxlan_gro_receive(cfg: &GroConfig, head: &mut [Box<SkBuff>], skb: &mut SkBuff) -> Option<usize> {
     let off = skb.cb.data_offset;
     if skb.headlen() < off + VXLAN_HLEN {
         skb.flush(reason::VXLAN_VNI);

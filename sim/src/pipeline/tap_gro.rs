@@ -97,7 +97,7 @@ impl TapGroRun {
         self.counts.frames += 1;
         self.stats.rx_packets += 1;
         self.stats.rx_bytes += frame.len() as u64;
-        let mut skb = SkBuff::for_gro(index, ts_ns, frame);
+        let mut skb = Box::new(SkBuff::for_gro(index, ts_ns, frame));
         skb.protocol = crate::ethernet::type_trans(skb.linear());
         // tun_build_skb (page-frag head) only for non-blocking writes that fit.
         skb.head_frag = self.plan.nonblocking
