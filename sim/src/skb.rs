@@ -1,11 +1,18 @@
-//! The sk_buff model: a linear buffer with head/data/tail/end, a paged tail, and the
-//! metadata the datapath reads (include/linux/skbuff.h).
+//! The sk_buff model: a linear buffer with head/data/tail/end, the paged part as
+//! skb_shared_info holds it (frags and frag_list, `skb_shinfo.rs`), and the metadata the
+//! datapath reads (include/linux/skbuff.h). GRO uses the same type (`crate::gro`).
 //!
 //! Offsets follow the kernel: header offsets count from `head`, so a push or pull moves
 //! `data` without touching them. Every operation adds to [`OpCounters`]; the cost model
 //! reads them, so a copy or memmove that the kernel does must be counted here too.
 
 use std::fmt;
+
+pub use self::shinfo::SkbFrag;
+use crate::gro::{GroCb, GroModel};
+
+#[path = "skb_shinfo.rs"]
+mod shinfo;
 
 /// ETH_HLEN (include/uapi/linux/if_ether.h).
 pub const ETH_HLEN: usize = 14;
@@ -213,15 +220,27 @@ impl std::error::Error for SkbError {}
 /// The socket buffer.
 ///
 /// `buf[..]` is head..end; `data` and `tail` index into it. Bytes past the linear part
-/// (skb_shinfo frags, `data_len` in the kernel) are kept in `frags`, so `skb_headlen`
-/// and `len` differ exactly as they do in the kernel: tun reports skb_headlen as the
-/// vnet hdr_len of a GSO packet, so the split is visible to userspace.
+/// (`data_len` in the kernel) live in the skb's own skb_shared_info: `frags` (page
+/// pieces, see [`SkbFrag`]) and `frag_list` (chained skbs), so `skb_headlen` and `len`
+/// differ exactly as they do in the kernel: tun reports skb_headlen as the vnet hdr_len
+/// of a GSO packet, so the split is visible to userspace. GRO attaches a merged
+/// segment's payload as a frag or chains its skb on frag_list (skb_gro_receive); readers
+/// walk the pieces in order ([`SkBuff::for_each_piece`]), never a second copy.
+///
+/// GRO's control block lives beside the kernel fields as NAPI_GRO_CB lives in skb->cb
+/// (`cb`), and what only the model tracks (input frame, timestamp, why the head did not
+/// merge) in `model`.
 #[derive(Debug, Clone, Default)]
 pub struct SkBuff {
     buf: Vec<u8>,
     data: usize,
     tail: usize,
-    frags: Vec<u8>,
+    /// skb->data_len: the bytes in `frags` and `frag_list`.
+    data_len: usize,
+    /// skb_shinfo(skb)->frags[0..nr_frags].
+    frags: Vec<SkbFrag>,
+    /// skb_shinfo(skb)->frag_list, in order.
+    frag_list: Vec<SkBuff>,
     /// skb->protocol in host order (the kernel stores it big-endian).
     pub protocol: u16,
     pub mac_header: Option<usize>,
@@ -229,6 +248,8 @@ pub struct SkBuff {
     pub transport_header: Option<usize>,
     pub vlan: Option<VlanTag>,
     pub ip_summed: IpSummed,
+    /// skb->csum_level: CHECKSUM_UNNECESSARY levels beyond the first.
+    pub csum_level: u8,
     /// Offset of the checksum start from head (skb->csum_start).
     pub csum_start: usize,
     pub csum_offset: u16,
@@ -239,6 +260,13 @@ pub struct SkBuff {
     pub inner_mac_header: Option<usize>,
     pub inner_network_header: Option<usize>,
     pub inner_transport_header: Option<usize>,
+    /// skb->head_frag: the head was built by build_skb over a page frag, so GRO can
+    /// attach it to another skb as a frag.
+    pub head_frag: bool,
+    /// NAPI_GRO_CB(skb), valid while the skb is in GRO.
+    pub cb: GroCb,
+    /// Model-only bookkeeping (no kernel field).
+    pub model: GroModel,
     pub ops: OpCounters,
 }
 
@@ -255,12 +283,23 @@ impl SkBuff {
     /// kept). Lets a replay loop run without a heap allocation per frame while the cost
     /// model still sees one alloc_skb per packet.
     pub fn reset(&mut self, headroom: usize, size: usize) {
+        self.reset_keeping_page(headroom, size);
+    }
+
+    /// [`SkBuff::reset`], handing back the first frag's page (cleared) for the caller
+    /// to refill.
+    fn reset_keeping_page(&mut self, headroom: usize, size: usize) -> Vec<u8> {
         let ops = self.ops;
         let mut buf = std::mem::take(&mut self.buf);
         let mut frags = std::mem::take(&mut self.frags);
+        let mut page = frags
+            .drain(..)
+            .next()
+            .map(SkbFrag::into_page)
+            .unwrap_or_default();
+        page.clear();
         buf.clear();
         buf.resize(headroom + size, 0);
-        frags.clear();
         *self = SkBuff {
             buf,
             data: headroom,
@@ -270,6 +309,23 @@ impl SkBuff {
             ..SkBuff::default()
         };
         self.ops.allocations += 1;
+        page
+    }
+
+    /// build_skb over `buf` (net/core/skbuff.c): an skb whose head is the buffer itself,
+    /// data `headroom` bytes in and every byte after it linear. No copy: the caller
+    /// filled the buffer (tun_get_user's copy from userspace). Counts the allocation.
+    pub fn build(buf: Vec<u8>, headroom: usize) -> SkBuff {
+        let headroom = headroom.min(buf.len());
+        let tail = buf.len();
+        let mut skb = SkBuff {
+            buf,
+            data: headroom,
+            tail,
+            ..SkBuff::default()
+        };
+        skb.ops.allocations += 1;
+        skb
     }
 
     /// An skb holding `frame` with `headroom` bytes before it, the first `headlen` bytes
@@ -280,14 +336,20 @@ impl SkBuff {
         skb
     }
 
-    /// [`SkBuff::from_frame`] into this skb's existing buffer.
+    /// [`SkBuff::from_frame`] into this skb's existing buffer. The paged part is one
+    /// frag (the model does not split it into pages; nothing reads nr_frags of it).
     pub fn fill_from_frame(&mut self, frame: &[u8], headroom: usize, headlen: usize) {
         let headlen = headlen.min(frame.len());
-        self.reset(headroom, 0);
+        let mut page = self.reset_keeping_page(headroom, 0);
         // reset() sized the buffer to the headroom; append rather than zero-fill and copy.
         self.buf.extend_from_slice(&frame[..headlen]);
         self.tail = headroom + headlen;
-        self.frags.extend_from_slice(&frame[headlen..]);
+        let paged = &frame[headlen..];
+        if !paged.is_empty() {
+            page.extend_from_slice(paged);
+            self.data_len = paged.len();
+            self.frags.push(SkbFrag::new(page, 0, paged.len()));
+        }
         self.ops.bytes_copied_in += frame.len() as u64;
     }
 
@@ -300,7 +362,7 @@ impl SkBuff {
 
     /// skb->len: linear plus paged bytes.
     pub fn len(&self) -> usize {
-        self.tail - self.data + self.frags.len()
+        self.tail - self.data + self.data_len
     }
 
     pub fn is_empty(&self) -> bool {
@@ -312,9 +374,9 @@ impl SkBuff {
         self.tail - self.data
     }
 
-    /// skb->data_len: the paged bytes.
+    /// skb->data_len: the paged bytes (frags and frag_list).
     pub fn data_len(&self) -> usize {
-        self.frags.len()
+        self.data_len
     }
 
     /// skb_headroom.
@@ -324,7 +386,7 @@ impl SkBuff {
 
     /// skb_tailroom (0 for a nonlinear skb, as in the kernel).
     pub fn tailroom(&self) -> usize {
-        if self.frags.is_empty() {
+        if self.data_len == 0 {
             self.buf.len() - self.tail
         } else {
             0
@@ -341,51 +403,9 @@ impl SkBuff {
         &self.buf[self.data..self.tail]
     }
 
-    /// The paged bytes.
-    pub fn frags(&self) -> &[u8] {
-        &self.frags
-    }
-
-    /// Byte `i` of the packet (linear or paged), as skb_copy_bits would read it.
-    pub fn byte(&self, i: usize) -> Option<u8> {
-        let head = self.headlen();
-        if i < head {
-            Some(self.buf[self.data + i])
-        } else {
-            self.frags.get(i - head).copied()
-        }
-    }
-
-    /// The whole packet as one contiguous vector (test and trace use; not the hot path).
-    pub fn to_vec(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.len());
-        v.extend_from_slice(self.linear());
-        v.extend_from_slice(&self.frags);
-        v
-    }
-
-    /// skb_copy_datagram_iter(skb, offset, to, len) into `out`: copies packet bytes
-    /// `offset..offset+out.len()` across the linear/paged boundary and counts them.
-    /// Returns how many bytes were available and copied.
-    pub fn copy_bits_to_user(&mut self, offset: usize, out: &mut [u8]) -> usize {
-        let len = self.len();
-        if offset >= len {
-            return 0;
-        }
-        let n = out.len().min(len - offset);
-        let head = self.headlen();
-        let mut done = 0;
-        if offset < head {
-            let m = n.min(head - offset);
-            out[..m].copy_from_slice(&self.buf[self.data + offset..self.data + offset + m]);
-            done = m;
-        }
-        if done < n {
-            let start = offset + done - head;
-            out[done..n].copy_from_slice(&self.frags[start..start + n - done]);
-        }
-        self.ops.bytes_copied_to_user += n as u64;
-        n
+    /// The linear bytes, writable (header rewrites such as the GRO completions).
+    pub fn linear_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.data..self.tail]
     }
 
     /// skb_reserve: only valid on an empty skb, as in the kernel.
@@ -456,6 +476,25 @@ impl SkBuff {
 
     pub fn set_transport_header(&mut self, offset_from_data: usize) {
         self.transport_header = Some(self.data + offset_from_data);
+    }
+
+    /// skb_set_inner_mac_header and friends: offsets from data, stored from head.
+    pub fn set_inner_mac_header(&mut self, offset_from_data: usize) {
+        self.inner_mac_header = Some(self.data + offset_from_data);
+    }
+
+    pub fn set_inner_network_header(&mut self, offset_from_data: usize) {
+        self.inner_network_header = Some(self.data + offset_from_data);
+    }
+
+    pub fn set_inner_transport_header(&mut self, offset_from_data: usize) {
+        self.inner_transport_header = Some(self.data + offset_from_data);
+    }
+
+    /// A header field as an offset from data (skb_network_offset and friends); None if
+    /// unset or before data.
+    pub fn offset_from_data(&self, header: Option<usize>) -> Option<usize> {
+        header.and_then(|h| h.checked_sub(self.data))
     }
 
     /// skb_checksum_start_offset: csum_start relative to data (may be negative in the

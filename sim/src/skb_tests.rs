@@ -104,3 +104,43 @@ fn gso_names_are_kernel_names() {
     assert_eq!(gso::names(0), "0");
     assert_eq!(gso::names(1 << 30), "0x40000000");
 }
+
+#[test]
+fn paged_bytes_are_read_in_order_across_frags_and_frag_list() {
+    // Linear 0 1, one frag 2 3 (from_frame), a frag at offset 1 of its page (4 5), and a
+    // chained skb pulled past two bytes (6 7 8).
+    let mut skb = SkBuff::from_frame(&[0, 1, 2, 3], 8, 2);
+    skb.push_frag(SkbFrag::new(vec![9, 4, 5, 9], 1, 2));
+    let mut chained = SkBuff::from_frame(&[9, 9, 6, 7, 8], 0, 5);
+    chained.pull_across(2);
+    skb.push_frag_list(chained);
+    assert_eq!((skb.headlen(), skb.data_len(), skb.len()), (2, 7, 9));
+    assert_eq!(skb.nr_frags(), 2);
+    assert_eq!(skb.tailroom(), 0);
+    assert_eq!(skb.to_vec(), (0..9).collect::<Vec<u8>>());
+    let mut out = [0u8; 7];
+    assert_eq!(skb.copy_bits_to_user(1, &mut out), 7);
+    assert_eq!(out, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(skb.copy_bits_to_user(6, &mut out), 3);
+    assert_eq!(&out[..3], &[6, 7, 8]);
+    assert_eq!(skb.ops.bytes_copied_to_user, 10);
+    assert_eq!(
+        (skb.byte(5), skb.byte(8), skb.byte(9)),
+        (Some(5), Some(8), None)
+    );
+}
+
+#[test]
+fn a_stolen_head_becomes_a_frag_at_the_payload_and_pull_across_eats_frags() {
+    let mut skb = SkBuff::from_frame(&[1, 2, 3, 4, 5], 3, 5);
+    let f = skb.steal_head(2);
+    // Head buffer: 3 bytes of headroom, then the frame; the frag starts at 3 + 2.
+    assert_eq!((f.off(), f.bytes()), (5, &[3u8, 4, 5][..]));
+    assert_eq!(skb.headlen(), 0);
+    // Two linear bytes, three paged: pulling four eats the linear ones and two paged.
+    let mut skb = SkBuff::from_frame(&[1, 2, 3, 4, 5], 0, 2);
+    skb.pull_across(4);
+    assert_eq!((skb.headlen(), skb.data_len()), (0, 1));
+    assert_eq!(skb.to_vec(), vec![5]);
+    assert_eq!(skb.frags()[0].off(), 2);
+}

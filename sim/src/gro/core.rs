@@ -3,16 +3,11 @@
 
 use super::napi::{End, Napi};
 use super::{
-    eth, ipv4, ipv6, reason, GroConfig, GroSkb, Reason, Seg, ETH_HLEN, GRO_MAX_SIZE,
-    GRO_RECURSION_LIMIT, MAX_GRO_SKBS, MAX_SKB_FRAGS,
+    eth, ipv4, ipv6, reason, GroConfig, Reason, ETH_HLEN, GRO_MAX_SIZE, GRO_RECURSION_LIMIT,
+    MAX_GRO_SKBS, MAX_SKB_FRAGS,
 };
-use crate::skb::IpSummed;
-
-pub const ETH_P_IP: u16 = 0x0800;
-pub use crate::skb::ETH_P_IPV6;
-pub const ETH_P_TEB: u16 = 0x6558;
-pub const ETH_P_8021Q: u16 = 0x8100;
-pub const ETH_P_8021AD: u16 = 0x88a8;
+use crate::skb::{IpSummed, SkBuff};
+pub use crate::skb::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB};
 
 /// What dev_gro_receive did with a frame (enum gro_result).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +45,8 @@ pub fn find_receive_by_type(cfg: &GroConfig, ethertype: u16) -> Option<L3Handler
 pub fn call_l3_receive(
     cfg: &GroConfig,
     h: L3Handler,
-    head: &mut [GroSkb],
-    skb: &mut GroSkb,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
 ) -> Option<usize> {
     skb.cb.recursion += 1;
     if skb.cb.recursion >= GRO_RECURSION_LIMIT {
@@ -69,12 +64,12 @@ pub fn call_l3_receive(
 
 /// gro_list_prepare: a held skb starts as same_flow only if the hash (0 for tun),
 /// device, hw-accel VLAN (none from a tap) and the 14-byte MAC header match.
-fn gro_list_prepare(head: &mut [GroSkb], skb: &mut GroSkb) {
+fn gro_list_prepare(head: &mut [Box<SkBuff>], skb: &mut SkBuff) {
     for p in head.iter_mut() {
         p.cb.flush = false;
         p.cb.flush_reason = None;
         p.cb.mismatch = None;
-        let same = p.data.get(..ETH_HLEN) == skb.data.get(..ETH_HLEN);
+        let same = p.hdr(0, ETH_HLEN) == skb.hdr(0, ETH_HLEN);
         p.cb.same_flow = same;
         if !same {
             p.cb.mismatch = Some(reason::MAC);
@@ -84,7 +79,7 @@ fn gro_list_prepare(head: &mut [GroSkb], skb: &mut GroSkb) {
 }
 
 /// Reset NAPI_GRO_CB(skb) as dev_gro_receive does before calling the handlers.
-fn init_cb(skb: &mut GroSkb) {
+fn init_cb(skb: &mut SkBuff) {
     skb.cb = super::GroCb {
         data_offset: ETH_HLEN,
         count: 1,
@@ -100,7 +95,7 @@ fn init_cb(skb: &mut GroSkb) {
 }
 
 /// dev_gro_receive for the skb in `bucket` of `napi`.
-pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb) -> GroResult {
+pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: Box<SkBuff>) -> GroResult {
     // tun sets no skb->hash: skb_get_hash_raw is 0, every flow lands in bucket 0.
     let bucket = 0usize;
     init_cb(&mut skb);
@@ -140,7 +135,7 @@ pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb) -> Gro
             cfg,
             p,
             End::Frame {
-                frame: skb.frame,
+                frame: skb.model.frame,
                 reason: why,
                 merged: same_flow,
             },
@@ -161,7 +156,14 @@ pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb) -> Gro
         if cfg.rules.hash_buckets {
             // gro_flush_oldest: the tail of the list is the oldest.
             let oldest = napi.buckets[bucket].remove(0);
-            napi_gro_complete(napi, cfg, oldest, End::BucketFull { frame: skb.frame });
+            napi_gro_complete(
+                napi,
+                cfg,
+                oldest,
+                End::BucketFull {
+                    frame: skb.model.frame,
+                },
+            );
         } else {
             return normal(napi, skb, reason::LIST_FULL);
         }
@@ -169,14 +171,14 @@ pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb) -> Gro
     skb.cb.age = napi.jiffies;
     // Not GSO: gso_size = the payload after every header.
     skb.gso_size = u16::try_from(skb.gro_len()).unwrap_or(u16::MAX);
-    skb.start = Some(start_reason(&skb));
-    skb.start_also = std::mem::take(&mut skb.cb.nomerge_also);
+    skb.model.start = Some(start_reason(&skb));
+    skb.model.start_also = std::mem::take(&mut skb.cb.nomerge_also);
     napi.buckets[bucket].push(skb);
     GroResult::Held
 }
 
 /// Why a held skb's head frame did not join an existing skb.
-fn start_reason(skb: &GroSkb) -> Reason {
+fn start_reason(skb: &SkBuff) -> Reason {
     if let Some(r) = skb.cb.nomerge {
         return r;
     }
@@ -187,16 +189,19 @@ fn start_reason(skb: &GroSkb) -> Reason {
 }
 
 /// GRO_NORMAL: the skb goes up as it is (gro_normal_one).
-fn normal(napi: &mut Napi, mut skb: GroSkb, why: Reason) -> GroResult {
-    skb.start = Some(why);
-    skb.start_also = std::mem::take(&mut skb.cb.nomerge_also);
+fn normal(napi: &mut Napi, mut skb: Box<SkBuff>, why: Reason) -> GroResult {
+    skb.model.start = Some(why);
+    skb.model.start_also = std::mem::take(&mut skb.cb.nomerge_also);
     skb.gso_size = 0;
     napi.deliver(skb, End::Normal);
     GroResult::Normal
 }
 
-/// skb_gro_receive: append `skb`'s payload (from skb_gro_offset) to `p`.
-pub fn skb_gro_receive(cfg: &GroConfig, p: &mut GroSkb, skb: &mut GroSkb) -> Result<(), Reason> {
+/// skb_gro_receive: append `skb`'s payload (from skb_gro_offset) to `p`, as frags of
+/// the last skb (NAPI_GRO_CB(p)->last: p or its last frag_list skb) while MAX_SKB_FRAGS
+/// allows, else by chaining `skb` itself on p's frag_list (`merge:`). `skb` keeps its
+/// cb and model bookkeeping for the caller; its bytes now belong to `p`.
+pub fn skb_gro_receive(cfg: &GroConfig, p: &mut SkBuff, skb: &mut SkBuff) -> Result<(), Reason> {
     let len = skb.gro_len();
     if p.kernel_len() + len >= GRO_MAX_SIZE {
         return Err(reason::GRO_64K);
@@ -204,39 +209,64 @@ pub fn skb_gro_receive(cfg: &GroConfig, p: &mut GroSkb, skb: &mut GroSkb) -> Res
     if skb.cb.flush {
         return Err(skb.cb.flush_reason.unwrap_or(reason::GRO_64K));
     }
-    if skb.head_frag {
-        // The new skb's head page becomes one frag of the last skb (lp).
-        let lp = match p.layout.frag_list.last_mut() {
-            Some(n) => n,
-            None => &mut p.layout.frags,
-        };
-        if *lp < MAX_SKB_FRAGS {
-            *lp += 1;
-        } else if cfg.rules.frags_overflow_to_frag_list {
-            // goto merge: chained on frag_list with its head pulled to the payload.
-            p.layout.frag_list.push(0);
+    let offset = skb.cb.data_offset;
+    let headlen = skb.headlen();
+    let lp_frags = p.frag_list().last().map_or(p.nr_frags(), SkBuff::nr_frags);
+    // headlen <= offset: only the skb's frags move; with head_frag its head page is one
+    // frag more; a kmalloc'ed linear head cannot become a frag.
+    let need = if headlen <= offset {
+        Some(skb.nr_frags())
+    } else if skb.head_frag {
+        Some(1 + skb.nr_frags())
+    } else {
+        None
+    };
+    let as_frags = match need {
+        Some(n) if lp_frags + n <= MAX_SKB_FRAGS => true,
+        Some(_) if !cfg.rules.frags_overflow_to_frag_list => return Err(reason::GRO_FRAGS),
+        _ => false,
+    };
+    p.cb.count += skb.cb.count;
+    if as_frags {
+        let mut own = skb.take_frags();
+        let head = if headlen <= offset {
+            if let Some(f) = own.first_mut() {
+                f.trim_front(offset - headlen);
+            }
+            None
         } else {
-            return Err(reason::GRO_FRAGS);
+            Some(skb.steal_head(offset))
+        };
+        let frags = head.into_iter().chain(own);
+        match p.frag_list_last_mut() {
+            Some(lp) => {
+                for f in frags {
+                    lp.push_frag(f);
+                }
+                p.add_paged_len(len);
+            }
+            None => {
+                for f in frags {
+                    p.push_frag(f);
+                }
+            }
         }
     } else {
-        // A kmalloc'ed linear head cannot become a frag: chain it on frag_list.
-        p.layout.frag_list.push(0);
+        // merge: chained on frag_list with its head pulled to the payload.
+        let mut chained = std::mem::take(skb);
+        skb.cb = std::mem::take(&mut chained.cb);
+        skb.model = std::mem::take(&mut chained.model);
+        chained.pull_across(offset);
+        p.push_frag_list(chained);
     }
-    p.cb.count += skb.cb.count;
-    p.len += len;
-    let bytes = std::mem::take(&mut skb.data);
-    p.segs.push(Seg {
-        bytes,
-        off: skb.cb.data_offset,
-        frame: skb.frame,
-    });
+    p.model.merged.push(skb.model.frame);
     skb.cb.same_flow = true;
     Ok(())
 }
 
 /// napi_gro_complete: a held skb leaves GRO. One segment: gso_size = 0 and nothing else
 /// is touched; otherwise the protocol's gro_complete chain fixes the headers.
-pub fn napi_gro_complete(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb, end: End) {
+pub fn napi_gro_complete(napi: &mut Napi, cfg: &GroConfig, mut skb: Box<SkBuff>, end: End) {
     if skb.cb.count == 1 {
         skb.gso_size = 0;
     } else {
@@ -251,7 +281,7 @@ pub fn napi_gro_complete(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb, end:
 }
 
 /// gro_complete by EtherType for an inner header at `nhoff` (eth/vlan complete).
-pub fn complete_by_type(cfg: &GroConfig, skb: &mut GroSkb, ethertype: u16, nhoff: usize) {
+pub fn complete_by_type(cfg: &GroConfig, skb: &mut SkBuff, ethertype: u16, nhoff: usize) {
     match ethertype {
         ETH_P_IP => ipv4::inet_gro_complete(cfg, skb, nhoff),
         ETH_P_IPV6 => ipv6::ipv6_gro_complete(cfg, skb, nhoff),
@@ -263,8 +293,8 @@ pub fn complete_by_type(cfg: &GroConfig, skb: &mut GroSkb, ethertype: u16, nhoff
 
 /// __skb_gro_checksum_validate_needed: CHECKSUM_PARTIAL covering this offset, or a
 /// CHECKSUM_UNNECESSARY level left to consume, means no software check.
-pub fn checksum_validate_needed(skb: &GroSkb, zero_okay: bool, check: u16) -> bool {
-    (skb.ip_summed != IpSummed::Partial || skb.csum_start < skb.cb.data_offset)
+pub fn checksum_validate_needed(skb: &SkBuff, zero_okay: bool, check: u16) -> bool {
+    (skb.ip_summed != IpSummed::Partial || skb.checksum_start_offset() < skb.cb.data_offset)
         && skb.cb.csum_cnt == 0
         && (!zero_okay || check != 0)
 }
@@ -272,7 +302,7 @@ pub fn checksum_validate_needed(skb: &GroSkb, zero_okay: bool, check: u16) -> bo
 /// __skb_gro_checksum_validate(..) with `psum` the pseudo-header sum (0 for GRE):
 /// true when the checksum is bad. Verifies in software (or with the carried sum),
 /// then skb_gro_incr_csum_unnecessary.
-pub fn checksum_validate(skb: &mut GroSkb, zero_okay: bool, check: u16, psum: u32) -> bool {
+pub fn checksum_validate(skb: &mut SkBuff, zero_okay: bool, check: u16, psum: u32) -> bool {
     if checksum_validate_needed(skb, zero_okay, check) {
         // __skb_gro_checksum_validate_complete
         let carried_ok = skb.cb.csum_valid
@@ -297,7 +327,7 @@ pub fn checksum_validate(skb: &mut GroSkb, zero_okay: bool, check: u16, psum: u3
 }
 
 /// __skb_incr_checksum_unnecessary.
-fn incr_checksum_unnecessary(skb: &mut GroSkb) {
+fn incr_checksum_unnecessary(skb: &mut SkBuff) {
     match skb.ip_summed {
         IpSummed::Unnecessary if skb.csum_level < 3 => skb.csum_level += 1,
         IpSummed::None => {
@@ -309,9 +339,9 @@ fn incr_checksum_unnecessary(skb: &mut GroSkb) {
 }
 
 /// skb_gro_postpull_rcsum: keep the carried sum covering only [data_offset, end).
-pub fn postpull_rcsum(skb: &mut GroSkb, start: usize, len: usize) {
+pub fn postpull_rcsum(skb: &mut SkBuff, start: usize, len: usize) {
     if skb.cb.csum_valid {
-        let s = super::csum::sum(skb.data.get(start..start + len).unwrap_or(&[]));
+        let s = super::csum::sum(skb.hdr(start, len).unwrap_or(&[]));
         // csum_sub: add the complement.
         skb.cb.csum = super::csum::csum_add(skb.cb.csum, u32::from(!super::csum::fold(s)));
     }

@@ -4,15 +4,19 @@
 //! CONFIG_VLAN_8021Q (off on this machine's kernel).
 
 use super::core::{call_l3_receive, complete_by_type, find_receive_by_type, postpull_rcsum};
-use super::{reason, GroConfig, GroSkb, ETH_HLEN};
+use super::{reason, GroConfig, SkBuff, ETH_HLEN};
 
-const VLAN_HLEN: usize = 4;
+use crate::skb::VLAN_HLEN;
 
 /// eth_gro_receive: any difference in the 14-byte inner Ethernet header
 /// (compare_ether_header) clears same_flow; the inner EtherType needs an offload.
-pub fn eth_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+pub fn eth_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let off = skb.cb.data_offset;
-    let Some(eh) = skb.data.get(off..off + ETH_HLEN) else {
+    let Some(eh) = skb.hdr(off, ETH_HLEN) else {
         skb.flush(reason::ETH_NO_HANDLER);
         return None;
     };
@@ -21,7 +25,7 @@ pub fn eth_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -
         if !p.cb.same_flow {
             continue;
         }
-        if p.data.get(off..off + ETH_HLEN) != Some(&eh[..]) {
+        if p.hdr(off, ETH_HLEN) != Some(&eh[..]) {
             p.cb.same_flow = false;
             p.cb.mismatch = Some(reason::TEB_INNER_MAC);
             skb.saw_mismatch(reason::TEB_INNER_MAC);
@@ -38,9 +42,9 @@ pub fn eth_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -
 }
 
 /// eth_gro_complete: inner_mac_header (when encapsulated), then the inner complete.
-pub fn eth_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
+pub fn eth_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     if skb.encapsulation {
-        skb.inner_mac_header = Some(nhoff);
+        skb.set_inner_mac_header(nhoff);
     }
     let ty = skb.be16(nhoff + 12);
     complete_by_type(cfg, skb, ty, nhoff + ETH_HLEN);
@@ -48,9 +52,13 @@ pub fn eth_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
 
 /// vlan_gro_receive: a different TCI or inner EtherType (compare_vlan_header) clears
 /// same_flow.
-pub fn vlan_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+pub fn vlan_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let off = skb.cb.data_offset;
-    if skb.data.len() < off + VLAN_HLEN {
+    if skb.headlen() < off + VLAN_HLEN {
         skb.flush(reason::VLAN_NO_HANDLER);
         return None;
     }
@@ -73,7 +81,7 @@ pub fn vlan_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) 
 }
 
 /// vlan_gro_complete: the inner complete after the 4-byte tag.
-pub fn vlan_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
+pub fn vlan_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     let ty = skb.be16(nhoff + 2);
     complete_by_type(cfg, skb, ty, nhoff + VLAN_HLEN);
 }

@@ -4,7 +4,7 @@ use super::core::{
     call_l3_receive, checksum_validate, complete_by_type, find_receive_by_type, postpull_rcsum,
     ETH_P_TEB,
 };
-use super::{reason, GroConfig, GroSkb};
+use super::{reason, GroConfig, SkBuff};
 use crate::skb::gso;
 
 /// GRE_CSUM, GRE_KEY (include/net/gre.h, as bits of the host-order flags word).
@@ -14,7 +14,11 @@ pub const GRE_KEY: u16 = 0x2000;
 pub const GRE_HEADER_SECTION: usize = 4;
 
 /// gre_gro_receive.
-pub fn gre_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+pub fn gre_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     // One tunnel only: a second encapsulation layer flushes.
     if skb.cb.encap_mark {
         skb.flush(reason::GRE_ENCAP);
@@ -22,7 +26,7 @@ pub fn gre_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -
     }
     skb.cb.encap_mark = true;
     let off = skb.cb.data_offset;
-    if skb.data.len() < off + GRE_HEADER_SECTION {
+    if skb.headlen() < off + GRE_HEADER_SECTION {
         skb.flush(reason::GRE_FLAGS);
         return None;
     }
@@ -48,7 +52,7 @@ pub fn gre_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -
     if flags & GRE_CSUM != 0 {
         grehlen += GRE_HEADER_SECTION;
     }
-    if skb.data.len() < off + grehlen {
+    if skb.headlen() < off + grehlen {
         skb.flush(reason::GRE_FLAGS);
         return None;
     }
@@ -85,7 +89,7 @@ pub fn gre_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -
 
 /// gre_gro_complete: encapsulation = 1 and gso_type *assigned* SKB_GSO_GRE (never
 /// GRE_CSUM; the GRE checksum field is not rewritten), then the inner complete.
-pub fn gre_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
+pub fn gre_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     skb.encapsulation = true;
     skb.gso_type = gso::GRE;
     let flags = skb.be16(nhoff);
@@ -98,7 +102,7 @@ pub fn gre_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
     }
     let proto = skb.be16(nhoff + 2);
     complete_by_type(cfg, skb, proto, nhoff + grehlen);
-    skb.inner_mac_header = Some(nhoff + grehlen);
+    skb.set_inner_mac_header(nhoff + grehlen);
 }
 
 #[cfg(test)]
@@ -126,7 +130,7 @@ mod tests {
         );
         // Frame 2 starts its own skb (gre:key); 3 still matches 0-1 by key but its
         // outer ID and inner seq do not follow them: ipv4:id.
-        assert_eq!(d[1].skb.start, Some(reason::GRE_KEY));
+        assert_eq!(d[1].skb.model.start, Some(reason::GRE_KEY));
         assert_eq!(d.len(), 3);
         assert_eq!(d.iter().map(|x| x.skb.cb.count).sum::<u16>(), 4);
     }
@@ -150,7 +154,7 @@ mod tests {
         );
         let d = run(&LINUX_6_18, gre4(|_| Some(42), |k| Some(k != 2)));
         assert_eq!(lens(&d), vec![1500, 100 + 2800, 1500]);
-        assert_eq!(d[0].skb.start, Some(reason::GRE_CSUM));
+        assert_eq!(d[0].skb.model.start, Some(reason::GRE_CSUM));
     }
 
     #[test]
@@ -159,8 +163,8 @@ mod tests {
             let mut f = gre4(|_| Some(42), |_| None);
             f[2][34..36].copy_from_slice(&word.to_be_bytes());
             let d = run(&LINUX_6_18, f);
-            assert_eq!(d[0].skb.start, Some(why));
-            assert_eq!(d[0].skb.frame, 2);
+            assert_eq!(d[0].skb.model.start, Some(why));
+            assert_eq!(d[0].skb.model.frame, 2);
         }
     }
 
@@ -182,7 +186,7 @@ mod tests {
             })
             .collect();
         let d = run(&LINUX_6_18, f);
-        let starts: Vec<Option<Reason>> = d.iter().map(|x| x.skb.start).collect();
+        let starts: Vec<Option<Reason>> = d.iter().map(|x| x.skb.model.start).collect();
         assert_eq!(
             starts,
             vec![Some(reason::FLOW_NEW), Some(reason::TEB_INNER_MAC)]

@@ -5,7 +5,7 @@
 use super::core::checksum_validate_needed;
 use super::csum;
 use super::rules::IpIdRule;
-use super::{gre, reason, tcp, udp, GroConfig, GroSkb, Reason, GRO_RECURSION_LIMIT};
+use super::{gre, reason, tcp, udp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
 
 pub const IPPROTO_TCP: u8 = 6;
 pub const IPPROTO_UDP: u8 = 17;
@@ -26,7 +26,7 @@ fn has_l4(cfg: &GroConfig, proto: u8) -> bool {
     }
 }
 
-fn pflush(p: &mut GroSkb, why: Reason) {
+fn pflush(p: &mut SkBuff, why: Reason) {
     p.cb.flush = true;
     if p.cb.flush_reason.is_none() {
         p.cb.flush_reason = Some(why);
@@ -34,9 +34,13 @@ fn pflush(p: &mut GroSkb, why: Reason) {
 }
 
 /// inet_gro_receive.
-pub fn inet_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+pub fn inet_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let off = skb.cb.data_offset;
-    let Some(iph) = skb.data.get(off..off + IPV4_HLEN) else {
+    let Some(iph) = skb.hdr(off, IPV4_HLEN) else {
         skb.flush(reason::IPV4_HDR);
         return None;
     };
@@ -84,7 +88,7 @@ pub fn inet_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) 
         if !p.cb.same_flow {
             continue;
         }
-        let Some(q) = p.data.get(off..off + IPV4_HLEN) else {
+        let Some(q) = p.hdr(off, IPV4_HLEN) else {
             p.cb.same_flow = false;
             continue;
         };
@@ -150,12 +154,12 @@ pub fn inet_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) 
     }
     let level = usize::from(skb.cb.encap_mark);
     skb.cb.network_offsets[level] = off;
-    skb.network_header = off;
+    skb.set_network_header(off);
     if rule == IpIdRule::Atomic419 {
         skb.cb.is_atomic = frag & IP_DF != 0;
     }
     skb.cb.data_offset += IPV4_HLEN;
-    skb.transport_header = skb.cb.data_offset;
+    skb.set_transport_header(skb.cb.data_offset);
     skb.cb.recursion += 1;
     if skb.cb.recursion >= GRO_RECURSION_LIMIT {
         skb.flush(reason::RECURSION);
@@ -170,11 +174,10 @@ pub fn inet_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) 
 }
 
 /// inet_gro_compute_pseudo for the innermost IP header seen so far.
-pub fn gro_compute_pseudo(skb: &GroSkb, proto: u8) -> u32 {
+pub fn gro_compute_pseudo(skb: &SkBuff, proto: u8) -> u32 {
     let nh = skb.cb.network_offsets[usize::from(skb.cb.encap_mark)];
     let a = |o: usize| -> [u8; 4] {
-        skb.data
-            .get(nh + o..nh + o + 4)
+        skb.hdr(nh + o, 4)
             .and_then(|b| b.try_into().ok())
             .unwrap_or([0; 4])
     };
@@ -182,7 +185,7 @@ pub fn gro_compute_pseudo(skb: &GroSkb, proto: u8) -> u32 {
 }
 
 /// Whether the carried or software checksum must be verified here (for tests).
-pub fn needs_validation(skb: &GroSkb) -> bool {
+pub fn needs_validation(skb: &SkBuff) -> bool {
     checksum_validate_needed(skb, false, 0)
 }
 
@@ -190,15 +193,12 @@ pub fn needs_validation(skb: &GroSkb) -> bool {
 /// at `nh` in both the new skb and the held p: the first reason to flush, if any.
 pub fn network_flush(
     cfg: &GroConfig,
-    skb: &GroSkb,
-    p: &mut GroSkb,
+    skb: &SkBuff,
+    p: &mut SkBuff,
     nh: usize,
     inner: bool,
 ) -> Option<Reason> {
-    let (Some(a), Some(b)) = (
-        skb.data.get(nh..nh + IPV4_HLEN),
-        p.data.get(nh..nh + IPV4_HLEN),
-    ) else {
+    let (Some(a), Some(b)) = (skb.hdr(nh, IPV4_HLEN), p.hdr(nh, IPV4_HLEN)) else {
         return Some(reason::IPV4_HDR);
     };
     match cfg.rules.ip_id {
@@ -232,22 +232,22 @@ pub fn network_flush(
 
 /// inet_gro_complete(skb, nhoff): tot_len = bytes from this header to the end, the
 /// header checksum updated with csum_replace2, then the L4 complete.
-pub fn inet_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
-    if skb.data.len() < nhoff + IPV4_HLEN {
+pub fn inet_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
+    if skb.headlen() < nhoff + IPV4_HLEN {
         return;
     }
     if skb.encapsulation {
-        skb.inner_network_header = Some(nhoff);
+        skb.set_inner_network_header(nhoff);
     }
     let old = skb.be16(nhoff + 2);
     // iph_set_totlen: htons() keeps the low 16 bits.
-    let new = (skb.len - nhoff) as u16;
+    let new = (skb.len() - nhoff) as u16;
     let check = skb.be16(nhoff + 10);
-    skb.data[nhoff + 2..nhoff + 4].copy_from_slice(&new.to_be_bytes());
+    skb.put_hdr(nhoff + 2, &new.to_be_bytes());
     let check = csum::csum_replace2(check, old, new);
-    skb.data[nhoff + 10..nhoff + 12].copy_from_slice(&check.to_be_bytes());
+    skb.put_hdr(nhoff + 10, &check.to_be_bytes());
     let thoff = nhoff + IPV4_HLEN;
-    match skb.data[nhoff + 9] {
+    match skb.linear()[nhoff + 9] {
         IPPROTO_TCP => tcp::tcp4_gro_complete(cfg, skb, thoff),
         IPPROTO_UDP => udp::udp4_gro_complete(cfg, skb, thoff),
         IPPROTO_GRE => gre::gre_gro_complete(cfg, skb, thoff),
@@ -287,13 +287,13 @@ mod tests {
                 let d = run(p, five(edit));
                 // 0-1 complete, 2 is held alone, 3 differs from it again and restarts.
                 assert_eq!(lens(&d), vec![TWO, ONE, TWO], "{} {}", p.name, why.name);
-                assert_eq!(d[1].skb.start, Some(why), "{} {}", p.name, why.name);
+                assert_eq!(d[1].skb.model.start, Some(why), "{} {}", p.name, why.name);
             }
         }
         // [3.12]: DF clear is a soft flush, ORed into p->flush: 0-1 complete, then 2
         // goes up alone.
         let d = run(&LINUX_3_12, five(|s| s.df = false));
-        assert_eq!(d[1].skb.start, Some(reason::IPV4_DF));
+        assert_eq!(d[1].skb.model.start, Some(reason::IPV4_DF));
         assert_eq!(lens(&d), vec![TWO, ONE, TWO]);
     }
 
@@ -314,7 +314,7 @@ mod tests {
             let d = run(&LINUX_6_18, f);
             // A hard flush returns before TCP: 0-1 stay held until 3 (ipv4:id, tcp:seq).
             assert_eq!(lens(&d), vec![ONE, TWO, TWO], "{}", why.name);
-            assert_eq!(d[0].skb.start, Some(why));
+            assert_eq!(d[0].skb.model.start, Some(why));
         }
     }
 
@@ -327,7 +327,7 @@ mod tests {
         let d = run(&LINUX_6_18, f);
         // Soft flush: skb_gro_receive refuses (-E2BIG), so 0-1 complete and 2 goes up.
         assert_eq!(lens(&d), vec![TWO, ONE, TWO]);
-        assert_eq!(d[1].skb.start, Some(reason::IPV4_LEN));
+        assert_eq!(d[1].skb.model.start, Some(reason::IPV4_LEN));
     }
 
     #[test]

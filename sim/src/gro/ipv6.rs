@@ -4,7 +4,7 @@
 //! other next header end GRO for the frame.
 
 use super::rules::IpIdRule;
-use super::{reason, tcp, GroConfig, GroSkb, Reason, GRO_RECURSION_LIMIT};
+use super::{reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
 
 /// NEXTHDR_TCP.
 pub const NEXTHDR_TCP: u8 = 6;
@@ -14,7 +14,7 @@ const FLOW_BITS: u32 = 0xF00F_FFFF;
 /// The Traffic Class bits of the first word.
 const TC_BITS: u32 = 0x0FF0_0000;
 
-fn pflush(p: &mut GroSkb, why: Reason) {
+fn pflush(p: &mut SkBuff, why: Reason) {
     p.cb.flush = true;
     if p.cb.flush_reason.is_none() {
         p.cb.flush_reason = Some(why);
@@ -33,9 +33,13 @@ fn first_word(h: &[u8]) -> u32 {
 /// part of that comparison (`*(u16 *)&iph->nexthdr`), a Traffic Class difference flushes
 /// the held skb here and the new skb is atomic (no IP ID); since then both checks are
 /// tcp_gro_receive's ([`network_flush`]).
-pub fn ipv6_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+pub fn ipv6_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let off = skb.cb.data_offset;
-    let Some(iph) = skb.data.get(off..off + IPV6_HLEN) else {
+    let Some(iph) = skb.hdr(off, IPV6_HLEN) else {
         skb.flush(reason::IPV6_HDR);
         return None;
     };
@@ -54,7 +58,7 @@ pub fn ipv6_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) 
         if !p.cb.same_flow {
             continue;
         }
-        let Some(q) = p.data.get(off..off + IPV6_HLEN) else {
+        let Some(q) = p.hdr(off, IPV6_HLEN) else {
             p.cb.same_flow = false;
             continue;
         };
@@ -89,11 +93,11 @@ pub fn ipv6_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) 
     }
     let level = usize::from(skb.cb.encap_mark);
     skb.cb.network_offsets[level] = off;
-    skb.network_header = off;
+    skb.set_network_header(off);
     // skb_gro_postpull_rcsum: the carried sum stops covering the IPv6 header.
     super::core::postpull_rcsum(skb, off, IPV6_HLEN);
     skb.cb.data_offset += IPV6_HLEN;
-    skb.transport_header = skb.cb.data_offset;
+    skb.set_transport_header(skb.cb.data_offset);
     skb.cb.recursion += 1;
     if skb.cb.recursion >= GRO_RECURSION_LIMIT {
         skb.flush(reason::RECURSION);
@@ -104,11 +108,10 @@ pub fn ipv6_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) 
 }
 
 /// ip6_gro_compute_pseudo for the innermost IP header seen so far.
-pub fn gro_compute_pseudo(skb: &GroSkb, proto: u8) -> u32 {
+pub fn gro_compute_pseudo(skb: &SkBuff, proto: u8) -> u32 {
     let nh = skb.cb.network_offsets[usize::from(skb.cb.encap_mark)];
     let a = |o: usize| -> [u8; 16] {
-        skb.data
-            .get(nh + o..nh + o + 16)
+        skb.hdr(nh + o, 16)
             .and_then(|b| b.try_into().ok())
             .unwrap_or([0; 16])
     };
@@ -117,15 +120,12 @@ pub fn gro_compute_pseudo(skb: &GroSkb, proto: u8) -> u32 {
 
 /// The IPv6 check of gro_receive_network_flush (include/net/gro.h: ipv6_gro_flush, 6.10
 /// on): a different Traffic Class or hop limit flushes.
-pub fn network_flush(cfg: &GroConfig, skb: &GroSkb, p: &GroSkb, nh: usize) -> Option<Reason> {
+pub fn network_flush(cfg: &GroConfig, skb: &SkBuff, p: &SkBuff, nh: usize) -> Option<Reason> {
     if cfg.rules.ip_id != IpIdRule::PerLevel618 {
         // Done in ipv6_gro_receive before 6.10.
         return None;
     }
-    let (Some(a), Some(b)) = (
-        skb.data.get(nh..nh + IPV6_HLEN),
-        p.data.get(nh..nh + IPV6_HLEN),
-    ) else {
+    let (Some(a), Some(b)) = (skb.hdr(nh, IPV6_HLEN), p.hdr(nh, IPV6_HLEN)) else {
         return Some(reason::IPV6_HDR);
     };
     if (first_word(a) ^ first_word(b)) & TC_BITS != 0 {
@@ -136,17 +136,17 @@ pub fn network_flush(cfg: &GroConfig, skb: &GroSkb, p: &GroSkb, nh: usize) -> Op
 
 /// ipv6_gro_complete(skb, nhoff): payload_len = the bytes after this header, then the L4
 /// complete (tcp6_gro_complete).
-pub fn ipv6_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
-    if skb.data.len() < nhoff + IPV6_HLEN {
+pub fn ipv6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
+    if skb.headlen() < nhoff + IPV6_HLEN {
         return;
     }
     if skb.encapsulation {
-        skb.inner_network_header = Some(nhoff);
+        skb.set_inner_network_header(nhoff);
     }
     // GRO_MAX_SIZE keeps a merged skb under 64 KiB: no BIG TCP jumbogram header.
-    let payload = (skb.len - nhoff - IPV6_HLEN) as u16;
-    skb.data[nhoff + 4..nhoff + 6].copy_from_slice(&payload.to_be_bytes());
-    if skb.data[nhoff + 6] == NEXTHDR_TCP {
+    let payload = (skb.len() - nhoff - IPV6_HLEN) as u16;
+    skb.put_hdr(nhoff + 4, &payload.to_be_bytes());
+    if skb.linear()[nhoff + 6] == NEXTHDR_TCP {
         tcp::tcp6_gro_complete(cfg, skb, nhoff, nhoff + IPV6_HLEN);
     }
 }
@@ -246,17 +246,17 @@ mod tests {
     fn another_flow_label_starts_another_flow() {
         let d = run(&LINUX_6_18, three(|s| s.flow = 0x54321));
         assert_eq!(lens(&d), vec![TWO, ONE]);
-        assert_eq!(d[1].skb.start, Some(reason::FLOW_NEW));
+        assert_eq!(d[1].skb.model.start, Some(reason::FLOW_NEW));
     }
 
     #[test]
     fn hop_limit_flushes_on_6_18_and_is_another_flow_before_6_10() {
         let d = run(&LINUX_6_18, three(|s| s.hop = 63));
         assert_eq!(lens(&d), vec![TWO, ONE]);
-        assert_eq!(d[1].skb.start, Some(reason::IPV6_HOPLIMIT));
+        assert_eq!(d[1].skb.model.start, Some(reason::IPV6_HOPLIMIT));
         let d = run(&LINUX_4_19, three(|s| s.hop = 63));
         assert_eq!(lens(&d), vec![TWO, ONE]);
-        assert_eq!(d[1].skb.start, Some(reason::FLOW_NEW));
+        assert_eq!(d[1].skb.model.start, Some(reason::FLOW_NEW));
     }
 
     #[test]
@@ -264,7 +264,7 @@ mod tests {
         for p in [&LINUX_6_18, &LINUX_4_19] {
             let d = run(p, three(|s| s.tc = 0x10));
             assert_eq!(lens(&d), vec![TWO, ONE], "{}", p.name);
-            assert_eq!(d[1].skb.start, Some(reason::IPV6_TC), "{}", p.name);
+            assert_eq!(d[1].skb.model.start, Some(reason::IPV6_TC), "{}", p.name);
         }
     }
 
@@ -273,12 +273,12 @@ mod tests {
         // Next header 58 (ICMPv6) stands for every non-TCP next header.
         let d = run(&LINUX_6_18, three(|s| s.next = 58));
         assert_eq!(lens(&d), vec![ONE, TWO]);
-        assert_eq!(d[0].skb.start, Some(reason::IPV6_NO_L4));
+        assert_eq!(d[0].skb.model.start, Some(reason::IPV6_NO_L4));
         let mut frames = three(|_| {});
         let last = frames[2].len() - 1;
         frames[2][last] ^= 0xff;
         let d = run(&LINUX_6_18, frames);
         assert_eq!(lens(&d), vec![ONE, TWO]);
-        assert_eq!(d[0].skb.start, Some(reason::TCP_CSUM));
+        assert_eq!(d[0].skb.model.start, Some(reason::TCP_CSUM));
     }
 }

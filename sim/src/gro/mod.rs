@@ -6,9 +6,20 @@
 //! inet_gro_flush), `gre` (net/ipv4/gre_offload.c), `udp` (net/ipv4/udp_offload.c and
 //! drivers/net/vxlan/vxlan_core.c), `tcp` (net/ipv4/tcp_offload.c).
 //!
-//! Offsets count from the frame start (the MAC header); the kernel's skb->data sits at the
-//! network header during GRO, so its `skb->len` is the frame length minus ETH_HLEN.
-//! Every decision that keeps a frame from merging carries a named [`Reason`].
+//! GRO works on the one [`SkBuff`] type: its GRO state is `skb.cb` ([`GroCb`], as
+//! NAPI_GRO_CB lives in skb->cb), merged segments become the held skb's own frags or
+//! frag_list skbs (skb_gro_receive), and the model's bookkeeping is `skb.model`
+//! ([`GroModel`]).
+//!
+//! Offsets: every GRO offset (`cb.data_offset`, `cb.network_offsets`, the `nhoff` and
+//! `thoff` of the completions) counts from skb->data, which the model keeps at the MAC
+//! header, so it is an offset into the frame. The skb's own header fields
+//! (network_header, csum_start, inner_*) count from head as everywhere in [`SkBuff`];
+//! GRO writes them with `set_*_header(offset)` / `data_offset() + offset` and reads them
+//! back with [`SkBuff::offset_from_data`]. The kernel's skb->data sits at the network
+//! header during GRO, so its `skb->len` is the frame length minus ETH_HLEN
+//! ([`SkBuff::kernel_len`]). Every decision that keeps a frame from merging carries a
+//! named [`Reason`].
 
 pub mod core;
 pub mod csum;
@@ -23,7 +34,8 @@ pub mod rules;
 pub mod tcp;
 pub mod udp;
 
-use crate::skb::IpSummed;
+use crate::skb::SkBuff;
+pub use crate::skb::ETH_HLEN;
 
 pub use self::core::{dev_gro_receive, napi_gro_complete, GroResult};
 pub use napi::{Delivered, End, Napi};
@@ -44,8 +56,6 @@ pub const MAX_SKB_FRAGS: usize = 17;
 pub const NAPI_POLL_WEIGHT: usize = 64;
 /// GRO_RECURSION_LIMIT (include/net/gro.h).
 pub const GRO_RECURSION_LIMIT: u8 = 15;
-/// ETH_HLEN.
-pub const ETH_HLEN: usize = 14;
 
 /// Why a frame did not merge (or why a held skb went up): a short name for traces and
 /// the kernel rule it reproduces.
@@ -135,18 +145,9 @@ reasons! {
     RECURSION "gro:recursion" false "include/net/gro.h: call_gro_receive: GRO_RECURSION_LIMIT";
 }
 
-/// A later segment merged into a held skb: the frame it came from and where its
-/// payload starts (skb_gro_offset when it merged).
-#[derive(Debug, Clone)]
-pub struct Seg {
-    pub bytes: Vec<u8>,
-    pub off: usize,
-    pub frame: u64,
-}
-
-/// Where a merged skb keeps its segments (model only): skb_gro_receive attaches
-/// payloads as frags of the last skb while MAX_SKB_FRAGS allows, else chains a new skb
-/// on frag_list.
+/// Where a merged skb keeps its segments, counted from its frags and frag_list
+/// ([`SkBuff::layout`]): skb_gro_receive attaches payloads as frags of the last skb
+/// while MAX_SKB_FRAGS allows, else chains a new skb on frag_list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Layout {
     /// nr_frags of the head skb.
@@ -158,7 +159,7 @@ pub struct Layout {
 /// NAPI_GRO_CB(skb): the GRO control block (include/net/gro.h: struct napi_gro_cb).
 #[derive(Debug, Clone, Default)]
 pub struct GroCb {
-    /// skb_gro_offset, from the frame start.
+    /// skb_gro_offset, from skb->data (the MAC header in the model).
     pub data_offset: usize,
     pub flush: bool,
     pub flush_reason: Option<Reason>,
@@ -193,90 +194,55 @@ pub struct GroCb {
     pub merged_flush: Option<Reason>,
 }
 
-/// An skb in GRO: the head frame's bytes (headers edited at completion) and the
-/// payloads merged after it.
+/// What only the model tracks about an skb in GRO (no kernel field): which input
+/// frames it holds, when its head frame was written, and why that frame did not merge.
 #[derive(Debug, Clone, Default)]
-pub struct GroSkb {
-    pub data: Vec<u8>,
-    pub segs: Vec<Seg>,
-    /// Frame length: head bytes plus every merged payload.
-    pub len: usize,
-    /// skb->protocol after eth_type_trans.
-    pub protocol: u16,
+pub struct GroModel {
+    /// The input frame index of the head.
     pub frame: u64,
+    /// When the head frame was written.
     pub ts_ns: u64,
-    pub ip_summed: IpSummed,
-    pub csum_level: u8,
-    pub csum_start: usize,
-    pub csum_offset: u16,
-    pub gso_size: u16,
-    pub gso_segs: u16,
-    pub gso_type: u32,
-    pub encapsulation: bool,
-    pub transport_header: usize,
-    /// skb->network_header: inet_gro_receive sets it at every IPv4 level, so after
-    /// receive it points at the innermost IP header (what pre-6.8 completions read as
-    /// ip_hdr(skb)).
-    pub network_header: usize,
-    pub inner_mac_header: Option<usize>,
-    pub inner_network_header: Option<usize>,
-    pub inner_transport_header: Option<usize>,
-    /// Built by build_skb over a page frag (skb->head_frag).
-    pub head_frag: bool,
-    pub layout: Layout,
-    pub cb: GroCb,
+    /// The input frames merged after the head, in merge (and byte) order.
+    pub merged: Vec<u64>,
     /// Why this skb's head frame did not merge into an earlier skb.
     pub start: Option<Reason>,
     /// Further rules that fired together with `start`.
     pub start_also: Vec<Reason>,
 }
 
-impl GroSkb {
-    /// A fresh skb for one written frame.
-    pub fn new(frame: u64, ts_ns: u64, data: Vec<u8>) -> GroSkb {
-        let len = data.len();
-        GroSkb {
-            data,
-            len,
-            frame,
-            ts_ns,
-            ..GroSkb::default()
-        }
+/// GRO's view of an skb: the helpers net/core/gro.c and include/net/gro.h give it.
+impl SkBuff {
+    /// A fresh skb for one frame written at `ts_ns`, built over `frame` (data at the MAC
+    /// header, no headroom: the GRO model reads no headroom).
+    pub fn for_gro(frame: u64, ts_ns: u64, bytes: Vec<u8>) -> SkBuff {
+        let mut skb = SkBuff::build(bytes, 0);
+        skb.reset_mac_header();
+        skb.model.frame = frame;
+        skb.model.ts_ns = ts_ns;
+        skb
     }
 
     /// Input frame indices held, head first.
     pub fn frames(&self) -> impl Iterator<Item = u64> + '_ {
-        std::iter::once(self.frame).chain(self.segs.iter().map(|s| s.frame))
+        std::iter::once(self.model.frame).chain(self.model.merged.iter().copied())
     }
 
     /// skb->len as the kernel counts it during GRO (from the network header).
     pub fn kernel_len(&self) -> usize {
-        self.len.saturating_sub(ETH_HLEN)
+        self.len().saturating_sub(ETH_HLEN)
     }
 
     /// skb_gro_len.
     pub fn gro_len(&self) -> usize {
-        self.len.saturating_sub(self.cb.data_offset)
+        self.len().saturating_sub(self.cb.data_offset)
     }
 
-    /// The whole frame: the head bytes themselves when nothing was merged (no copy),
-    /// else [`GroSkb::to_vec`].
-    pub fn bytes(&self) -> std::borrow::Cow<'_, [u8]> {
-        if self.segs.is_empty() {
-            std::borrow::Cow::Borrowed(&self.data)
-        } else {
-            std::borrow::Cow::Owned(self.to_vec())
+    /// The head's nr_frags and each frag_list skb's.
+    pub fn layout(&self) -> Layout {
+        Layout {
+            frags: self.nr_frags(),
+            frag_list: self.frag_list().iter().map(SkBuff::nr_frags).collect(),
         }
-    }
-
-    /// The whole frame as one buffer (head bytes, then each merged payload).
-    pub fn to_vec(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.len);
-        v.extend_from_slice(&self.data);
-        for s in &self.segs {
-            v.extend_from_slice(&s.bytes[s.off..]);
-        }
-        v
     }
 
     /// Set NAPI_GRO_CB(skb)->flush, remembering the first reason.
@@ -295,38 +261,56 @@ impl GroSkb {
         }
     }
 
+    /// The linear bytes `off..off + n` (offsets from data), if there.
+    pub(crate) fn hdr(&self, off: usize, n: usize) -> Option<&[u8]> {
+        self.linear().get(off..off.checked_add(n)?)
+    }
+
     pub(crate) fn be16(&self, off: usize) -> u16 {
-        match self.data.get(off..off + 2) {
+        match self.hdr(off, 2) {
             Some(b) => u16::from_be_bytes([b[0], b[1]]),
             None => 0,
         }
     }
 
     pub(crate) fn be32(&self, off: usize) -> u32 {
-        match self.data.get(off..off + 4) {
+        match self.hdr(off, 4) {
             Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
             None => 0,
         }
     }
 
-    /// Bytes of the packet from `off` to the end, as skb_checksum would read them; the
-    /// head part only, or the whole packet when segments were merged (cold path).
+    /// Write `bytes` at `off` (from data) in the linear part; a header the skb does
+    /// not hold is left alone.
+    pub(crate) fn put_hdr(&mut self, off: usize, bytes: &[u8]) {
+        if let Some(d) = off
+            .checked_add(bytes.len())
+            .and_then(|end| self.linear_mut().get_mut(off..end))
+        {
+            d.copy_from_slice(bytes);
+        }
+    }
+
+    /// The ones-complement sum of the packet from `off` to the end, as skb_checksum
+    /// reads it: piece by piece; a piece starting at an odd distance from `off` has its
+    /// sum byte-swapped (csum_block_add).
     pub(crate) fn sum_from(&self, off: usize) -> u32 {
-        let mut s = csum::sum(self.data.get(off..).unwrap_or(&[]));
-        let mut pos = self.data.len();
-        for seg in &self.segs {
-            let p = &seg.bytes[seg.off..];
-            // Chained pieces start at even offsets only if `pos` is even; an odd start
-            // byte-swaps the piece's sum (csum_block_add).
-            let ps = csum::sum(p);
-            let ps = if (pos - off) % 2 == 1 {
+        let (mut s, mut pos) = (0u32, 0usize);
+        self.for_each_piece(|p| {
+            let start = pos;
+            pos += p.len();
+            if pos < off {
+                return;
+            }
+            let from = off.saturating_sub(start);
+            let ps = csum::sum(p.get(from..).unwrap_or(&[]));
+            let ps = if (start + from - off) % 2 == 1 {
                 u32::from(csum::fold(ps).swap_bytes())
             } else {
                 ps
             };
             s = csum::csum_add(s, ps);
-            pos += p.len();
-        }
+        });
         s
     }
 }
@@ -376,17 +360,29 @@ mod tests {
 
     #[test]
     fn sum_from_chains_merged_payloads_at_odd_offsets() {
-        let mut skb = GroSkb::new(0, 0, vec![1, 2, 3]);
-        skb.segs.push(Seg {
-            bytes: vec![9, 9, 4, 5, 6],
-            off: 2,
-            frame: 1,
-        });
-        skb.len = 6;
+        let mut skb = SkBuff::for_gro(0, 0, vec![1, 2, 3]);
+        skb.push_frag(crate::skb::SkbFrag::new(vec![9, 9, 4, 5, 6], 2, 3));
+        assert_eq!(skb.len(), 6);
         // Whole packet 01 02 03 04 05 06 -> 0x0102 + 0x0304 + 0x0506 = 0x090c.
         assert_eq!(csum::fold(skb.sum_from(0)), 0x090c);
         // From offset 1: 02 03 04 05 06 -> 0x0203 + 0x0405 + 0x0600 = 0x0c08.
         assert_eq!(csum::fold(skb.sum_from(1)), 0x0c08);
+        // From offset 4 (inside the frag): 05 06 -> 0x0506.
+        assert_eq!(csum::fold(skb.sum_from(4)), 0x0506);
+        // A frag_list skb after the frag: 07 08 at offset 6 -> + 0x0708 = 0x1014.
+        let mut chained = SkBuff::for_gro(2, 0, vec![0, 7, 8]);
+        chained.pull(1).unwrap();
+        skb.push_frag_list(chained);
+        assert_eq!(skb.len(), 8);
+        assert_eq!(csum::fold(skb.sum_from(0)), 0x1014);
+        assert_eq!(skb.to_vec(), vec![1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(
+            skb.layout(),
+            Layout {
+                frags: 1,
+                frag_list: vec![0]
+            }
+        );
     }
 }
 
@@ -427,7 +423,7 @@ pub(crate) mod testutil {
     }
 
     pub fn lens(d: &[Delivered]) -> Vec<usize> {
-        d.iter().map(|x| x.skb.len).collect()
+        d.iter().map(|x| x.skb.len()).collect()
     }
 
     /// Five 1400-byte segments of one flow; `edit` changes segment 2.

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use super::core::{dev_gro_receive, napi_gro_complete, GroResult};
-use super::{GroConfig, GroSkb, Reason, GRO_HASH_BUCKETS, NAPI_POLL_WEIGHT};
+use super::{GroConfig, Reason, SkBuff, GRO_HASH_BUCKETS, NAPI_POLL_WEIGHT};
 
 /// Why a delivered skb went up when it did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub enum End {
 /// One skb handed to the stack (netif_receive_skb_list via rx_list).
 #[derive(Debug, Clone)]
 pub struct Delivered {
-    pub skb: GroSkb,
+    pub skb: Box<SkBuff>,
     pub end: End,
     /// When it went up.
     pub ts_ns: u64,
@@ -48,7 +48,7 @@ pub struct Delivered {
 #[derive(Debug)]
 pub struct Napi {
     /// gro_hash[]: index 0 is the oldest skb (the list tail), the last the youngest.
-    pub buckets: [Vec<GroSkb>; GRO_HASH_BUCKETS],
+    pub buckets: [Vec<Box<SkBuff>>; GRO_HASH_BUCKETS],
     pub jiffies: u64,
     pub now_ns: u64,
     /// Polls run so far.
@@ -56,7 +56,7 @@ pub struct Napi {
     /// rx_list, in order.
     pub rx: Vec<Delivered>,
     /// tfile->sk.sk_write_queue (IFF_NAPI).
-    pub queue: VecDeque<GroSkb>,
+    pub queue: VecDeque<Box<SkBuff>>,
     /// The armed hrtimer's expiry.
     pub timer: Option<u64>,
     /// dev->gro_flush_timeout in ns.
@@ -99,7 +99,7 @@ impl Napi {
     }
 
     /// gro_normal_one: queue for the stack.
-    pub fn deliver(&mut self, skb: GroSkb, end: End) {
+    pub fn deliver(&mut self, skb: Box<SkBuff>, end: End) {
         self.rx.push(Delivered {
             skb,
             end,

@@ -6,7 +6,7 @@ use super::csum;
 use super::ipv4::{gro_compute_pseudo, IPPROTO_TCP};
 use super::ipv6;
 use super::rules::{CwrGso, IpIdRule};
-use super::{reason, GroConfig, GroSkb, Reason};
+use super::{reason, GroConfig, Reason, SkBuff};
 use crate::skb::{gso, IpSummed};
 
 // TCP_FLAG_* as bits of the host-order flag word (TCP header bytes 12..16).
@@ -22,13 +22,21 @@ const TCP_HLEN: usize = 20;
 
 /// tcp4_gro_receive: verify the checksum (unless a flush is already pending), pull the
 /// header, then tcp_gro_receive.
-pub fn tcp4_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+pub fn tcp4_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let psum = gro_compute_pseudo(skb, IPPROTO_TCP);
     tcp_gro_validate_and_pull(cfg, head, skb, psum)
 }
 
 /// tcp6_gro_receive: the same with the IPv6 pseudo header (ip6_gro_compute_pseudo).
-pub fn tcp6_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+pub fn tcp6_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let psum = ipv6::gro_compute_pseudo(skb, IPPROTO_TCP);
     tcp_gro_validate_and_pull(cfg, head, skb, psum)
 }
@@ -37,8 +45,8 @@ pub fn tcp6_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) 
 /// tcp_gro_receive.
 fn tcp_gro_validate_and_pull(
     cfg: &GroConfig,
-    head: &mut [GroSkb],
-    skb: &mut GroSkb,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
     psum: u32,
 ) -> Option<usize> {
     if !skb.cb.flush && checksum_validate(skb, false, 0, psum) {
@@ -47,12 +55,12 @@ fn tcp_gro_validate_and_pull(
     }
     // tcp_gro_pull_header
     let th = skb.cb.data_offset;
-    if skb.data.len() < th + TCP_HLEN {
+    if skb.headlen() < th + TCP_HLEN {
         skb.flush(reason::TCP_DOFF);
         return None;
     }
-    let thlen = usize::from(skb.data[th + 12] >> 4) * 4;
-    if thlen < TCP_HLEN || skb.data.len() < th + thlen {
+    let thlen = usize::from(skb.linear()[th + 12] >> 4) * 4;
+    if thlen < TCP_HLEN || skb.headlen() < th + thlen {
         skb.flush(reason::TCP_DOFF);
         return None;
     }
@@ -63,12 +71,12 @@ fn tcp_gro_validate_and_pull(
 /// __gro_receive_network_flush: the IPv6 or the IPv4 rule, by the header's version.
 fn network_flush(
     cfg: &GroConfig,
-    skb: &GroSkb,
-    p: &mut GroSkb,
+    skb: &SkBuff,
+    p: &mut SkBuff,
     nh: usize,
     inner: bool,
 ) -> Option<Reason> {
-    if skb.data.get(nh).is_some_and(|b| b >> 4 == 6) {
+    if skb.linear().get(nh).is_some_and(|b| b >> 4 == 6) {
         ipv6::network_flush(cfg, skb, p, nh)
     } else {
         super::ipv4::network_flush(cfg, skb, p, nh, inner)
@@ -98,8 +106,8 @@ fn flag_diff_reason(diff: u32) -> Reason {
 /// then the final flush check. Returns the held skb to complete, if any.
 pub fn tcp_gro_receive(
     cfg: &GroConfig,
-    head: &mut [GroSkb],
-    skb: &mut GroSkb,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
     th: usize,
     thlen: usize,
 ) -> Option<usize> {
@@ -125,7 +133,7 @@ pub fn tcp_gro_receive(
     let mut mss = 1usize;
     if let Some(i) = found {
         let p = &mut head[i];
-        let th2 = p.transport_header;
+        let th2 = p.offset_from_data(p.transport_header).unwrap_or(0);
         let flags2 = p.be32(th2 + 12);
         // Every rule that fires, in the kernel's order; the first names the flush.
         let mut all: Vec<Reason> = Vec::new();
@@ -189,7 +197,7 @@ pub fn tcp_gro_receive(
                 Ok(()) => {
                     // The held flag word ORs in the new FIN and PSH.
                     let w = p.be32(th2 + 12) | (flags & (TCP_FLAG_FIN | TCP_FLAG_PSH));
-                    p.data[th2 + 12..th2 + 16].copy_from_slice(&w.to_be_bytes());
+                    p.put_hdr(th2 + 12, &w.to_be_bytes());
                 }
                 Err(r) => {
                     skb.cb.nomerge = Some(r);
@@ -234,19 +242,23 @@ pub fn tcp_gro_receive(
 /// tcp4_gro_complete: the TCP checksum becomes the folded pseudo-header sum of the
 /// merged length (not complemented), gso_type gains TCPV4 (+ FIXEDID bits), then
 /// tcp_gro_complete.
-pub fn tcp4_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, thoff: usize) {
-    if skb.data.len() < thoff + TCP_HLEN {
+pub fn tcp4_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, thoff: usize) {
+    if skb.headlen() < thoff + TCP_HLEN {
         return;
     }
     let nh = skb.cb.network_offsets[usize::from(skb.encapsulation)];
-    let addr = |o: usize| -> [u8; 4] { skb.data[nh + o..nh + o + 4].try_into().unwrap_or([0; 4]) };
+    let addr = |o: usize| -> [u8; 4] {
+        skb.hdr(nh + o, 4)
+            .and_then(|b| b.try_into().ok())
+            .unwrap_or([0; 4])
+    };
     let check = csum::fold(csum::pseudo_v4(
         addr(12),
         addr(16),
         IPPROTO_TCP,
-        skb.len - thoff,
+        skb.len() - thoff,
     ));
-    skb.data[thoff + 16..thoff + 18].copy_from_slice(&check.to_be_bytes());
+    skb.put_hdr(thoff + 16, &check.to_be_bytes());
     skb.gso_type |= gso::TCPV4;
     if cfg.rules.fixedid_on_complete {
         if skb.cb.ip_fixedid & 1 != 0 {
@@ -261,33 +273,33 @@ pub fn tcp4_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, thoff: usize) {
 
 /// tcp6_gro_complete: the TCP checksum becomes ~tcp_v6_check(len, saddr, daddr, 0), the
 /// folded IPv6 pseudo-header sum; gso_type gains TCPV6; then tcp_gro_complete.
-pub fn tcp6_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize, thoff: usize) {
-    if skb.data.len() < thoff + TCP_HLEN {
+pub fn tcp6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize, thoff: usize) {
+    if skb.headlen() < thoff + TCP_HLEN {
         return;
     }
     let addr = |o: usize| -> [u8; 16] {
-        skb.data[nhoff + o..nhoff + o + 16]
-            .try_into()
+        skb.hdr(nhoff + o, 16)
+            .and_then(|b| b.try_into().ok())
             .unwrap_or([0; 16])
     };
     let check = csum::fold(csum::pseudo_v6(
         addr(8),
         addr(24),
         IPPROTO_TCP,
-        skb.len - thoff,
+        skb.len() - thoff,
     ));
-    skb.data[thoff + 16..thoff + 18].copy_from_slice(&check.to_be_bytes());
+    skb.put_hdr(thoff + 16, &check.to_be_bytes());
     skb.gso_type |= gso::TCPV6;
     tcp_gro_complete(cfg, skb, thoff);
 }
 
 /// tcp_gro_complete: CHECKSUM_PARTIAL at the TCP header, gso_segs = count, and the ECN
 /// GSO bit when the head segment has CWR.
-pub fn tcp_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, thoff: usize) {
+pub fn tcp_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, thoff: usize) {
     if skb.encapsulation {
-        skb.inner_transport_header = Some(thoff);
+        skb.set_inner_transport_header(thoff);
     }
-    skb.csum_start = thoff;
+    skb.csum_start = skb.data_offset() + thoff;
     skb.csum_offset = 16;
     skb.ip_summed = IpSummed::Partial;
     skb.gso_segs = skb.cb.count;
@@ -338,7 +350,7 @@ mod tests {
             // The flag word differs: held 0-1 completes, segment 2 is flushed unheld
             // (final check), 3-4 start again.
             assert_eq!(lens(&d), vec![TWO, ONE, TWO], "{}", why.name);
-            assert_eq!(d[1].skb.start, Some(why));
+            assert_eq!(d[1].skb.model.start, Some(why));
             assert_eq!(d[1].end, End::Normal);
         }
     }
@@ -361,7 +373,7 @@ mod tests {
             // Segment 2 completes 0-1 and is held alone; 3 differs from it again.
             let l = lens(&d);
             assert_eq!(l[0], TWO, "{}", why.name);
-            assert_eq!(d[1].skb.start, Some(why));
+            assert_eq!(d[1].skb.model.start, Some(why));
             assert_eq!(d.len(), 3);
         }
         // Same option length, different timestamp value: tcp:options.
@@ -378,7 +390,7 @@ mod tests {
             .collect();
         let d = run(&LINUX_6_18, frames);
         assert_eq!(lens(&d), vec![2 * 1400 + 66, 1466, 2 * 1400 + 66]);
-        assert_eq!(d[1].skb.start, Some(reason::TCP_OPTIONS));
+        assert_eq!(d[1].skb.model.start, Some(reason::TCP_OPTIONS));
     }
 
     #[test]
@@ -419,7 +431,7 @@ mod tests {
             .collect();
         let d = run(&LINUX_6_18, f);
         assert_eq!(lens(&d), vec![754, TWO]);
-        assert_eq!(d[1].skb.start, Some(reason::TCP_MSS));
+        assert_eq!(d[1].skb.model.start, Some(reason::TCP_MSS));
         // A pure ACK (no payload, seq unchanged) in the middle: held 0-1 completes, the
         // ACK goes up alone (len 0 < mss), 3-4 (seq 1000 + 2 x 1400 + 1400) restart.
         let f: Vec<Vec<u8>> = (0..5u32)
@@ -440,18 +452,18 @@ mod tests {
             .collect();
         let d = run(&LINUX_6_18, f);
         assert_eq!(lens(&d), vec![TWO, 54, TWO]);
-        assert_eq!(d[1].skb.start, Some(reason::TCP_MSS));
+        assert_eq!(d[1].skb.model.start, Some(reason::TCP_MSS));
     }
 
     #[test]
     fn seq_gap_and_checksum() {
         let d = run(&LINUX_6_18, five(|s| s.seq += 1));
         assert_eq!(lens(&d), vec![TWO, ONE, TWO]);
-        assert_eq!(d[1].skb.start, Some(reason::TCP_SEQ));
+        assert_eq!(d[1].skb.model.start, Some(reason::TCP_SEQ));
         let d = run(&LINUX_6_18, five(|s| s.bad_tcp_csum = true));
         // The bad segment goes up first; 0-1 stay held until 3 fails ipv4:id/tcp:seq.
         assert_eq!(lens(&d), vec![ONE, TWO, TWO]);
-        assert_eq!(d[0].skb.start, Some(reason::TCP_CSUM));
+        assert_eq!(d[0].skb.model.start, Some(reason::TCP_CSUM));
     }
 
     #[test]
@@ -459,7 +471,7 @@ mod tests {
         // 6.18: CWR on segment 2 flushes (not merged, held); 3 differs in CWR: flush.
         let d = run(&LINUX_6_18, five(|s| s.flags = 0x90));
         assert_eq!(lens(&d), vec![TWO, ONE, TWO]);
-        assert_eq!(d[1].skb.start, Some(reason::TCP_CWR));
+        assert_eq!(d[1].skb.model.start, Some(reason::TCP_CWR));
         // 4.19 masked CWR in the XOR: 3-4 merge into the CWR head, gso TCP_ECN.
         let d = run(&LINUX_4_19, five(|s| s.flags = 0x90));
         assert_eq!(lens(&d), vec![TWO, THREE]);
@@ -484,6 +496,6 @@ mod tests {
             .collect();
         let d = run(&LINUX_6_18, f);
         assert_eq!(lens(&d), vec![54 + 5600, 54 + 5600]);
-        assert_eq!(d[1].skb.start, Some(reason::FLOW_NEW));
+        assert_eq!(d[1].skb.model.start, Some(reason::FLOW_NEW));
     }
 }

@@ -9,7 +9,7 @@ use super::csum;
 use super::eth::eth_gro_complete;
 use super::ipv4::{gro_compute_pseudo, IPPROTO_UDP};
 use super::rules::UdpCompleteIph;
-use super::{reason, GroConfig, GroSkb, GRO_RECURSION_LIMIT};
+use super::{reason, GroConfig, SkBuff, GRO_RECURSION_LIMIT};
 use crate::skb::{gso, IpSummed};
 
 const UDP_HLEN: usize = 8;
@@ -17,9 +17,13 @@ const UDP_HLEN: usize = 8;
 pub const VXLAN_HLEN: usize = 8;
 
 /// udp4_gro_receive: verify a non-zero checksum, find the tunnel socket, udp_gro_receive.
-pub fn udp4_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+pub fn udp4_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+) -> Option<usize> {
     let off = skb.cb.data_offset;
-    if skb.data.len() < off + UDP_HLEN {
+    if skb.headlen() < off + UDP_HLEN {
         skb.flush(reason::UDP_NO_GRO);
         return None;
     }
@@ -45,8 +49,8 @@ pub fn udp4_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) 
 /// udp_gro_receive, tunnel branch.
 fn udp_gro_receive(
     cfg: &GroConfig,
-    head: &mut [GroSkb],
-    skb: &mut GroSkb,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
     off: usize,
     check: u16,
     tunnel: bool,
@@ -96,9 +100,9 @@ fn udp_gro_receive(
 /// vxlan_gro_receive: compare the VXLAN flags and VNI words, pull 8 bytes, then
 /// eth_gro_receive (the inner Ethernet header; VXLAN calls it directly, so no
 /// ETH_P_TEB offload is needed).
-fn vxlan_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> Option<usize> {
+fn vxlan_gro_receive(cfg: &GroConfig, head: &mut [Box<SkBuff>], skb: &mut SkBuff) -> Option<usize> {
     let off = skb.cb.data_offset;
-    if skb.data.len() < off + VXLAN_HLEN {
+    if skb.headlen() < off + VXLAN_HLEN {
         skb.flush(reason::VXLAN_VNI);
         return None;
     }
@@ -119,23 +123,27 @@ fn vxlan_gro_receive(cfg: &GroConfig, head: &mut [GroSkb], skb: &mut GroSkb) -> 
 }
 
 /// udp4_gro_complete + udp_gro_complete + vxlan_gro_complete.
-pub fn udp4_gro_complete(cfg: &GroConfig, skb: &mut GroSkb, nhoff: usize) {
-    if skb.data.len() < nhoff + UDP_HLEN {
+pub fn udp4_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
+    if skb.headlen() < nhoff + UDP_HLEN {
         return;
     }
     let nh = match cfg.rules.udp_complete_iph {
         UdpCompleteIph::NetworkOffsets => skb.cb.network_offsets[usize::from(skb.encapsulation)],
-        UdpCompleteIph::SkbNetworkHeader => skb.network_header,
+        UdpCompleteIph::SkbNetworkHeader => skb.offset_from_data(skb.network_header).unwrap_or(0),
     };
-    let len = skb.len - nhoff;
+    let len = skb.len() - nhoff;
     let check = skb.be16(nhoff + 6);
     if check != 0 {
-        let a = |o: usize| -> [u8; 4] { skb.data[nh + o..nh + o + 4].try_into().unwrap_or([0; 4]) };
+        let a = |o: usize| -> [u8; 4] {
+            skb.hdr(nh + o, 4)
+                .and_then(|b| b.try_into().ok())
+                .unwrap_or([0; 4])
+        };
         let c = csum::fold(csum::pseudo_v4(a(12), a(16), IPPROTO_UDP, len));
-        skb.data[nhoff + 6..nhoff + 8].copy_from_slice(&c.to_be_bytes());
+        skb.put_hdr(nhoff + 6, &c.to_be_bytes());
     }
     // udp_gro_complete: uh->len, then the tunnel's gro_complete.
-    skb.data[nhoff + 4..nhoff + 6].copy_from_slice(&(len as u16).to_be_bytes());
+    skb.put_hdr(nhoff + 4, &(len as u16).to_be_bytes());
     if cfg.vxlan_ports.contains(&skb.be16(nhoff + 2)) {
         skb.gso_type = if check != 0 {
             gso::UDP_TUNNEL_CSUM
@@ -182,13 +190,13 @@ mod tests {
     #[test]
     fn vni_mismatch_and_unknown_port() {
         let d = run(&LINUX_6_18, vx(|k| if k == 2 { 43 } else { 42 }, true));
-        assert_eq!(d[1].skb.start, Some(reason::VXLAN_VNI));
+        assert_eq!(d[1].skb.model.start, Some(reason::VXLAN_VNI));
         let d = run(&LINUX_6_18, vx(|_| 42, false));
         assert_eq!(lens(&d), vec![1454; 4]);
-        assert_eq!(d[0].skb.start, Some(reason::UDP_NO_GRO));
+        assert_eq!(d[0].skb.model.start, Some(reason::UDP_NO_GRO));
         // 3.12 had no UDP GRO handler at all.
         let d = run(&LINUX_3_12, vx(|_| 42, true));
-        assert_eq!(d[0].skb.start, Some(reason::IPV4_NO_L4));
+        assert_eq!(d[0].skb.model.start, Some(reason::IPV4_NO_L4));
     }
 
     #[test]
@@ -201,7 +209,7 @@ mod tests {
         .encapsulated(1, |_, o, x| o.vxlan(50000, 42, true, x));
         f[1][40] ^= 0x01;
         let d = run(&LINUX_6_18, f);
-        assert_eq!(d[0].skb.start, Some(reason::UDP_CSUM));
+        assert_eq!(d[0].skb.model.start, Some(reason::UDP_CSUM));
     }
 
     /// udp4_gro_complete writes ~udp_v4_check(len, saddr, daddr, 0) into a non-zero outer

@@ -10,10 +10,10 @@
 
 use crate::gro::napi::{Delivered, Napi};
 use crate::gro::plan::GroPlan;
-use crate::gro::{GroConfig, GroSkb, NAPI_POLL_WEIGHT};
+use crate::gro::{GroConfig, NAPI_POLL_WEIGHT};
 use crate::profile::KernelProfile;
 use crate::scenario::Scenario;
-use crate::skb::IpSummed;
+use crate::skb::{IpSummed, SkBuff, ETH_HLEN};
 
 use super::frame_meta::RecipeError;
 
@@ -65,8 +65,6 @@ pub struct TapGroRun {
     pool: Vec<Vec<u8>>,
 }
 
-const ETH_HLEN: usize = 14;
-
 impl TapGroRun {
     pub fn new(profile: &KernelProfile, plan: &GroPlan) -> TapGroRun {
         TapGroRun {
@@ -99,19 +97,19 @@ impl TapGroRun {
         self.counts.frames += 1;
         self.stats.rx_packets += 1;
         self.stats.rx_bytes += frame.len() as u64;
-        let mut skb = GroSkb::new(index, ts_ns, frame);
-        skb.protocol = crate::ethernet::type_trans(&skb.data);
+        let mut skb = Box::new(SkBuff::for_gro(index, ts_ns, frame));
+        skb.protocol = crate::ethernet::type_trans(skb.linear());
         // tun_build_skb (page-frag head) only for non-blocking writes that fit.
         skb.head_frag = self.plan.nonblocking
             && self
                 .cfg
                 .rules
                 .tun_build_skb_max
-                .is_some_and(|m| skb.len <= m);
+                .is_some_and(|m| skb.len() <= m);
         if self.plan.needs_csum {
-            if let Some(th) = innermost_tcp(&skb.data, &self.cfg.vxlan_ports) {
+            if let Some(th) = innermost_tcp(skb.linear(), &self.cfg.vxlan_ports) {
                 skb.ip_summed = IpSummed::Partial;
-                skb.csum_start = th;
+                skb.csum_start = skb.data_offset() + th;
                 skb.csum_offset = 16;
             }
         }
@@ -148,22 +146,18 @@ impl TapGroRun {
     /// Give a delivered skb's buffers back for later writes (a streamed run renders each
     /// delivery, then recycles it).
     pub fn recycle(&mut self, d: Delivered) {
-        let GroSkb { data, segs, .. } = d.skb;
-        self.pool.push(data);
-        self.pool.extend(segs.into_iter().map(|s| s.bytes));
+        d.skb.release_buffers(&mut self.pool);
     }
 
     fn collect(&mut self) {
         for d in self.napi.rx.drain(..) {
             self.counts.skbs += 1;
-            self.counts.bytes += d.skb.len as u64;
+            self.counts.bytes += d.skb.len() as u64;
             self.counts.segs += u64::from(d.skb.cb.count);
             if self.record {
                 self.delivered.push(d);
             } else {
-                let GroSkb { data, segs, .. } = d.skb;
-                self.pool.push(data);
-                self.pool.extend(segs.into_iter().map(|s| s.bytes));
+                d.skb.release_buffers(&mut self.pool);
             }
         }
     }

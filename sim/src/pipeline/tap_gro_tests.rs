@@ -25,7 +25,7 @@ fn run(profile: &KernelProfile, plan: &GroPlan, frames: Vec<Vec<u8>>) -> TapGroR
 }
 
 fn lens(r: &TapGroRun) -> Vec<usize> {
-    r.delivered.iter().map(|d| d.skb.len).collect()
+    r.delivered.iter().map(|d| d.skb.len()).collect()
 }
 
 fn be16(b: &[u8], o: usize) -> u16 {
@@ -40,11 +40,11 @@ fn ten_segments_with_a_1ms_timeout_become_one_14054_byte_packet() {
     assert_eq!(lens(&r), vec![14054]);
     let d = &r.delivered[0];
     assert_eq!(d.end, End::Timer);
-    assert_eq!(d.skb.start, Some(reason::FLOW_NEW));
+    assert_eq!(d.skb.model.start, Some(reason::FLOW_NEW));
     let s = &d.skb;
     assert_eq!((s.gso_size, s.gso_segs), (1400, 10));
     assert_eq!(s.gso_type, crate::skb::gso::TCPV4);
-    assert_eq!((s.csum_start, s.csum_offset), (34, 16));
+    assert_eq!((s.checksum_start_offset(), s.csum_offset), (34, 16));
     let b = s.to_vec();
     // IPv4 tot_len = 14054 - 14 = 14040 = 0x36d8, and the header checksum verifies.
     assert_eq!(be16(&b, 16), 14040);
@@ -55,7 +55,7 @@ fn ten_segments_with_a_1ms_timeout_become_one_14054_byte_packet() {
     // The payload is the ten payloads back to back (byte i of each is i as u8).
     assert_eq!(b[54 + 1400 + 5], 5);
     // Frames 1..9 were chained on frag_list (blocking writes: kmalloc'ed heads).
-    assert_eq!(s.layout.frag_list.len(), 9);
+    assert_eq!(s.layout().frag_list.len(), 9);
     assert_eq!(r.stats.rx_packets, 10);
     assert_eq!(r.stats.rx_bytes, 14540);
 }
@@ -78,7 +78,7 @@ fn gro_off_passes_everything_up() {
     p.feature = false;
     let r = run(&LINUX_6_18, &p, Tcp4::default().stream(10));
     assert_eq!(lens(&r), vec![1454; 10]);
-    assert_eq!(r.delivered[0].skb.start, Some(reason::GRO_OFF));
+    assert_eq!(r.delivered[0].skb.model.start, Some(reason::GRO_OFF));
 }
 
 #[test]
@@ -96,7 +96,7 @@ fn a_bad_checksum_on_segment_4_goes_up_before_the_held_segments() {
     // 1454 (segment 4 unheld), 54 + 4 x 1400 = 5654 (0-3, completed when 5 fails
     // tcp:seq), 54 + 5 x 1400 = 7054 (5-9, at the timer).
     assert_eq!(lens(&r), vec![1454, 5654, 7054]);
-    assert_eq!(r.delivered[0].skb.start, Some(reason::TCP_CSUM));
+    assert_eq!(r.delivered[0].skb.model.start, Some(reason::TCP_CSUM));
     // Segment 5 fails two rules, in the kernel's order: its IP ID (6) is not held id
     // (1) + count (4), and its seq is not 1000 + 4 x 1400.
     assert_eq!(
@@ -107,8 +107,8 @@ fn a_bad_checksum_on_segment_4_goes_up_before_the_held_segments() {
             merged: false
         }
     );
-    assert_eq!(r.delivered[2].skb.start, Some(reason::IPV4_ID));
-    assert_eq!(r.delivered[2].skb.start_also, vec![reason::TCP_SEQ]);
+    assert_eq!(r.delivered[2].skb.model.start, Some(reason::IPV4_ID));
+    assert_eq!(r.delivered[2].skb.model.start_also, vec![reason::TCP_SEQ]);
 }
 
 #[test]
@@ -127,7 +127,7 @@ fn vxlan_over_the_napi_tap_merges_to_13604_and_13554_on_the_vxlan_device() {
         assert_eq!(lens(&r), vec![13604], "udp_csum {udp_csum}");
         let s = &r.delivered[0].skb;
         assert_eq!(s.inner_mac_header, Some(50));
-        assert_eq!(s.len - 50, 13554);
+        assert_eq!(s.len() - 50, 13554);
         let b = s.to_vec();
         assert_eq!(be16(&b, 16), 13590, "outer tot_len");
         assert_eq!(be16(&b, 38), 13570, "udp len");
@@ -167,7 +167,7 @@ fn gre_teb_merges_only_with_an_eth_p_teb_offload() {
     off.teb_gro = false;
     let r = run(&LINUX_6_18, &off, frames);
     assert_eq!(lens(&r), vec![1496; 10]);
-    assert_eq!(r.delivered[0].skb.start, Some(reason::TEB_NO_HANDLER));
+    assert_eq!(r.delivered[0].skb.model.start, Some(reason::TEB_NO_HANDLER));
 }
 
 #[test]
@@ -231,11 +231,47 @@ fn nonblocking_writes_fill_17_frags_before_frag_list() {
     let mut p = plan(30, 0);
     p.nonblocking = true;
     let r = run(&LINUX_6_18, &p, Tcp4::default().stream(30));
-    let l = &r.delivered[0].skb.layout;
+    let l = r.delivered[0].skb.layout();
     // Frames 1-17 become the head's 17 frags; frame 18 is chained on frag_list (its
     // head pulled to the payload) and frames 19-29 become that skb's 11 frags.
     assert_eq!(l.frags, 17);
     assert_eq!(l.frag_list, vec![11]);
+}
+
+#[test]
+fn merged_payloads_are_the_held_skbs_own_frags_and_frag_list_skbs() {
+    let frames = Tcp4::default().stream(3);
+    // Nonblocking (head_frag): frames 1 and 2 lend their head buffers as frags that
+    // start at their payload (14 + 20 + 20 = 54 bytes in) and hold its 1400 bytes.
+    let mut p = plan(3, 0);
+    p.nonblocking = true;
+    let r = run(&LINUX_6_18, &p, frames.clone());
+    let s = &r.delivered[0].skb;
+    assert_eq!((s.headlen(), s.data_len(), s.len()), (1454, 2800, 4254));
+    assert!(s.frag_list().is_empty());
+    for (f, frame) in s.frags().iter().zip(&frames[1..]) {
+        assert_eq!((f.off(), f.len()), (54, 1400));
+        assert_eq!(f.bytes(), &frame[54..]);
+    }
+    // Blocking writes (kmalloc'ed heads): each later skb is chained on frag_list with
+    // its data pulled to the payload.
+    let r = run(&LINUX_6_18, &plan(3, 0), frames.clone());
+    let s = &r.delivered[0].skb;
+    assert_eq!(
+        (s.nr_frags(), s.frag_list().len(), s.data_len()),
+        (0, 2, 2800)
+    );
+    for (c, frame) in s.frag_list().iter().zip(&frames[1..]) {
+        assert_eq!(c.linear(), &frame[54..]);
+        assert_eq!(c.data_offset(), 54);
+    }
+    // Reading across the pieces: the last 4 head bytes and the first 4 of frame 1's
+    // payload, as tun_put_user would copy them.
+    let mut s = r.delivered[0].skb.clone();
+    let mut out = [0u8; 8];
+    assert_eq!(s.copy_bits_to_user(1450, &mut out), 8);
+    assert_eq!(&out[..4], &s.linear()[1450..1454]);
+    assert_eq!(&out[4..], &frames[1][54..58]);
 }
 
 #[test]
@@ -285,7 +321,7 @@ fn nine_flows_in_bucket_0_complete_the_oldest() {
             v
         },
     );
-    assert_eq!(r.delivered[0].skb.start, Some(reason::LIST_FULL));
+    assert_eq!(r.delivered[0].skb.model.start, Some(reason::LIST_FULL));
     assert_eq!(lens(&r).iter().filter(|l| **l == 54 + 2800).count(), 8);
 }
 
@@ -328,7 +364,7 @@ fn fixed_ids_merge_on_6_18_and_4_19_with_df_and_need_df_on_4_19() {
     );
     let r = run(&LINUX_4_19, &plan(4, 0), nodf);
     assert_eq!(lens(&r), vec![1454; 4]);
-    assert_eq!(r.delivered[1].skb.start, Some(reason::IPV4_ID));
+    assert_eq!(r.delivered[1].skb.model.start, Some(reason::IPV4_ID));
 }
 
 #[test]

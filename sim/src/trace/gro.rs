@@ -13,10 +13,9 @@ use super::render::ts;
 use serde_json::{json, Value};
 
 use crate::gro::napi::{Delivered, End};
-use crate::gro::GroSkb;
 use crate::pipeline::tap_gro::{TapGroRun, WriteError};
 use crate::scenario::Scenario;
-use crate::skb::{gso, IpSummed};
+use crate::skb::{gso, IpSummed, SkBuff};
 use crate::text;
 use crate::wire::summary::describe;
 
@@ -112,7 +111,7 @@ fn end_into(out: &mut String, e: &End) {
     }
 }
 
-fn gso_text(s: &GroSkb) -> String {
+fn gso_text(s: &SkBuff) -> String {
     if s.gso_size == 0 {
         "none".into()
     } else {
@@ -126,10 +125,10 @@ fn gso_text(s: &GroSkb) -> String {
 }
 
 /// "head {} frags {}", then the frag_list if any, appended to `t`.
-fn layout_into(t: &mut String, s: &GroSkb) {
-    let l = &s.layout;
+fn layout_into(t: &mut String, s: &SkBuff) {
+    let l = s.layout();
     t.push_str("head ");
-    text::dec(t, s.data.len());
+    text::dec(t, s.headlen());
     t.push_str(" frags ");
     text::dec(t, l.frags);
     if !l.frag_list.is_empty() {
@@ -142,11 +141,14 @@ fn layout_into(t: &mut String, s: &GroSkb) {
     }
 }
 
-fn encap_text(s: &GroSkb) -> String {
+fn encap_text(s: &SkBuff) -> String {
     if !s.encapsulation {
         return "none".into();
     }
-    let o = |x: Option<usize>| x.map_or("-".to_string(), |v| v.to_string());
+    let o = |x: Option<usize>| {
+        s.offset_from_data(x)
+            .map_or("-".to_string(), |v| v.to_string())
+    };
     format!(
         "inner_mac {} inner_network {} inner_transport {}",
         o(s.inner_mac_header),
@@ -156,9 +158,9 @@ fn encap_text(s: &GroSkb) -> String {
 }
 
 /// The decapsulated length a vxlan device sees (outer Ethernet, IPv4, UDP, VXLAN off).
-fn vxlan_dev_len(s: &GroSkb) -> Option<usize> {
+fn vxlan_dev_len(s: &SkBuff) -> Option<usize> {
     if s.gso_type & (gso::UDP_TUNNEL | gso::UDP_TUNNEL_CSUM) != 0 {
-        return s.inner_mac_header.map(|m| s.len - m);
+        return s.offset_from_data(s.inner_mac_header).map(|m| s.len() - m);
     }
     None
 }
@@ -168,9 +170,9 @@ fn vxlan_dev_len(s: &GroSkb) -> Option<usize> {
 /// inner Ethernet header on. net/ipv4/ip_gre.c: gre_rcv -> ipgre_rcv ->
 /// ip_tunnel_rcv (the gretap's own tunnel) after __iptunnel_pull_header pulled the GRE
 /// header; the packet socket on the gretap device then sees the frame from the inner MAC.
-pub(crate) fn gretap_dev_len(s: &GroSkb) -> Option<usize> {
+pub(crate) fn gretap_dev_len(s: &SkBuff) -> Option<usize> {
     if s.gso_type & (gso::GRE | gso::GRE_CSUM) != 0 {
-        return s.inner_mac_header.map(|m| s.len - m);
+        return s.offset_from_data(s.inner_mac_header).map(|m| s.len() - m);
     }
     None
 }
@@ -211,24 +213,24 @@ pub fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
     out.push_str(", ts ");
     text::ts(out, d.ts_ns);
     out.push_str("): len ");
-    text::dec(out, s.len);
+    text::dec(out, s.len());
     // "  frames: {ranges} ({count})"
     out.push_str("\n  frames: ");
     let count = ranges_into(out, s.frames());
     out.push_str(" (");
     text::dec(out, count);
     out.push_str(")\n");
-    if let Some(r) = s.start {
+    if let Some(r) = s.model.start {
         // "  start: frame {} {}", then " (also {a}, {b})" if any
         out.push_str("  start: frame ");
-        text::dec(out, s.frame);
+        text::dec(out, s.model.frame);
         out.push(' ');
         out.push_str(r.name);
-        for (i, a) in s.start_also.iter().enumerate() {
+        for (i, a) in s.model.start_also.iter().enumerate() {
             out.push_str(if i == 0 { " (also " } else { ", " });
             out.push_str(a.name);
         }
-        if !s.start_also.is_empty() {
+        if !s.model.start_also.is_empty() {
             out.push(')');
         }
         out.push_str("\n  rule: ");
@@ -248,7 +250,8 @@ pub fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
         let _ = writeln!(
             out,
             "  csum: CHECKSUM_PARTIAL start {} offset {}",
-            s.csum_start, s.csum_offset
+            s.checksum_start_offset(),
+            s.csum_offset
         );
     } else {
         out.push_str("  ip_summed: ");
@@ -367,7 +370,7 @@ pub fn render_tap_gro(sc: &Scenario, run: &TapGroRun) -> String {
     for (n, d) in run.delivered.iter().enumerate() {
         out.push('\n');
         render_delivered(&mut out, n, d);
-        t.delivered(d.skb.len);
+        t.delivered(d.skb.len());
     }
     render_gro_totals(&mut out, run, &t);
     out
@@ -399,21 +402,21 @@ pub fn delivered_json(n: usize, d: &Delivered) -> Value {
         "deliver": n,
         "poll": d.poll,
         "ts_ns": d.ts_ns,
-        "len": s.len,
+        "len": s.len(),
         "frames": s.frames().collect::<Vec<u64>>(),
-        "start": s.start.map(|r| json!({"frame": s.frame, "reason": r.name,
-            "also": s.start_also.iter().map(|a| a.name).collect::<Vec<_>>()})),
+        "start": s.model.start.map(|r| json!({"frame": s.model.frame, "reason": r.name,
+            "also": s.model.start_also.iter().map(|a| a.name).collect::<Vec<_>>()})),
         "end": end_json(&d.end),
         "gso_type": gso::names(s.gso_type),
         "gso_size": s.gso_size,
         "gso_segs": s.gso_segs,
         "ip_summed": s.ip_summed.kernel_name(),
-        "csum_start": (s.ip_summed == IpSummed::Partial).then_some(s.csum_start),
+        "csum_start": (s.ip_summed == IpSummed::Partial).then_some(s.checksum_start_offset()),
         "csum_offset": (s.ip_summed == IpSummed::Partial).then_some(s.csum_offset),
         "encapsulation": s.encapsulation,
         "vxlan_dev_len": vxlan_dev_len(s),
         "gretap_dev_len": gretap_dev_len(s),
-        "layout": {"head": s.data.len(), "frags": s.layout.frags, "frag_list": s.layout.frag_list},
+        "layout": {"head": s.headlen(), "frags": s.nr_frags(), "frag_list": s.layout().frag_list},
         "summary": describe(&bytes),
         "bytes": super::render::hex_string(&bytes),
     })
@@ -425,14 +428,15 @@ pub fn delivered_comment(d: &Delivered) -> String {
     let csum = if s.ip_summed == IpSummed::Partial {
         format!(
             "CHECKSUM_PARTIAL start {} offset {}",
-            s.csum_start, s.csum_offset
+            s.checksum_start_offset(),
+            s.csum_offset
         )
     } else {
         format!("{} level {}", s.ip_summed.kernel_name(), s.csum_level)
     };
     format!(
         "skb: len {} protocol {:#06x} gso {} {csum}; frames {}",
-        s.len,
+        s.len(),
         s.protocol,
         gso_text(s),
         s.cb.count

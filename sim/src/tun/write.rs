@@ -361,8 +361,7 @@ impl Net {
         // A recycled buffer: a long replay allocates none per frame.
         let mut frame = self.spare_frames.take();
         frame.clear();
-        frame.extend_from_slice(skb.linear());
-        frame.extend_from_slice(skb.frags());
+        skb.append_to(&mut frame);
         self.stack.push(Delivery {
             ifindex,
             frame,

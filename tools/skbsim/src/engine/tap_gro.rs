@@ -39,7 +39,7 @@ fn drain(run: &mut TapGroRun, sinks: &mut Sinks, t: &mut GroTotals) -> Result<()
     let mut delivered = std::mem::take(&mut run.delivered);
     for d in delivered.drain(..) {
         let n = t.delivered as usize;
-        t.delivered(d.skb.len);
+        t.delivered(d.skb.len());
         if sinks.trace.on() {
             sinks.trace.buf.push('\n');
             render_delivered(&mut sinks.trace.buf, n, &d);
