@@ -47,6 +47,8 @@ timed skbsim lab diff --kernel 6.1 --patch scenarios/kernel-patches/tun-xdp-tx-g
 # And 4.16's XDP_TX whole (no rx accounting either): a real arm for the linux-4.16 scenario.
 timed skbsim lab conform --kernel 6.1 --patch scenarios/kernel-patches/tun-xdp-tx-4.16-6.1.patch \
   --old-profiles scenarios/tap-write/xdp-tx-linux-4.16.toml
+timed skbsim lab conform --kernel 6.1 --patch scenarios/kernel-patches/vhost-net-4.19-6.1.patch \
+  --old-profiles scenarios/vhost-tx/*-linux-4.19.toml
 echo "== lab: 802.1Q device over a tap"
 skbsim lab vlan
 echo "== lab: gretap between two namespaces"

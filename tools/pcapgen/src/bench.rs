@@ -59,6 +59,7 @@ pub fn next_frame(rng: &mut Lcg) -> FrameSpec {
             traffic_class: 0,
             flow_label: (u32::from(flow) * 977) & 0xf_ffff,
             next_header: None,
+            ext: Vec::new(),
         })
     } else {
         L3::V4(Ipv4Spec {

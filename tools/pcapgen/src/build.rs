@@ -64,6 +64,8 @@ pub struct Ipv6Spec {
     pub traffic_class: u8,
     pub flow_label: u32,
     pub next_header: Option<u8>,
+    /// Extension headers between the fixed header and L4 (`ipv6_ext`).
+    pub ext: Vec<crate::ipv6_ext::Ext>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,10 +128,10 @@ fn short(what: &str) -> String {
 /// Builds `spec` into `out` (cleared first). Errors name the length that does not fit.
 pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
     let l2 = 14 + 4 * spec.vlans.len();
-    let l3_hdr = match spec.l3 {
+    let l3_hdr = match &spec.l3 {
         L3::None => 0,
         L3::V4(_) => 20,
-        L3::V6(_) => 40,
+        L3::V6(ip) => 40 + crate::ipv6_ext::total_len(&ip.ext),
     };
     let l4_hdr = match spec.l4 {
         L4::None => 0,
@@ -148,7 +150,7 @@ pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
     }
     let ip_limit = match spec.l3 {
         L3::V4(_) => Some(("IPv4 total length", l3_len)),
-        L3::V6(_) => Some(("IPv6 payload length", l4_len)),
+        L3::V6(_) => Some(("IPv6 payload length", l3_len - 40)),
         L3::None => None,
     };
     if let Some((what, n)) = ip_limit.filter(|(_, n)| *n > 0xffff) {
@@ -231,11 +233,16 @@ pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
             h.set_version(6);
             h.set_traffic_class(ip.traffic_class);
             h.set_flow_label(ip.flow_label);
-            h.set_payload_length(l4_len as u16);
-            h.set_next_header(p);
+            h.set_payload_length((l3_len - 40) as u16);
+            h.set_next_header(
+                ip.ext
+                    .first()
+                    .map_or(p, |e| IpNextHeaderProtocol(e.protocol())),
+            );
             h.set_hop_limit(ip.hop_limit);
             h.set_source(ip.src);
             h.set_destination(ip.dst);
+            crate::ipv6_ext::emit(&ip.ext, p.0, &mut out[l2 + 40..l2 + l3_hdr]);
         }
     }
     if let Some(t) = &spec.ext.tunnel {
@@ -357,6 +364,7 @@ mod tests {
             traffic_class: 0,
             flow_label: 0,
             next_header: None,
+            ext: Vec::new(),
         })
     }
 

@@ -28,7 +28,8 @@
 //! with bit 8 flipped, never 0), "zero", and for TCP/UDP "partial" (the folded
 //! pseudo-header sum a CHECKSUM_PARTIAL skb carries). An explicit `ethertype` next to
 //! `ipv4`/`ipv6` overrides the one they imply. `tcp_options`, `ipv4_frag` and `tunnel`
-//! (GRE-TEB / VXLAN around the frame) are documented in `tunnel.rs`.
+//! (GRE-TEB / VXLAN around the frame) are documented in `tunnel.rs`, IPv6 extension
+//! headers (`ipv6 = { ext = [...] }`) in `ipv6_ext.rs`.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
@@ -149,6 +150,9 @@ pub struct Ipv6Desc {
     pub flow_label: Option<u32>,
     /// Defaults to TCP/UDP's, or 59 (no next header) without L4.
     pub next_header: Option<u8>,
+    /// Extension headers, in order (`ipv6_ext.rs`).
+    #[serde(default)]
+    pub ext: Vec<crate::ipv6_ext::ExtDesc>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -237,7 +241,8 @@ pub const MAX_FRAMES: usize = 1_000_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
     Raw(Vec<u8>),
-    Built(FrameSpec),
+    /// Boxed: a spec is some 240 bytes, a raw frame's Vec 24.
+    Built(Box<FrameSpec>),
 }
 
 /// One frame of the output: when, from which `[[frame]]` table, and what.
@@ -320,7 +325,7 @@ fn repeat(body: &Body, rep: u32) -> Body {
     let Body::Built(spec) = body else {
         return body.clone();
     };
-    let mut s = spec.clone();
+    let mut s = (**spec).clone();
     if let L3::V4(ip) = &mut s.l3 {
         ip.id = ip.id.wrapping_add(rep as u16);
     }
@@ -330,7 +335,7 @@ fn repeat(body: &Body, rep: u32) -> Body {
         t.seq = t.seq.wrapping_add(step.wrapping_mul(rep));
     }
     crate::tunnel::repeat(&mut s.ext, rep);
-    Body::Built(s)
+    Body::Built(Box::new(s))
 }
 
 type KeyErr = (&'static str, String);
@@ -427,6 +432,7 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
                 traffic_class: ip.traffic_class.unwrap_or(0),
                 flow_label,
                 next_header: ip.next_header,
+                ext: crate::ipv6_ext::resolve(&ip.ext).map_err(|e| ("ipv6", e))?,
             })
         }
         (None, None) => L3::None,
@@ -483,7 +489,7 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
         matches!(l4, L4::Tcp(_)),
         matches!(l3, L3::V4(_)),
     )?;
-    Ok(Body::Built(FrameSpec {
+    Ok(Body::Built(Box::new(FrameSpec {
         dst: f.dst_mac.or(d.dst_mac).map_or(DEFAULT_DST_MAC, |m| m.0),
         src: f.src_mac.or(d.src_mac).map_or(DEFAULT_SRC_MAC, |m| m.0),
         vlans,
@@ -495,7 +501,7 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
         ip_csum: f.ipv4_csum.unwrap_or_default(),
         l4_csum: f.tcp_csum.or(f.udp_csum).unwrap_or_default(),
         ext,
-    }))
+    })))
 }
 
 pub(crate) fn parse_hex(s: &str) -> Result<Vec<u8>, String> {

@@ -5,6 +5,7 @@
 mod bench;
 mod build;
 mod desc;
+mod ipv6_ext;
 mod locate;
 mod tunnel;
 

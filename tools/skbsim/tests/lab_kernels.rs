@@ -108,6 +108,48 @@ fn kernel_dir_from_debian_package_files_boots_and_conforms() {
     assert_eq!(v["passed"], 2, "{v}");
     let source = v["setup"]["kernel_source"].as_str().unwrap();
     assert!(source.starts_with("local build "), "{source}");
+
+    // `lab kernels` lists the local build with the tree it came from.
+    let out = skbsim(&["lab", "kernels", "--json"]);
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).expect("kernels --json");
+    let canonical = fs::canonicalize(&tree).unwrap();
+    let local = v["local"].as_array().expect("kernels --json: local");
+    assert!(
+        local.iter().any(|k| k["release"] == release.as_str()
+            && k["tree"] == canonical.to_str().unwrap()
+            && k["tree_present"] == true),
+        "{} not listed: {v}",
+        canonical.display()
+    );
+
+    // `lab diff` takes a local build as a side: the Debian package and a tree made of its
+    // files are the same kernel, so every scenario is `same` (exit 0).
+    let out = skbsim(&[
+        "lab",
+        "diff",
+        "--json",
+        "--kernel",
+        "6.12",
+        "--kernel-dir",
+        tree.to_str().unwrap(),
+        "scenarios/tun-read/vnet12-pad.toml",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "lab diff --kernel-dir: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout).expect("diff --json");
+    assert_eq!(v["a"]["kernel"], release.as_str(), "{v}");
+    assert_eq!(v["b"]["kernel"], release.as_str(), "{v}");
+    assert_eq!(
+        (v["same"].as_u64(), v["skipped"].as_u64()),
+        (Some(1), Some(0)),
+        "{v}"
+    );
+    assert_eq!(v["results"][0]["verdict"], "same", "{v}");
 }
 
 #[test]

@@ -267,10 +267,20 @@ pub fn prepare_dir(cache: &Path, dir: &Path) -> Result<GuestKernel, LabError> {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x100_0000_01b3);
     }
+    let cache_dir = local_dir(cache).join(format!("{kver}-{h:016x}"));
+    // The tree this cache entry belongs to, for `skbsim lab kernels` (the name is a hash).
+    fs::create_dir_all(&cache_dir)
+        .and_then(|()| {
+            fs::write(
+                cache_dir.join(LOCAL_SOURCE),
+                dir.as_os_str().as_encoded_bytes(),
+            )
+        })
+        .map_err(|e| dir_err(&cache_dir, e.to_string()))?;
     Ok(GuestKernel {
         vmlinuz: image,
         modules,
-        cache_dir: cache.join("local").join(format!("{kver}-{h:016x}")),
+        cache_dir,
         kver,
         source: KernelSource::Dir(dir),
         fetched: false,
@@ -331,6 +341,60 @@ pub fn cached(cache: &Path) -> Vec<CachedKernel> {
         })
         .collect();
     out.sort_by(|a, b| a.package.cmp(&b.package));
+    out
+}
+
+/// `<cache>/local`: one directory per local build (`--kernel-dir`), its base archives.
+pub fn local_dir(cache: &Path) -> PathBuf {
+    cache.join("local")
+}
+
+/// The file in a local build's cache directory naming the tree it was made from.
+const LOCAL_SOURCE: &str = "source";
+
+/// A local build (`--kernel-dir`) the cache holds base archives for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedLocalKernel {
+    pub kver: String,
+    /// The tree it was made from (None for an entry made before the lab recorded it).
+    pub tree: Option<PathBuf>,
+    /// Whether that tree still has its bzImage (a removed tree's entry can be deleted).
+    pub tree_present: bool,
+    /// The cache directory and its size.
+    pub cache_dir: PathBuf,
+    pub bytes: u64,
+}
+
+/// The local builds in `<cache>/local`, by release then tree.
+pub fn cached_local(cache: &Path) -> Vec<CachedLocalKernel> {
+    let mut out: Vec<CachedLocalKernel> = fs::read_dir(local_dir(cache))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| {
+            let cache_dir = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            // `<release>-<16 hex digits>`.
+            let (kver, hash) = name.rsplit_once('-')?;
+            if hash.len() != 16 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
+            let tree = fs::read(cache_dir.join(LOCAL_SOURCE))
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .map(PathBuf::from);
+            let tree_present = tree.as_deref().is_some_and(|t| find_image(t).is_ok());
+            Some(CachedLocalKernel {
+                kver: kver.to_string(),
+                tree,
+                tree_present,
+                bytes: super::fetch::dir_size(&cache_dir),
+                cache_dir,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.kver, &a.tree).cmp(&(&b.kver, &b.tree)));
     out
 }
 

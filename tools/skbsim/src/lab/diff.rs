@@ -25,6 +25,8 @@ use skbsim::runner::run_sim;
 use skbsim::suite::load_scenarios;
 
 use super::conform::{guest_profile, guest_traces, real_output};
+use skbsim_kernel::lab::kernel::DEFAULT_KERNEL;
+
 use super::{AccelArg, LabOpts};
 
 #[derive(Debug, Args)]
@@ -33,8 +35,13 @@ pub struct LabDiffArgs {
     #[arg(default_value = "scenarios")]
     pub paths: Vec<PathBuf>,
     /// The two kernels (`--kernel 6.1 --kernel 6.12`), or one with `--patch`.
-    #[arg(long = "kernel", value_name = "VERSION|PACKAGE", required = true)]
+    #[arg(long = "kernel", value_name = "VERSION|PACKAGE")]
     pub kernels: Vec<String>,
+    /// A local build as a side (bzImage + modules tree, as for `lab conform --kernel-dir`).
+    /// The sides are the `--kernel`s first, then the `--kernel-dir`s, in order: A is the
+    /// first of them.
+    #[arg(long = "kernel-dir", value_name = "DIR")]
+    pub kernel_dirs: Vec<PathBuf>,
     /// Compare the kernel without and with this patch (its modules rebuilt).
     #[arg(long, value_name = "FILE")]
     pub patch: Option<PathBuf>,
@@ -59,10 +66,44 @@ pub struct LabDiffArgs {
     pub json: bool,
 }
 
-fn side_opts(a: &LabDiffArgs, kernel: &str) -> LabOpts {
+/// One side of the diff: a Debian kernel or a local build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum DiffSide {
+    Debian(String),
+    Dir(PathBuf),
+}
+
+/// The two sides `a` names (the same kernel twice with `--patch`), or what is wrong.
+fn sides(a: &LabDiffArgs) -> Result<(DiffSide, DiffSide), CliError> {
+    let all: Vec<DiffSide> = a
+        .kernels
+        .iter()
+        .cloned()
+        .map(DiffSide::Debian)
+        .chain(a.kernel_dirs.iter().cloned().map(DiffSide::Dir))
+        .collect();
+    match (all.as_slice(), &a.patch) {
+        ([k], Some(_)) => Ok((k.clone(), k.clone())),
+        ([x, y], None) => Ok((x.clone(), y.clone())),
+        (_, Some(_)) => Err(CliError(
+            "lab diff: with --patch give one kernel (--kernel or --kernel-dir); it runs without and with the patch"
+                .into(),
+        )),
+        _ => Err(CliError(
+            "lab diff: give two kernels (--kernel A --kernel B, or --kernel-dir for a local build), or one and --patch"
+                .into(),
+        )),
+    }
+}
+
+fn side_opts(a: &LabDiffArgs, side: &DiffSide) -> LabOpts {
+    let (kernel, kernel_dir) = match side {
+        DiffSide::Debian(k) => (k.clone(), None),
+        DiffSide::Dir(d) => (DEFAULT_KERNEL.to_string(), Some(d.clone())),
+    };
     LabOpts {
-        kernel: kernel.to_string(),
-        kernel_dir: None,
+        kernel,
+        kernel_dir,
         cache: a.cache.clone(),
         accel: a.accel,
         memory: a.memory,
@@ -149,21 +190,7 @@ fn div_json(d: &Option<Divergence>) -> Value {
 }
 
 pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
-    let (ka, kb) = match (a.kernels.as_slice(), &a.patch) {
-        ([k], Some(_)) => (k.clone(), k.clone()),
-        ([x, y], None) => (x.clone(), y.clone()),
-        (_, Some(_)) => {
-            return Err(CliError(
-                "lab diff: with --patch give one --kernel (it runs without and with the patch)"
-                    .into(),
-            ))
-        }
-        _ => {
-            return Err(CliError(
-                "lab diff: give two kernels (--kernel A --kernel B), or one and --patch".into(),
-            ))
-        }
-    };
+    let (ka, kb) = sides(a)?;
     let scenarios: Vec<Scenario> = load_scenarios(&a.paths, None)?
         .into_iter()
         .filter(|s| s.profile.name == KernelProfile::default().name)
@@ -363,5 +390,53 @@ mod tests {
             change(&d("result", "buffer 4096 -> 154", "buffer 4096 -> 158")),
             change(&d("result", "buffer 4096 -> 150", "buffer 4096 -> 154"))
         );
+    }
+
+    fn args(kernels: &[&str], dirs: &[&str], patch: bool) -> LabDiffArgs {
+        LabDiffArgs {
+            paths: vec![],
+            kernels: kernels.iter().map(|k| k.to_string()).collect(),
+            kernel_dirs: dirs.iter().map(PathBuf::from).collect(),
+            patch: patch.then(|| PathBuf::from("p.patch")),
+            profile_b: None,
+            profile_a: None,
+            cache: None,
+            accel: AccelArg::Auto,
+            memory: 1024,
+            timeout: 1,
+            json: false,
+        }
+    }
+
+    #[test]
+    fn the_sides_are_the_kernels_then_the_local_builds() {
+        let deb = |k: &str| DiffSide::Debian(k.into());
+        let dir = |d: &str| DiffSide::Dir(d.into());
+        assert_eq!(
+            sides(&args(&["6.1", "6.12"], &[], false)).unwrap(),
+            (deb("6.1"), deb("6.12"))
+        );
+        assert_eq!(
+            sides(&args(&["6.12"], &["/k"], false)).unwrap(),
+            (deb("6.12"), dir("/k"))
+        );
+        assert_eq!(
+            sides(&args(&[], &["/a", "/b"], false)).unwrap(),
+            (dir("/a"), dir("/b"))
+        );
+        assert_eq!(
+            sides(&args(&[], &["/k"], true)).unwrap(),
+            (dir("/k"), dir("/k"))
+        );
+        for bad in [
+            args(&[], &[], false),
+            args(&["6.1"], &[], false),
+            args(&["6.1", "6.12", "6.1"], &[], false),
+            args(&["6.1"], &["/k"], true),
+        ] {
+            assert!(sides(&bad).is_err());
+        }
+        let o = side_opts(&args(&[], &["/k"], false), &dir("/k"));
+        assert_eq!(o.kernel_dir.as_deref(), Some(std::path::Path::new("/k")));
     }
 }

@@ -333,6 +333,7 @@ fn fetch(opts: &LabOpts) -> Result<ExitCode, CliError> {
 fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
     let cache = cache_of(opts);
     let cached = lab::kernel::cached(&cache);
+    let local = lab::kernel::cached_local(&cache);
     let available = lab::kernel::available().map_err(lab_err)?;
     // What `--kernel 6.1` / `--kernel 6.12` resolve to now.
     let mut series: Vec<String> = available.iter().map(|k| k.series.clone()).collect();
@@ -349,6 +350,7 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
                 "cached": cached.iter().map(|k| json!({"package": k.package, "version": k.version, "release": k.kver, "bytes": k.bytes})).collect::<Vec<_>>(),
                 "available": available.iter().map(|k| json!({"series": k.series, "package": k.package, "cached": cached.iter().any(|c| c.package == k.package)})).collect::<Vec<_>>(),
                 "resolves": resolved.iter().map(|(s, p)| json!({"kernel": s, "package": p})).collect::<Vec<_>>(),
+                "local": local.iter().map(|k| json!({"release": k.kver, "tree": k.tree, "tree_present": k.tree_present, "cache_dir": k.cache_dir, "bytes": k.bytes})).collect::<Vec<_>>(),
             })
         );
         return Ok(ExitCode::SUCCESS);
@@ -359,6 +361,21 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
     }
     for k in &cached {
         println!("  {}  {}  {}", k.package, k.version, mib(k.bytes));
+    }
+    println!(
+        "local builds (--kernel-dir) in {}:",
+        lab::kernel::local_dir(&cache).display()
+    );
+    if local.is_empty() {
+        println!("  (none)");
+    }
+    for k in &local {
+        let tree = match (&k.tree, k.tree_present) {
+            (Some(t), true) => format!("--kernel-dir {}", t.display()),
+            (Some(t), false) => format!("{} (gone; the entry can be removed)", t.display()),
+            (None, _) => "(tree not recorded)".to_string(),
+        };
+        println!("  {}  {}  {}", k.kver, mib(k.bytes), tree);
     }
     println!("available (apt):");
     for (s, p) in &resolved {
