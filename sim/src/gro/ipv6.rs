@@ -1,13 +1,22 @@
 //! IPv6 GRO: net/ipv6/ip6_offload.c: ipv6_gro_receive / ipv6_gro_complete, and the IPv6
 //! half of gro_receive_network_flush (include/net/gro.h: ipv6_gro_flush). Only TCP is
-//! carried past the IPv6 header (net/ipv6/tcpv6_offload.c); extension headers and every
-//! other next header end GRO for the frame.
+//! carried past the IPv6 header (net/ipv6/tcpv6_offload.c). Extension headers with
+//! INET6_PROTO_GSO_EXTHDR (net/ipv6/exthdrs_offload.c: hop-by-hop, routing, destination
+//! options) are walked first (ip6_offload.c: ipv6_gro_pull_exthdrs; ipv6_gso_pull_exthdrs
+//! before 6.x), as many as there are; they become part of the network header, and held
+//! skbs must carry the same bytes there (the memcmp after the address checks). A fragment
+//! header, ICMPv6, UDP and every other next header end GRO for the frame.
 
 use super::rules::IpIdRule;
 use super::{reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
 
 /// NEXTHDR_TCP.
 pub const NEXTHDR_TCP: u8 = 6;
+/// The extension headers registered with INET6_PROTO_GSO_EXTHDR (include/net/ipv6.h:
+/// NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST).
+pub const NEXTHDR_HOP: u8 = 0;
+pub const NEXTHDR_ROUTING: u8 = 43;
+pub const NEXTHDR_DEST: u8 = 60;
 pub const IPV6_HLEN: usize = 40;
 /// The Version and Flow Label bits of the first word: a difference there is another flow.
 const FLOW_BITS: u32 = 0xF00F_FFFF;
@@ -23,6 +32,26 @@ fn pflush(p: &mut SkBuff, why: Reason) {
 
 fn first_word(h: &[u8]) -> u32 {
     u32::from_be_bytes([h[0], h[1], h[2], h[3]])
+}
+
+/// ipv6_gro_pull_exthdrs / ipv6_exthdrs_len: from the first next header `proto` over the
+/// extension headers in `bytes` (what follows the fixed header), the protocol after them
+/// and their length. A header that does not fit ends the walk at its own protocol.
+pub fn walk_exthdrs(bytes: &[u8], mut proto: u8) -> (u8, usize) {
+    let mut len = 0;
+    while matches!(proto, NEXTHDR_HOP | NEXTHDR_ROUTING | NEXTHDR_DEST) {
+        let Some(h) = bytes.get(len..len + 2) else {
+            break;
+        };
+        // ipv6_optlen: (hdrlen + 1) * 8.
+        let n = (usize::from(h[1]) + 1) * 8;
+        if bytes.len() < len + n {
+            break;
+        }
+        proto = h[0];
+        len += n;
+    }
+    (proto, len)
 }
 
 /// ipv6_gro_receive.
@@ -44,11 +73,17 @@ pub fn ipv6_gro_receive(
         return None;
     };
     let iph: [u8; IPV6_HLEN] = iph.try_into().unwrap_or([0; IPV6_HLEN]);
-    let proto = iph[6];
+    let (proto, ext_len) = match iph[6] {
+        NEXTHDR_TCP => (NEXTHDR_TCP, 0),
+        first => walk_exthdrs(skb.linear().get(off + IPV6_HLEN..).unwrap_or(&[]), first),
+    };
     if proto != NEXTHDR_TCP {
         skb.flush(reason::IPV6_NO_L4);
         return None;
     }
+    // nlen: the fixed header and the extension headers.
+    let nlen = IPV6_HLEN + ext_len;
+    let ext = skb.linear()[off + IPV6_HLEN..off + nlen].to_vec();
     let payload_len = usize::from(u16::from_be_bytes([iph[4], iph[5]]));
     let soft = (payload_len + IPV6_HLEN != skb.gro_len()).then_some(reason::IPV6_LEN);
     let old_rules = cfg.rules.ip_id != IpIdRule::PerLevel618;
@@ -73,6 +108,13 @@ pub fn ipv6_gro_receive(
             skb.saw_mismatch(reason::IPV6_FLOW);
             continue;
         }
+        // memcmp(iph + 1, iph2 + 1, nlen - sizeof(struct ipv6hdr)).
+        if ext_len > 0 && p.hdr(off + IPV6_HLEN, ext_len) != Some(ext.as_slice()) {
+            p.cb.same_flow = false;
+            p.cb.mismatch = Some(reason::IPV6_EXTHDR);
+            skb.saw_mismatch(reason::IPV6_EXTHDR);
+            continue;
+        }
         if old_rules {
             if diff & TC_BITS != 0 {
                 pflush(p, reason::IPV6_TC);
@@ -94,9 +136,10 @@ pub fn ipv6_gro_receive(
     let level = usize::from(skb.cb.encap_mark);
     skb.cb.network_offsets[level] = off;
     skb.set_network_header(off);
-    // skb_gro_postpull_rcsum: the carried sum stops covering the IPv6 header.
-    super::core::postpull_rcsum(skb, off, IPV6_HLEN);
-    skb.cb.data_offset += IPV6_HLEN;
+    // skb_gro_postpull_rcsum: the carried sum stops covering the IPv6 header and its
+    // extension headers.
+    super::core::postpull_rcsum(skb, off, nlen);
+    skb.cb.data_offset += nlen;
     skb.set_transport_header(skb.cb.data_offset);
     skb.cb.recursion += 1;
     if skb.cb.recursion >= GRO_RECURSION_LIMIT {
@@ -146,8 +189,11 @@ pub fn ipv6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     // GRO_MAX_SIZE keeps a merged skb under 64 KiB: no BIG TCP jumbogram header.
     let payload = (skb.len() - nhoff - IPV6_HLEN) as u16;
     skb.put_hdr(nhoff + 4, &payload.to_be_bytes());
-    if skb.linear()[nhoff + 6] == NEXTHDR_TCP {
-        tcp::tcp6_gro_complete(cfg, skb, nhoff, nhoff + IPV6_HLEN);
+    // nhoff += sizeof(*iph) + ipv6_exthdrs_len(iph, &ops).
+    let (proto, ext_len) =
+        walk_exthdrs(&skb.linear()[nhoff + IPV6_HLEN..], skb.linear()[nhoff + 6]);
+    if proto == NEXTHDR_TCP {
+        tcp::tcp6_gro_complete(cfg, skb, nhoff, nhoff + IPV6_HLEN + ext_len);
     }
 }
 
@@ -166,6 +212,8 @@ mod tests {
         tc: u8,
         hop: u8,
         next: u8,
+        /// Extension headers after the fixed header (`next` names the first).
+        ext: Vec<u8>,
         seq: u32,
         payload: usize,
     }
@@ -177,6 +225,7 @@ mod tests {
                 tc: 0,
                 hop: 64,
                 next: 6,
+                ext: Vec::new(),
                 seq: 1000 + k * 1400,
                 payload: 1400,
             }
@@ -206,10 +255,11 @@ mod tests {
             let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd];
             let word = (6u32 << 28) | (u32::from(self.tc) << 20) | self.flow;
             f.extend_from_slice(&word.to_be_bytes());
-            f.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+            f.extend_from_slice(&((self.ext.len() + l4.len()) as u16).to_be_bytes());
             f.extend_from_slice(&[self.next, self.hop]);
             f.extend_from_slice(&src);
             f.extend_from_slice(&dst);
+            f.extend_from_slice(&self.ext);
             f.extend_from_slice(&l4);
             f
         }
@@ -280,5 +330,100 @@ mod tests {
         let d = run(&LINUX_6_18, frames);
         assert_eq!(lens(&d), vec![ONE, TWO]);
         assert_eq!(d[0].skb.model.start, Some(reason::TCP_CSUM));
+    }
+
+    /// A hop-by-hop header (8 bytes: next = TCP, PadN) or, with `more`, 16 bytes.
+    fn hbh(pad: u8, more: bool) -> Vec<u8> {
+        let mut h = vec![6, u8::from(more), 1, 4, pad, 0, 0, 0];
+        if more {
+            h[3] = 12;
+            h.extend_from_slice(&[0; 8]);
+        }
+        h
+    }
+
+    fn three_ext(ext: impl Fn(u32) -> (u8, Vec<u8>)) -> Vec<Vec<u8>> {
+        (0..3u32)
+            .map(|k| {
+                let mut s = Seg6::new(k);
+                (s.next, s.ext) = ext(k);
+                s.build()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_hop_by_hop_header_is_walked_and_kept_in_the_merged_header() {
+        let d = run(&LINUX_6_18, three_ext(|_| (0, hbh(0, true))));
+        assert_eq!(lens(&d), vec![74 + 16 + 3 * 1400]);
+        let skb = &d[0].skb;
+        assert_eq!(skb.gso_type & gso::TCPV6, gso::TCPV6);
+        assert_eq!(skb.gso_size, 1400);
+        // tcp_gro_complete: the partial checksum starts at the TCP header, after the
+        // 16 extension header bytes; payload_len counts them.
+        assert_eq!(skb.csum_start - skb.data_offset(), 14 + 40 + 16);
+        let bytes = skb.to_vec();
+        assert_eq!(
+            u16::from_be_bytes([bytes[18], bytes[19]]),
+            16 + 20 + 3 * 1400
+        );
+        assert_eq!(bytes[20], 0, "next header: still hop-by-hop");
+    }
+
+    #[test]
+    fn routing_then_destination_options_are_walked_too() {
+        // Routing (43, type 0, segments left 0) -> destination options (60) -> TCP.
+        let ext = |_| {
+            let mut e = vec![60, 0, 0, 0, 0, 0, 0, 0];
+            e.extend_from_slice(&[6, 0, 1, 4, 0, 0, 0, 0]);
+            (43, e)
+        };
+        let d = run(&LINUX_6_18, three_ext(ext));
+        assert_eq!(lens(&d), vec![74 + 16 + 3 * 1400]);
+    }
+
+    #[test]
+    fn different_extension_header_bytes_are_another_flow() {
+        let d = run(
+            &LINUX_6_18,
+            three_ext(|k| (0, hbh(if k == 2 { 9 } else { 0 }, false))),
+        );
+        assert_eq!(lens(&d), vec![TWO + 8, ONE + 8]);
+        assert_eq!(d[1].skb.model.start, Some(reason::FLOW_NEW));
+    }
+
+    #[test]
+    fn a_fragment_header_or_a_truncated_option_header_ends_gro() {
+        // Fragment header (44): offset 0, M set, next = TCP.
+        let frag = |_| (44, vec![6, 0, 0, 1, 0, 0, 0, 7]);
+        let d = run(&LINUX_6_18, three_ext(frag));
+        assert_eq!(lens(&d), vec![ONE + 8; 3]);
+        assert!(d
+            .iter()
+            .all(|x| x.skb.model.start == Some(reason::IPV6_NO_L4)));
+        // A hop-by-hop header claiming 2048 bytes (hdrlen 255) in a short packet.
+        let d = run(
+            &LINUX_6_18,
+            three_ext(|_| (0, vec![6, 255, 1, 4, 0, 0, 0, 0])),
+        );
+        assert_eq!(lens(&d), vec![ONE + 8; 3]);
+        assert!(d
+            .iter()
+            .all(|x| x.skb.model.start == Some(reason::IPV6_NO_L4)));
+    }
+
+    #[test]
+    fn the_walk_stops_at_the_first_non_option_header() {
+        use super::walk_exthdrs;
+        let mut b = vec![43, 0, 0, 0, 0, 0, 0, 0]; // hop-by-hop -> routing
+        b.extend_from_slice(&[44, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]); // -> fragment
+        b.extend_from_slice(&[6, 0, 0, 1, 0, 0, 0, 7]);
+        assert_eq!(walk_exthdrs(&b, 0), (44, 24));
+        assert_eq!(walk_exthdrs(&b, 6), (6, 0));
+        assert_eq!(
+            walk_exthdrs(&b[..20], 0),
+            (43, 8),
+            "routing header cut short"
+        );
     }
 }

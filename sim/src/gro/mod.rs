@@ -104,7 +104,8 @@ reasons! {
     IPV4_DF "ipv4:df" false "include/net/gro.h: inet_gro_flush: DF differs ([3.12]: DF must be set)";
     IPV4_ID "ipv4:id" false "include/net/gro.h: inet_gro_flush: ID neither fixed nor held id + count";
     IPV6_HDR "ipv6:truncated" false "net/ipv6/ip6_offload.c: ipv6_gro_receive: skb_gro_header fails";
-    IPV6_NO_L4 "ipv6:no-l4-handler" false "net/ipv6/ip6_offload.c: ipv6_gro_receive: next header not TCP (extension headers, ICMPv6, fragments, UDP are not merged here)";
+    IPV6_NO_L4 "ipv6:no-l4-handler" false "net/ipv6/ip6_offload.c: ipv6_gro_receive: not TCP after the hop-by-hop, routing and destination options headers ipv6_gro_pull_exthdrs walks (a fragment header, ICMPv6, UDP are not merged here)";
+    IPV6_EXTHDR "ipv6:exthdr" true "net/ipv6/ip6_offload.c: ipv6_gro_receive: the extension headers differ (memcmp of nlen - sizeof(struct ipv6hdr) bytes; same_flow = 0)";
     IPV6_LEN "ipv6:len" false "net/ipv6/ip6_offload.c: ipv6_gro_receive: payload_len != the rest of the packet (soft flush)";
     IPV6_FLOW "ipv6:flow" true "net/ipv6/ip6_offload.c: ipv6_gro_receive: version, flow label, next header or an address differ (same_flow = 0; before 6.10 the hop limit too)";
     IPV6_TC "ipv6:tc" false "include/net/gro.h: ipv6_gro_flush: Traffic Class differs (before 6.10: ipv6_gro_receive)";

@@ -173,7 +173,12 @@ pub fn innermost_tcp(f: &[u8], vxlan_ports: &[u16]) -> Option<usize> {
         let ip = off + ETH_HLEN;
         let (l4, proto) = match be16(off + 12)? {
             0x0800 => (ip + usize::from(*f.get(ip)? & 0x0f) * 4, *f.get(ip + 9)?),
-            0x86dd => (ip + 40, *f.get(ip + 6)?),
+            0x86dd => {
+                // Past the extension headers GRO walks (hop-by-hop, routing, dest opts).
+                let (proto, ext) =
+                    crate::gro::ipv6::walk_exthdrs(f.get(ip + 40..)?, *f.get(ip + 6)?);
+                (ip + 40 + ext, proto)
+            }
             _ => return None,
         };
         match proto {
