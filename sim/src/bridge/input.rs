@@ -8,9 +8,7 @@ use crate::wire::{be16_at, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
 
 use super::{multicast, netfilter, Bridge, DropReason, Mac, Port, Verdict};
 
-/// `ETH_HLEN`, `VLAN_HLEN`.
-const ETH_HLEN: usize = 14;
-const VLAN_HLEN: usize = 4;
+use crate::consts::{ETH_HLEN, ETH_P_802_2, ETH_P_802_3, ETH_P_802_3_MIN, VLAN_HLEN};
 
 fn is_multicast(m: &Mac) -> bool {
     m[0] & 1 != 0
@@ -29,11 +27,6 @@ fn is_valid_ether_addr(m: &Mac) -> bool {
 fn is_link_local_ether_addr(m: &Mac) -> bool {
     m[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && m[5] & 0xf0 == 0
 }
-
-/// `ETH_P_802_3_MIN`, `ETH_P_802_3`, `ETH_P_802_2` (include/uapi/linux/if_ether.h).
-const ETH_P_802_3_MIN: u16 = 0x0600;
-const ETH_P_802_3: u16 = 0x0001;
-const ETH_P_802_2: u16 = 0x0004;
 
 /// `skb->protocol` of `frame` as the uplink's receive path leaves it: eth_type_trans
 /// (net/ethernet/eth.c), or vlan_set_encap_proto (include/linux/if_vlan.h) behind a tag

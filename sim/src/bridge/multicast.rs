@@ -22,8 +22,7 @@
 use crate::wire::checksum::{checksum, fold, ones_complement_sum};
 use crate::wire::{be16_at, be32_at};
 
-/// `IPPROTO_IGMP`.
-const IPPROTO_IGMP: u8 = 2;
+use crate::consts::{IPPROTO_ICMPV6, IPPROTO_IGMP};
 /// include/uapi/linux/igmp.h message types.
 const IGMP_HOST_MEMBERSHIP_QUERY: u8 = 0x11;
 const IGMP_HOST_MEMBERSHIP_REPORT: u8 = 0x12;
@@ -129,8 +128,7 @@ fn igmp3_report(igmp: &[u8]) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// `IPPROTO_ICMPV6`, `NEXTHDR_*` (include/net/ipv6.h).
-const IPPROTO_ICMPV6: u8 = 58;
+/// `NEXTHDR_*` (include/net/ipv6.h).
 const NEXTHDR_HOP: u8 = 0;
 const NEXTHDR_ROUTING: u8 = 43;
 const NEXTHDR_FRAGMENT: u8 = 44;

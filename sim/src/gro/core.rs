@@ -8,11 +8,7 @@ use super::{
 };
 use crate::skb::IpSummed;
 
-pub const ETH_P_IP: u16 = 0x0800;
-pub use crate::skb::ETH_P_IPV6;
-pub const ETH_P_TEB: u16 = 0x6558;
-pub const ETH_P_8021Q: u16 = 0x8100;
-pub const ETH_P_8021AD: u16 = 0x88a8;
+pub use crate::consts::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB};
 
 /// What dev_gro_receive did with a frame (enum gro_result).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

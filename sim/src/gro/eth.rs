@@ -6,7 +6,7 @@
 use super::core::{call_l3_receive, complete_by_type, find_receive_by_type, postpull_rcsum};
 use super::{reason, GroConfig, GroSkb, ETH_HLEN};
 
-const VLAN_HLEN: usize = 4;
+use crate::consts::VLAN_HLEN;
 
 /// eth_gro_receive: any difference in the 14-byte inner Ethernet header
 /// (compare_ether_header) clears same_flow; the inner EtherType needs an offload.

@@ -91,16 +91,7 @@ pub fn is_supported(link_type: u32) -> bool {
     SUPPORTED.contains(&link_type)
 }
 
-const ETH_HLEN: usize = 14;
-/// Smallest value of the Ethernet type/length field that is an EtherType
-/// (ETH_P_802_3_MIN, include/uapi/linux/if_ether.h).
-const ETH_P_802_3_MIN: u16 = 0x0600;
-/// Largest 802.3 payload a length field may state (ETH_DATA_LEN).
-const ETH_DATA_LEN: usize = 1500;
-/// Novell raw 802.3 (include/uapi/linux/if_ether.h).
-const ETH_P_802_3: u16 = 0x0001;
-/// 802.2 LLC frames (include/uapi/linux/if_ether.h).
-const ETH_P_802_2: u16 = 0x0004;
+use crate::consts::{ETH_DATA_LEN, ETH_HLEN, ETH_P_802_2, ETH_P_802_3, ETH_P_802_3_MIN};
 
 const ARPHRD_ETHER: u16 = 1;
 const ARPHRD_CAN: u16 = 280;

@@ -65,7 +65,7 @@ pub struct TapGroRun {
     pool: Vec<Vec<u8>>,
 }
 
-const ETH_HLEN: usize = 14;
+use crate::consts::ETH_HLEN;
 
 impl TapGroRun {
     pub fn new(profile: &KernelProfile, plan: &GroPlan) -> TapGroRun {

@@ -19,10 +19,7 @@ use crate::skb::{SkBuff, ETH_P_8021AD, ETH_P_8021Q};
 pub const TUN_READQ_SIZE: usize = 500;
 /// Default and minimum TUNSETVNETHDRSZ (tun_vnet.h: tun_vnet_ioctl rejects < 10).
 pub const DEFAULT_VNET_HDR_SZ: usize = 10;
-/// sizeof(struct tun_pi).
-pub const TUN_PI_LEN: usize = 4;
-/// TUN_PKT_STRIP (include/uapi/linux/if_tun.h).
-pub const TUN_PKT_STRIP: u16 = 0x0001;
+pub use crate::consts::{TUN_PI_LEN, TUN_PKT_STRIP};
 
 /// IFF_TAP (Ethernet frames) or IFF_TUN (IP packets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

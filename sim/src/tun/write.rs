@@ -4,14 +4,15 @@
 //! docs/tap-write.md#delivery) and the table of the three XDP regimes measured on the
 //! real kernel, docs/real-kernel.md#xdp-regimes.
 
+use crate::consts::{
+    skb_data_align, PAGE_SIZE, SKB_SHARED_INFO_ALIGNED, TUN_RX_PAD, VLAN_VID_MASK,
+    XDP_PACKET_HEADROOM,
+};
 use crate::errno::Errno;
 pub(crate) use crate::ethernet::eth_type_trans;
 use crate::net::{Delivery, Net};
 use crate::profile::{TunReadRules, TunWriteRules};
 use crate::skb::{IpSummed, SkBuff, ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
-
-/// VLAN_VID_MASK (include/linux/if_vlan.h).
-const VLAN_VID_MASK: u16 = 0x0fff;
 use crate::wire::virtio_net_hdr::{
     VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_F_NEEDS_CSUM,
     VIRTIO_NET_HDR_GSO_NONE,
@@ -22,22 +23,6 @@ use crate::xdp::{redirect_ifindex, XdpMode};
 pub(crate) use super::vnet_to_skb::vnet_hdr_to_skb;
 use super::xdp::{build_skb_native, NativeResult};
 use super::{DeviceKind, TUN_PI_LEN};
-
-/// PAGE_SIZE on x86_64.
-pub const PAGE_SIZE: usize = 4096;
-/// TUN_RX_PAD on x86 (NET_IP_ALIGN 0 + NET_SKB_PAD 64).
-pub const TUN_RX_PAD: usize = 64;
-/// XDP_PACKET_HEADROOM.
-pub const XDP_PACKET_HEADROOM: usize = 256;
-/// SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) on x86_64 (320; the 3456-byte build_skb
-/// limit it gives matches the real kernel's: docs/tap-write.md#path-choice).
-pub const SKB_SHINFO_SIZE: usize = 320;
-/// SMP_CACHE_BYTES: the SKB_DATA_ALIGN unit.
-const SMP_CACHE_BYTES: usize = 64;
-
-fn skb_data_align(n: usize) -> usize {
-    n.div_ceil(SMP_CACHE_BYTES) * SMP_CACHE_BYTES
-}
 
 /// How the write was issued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -158,7 +143,7 @@ pub fn can_build_skb(len: usize, rules: &TunWriteRules) -> bool {
     } else {
         TUN_RX_PAD
     };
-    skb_data_align(len + headroom) + SKB_SHINFO_SIZE <= PAGE_SIZE
+    skb_data_align(len + headroom) + SKB_SHARED_INFO_ALIGNED <= PAGE_SIZE
 }
 
 impl Net {
@@ -257,7 +242,7 @@ impl Net {
             // tun_get_user + tun_alloc_skb: the linear part is the vnet hdr_len (capped at
             // good_linear), except that a packet under a page with its tun->align
             // (NET_SKB_PAD) prepad, or one without hdr_len, is copied in whole.
-            let good_linear = PAGE_SIZE - SKB_SHINFO_SIZE - TUN_RX_PAD;
+            let good_linear = PAGE_SIZE - SKB_SHARED_INFO_ALIGNED - TUN_RX_PAD;
             let hdr_len = usize::from(parsed.gso.hdr_len).min(good_linear);
             let linear = if TUN_RX_PAD + len < PAGE_SIZE || hdr_len == 0 {
                 len

@@ -10,11 +10,9 @@ use crate::profile::TunWriteRules;
 use crate::skb::{SkBuff, ETH_HLEN, VLAN_HLEN};
 use crate::xdp::redirect_ifindex;
 
-use super::write::{
-    eth_type_trans, Fate, ModelError, XdpReport, XdpWhere, SKB_SHINFO_SIZE, TUN_RX_PAD,
-    XDP_PACKET_HEADROOM,
-};
+use super::write::{eth_type_trans, Fate, ModelError, XdpReport, XdpWhere};
 use super::XdpFrame;
+use crate::consts::{skb_data_align, SKB_SHARED_INFO_ALIGNED, TUN_RX_PAD, XDP_PACKET_HEADROOM};
 
 /// What tun_build_skb did with a native run.
 #[derive(Debug)]
@@ -24,10 +22,6 @@ pub(crate) enum NativeResult {
     Consumed(XdpReport, Fate),
     /// XDP_PASS: the skb built over the (possibly moved) data.
     Pass(XdpReport, Box<SkBuff>),
-}
-
-fn skb_data_align(n: usize) -> usize {
-    n.div_ceil(64) * 64
 }
 
 /// tun_build_skb with a driver-mode program attached and no GSO: the frame sits
@@ -41,7 +35,7 @@ pub(crate) fn build_skb_native(
     rules: &TunWriteRules,
 ) -> Result<NativeResult, ModelError> {
     let pad = TUN_RX_PAD + XDP_PACKET_HEADROOM;
-    let buflen = skb_data_align(frame.len() + pad) + SKB_SHINFO_SIZE;
+    let buflen = skb_data_align(frame.len() + pad) + SKB_SHARED_INFO_ALIGNED;
     let mut buff = XdpBuff::with_layout(frame, pad, buflen)
         .map_err(|e| ModelError(format!("xdp_buff: {e}")))?;
     buff.ingress_ifindex = ifindex;

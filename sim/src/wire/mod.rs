@@ -25,20 +25,9 @@ pub use summary::{describe, describe_vlan_tci};
 pub use tun_pi::{TunPi, TunPiRepr};
 pub use virtio_net_hdr::{Endian, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout};
 
-/// ETH_P_IP (include/uapi/linux/if_ether.h).
-pub const ETH_P_IP: u16 = 0x0800;
-/// ETH_P_ARP (include/uapi/linux/if_ether.h).
-pub const ETH_P_ARP: u16 = 0x0806;
-/// ETH_P_IPV6 (include/uapi/linux/if_ether.h).
-pub const ETH_P_IPV6: u16 = 0x86dd;
-/// ETH_P_TEB, "Trans Ether Bridging": what GRE carries for gretap (include/uapi/linux/if_ether.h).
-pub const ETH_P_TEB: u16 = 0x6558;
-/// ETH_P_8021Q, the 802.1Q customer VLAN TPID (include/uapi/linux/if_ether.h).
-pub const ETH_P_8021Q: u16 = 0x8100;
-/// ETH_P_8021AD, the 802.1ad service VLAN TPID (include/uapi/linux/if_ether.h).
-pub const ETH_P_8021AD: u16 = 0x88a8;
-/// ETH_P_QINQ1, the pre-standard QinQ TPID (include/uapi/linux/if_ether.h).
-pub const ETH_P_QINQ1: u16 = 0x9100;
+pub use crate::consts::{
+    ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1, ETH_P_TEB,
+};
 
 /// Why a view or repr refused a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

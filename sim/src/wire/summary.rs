@@ -32,10 +32,7 @@ pub const MAX_DEPTH: usize = 2;
 /// would otherwise give a line as long as the frame).
 pub const MAX_VLAN_TAGS: usize = 8;
 
-/// ETH_HLEN (include/uapi/linux/if_ether.h).
-const ETH_HLEN: usize = 14;
-/// VLAN_HLEN (include/linux/if_vlan.h).
-const VLAN_HLEN: usize = 4;
+use crate::consts::{ETH_HLEN, VLAN_HLEN};
 /// LLC SAPs (include/net/llc_pdu.h) shown by name; the low bit of a DSAP is I/G, of an
 /// SSAP C/R.
 const LLC_SAP_IP: u8 = 0x06;
@@ -61,17 +58,10 @@ const VXLAN_HF_VNI: u8 = 0x08;
 /// sizeof(struct icmphdr) and sizeof(struct icmp6hdr).
 const ICMP_HLEN: usize = 8;
 
-// IPPROTO_* (include/uapi/linux/in.h, in6.h).
-const IPPROTO_HOPOPTS: u8 = 0;
-const IPPROTO_ICMP: u8 = 1;
-const IPPROTO_TCP: u8 = 6;
-const IPPROTO_UDP: u8 = 17;
-const IPPROTO_ROUTING: u8 = 43;
-const IPPROTO_FRAGMENT: u8 = 44;
-const IPPROTO_GRE: u8 = 47;
-const IPPROTO_AH: u8 = 51;
-const IPPROTO_ICMPV6: u8 = 58;
-const IPPROTO_DSTOPTS: u8 = 60;
+use crate::consts::{
+    IPPROTO_AH, IPPROTO_DSTOPTS, IPPROTO_FRAGMENT, IPPROTO_GRE, IPPROTO_HOPOPTS, IPPROTO_ICMP,
+    IPPROTO_ICMPV6, IPPROTO_ROUTING, IPPROTO_TCP, IPPROTO_UDP,
+};
 
 /// Summarises an Ethernet frame on one line. Never panics, whatever the bytes.
 pub fn describe(frame: &[u8]) -> String {

@@ -14,12 +14,7 @@
 //! derive it from the Ethernet header with eth_type_trans() instead).
 
 use super::{Error, Result};
-
-/// TUN_PKT_STRIP (include/uapi/linux/if_tun.h): the packet was truncated on read.
-pub const TUN_PKT_STRIP: u16 = 0x0001;
-
-/// sizeof(struct tun_pi).
-pub const TUN_PI_LEN: usize = 4;
+pub use crate::consts::{TUN_PI_LEN, TUN_PKT_STRIP};
 
 mod field {
     use core::ops::Range;

@@ -3,8 +3,8 @@
 //! buffer with at least XDP_PACKET_HEADROOM in front; head and tail moves are applied back
 //! to the skb.
 
-use crate::bpf::xdp::{SKB_SHARED_INFO_SIZE, XDP_PACKET_HEADROOM};
 use crate::bpf::{BpfError, XdpBuff, XdpRun};
+use crate::consts::{skb_data_align, SKB_SHARED_INFO_ALIGNED, XDP_PACKET_HEADROOM};
 
 use super::XdpAttachment;
 
@@ -27,8 +27,8 @@ pub fn run_generic(
     frame: &[u8],
     ifindex: u32,
 ) -> Result<GenericRun, BpfError> {
-    let data_area = (XDP_PACKET_HEADROOM + frame.len()).div_ceil(64) * 64;
-    let frame_sz = data_area + SKB_SHARED_INFO_SIZE;
+    let data_area = skb_data_align(XDP_PACKET_HEADROOM + frame.len());
+    let frame_sz = data_area + SKB_SHARED_INFO_ALIGNED;
     let mut buff = XdpBuff::with_layout(frame, XDP_PACKET_HEADROOM, frame_sz)?;
     buff.ingress_ifindex = ifindex;
     let run = att.run(&mut buff)?;

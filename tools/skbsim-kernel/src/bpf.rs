@@ -59,7 +59,7 @@ pub const XDP_FLAGS_SKB_MODE: u32 = 2;
 /// `XDP_FLAGS_DRV_MODE`: native (driver) XDP (`xdp`).
 pub const XDP_FLAGS_DRV_MODE: u32 = 4;
 /// `XDP_PACKET_HEADROOM`: what `BPF_PROG_TEST_RUN` puts in front of the data.
-pub const XDP_PACKET_HEADROOM: usize = 256;
+pub use sim::consts::XDP_PACKET_HEADROOM;
 
 /// `sizeof(union bpf_attr)` on 6.18; the kernel accepts it (and shorter ones).
 const ATTR_SIZE: usize = 144;

@@ -46,6 +46,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use sim::bridge::{Attach, TAP_MAC, UPLINK_MAC};
+use sim::consts::{IPPROTO_TCP, IPPROTO_UDP};
 use sim::errno::Errno as SimErrno;
 use sim::pcap::EthernetInput;
 use sim::pipeline::frame_meta::{build_skb, layout, GsoKind, SkbRecipe};
@@ -53,6 +54,11 @@ use sim::pipeline::tun_read::{header_len, Event, ReadRecord};
 use sim::scenario::{Pipeline, Scenario};
 use sim::skb::{IpSummed, SkBuff, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
 use sim::tun::{DeviceKind, TunConfig, TunStats};
+use sim::wire::virtio_net_hdr::{
+    VIRTIO_NET_HDR_F_DATA_VALID, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_ECN,
+    VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP,
+    VIRTIO_NET_HDR_GSO_UDP_L4,
+};
 
 use super::tun_read_path::{self, Observer, NAPI_SETTLE};
 use super::{kerr, tun_stats, ArmError};
@@ -68,15 +74,6 @@ pub const DUT_NAME: &str = "skbdut";
 /// The bridge between the writers and the tap under test.
 pub const BRIDGE_NAME: &str = "skbbr";
 
-const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
-const VIRTIO_NET_HDR_F_DATA_VALID: u8 = 2;
-const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
-const VIRTIO_NET_HDR_GSO_UDP: u8 = 3;
-const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
-const VIRTIO_NET_HDR_GSO_UDP_L4: u8 = 5;
-const VIRTIO_NET_HDR_GSO_ECN: u8 = 0x80;
-const IPPROTO_TCP: u8 = 6;
-const IPPROTO_UDP: u8 = 17;
 /// The writers' virtio-net header: the basic 10 bytes, little endian.
 const WRITER_VNET_LEN: usize = 10;
 

@@ -17,6 +17,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use sim::consts::ETH_P_TEB;
 
 const IFLA_GRE_LINK: u16 = 1;
 const IFLA_GRE_IFLAGS: u16 = 2;
@@ -31,7 +32,6 @@ const GRE_ROUTING: u16 = 0x4000;
 const GRE_KEY: u16 = 0x2000;
 const GRE_SEQ: u16 = 0x1000;
 const GRE_VERSION: u16 = 0x0007;
-const ETH_P_TEB: u16 = 0x6558;
 /// More gretap devices than this is not a GRO scenario.
 pub(super) const MAX_GRETAP_DEVICES: usize = 16;
 
