@@ -9,7 +9,6 @@ pub mod sendmsg;
 pub mod vnet;
 mod vnet_to_skb;
 pub mod write;
-mod xdp;
 
 use std::collections::VecDeque;
 
