@@ -108,6 +108,15 @@ pub const NET_SKB_PAD: usize = 64;
 /// BPF_PROG_TEST_RUN, and generic XDP) leave in front of the frame.
 pub const XDP_PACKET_HEADROOM: usize = 256;
 
+// include/uapi/linux/if_link.h
+
+/// XDP_FLAGS_UPDATE_IF_NOEXIST (include/uapi/linux/if_link.h): attach only if none is.
+pub const XDP_FLAGS_UPDATE_IF_NOEXIST: u32 = 1;
+/// XDP_FLAGS_SKB_MODE (include/uapi/linux/if_link.h): generic XDP (`xdpgeneric`).
+pub const XDP_FLAGS_SKB_MODE: u32 = 2;
+/// XDP_FLAGS_DRV_MODE (include/uapi/linux/if_link.h): native (driver) XDP (`xdpdrv`).
+pub const XDP_FLAGS_DRV_MODE: u32 = 4;
+
 // drivers/net/tun.c, include/uapi/linux/if_tun.h
 
 /// TUN_RX_PAD (drivers/net/tun.c): NET_IP_ALIGN + NET_SKB_PAD.

@@ -29,10 +29,16 @@ pub(crate) mod xdp_convert_buff_to_frame;
 pub(crate) mod xdp_do_generic_redirect;
 pub(crate) mod xdp_do_redirect;
 
-use crate::bpf::{BasicEnv, BpfError, Program, RedirectTarget, Vm, XdpBuff, XdpRun};
+use serde::Deserialize;
 
-/// How the program was attached (XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+use crate::bpf::{BasicEnv, BpfError, Program, RedirectTarget, Vm, XdpBuff, XdpRun};
+use crate::consts::{XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE};
+
+/// How the program was attached (XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE). A scenario
+/// names it `mode = "native"` or `"generic"`; the real arm attaches it with
+/// [`XdpMode::flags`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum XdpMode {
     /// `ip link set dev X xdpdrv`: tun runs it natively in tun_build_skb, and falls back to
     /// generic XDP inside tun_get_user when build_skb is not used
@@ -48,6 +54,14 @@ impl XdpMode {
         match self {
             XdpMode::Native => "native",
             XdpMode::Generic => "generic",
+        }
+    }
+
+    /// The `XDP_FLAGS_*` mode bit of an `IFLA_XDP` attach.
+    pub fn flags(self) -> u32 {
+        match self {
+            XdpMode::Native => XDP_FLAGS_DRV_MODE,
+            XdpMode::Generic => XDP_FLAGS_SKB_MODE,
         }
     }
 }
