@@ -39,6 +39,28 @@ pub const ETH_P_8021AD: u16 = 0x88a8;
 /// ETH_P_QINQ1, the pre-standard QinQ TPID (include/uapi/linux/if_ether.h).
 pub const ETH_P_QINQ1: u16 = 0x9100;
 
+// include/net/vxlan.h
+
+/// IANA_VXLAN_UDP_PORT (include/net/vxlan.h).
+pub const IANA_VXLAN_UDP_PORT: u16 = 4789;
+/// sizeof(struct vxlanhdr) (include/net/vxlan.h).
+pub const VXLAN_HLEN: usize = 8;
+
+// include/net/ipv6.h
+
+/// NEXTHDR_HOP (include/net/ipv6.h): hop-by-hop options.
+pub const NEXTHDR_HOP: u8 = 0;
+/// NEXTHDR_ROUTING (include/net/ipv6.h).
+pub const NEXTHDR_ROUTING: u8 = 43;
+/// NEXTHDR_FRAGMENT (include/net/ipv6.h).
+pub const NEXTHDR_FRAGMENT: u8 = 44;
+/// NEXTHDR_AUTH (include/net/ipv6.h).
+pub const NEXTHDR_AUTH: u8 = 51;
+/// NEXTHDR_NONE (include/net/ipv6.h).
+pub const NEXTHDR_NONE: u8 = 59;
+/// NEXTHDR_DEST (include/net/ipv6.h).
+pub const NEXTHDR_DEST: u8 = 60;
+
 // include/linux/if_vlan.h
 
 /// VLAN_HLEN (include/linux/if_vlan.h): TPID + TCI.

@@ -8,8 +8,7 @@
 use crate::wire::checksum::checksum;
 use crate::wire::{be16_at, be32_at};
 
-/// `NEXTHDR_HOP` (include/net/ipv6.h).
-const NEXTHDR_HOP: u8 = 0;
+use crate::consts::NEXTHDR_HOP;
 /// `IPV6_TLV_PAD1`, `IPV6_TLV_PADN`, `IPV6_TLV_JUMBO` (include/uapi/linux/in6.h).
 const IPV6_TLV_PAD1: u8 = 0;
 const IPV6_TLV_PADN: u8 = 1;

@@ -9,8 +9,8 @@ use sim::consts::ETH_P_ALL;
 use crate::error::{Errno, ErrnoExt, KernelError};
 use crate::sys::{cvt, cvt_len, ensure_private_netns, owned_fd, poll_one, setsockopt_int};
 
-const SOL_PACKET: libc::c_int = 263;
-pub(crate) const PACKET_AUXDATA: libc::c_int = 8;
+// The kernel's values, from libc (include/linux/socket.h, include/uapi/linux/if_packet.h).
+pub(crate) use libc::{PACKET_AUXDATA, SOL_PACKET};
 
 /// `TP_STATUS_*` bits of [`AuxData::status`].
 pub mod tp_status {

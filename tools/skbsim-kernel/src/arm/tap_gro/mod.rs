@@ -86,7 +86,7 @@ use crate::tap::TapConfig;
 
 /// `NAPI_POLL_WEIGHT`: tun's NAPI budget, and the queue length past which
 /// `tun_get_user` schedules NAPI whatever `MSG_MORE` says.
-pub const NAPI_POLL_WEIGHT: usize = 64;
+pub use sim::gro::NAPI_POLL_WEIGHT;
 
 mod bench;
 mod capture;
@@ -105,9 +105,9 @@ use sched::*;
 pub use sched::{jiffy_now, NapiThread, RealtimeWriter};
 use vxlan::*;
 
-const SOL_PACKET: libc::c_int = 263;
-const PACKET_VNET_HDR: libc::c_int = 15;
-const PACKET_OUTGOING: u8 = 4;
+use crate::packet::SOL_PACKET;
+// include/uapi/linux/if_packet.h, from libc.
+use libc::{PACKET_OUTGOING, PACKET_VNET_HDR};
 const VNET_LEN: usize = VIRTIO_NET_HDR_LEN;
 /// Receive buffer of the capture sockets (`SO_RCVBUFFORCE`).
 const CAPTURE_RCVBUF: libc::c_int = 32 << 20;
