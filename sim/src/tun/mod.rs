@@ -16,8 +16,9 @@ use crate::skb::{SkBuff, ETH_P_8021AD, ETH_P_8021Q};
 
 /// TUN_READQ_SIZE: the default tx_queue_len, and so the tx_ring size (tun.c).
 pub const TUN_READQ_SIZE: usize = 500;
-/// Default and minimum TUNSETVNETHDRSZ (tun_vnet.h: tun_vnet_ioctl rejects < 10).
-pub const DEFAULT_VNET_HDR_SZ: usize = 10;
+/// Default and minimum TUNSETVNETHDRSZ: sizeof(struct virtio_net_hdr) (tun.c: tun_set_iff;
+/// tun_vnet.h: tun_vnet_ioctl rejects less).
+pub const DEFAULT_VNET_HDR_SZ: usize = crate::wire::virtio_net_hdr::VIRTIO_NET_HDR_LEN;
 pub use crate::consts::{TUN_PI_LEN, TUN_PKT_STRIP};
 
 /// IFF_TAP (Ethernet frames) or IFF_TUN (IP packets).
