@@ -110,3 +110,6 @@ pub fn redirect_ifindex(run: &XdpRun) -> Option<u32> {
         RedirectTarget::Broadcast { .. } => None,
     }
 }
+
+#[cfg(test)]
+mod tests;
