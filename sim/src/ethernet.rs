@@ -9,16 +9,9 @@
 //! payload bytes: 0xffff is Novell's raw 802.3 (IPX without an LLC header, never a valid
 //! DSAP/SSAP pair), so ETH_P_802_3; anything else is an 802.2 LLC frame, ETH_P_802_2.
 
+pub use crate::consts::{ETH_P_802_2, ETH_P_802_3, ETH_P_802_3_MIN};
 use crate::skb::SkBuff;
 use crate::wire::ethernet::{self, ETH_HLEN};
-
-/// ETH_P_802_3 (include/uapi/linux/if_ether.h): a raw 802.3 frame.
-pub const ETH_P_802_3: u16 = 0x0001;
-/// ETH_P_802_2 (include/uapi/linux/if_ether.h): an 802.2 LLC frame.
-pub const ETH_P_802_2: u16 = 0x0004;
-/// ETH_P_802_3_MIN (include/uapi/linux/if_ether.h): the smallest EtherType; below it the
-/// field is a length.
-pub const ETH_P_802_3_MIN: u16 = 0x0600;
 
 /// eth_proto_is_802_3 (include/linux/etherdevice.h): the field is an EtherType, not an
 /// 802.3 length.

@@ -8,6 +8,7 @@
 
 pub mod bpf;
 pub mod bridge;
+pub mod consts;
 pub mod errno;
 pub mod ethernet;
 pub mod fsutil;

@@ -20,8 +20,7 @@ pub struct Delivery {
     pub protocol: u16,
 }
 
-/// ETH_P_ARP (include/uapi/linux/if_ether.h).
-const ETH_P_ARP: u16 = 0x0806;
+use crate::consts::ETH_P_ARP;
 
 /// The protocols with a ptype_base handler (dev_add_pack): ip_rcv, arp_rcv, ipv6_rcv and
 /// llc_rcv (net/llc/llc_core.c, built in with the bridge's STP), as /proc/net/ptype

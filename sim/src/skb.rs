@@ -14,20 +14,11 @@ use crate::gro::{GroCb, GroModel};
 #[path = "skb_shinfo.rs"]
 mod shinfo;
 
-/// ETH_HLEN (include/uapi/linux/if_ether.h).
-pub const ETH_HLEN: usize = 14;
-/// ETH_ALEN: one MAC address.
-pub const ETH_ALEN: usize = 6;
-/// VLAN_HLEN (include/linux/if_vlan.h): TPID + TCI.
-pub const VLAN_HLEN: usize = 4;
-/// NET_SKB_PAD on x86_64 (include/linux/skbuff.h): headroom a driver reserves.
-pub const NET_SKB_PAD: usize = 64;
-
-pub const ETH_P_IP: u16 = 0x0800;
-pub const ETH_P_IPV6: u16 = 0x86dd;
-pub const ETH_P_8021Q: u16 = 0x8100;
-pub const ETH_P_8021AD: u16 = 0x88a8;
-pub const ETH_P_TEB: u16 = 0x6558;
+// Re-exported so that the datapath's `crate::skb::ETH_HLEN` paths keep working.
+pub use crate::consts::{
+    ETH_ALEN, ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB, NET_SKB_PAD,
+    VLAN_HLEN,
+};
 
 /// skb->ip_summed (include/linux/skbuff.h).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

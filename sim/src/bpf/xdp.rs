@@ -5,6 +5,8 @@
 //! `data_hard_start`; the program sees them at [`PACKET_ADDR`](super::PACKET_ADDR) + offset.
 
 use super::BpfError;
+use crate::consts::{skb_data_align, PAGE_SIZE, SKB_SHARED_INFO_ALIGNED};
+pub use crate::consts::{ETH_HLEN, XDP_PACKET_HEADROOM};
 
 pub const XDP_ABORTED: u32 = 0;
 pub const XDP_DROP: u32 = 1;
@@ -12,14 +14,8 @@ pub const XDP_PASS: u32 = 2;
 pub const XDP_TX: u32 = 3;
 pub const XDP_REDIRECT: u32 = 4;
 
-/// Headroom drivers reserve in front of the frame (XDP_PACKET_HEADROOM).
-pub const XDP_PACKET_HEADROOM: usize = 256;
 /// sizeof(struct xdp_frame) on x86_64: bpf_xdp_adjust_head/meta keep it free at the front.
 pub const XDP_FRAME_SIZE: usize = 40;
-/// SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) on x86_64: the tailroom xdp_data_hard_end reserves.
-pub const SKB_SHARED_INFO_SIZE: usize = 320;
-pub const ETH_HLEN: usize = 14;
-pub const PAGE_SIZE: usize = 4096;
 
 /// `struct xdp_md` layout: six `__u32` fields.
 pub const XDP_MD_SIZE: usize = 24;
@@ -106,7 +102,7 @@ impl XdpRun {
 }
 
 /// A linear XDP buffer, mirroring `struct xdp_buff`: `data_hard_start` is offset 0 of
-/// `buf`, `buf.len() == frame_sz`, and the last [`SKB_SHARED_INFO_SIZE`] bytes are the
+/// `buf`, `buf.len() == frame_sz`, and the last [`SKB_SHARED_INFO_ALIGNED`] bytes are the
 /// reserved tailroom. `data_meta > data` means metadata is unsupported
 /// (xdp_set_data_meta_invalid).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,8 +125,8 @@ impl XdpBuff {
     /// `frame` behind the usual 256 bytes of headroom, in a page-sized buffer (or a larger
     /// one, rounded to 64 bytes, when the frame does not fit a page), metadata supported.
     pub fn new(frame: &[u8]) -> XdpBuff {
-        let need = XDP_PACKET_HEADROOM + frame.len() + SKB_SHARED_INFO_SIZE;
-        let frame_sz = PAGE_SIZE.max(need.div_ceil(64) * 64);
+        let need = XDP_PACKET_HEADROOM + frame.len() + SKB_SHARED_INFO_ALIGNED;
+        let frame_sz = PAGE_SIZE.max(skb_data_align(need));
         let mut b = XdpBuff::empty(vec![0; frame_sz], XDP_PACKET_HEADROOM);
         b.set_frame(frame);
         b
@@ -157,13 +153,13 @@ impl XdpBuff {
     ) -> Result<XdpBuff, BpfError> {
         let fits = headroom
             .checked_add(frame.len())
-            .and_then(|n| n.checked_add(SKB_SHARED_INFO_SIZE))
+            .and_then(|n| n.checked_add(SKB_SHARED_INFO_ALIGNED))
             .is_some_and(|n| n <= frame_sz);
         if !fits || frame_sz as u64 > super::PACKET_WINDOW {
             return Err(BpfError::invalid(
                 0,
                 format!(
-                    "xdp_buff: headroom {headroom} + frame {} + tailroom {SKB_SHARED_INFO_SIZE} exceeds frame_sz {frame_sz}",
+                    "xdp_buff: headroom {headroom} + frame {} + tailroom {SKB_SHARED_INFO_ALIGNED} exceeds frame_sz {frame_sz}",
                     frame.len()
                 ),
             ));
@@ -250,7 +246,7 @@ impl XdpBuff {
 
     /// xdp_data_hard_end: `frame_sz` less the shared-info tailroom.
     pub fn hard_end(&self) -> usize {
-        self.frame_sz.saturating_sub(SKB_SHARED_INFO_SIZE)
+        self.frame_sz.saturating_sub(SKB_SHARED_INFO_ALIGNED)
     }
 
     /// The lowest offset the program may read: data_meta when metadata is supported.

@@ -22,8 +22,7 @@
 use crate::wire::checksum::{checksum, fold, ones_complement_sum};
 use crate::wire::{be16_at, be32_at, ipv4, ipv6, IPPROTO_ICMPV6};
 
-/// `IPPROTO_IGMP`.
-const IPPROTO_IGMP: u8 = 2;
+use crate::consts::IPPROTO_IGMP;
 /// include/uapi/linux/igmp.h message types.
 const IGMP_HOST_MEMBERSHIP_QUERY: u8 = 0x11;
 const IGMP_HOST_MEMBERSHIP_REPORT: u8 = 0x12;
@@ -130,13 +129,9 @@ fn igmp3_report(igmp: &[u8]) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// `NEXTHDR_*` (include/net/ipv6.h), the names ipv6_skip_exthdr uses.
-const NEXTHDR_HOP: u8 = 0;
-const NEXTHDR_ROUTING: u8 = 43;
-const NEXTHDR_FRAGMENT: u8 = 44;
-const NEXTHDR_AUTH: u8 = 51;
-const NEXTHDR_NONE: u8 = 59;
-const NEXTHDR_DEST: u8 = 60;
+use crate::consts::{
+    NEXTHDR_AUTH, NEXTHDR_DEST, NEXTHDR_FRAGMENT, NEXTHDR_HOP, NEXTHDR_NONE, NEXTHDR_ROUTING,
+};
 /// include/uapi/linux/icmpv6.h MLD types.
 const ICMPV6_MGM_QUERY: u8 = 130;
 const ICMPV6_MGM_REPORT: u8 = 131;

@@ -7,7 +7,8 @@ use super::{
     MAX_GRO_SKBS, MAX_SKB_FRAGS,
 };
 use crate::skb::{IpSummed, SkBuff};
-pub use crate::skb::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB};
+
+pub use crate::consts::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB};
 
 /// What dev_gro_receive did with a frame (enum gro_result).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

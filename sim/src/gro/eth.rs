@@ -6,7 +6,7 @@
 use super::core::{call_l3_receive, complete_by_type, find_receive_by_type, postpull_rcsum};
 use super::{reason, GroConfig, SkBuff, ETH_HLEN};
 
-use crate::skb::VLAN_HLEN;
+use crate::consts::VLAN_HLEN;
 
 /// eth_gro_receive: any difference in the 14-byte inner Ethernet header
 /// (compare_ether_header) clears same_flow; the inner EtherType needs an offload.

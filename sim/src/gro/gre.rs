@@ -7,9 +7,7 @@ use super::core::{
 use super::{reason, GroConfig, SkBuff};
 use crate::skb::gso;
 
-/// GRE_CSUM, GRE_KEY (include/net/gre.h, as bits of the host-order flags word).
-pub const GRE_CSUM: u16 = 0x8000;
-pub const GRE_KEY: u16 = 0x2000;
+pub use crate::wire::gre::{GRE_CSUM, GRE_KEY};
 /// GRE_HEADER_SECTION.
 pub const GRE_HEADER_SECTION: usize = 4;
 

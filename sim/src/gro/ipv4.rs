@@ -7,9 +7,7 @@ use super::csum;
 use super::rules::IpIdRule;
 use super::{gre, reason, tcp, udp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
 
-pub const IPPROTO_TCP: u8 = 6;
-pub const IPPROTO_UDP: u8 = 17;
-pub const IPPROTO_GRE: u8 = 47;
+pub use crate::consts::{IPPROTO_GRE, IPPROTO_TCP, IPPROTO_UDP};
 /// IP_DF in the frag_off word.
 pub const IP_DF: u16 = 0x4000;
 /// IP_MF | IP_OFFSET: ip_is_fragment.

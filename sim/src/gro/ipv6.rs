@@ -12,11 +12,8 @@ use super::{reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
 
 /// NEXTHDR_TCP.
 pub const NEXTHDR_TCP: u8 = 6;
-/// The extension headers registered with INET6_PROTO_GSO_EXTHDR (include/net/ipv6.h:
-/// NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST).
-pub const NEXTHDR_HOP: u8 = 0;
-pub const NEXTHDR_ROUTING: u8 = 43;
-pub const NEXTHDR_DEST: u8 = 60;
+// The extension headers registered with INET6_PROTO_GSO_EXTHDR.
+use crate::consts::{NEXTHDR_DEST, NEXTHDR_HOP, NEXTHDR_ROUTING};
 pub const IPV6_HLEN: usize = 40;
 /// The Version and Flow Label bits of the first word: a difference there is another flow.
 const FLOW_BITS: u32 = 0xF00F_FFFF;

@@ -50,8 +50,7 @@ pub const GRO_HASH_BUCKETS: usize = 8;
 pub const GRO_LEGACY_MAX_SIZE: usize = 65536;
 /// GRO_MAX_SIZE as skb_gro_receive applies it to IPv4 here (no BIG TCP for IPv4 set).
 pub const GRO_MAX_SIZE: usize = GRO_LEGACY_MAX_SIZE;
-/// MAX_SKB_FRAGS (include/linux/skbuff.h, CONFIG_MAX_SKB_FRAGS default).
-pub const MAX_SKB_FRAGS: usize = 17;
+pub use crate::consts::MAX_SKB_FRAGS;
 /// NAPI_POLL_WEIGHT (include/linux/netdevice.h): tun's napi weight and poll budget.
 pub const NAPI_POLL_WEIGHT: usize = 64;
 /// GRO_RECURSION_LIMIT (include/net/gro.h).

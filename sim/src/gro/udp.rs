@@ -13,8 +13,7 @@ use super::{reason, GroConfig, SkBuff, GRO_RECURSION_LIMIT};
 use crate::skb::{gso, IpSummed};
 
 const UDP_HLEN: usize = 8;
-/// sizeof(struct vxlanhdr).
-pub const VXLAN_HLEN: usize = 8;
+pub use crate::consts::VXLAN_HLEN;
 
 /// udp4_gro_receive: verify a non-zero checksum, find the tunnel socket, udp_gro_receive.
 pub fn udp4_gro_receive(

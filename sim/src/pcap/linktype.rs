@@ -93,8 +93,7 @@ pub fn is_supported(link_type: u32) -> bool {
     SUPPORTED.contains(&link_type)
 }
 
-/// Largest 802.3 payload a length field may state (ETH_DATA_LEN).
-const ETH_DATA_LEN: usize = 1500;
+use crate::consts::ETH_DATA_LEN;
 
 const ARPHRD_ETHER: u16 = 1;
 const ARPHRD_CAN: u16 = 280;

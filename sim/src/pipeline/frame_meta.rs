@@ -2,14 +2,10 @@
 //! the receive and transmit paths attach before tun_net_xmit (skb_vlan_untag,
 //! eth_type_trans, CHECKSUM_PARTIAL from a TSO/CSUM sender, GSO fields).
 
+use crate::consts::{ETH_P_QINQ1, IPPROTO_TCP, IPPROTO_UDP};
 use crate::skb::{
     gso, IpSummed, SkBuff, ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6,
 };
-
-/// In-band tag TPIDs a parser walks over to find the network header.
-const QINQ_LEGACY_TPID: u16 = 0x9100;
-const IPPROTO_TCP: u8 = 6;
-const IPPROTO_UDP: u8 = 17;
 
 /// Where the headers of a frame are, from the start of the frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +37,7 @@ fn be16(b: &[u8], i: usize) -> Option<u16> {
 pub fn layout(frame: &[u8]) -> Option<Layout> {
     let mut off = 12;
     let mut proto = be16(frame, off)?;
-    while matches!(proto, ETH_P_8021Q | ETH_P_8021AD | QINQ_LEGACY_TPID) {
+    while matches!(proto, ETH_P_8021Q | ETH_P_8021AD | ETH_P_QINQ1) {
         off += 4;
         let Some(p) = be16(frame, off) else {
             break;

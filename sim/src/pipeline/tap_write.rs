@@ -16,6 +16,7 @@ use crate::scenario::{Scenario, XdpSpec};
 use crate::tun::write::{ModelError, WriteOpts, WriteOutcome};
 use crate::tun::{TunDevice, TunStats, TUN_PI_LEN};
 use crate::wire::virtio_net_hdr::{VirtioNetHdr, VnetHdrLayout};
+use crate::wire::TunPiRepr;
 use crate::xdp::XdpAttachment;
 
 use super::tun_read::{header_len, ReadRecord};
@@ -117,8 +118,8 @@ pub fn compose_write_into(w: &mut Vec<u8>, scenario: &Scenario, index: u64, fram
             .pi_proto
             .or_else(|| frame.get(12..14).map(|b| u16::from_be_bytes([b[0], b[1]])))
             .unwrap_or(0);
-        w.extend_from_slice(&[0, 0]);
-        w.extend_from_slice(&proto.to_be_bytes());
+        // A writer sets no flags: tun_get_user reads only proto.
+        w.extend_from_slice(&TunPiRepr { flags: 0, proto }.to_bytes());
     }
     if dev.vnet_hdr {
         let start = w.len();

@@ -54,7 +54,7 @@ use serde::Deserialize;
 pub mod limits;
 mod raw;
 use limits::in_range;
-use raw::{device_config, parse_raw, recipe, vnet_of, writer_plan, FillName, XdpModeName};
+use raw::{device_config, parse_raw, recipe, vnet_of, writer_plan, FillName};
 
 use crate::pipeline::frame_meta::SkbRecipe;
 use crate::profile::KernelProfile;
@@ -376,10 +376,7 @@ impl Scenario {
         let xdp = raw.xdp.as_ref().map(|x| XdpSpec {
             program: dir.join(&x.program),
             section: x.section.clone().unwrap_or_else(|| "xdp".to_string()),
-            mode: match x.mode {
-                XdpModeName::Native => crate::xdp::XdpMode::Native,
-                XdpModeName::Generic => crate::xdp::XdpMode::Generic,
-            },
+            mode: x.mode,
         });
         if xdp.is_some() && !profile.tun_write.xdp {
             return Err(err(format!(

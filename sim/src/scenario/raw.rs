@@ -122,14 +122,7 @@ pub(super) struct RawWriteOverride {
 pub(super) struct RawXdp {
     pub(super) program: PathBuf,
     pub(super) section: Option<String>,
-    pub(super) mode: XdpModeName,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(super) enum XdpModeName {
-    Native,
-    Generic,
+    pub(super) mode: crate::xdp::XdpMode,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -22,59 +22,31 @@ use serde_json::{json, Value};
 use crate::pipeline::tap_gro::innermost_tcp;
 use crate::scenario::Scenario;
 use crate::wire::summary::describe;
+use crate::wire::virtio_net_hdr::{
+    VirtioNetHdrRepr, VIRTIO_NET_HDR_F_DATA_VALID, VIRTIO_NET_HDR_F_NEEDS_CSUM,
+    VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_GSO_TCPV4,
+    VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4,
+};
 
 /// Trace fields of the simulator that no real-kernel observation shows: `encap` (the
 /// inner header offsets of an encapsulated skb).
 pub const GRO_UNOBSERVED_FIELDS: [&str; 1] = ["encap"];
 
-/// `VIRTIO_NET_HDR_F_NEEDS_CSUM`.
-pub const VNET_F_NEEDS_CSUM: u8 = 1;
-/// `VIRTIO_NET_HDR_F_DATA_VALID`.
-pub const VNET_F_DATA_VALID: u8 = 2;
-/// `VIRTIO_NET_HDR_GSO_ECN`.
-pub const VNET_GSO_ECN: u8 = 0x80;
-
-/// The `virtio_net_hdr` AF_PACKET returned with one skb (host byte order).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ObservedVnet {
-    pub flags: u8,
-    pub gso_type: u8,
-    pub hdr_len: u16,
-    pub gso_size: u16,
-    pub csum_start: u16,
-    pub csum_offset: u16,
-}
-
-impl ObservedVnet {
-    /// Parse the 10-byte header (little endian, as AF_PACKET writes it on x86).
-    pub fn parse(b: &[u8]) -> Option<ObservedVnet> {
-        let h = b.get(..10)?;
-        let u = |o: usize| u16::from_le_bytes([h[o], h[o + 1]]);
-        Some(ObservedVnet {
-            flags: h[0],
-            gso_type: h[1],
-            hdr_len: u(2),
-            gso_size: u(4),
-            csum_start: u(6),
-            csum_offset: u(8),
-        })
-    }
-
-    /// The gso type in the simulator's names ("TCPV4", "TCPV4|TCP_ECN"), "none".
-    pub fn gso_names(&self) -> String {
-        let base = match self.gso_type & !VNET_GSO_ECN {
-            0 => return "none".into(),
-            1 => "TCPV4".to_string(),
-            3 => "UDP".to_string(),
-            4 => "TCPV6".to_string(),
-            5 => "UDP_L4".to_string(),
-            other => format!("{other:#04x}"),
-        };
-        if self.gso_type & VNET_GSO_ECN != 0 {
-            format!("{base}|TCP_ECN")
-        } else {
-            base
-        }
+/// The gso type of the `virtio_net_hdr` AF_PACKET returned, in the simulator's names
+/// ("TCPV4", "TCPV4|TCP_ECN"), "none".
+pub fn gso_names(v: &VirtioNetHdrRepr) -> String {
+    let base = match v.gso_type & !VIRTIO_NET_HDR_GSO_ECN {
+        VIRTIO_NET_HDR_GSO_NONE => return "none".into(),
+        VIRTIO_NET_HDR_GSO_TCPV4 => "TCPV4".to_string(),
+        VIRTIO_NET_HDR_GSO_UDP => "UDP".to_string(),
+        VIRTIO_NET_HDR_GSO_TCPV6 => "TCPV6".to_string(),
+        VIRTIO_NET_HDR_GSO_UDP_L4 => "UDP_L4".to_string(),
+        other => format!("{other:#04x}"),
+    };
+    if v.gso_type & VIRTIO_NET_HDR_GSO_ECN != 0 {
+        format!("{base}|TCP_ECN")
+    } else {
+        base
     }
 }
 
@@ -83,8 +55,9 @@ impl ObservedVnet {
 pub struct ObservedSkb {
     /// The frame (Ethernet header first).
     pub bytes: Vec<u8>,
-    /// The virtio-net header; `None` when the read failed (see `error`).
-    pub vnet: Option<ObservedVnet>,
+    /// The virtio-net header (the basic 10 bytes, little endian as AF_PACKET writes it on
+    /// x86); `None` when the read failed (see `error`).
+    pub vnet: Option<VirtioNetHdrRepr>,
     /// Why the skb could not be read (`recvmsg` failed after the socket had it queued).
     pub error: Option<String>,
     /// The length of the matching decapsulated frame on the vxlan device, for a GSO skb
@@ -148,13 +121,13 @@ pub fn derived_segs(bytes: &[u8], gso_size: u16, vxlan_ports: &[u16]) -> Option<
     Some(payload.div_ceil(usize::from(gso_size)))
 }
 
-fn gso_text(s: &ObservedSkb, v: &ObservedVnet, ports: &[u16]) -> String {
+fn gso_text(s: &ObservedSkb, v: &VirtioNetHdrRepr, ports: &[u16]) -> String {
     if v.gso_type == 0 {
         return "none".into();
     }
     let segs = derived_segs(&s.bytes, v.gso_size, ports)
         .map_or_else(|| "?".to_string(), |n| n.to_string());
-    format!("{} size {} segs {segs}", v.gso_names(), v.gso_size)
+    format!("{} size {} segs {segs}", gso_names(v), v.gso_size)
 }
 
 /// The header lines of a tap-gro trace, real or simulated; `device_note` qualifies the
@@ -214,13 +187,13 @@ fn render_skb(out: &mut String, n: usize, s: &ObservedSkb, ports: &[u16]) {
     };
     let _ = writeln!(out, "deliver {n}: len {}", s.bytes.len());
     let _ = writeln!(out, "  gso: {}", gso_text(s, v, ports));
-    if v.flags & VNET_F_NEEDS_CSUM != 0 {
+    if v.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
         let _ = writeln!(
             out,
             "  csum: CHECKSUM_PARTIAL start {} offset {}",
             v.csum_start, v.csum_offset
         );
-    } else if v.flags & VNET_F_DATA_VALID != 0 {
+    } else if v.flags & VIRTIO_NET_HDR_F_DATA_VALID != 0 {
         let _ = writeln!(out, "  ip_summed: CHECKSUM_UNNECESSARY (vnet DATA_VALID)");
     } else {
         let _ = writeln!(
@@ -312,12 +285,12 @@ pub fn observed_json(sc: &Scenario, o: &ObservedGro) -> Value {
         .enumerate()
         .map(|(n, s)| {
             let v = s.vnet.unwrap_or_default();
-            let partial = v.flags & VNET_F_NEEDS_CSUM != 0;
+            let partial = v.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
             json!({
                 "deliver": n,
                 "len": s.bytes.len(),
                 "error": s.error,
-                "gso_type": v.gso_names(),
+                "gso_type": gso_names(&v),
                 "gso_size": v.gso_size,
                 "gso_segs": derived_segs(&s.bytes, v.gso_size, ports),
                 "vnet": s.vnet.map(|v| json!({"flags": v.flags, "gso_type": v.gso_type,
@@ -423,13 +396,19 @@ mod tests {
 
     #[test]
     fn vnet_parses_little_endian_and_names_gso() {
-        let v = ObservedVnet::parse(&[1, 0x81, 0xae, 5, 0x78, 5, 34, 0, 16, 0]).unwrap();
+        use crate::wire::{Endian, VnetHdrLayout};
+        let v = VirtioNetHdrRepr::from_bytes(
+            &[1, 0x81, 0xae, 5, 0x78, 5, 34, 0, 16, 0],
+            VnetHdrLayout::Basic,
+            Endian::Little,
+        )
+        .unwrap();
         assert_eq!(
             (v.hdr_len, v.gso_size, v.csum_start, v.csum_offset),
             (1454, 1400, 34, 16)
         );
-        assert_eq!(v.gso_names(), "TCPV4|TCP_ECN");
-        assert_eq!(ObservedVnet::default().gso_names(), "none");
+        assert_eq!(gso_names(&v), "TCPV4|TCP_ECN");
+        assert_eq!(gso_names(&VirtioNetHdrRepr::default()), "none");
     }
 
     #[test]

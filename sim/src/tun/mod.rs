@@ -9,7 +9,6 @@ pub mod sendmsg;
 pub mod vnet;
 mod vnet_to_skb;
 pub mod write;
-mod xdp;
 
 use std::collections::VecDeque;
 
@@ -17,12 +16,10 @@ use crate::skb::{SkBuff, ETH_P_8021AD, ETH_P_8021Q};
 
 /// TUN_READQ_SIZE: the default tx_queue_len, and so the tx_ring size (tun.c).
 pub const TUN_READQ_SIZE: usize = 500;
-/// Default and minimum TUNSETVNETHDRSZ (tun_vnet.h: tun_vnet_ioctl rejects < 10).
-pub const DEFAULT_VNET_HDR_SZ: usize = 10;
-/// sizeof(struct tun_pi).
-pub const TUN_PI_LEN: usize = 4;
-/// TUN_PKT_STRIP (include/uapi/linux/if_tun.h).
-pub const TUN_PKT_STRIP: u16 = 0x0001;
+/// Default and minimum TUNSETVNETHDRSZ: sizeof(struct virtio_net_hdr) (tun.c: tun_set_iff;
+/// tun_vnet.h: tun_vnet_ioctl rejects less).
+pub const DEFAULT_VNET_HDR_SZ: usize = crate::wire::virtio_net_hdr::VIRTIO_NET_HDR_LEN;
+pub use crate::consts::{TUN_PI_LEN, TUN_PKT_STRIP};
 
 /// IFF_TAP (Ethernet frames) or IFF_TUN (IP packets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

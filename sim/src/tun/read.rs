@@ -10,6 +10,7 @@ use crate::wire::virtio_net_hdr::{VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HD
 
 use super::vnet::vnet_hdr_from_skb;
 use super::{RingEntry, TunDevice, XdpFrame, TUN_PI_LEN, TUN_PKT_STRIP};
+use crate::wire::TunPi;
 
 /// The skb as tun_put_user saw it: the metadata a trace reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,8 +183,9 @@ impl TunDevice {
             };
             let flags = if strip { TUN_PKT_STRIP } else { 0 };
             // flags is a host-order __u16 (x86: little-endian); proto is __be16.
-            buf[0..2].copy_from_slice(&flags.to_le_bytes());
-            buf[2..4].copy_from_slice(&skb.protocol.to_be_bytes());
+            let mut pi = TunPi::new_unchecked(&mut buf[..TUN_PI_LEN]);
+            pi.set_flags(flags);
+            pi.set_proto(skb.protocol);
             skb.ops.bytes_copied_to_user += TUN_PI_LEN as u64;
             out.pi = Some((flags, skb.protocol));
             pos = TUN_PI_LEN;

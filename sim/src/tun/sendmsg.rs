@@ -3,17 +3,16 @@
 //! (drivers/net/tun.c: tun_sendmsg, tun_xdp_one; docs/vhost-tx.md#tun-msg-ptr,
 //! docs/vhost-tx.md#tun-xdp-one, v4.20+).
 
-use crate::bpf::xdp::XDP_PASS;
 use crate::bpf::XdpBuff;
 use crate::errno::Errno;
 use crate::net::Net;
 use crate::profile::TunWriteRules;
 use crate::skb::ETH_HLEN;
-use crate::wire::virtio_net_hdr::{VirtioNetHdrRepr, VIRTIO_NET_HDR_GSO_NONE};
-use crate::xdp::{redirect_ifindex, XdpMode};
+use crate::wire::virtio_net_hdr::VirtioNetHdrRepr;
+use crate::xdp::tun_xdp_one::XdpOneProg;
+use crate::xdp::XdpMode;
 
 use super::write::{eth_type_trans, Fate, ModelError, XdpReport, XdpWhere};
-use super::xdp::tun_xdp_act;
 
 /// One buffer of a TUN_MSG_PTR batch: the xdp_buff vhost built and the vnet header it
 /// put at data_hard_start.
@@ -92,50 +91,11 @@ impl Net {
         let mut report = None;
         let mut skb_xdp = false;
         if native {
-            if b.gso.gso_type != VIRTIO_NET_HDR_GSO_NONE {
-                // A GSO buffer skips native XDP and gets generic XDP on the skb.
-                skb_xdp = true;
-            } else {
-                // xdp_init_buff, then the program. vhost_net prepared the buffer with
-                // metadata support (xdp_prepare_buff(..., true)); tun_xdp_one marked it
-                // invalid again until c2315ebb0588 (v6.15), and since 0ca23a4d64ce the
-                // skb it builds carries the metadata (metasize).
-                if !rules.xdp_meta {
-                    b.xdp.set_meta_unsupported();
-                }
-                let att = dev
-                    .xdp
-                    .as_mut()
-                    .ok_or_else(|| ModelError("no program".into()))?;
-                let run = att
-                    .run(&mut b.xdp)
-                    .map_err(|e| ModelError(format!("XDP program: {e}")))?;
-                let r = XdpReport {
-                    place: XdpWhere::Native,
-                    action: run.action,
-                    len_before: datasize,
-                    len_after: b.xdp.len(),
-                    redirect_to: redirect_ifindex(&run),
-                    insns: run.insns,
-                };
-                if run.action == XDP_PASS {
-                    report = Some(r);
-                } else {
-                    // REDIRECT marks the batch for one xdp_do_flush; DROP's page reference
-                    // is released in bulk at the end of the batch.
-                    let fate = tun_xdp_act(self, ifindex, &b.xdp, run.action, r.redirect_to, rules);
-                    let result = match fate {
-                        Fate::XdpError(e) => Err(e),
-                        _ => Ok(()),
-                    };
-                    let page_held = fate == Fate::XdpDropped;
-                    return Ok(XdpOneOutcome {
-                        result,
-                        xdp: Some(r),
-                        fate,
-                        page_held,
-                    });
-                }
+            // The program block (xdp/tun_xdp_one.rs).
+            match self.tun_xdp_one_prog(ifindex, b, rules)? {
+                XdpOneProg::SkbXdp => skb_xdp = true,
+                XdpOneProg::Pass(r) => report = Some(r),
+                XdpOneProg::Consumed(outcome) => return Ok(outcome),
             }
         }
         // build: build_skb over the buffer, the vnet header, eth_type_trans.

@@ -4,40 +4,25 @@
 //! docs/tap-write.md#delivery) and the table of the three XDP regimes measured on the
 //! real kernel, docs/real-kernel.md#xdp-regimes.
 
+use crate::consts::{
+    skb_data_align, PAGE_SIZE, SKB_SHARED_INFO_ALIGNED, TUN_RX_PAD, VLAN_VID_MASK,
+    XDP_PACKET_HEADROOM,
+};
 use crate::errno::Errno;
 pub(crate) use crate::ethernet::eth_type_trans;
 use crate::net::{Delivery, Net};
 use crate::profile::{TunReadRules, TunWriteRules};
-use crate::skb::{IpSummed, SkBuff, ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
-
-/// VLAN_VID_MASK (include/linux/if_vlan.h).
-const VLAN_VID_MASK: u16 = 0x0fff;
+use crate::skb::{SkBuff, ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
 use crate::wire::virtio_net_hdr::{
     VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_F_NEEDS_CSUM,
     VIRTIO_NET_HDR_GSO_NONE,
 };
-use crate::xdp::generic::run_generic;
-use crate::xdp::{redirect_ifindex, XdpMode};
+use crate::wire::TunPi;
+use crate::xdp::tun_build_skb::{tun_build_skb_native, NativeResult};
+use crate::xdp::XdpMode;
 
 pub(crate) use super::vnet_to_skb::vnet_hdr_to_skb;
-use super::xdp::{build_skb_native, NativeResult};
 use super::{DeviceKind, TUN_PI_LEN};
-
-/// PAGE_SIZE on x86_64.
-pub const PAGE_SIZE: usize = 4096;
-/// TUN_RX_PAD on x86 (NET_IP_ALIGN 0 + NET_SKB_PAD 64).
-pub const TUN_RX_PAD: usize = 64;
-/// XDP_PACKET_HEADROOM.
-pub const XDP_PACKET_HEADROOM: usize = 256;
-/// SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) on x86_64 (320; the 3456-byte build_skb
-/// limit it gives matches the real kernel's: docs/tap-write.md#path-choice).
-pub const SKB_SHINFO_SIZE: usize = 320;
-/// SMP_CACHE_BYTES: the SKB_DATA_ALIGN unit.
-const SMP_CACHE_BYTES: usize = 64;
-
-fn skb_data_align(n: usize) -> usize {
-    n.div_ceil(SMP_CACHE_BYTES) * SMP_CACHE_BYTES
-}
 
 /// How the write was issued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -158,7 +143,7 @@ pub fn can_build_skb(len: usize, rules: &TunWriteRules) -> bool {
     } else {
         TUN_RX_PAD
     };
-    skb_data_align(len + headroom) + SKB_SHINFO_SIZE <= PAGE_SIZE
+    skb_data_align(len + headroom) + SKB_SHARED_INFO_ALIGNED <= PAGE_SIZE
 }
 
 impl Net {
@@ -239,7 +224,7 @@ impl Net {
                 && parsed.gso.gso_type == VIRTIO_NET_HDR_GSO_NONE
             {
                 tun_generic = false;
-                match build_skb_native(self, ifindex, frame, rules)? {
+                match tun_build_skb_native(self, ifindex, frame, rules)? {
                     NativeResult::Consumed(report, fate) => {
                         out.xdp.push(report);
                         out.fate = fate;
@@ -257,7 +242,7 @@ impl Net {
             // tun_get_user + tun_alloc_skb: the linear part is the vnet hdr_len (capped at
             // good_linear), except that a packet under a page with its tun->align
             // (NET_SKB_PAD) prepad, or one without hdr_len, is copied in whole.
-            let good_linear = PAGE_SIZE - SKB_SHINFO_SIZE - TUN_RX_PAD;
+            let good_linear = PAGE_SIZE - SKB_SHARED_INFO_ALIGNED - TUN_RX_PAD;
             let hdr_len = usize::from(parsed.gso.hdr_len).min(good_linear);
             let linear = if TUN_RX_PAD + len < PAGE_SIZE || hdr_len == 0 {
                 len
@@ -385,94 +370,6 @@ impl Net {
             self.stats_mut(ifindex).rx_dropped += 1;
         }
     }
-
-    /// Run the device's program as generic XDP on `skb`. Returns the report and, for a
-    /// non-PASS verdict, the frame's fate (the skb is then consumed).
-    pub(crate) fn generic_xdp(
-        &mut self,
-        ifindex: u32,
-        skb: &mut SkBuff,
-        place: XdpWhere,
-    ) -> Result<(XdpReport, Option<Fate>), ModelError> {
-        let frame = skb.to_vec();
-        let att = self
-            .dev_mut(ifindex)
-            .and_then(|d| d.xdp.as_mut())
-            .ok_or_else(|| ModelError("generic XDP without a program".into()))?;
-        let g = run_generic(att, &frame, ifindex)
-            .map_err(|e| ModelError(format!("XDP program: {e}")))?;
-        let report = XdpReport {
-            place,
-            action: g.run.action,
-            len_before: frame.len(),
-            len_after: g.frame.len(),
-            redirect_to: redirect_ifindex(&g.run),
-            insns: g.run.insns,
-        };
-        // bpf_prog_run_generic_xdp applies head/tail moves to the skb.
-        *skb = rebuilt(skb, &g.frame, g.head_delta);
-        let fate = match g.run.action {
-            crate::bpf::xdp::XDP_PASS => None,
-            crate::bpf::xdp::XDP_TX => {
-                // generic_xdp_tx: straight to the device's own ndo_start_xmit; a stopped
-                // queue is tx_dropped (tun_net_xmit's full ring).
-                let skb = skb.clone();
-                if let Some(d) = self.dev_mut(ifindex) {
-                    d.xmit(skb);
-                }
-                Some(Fate::XdpTx)
-            }
-            crate::bpf::xdp::XDP_REDIRECT => Some(match report.redirect_to {
-                // xdp_do_generic_redirect -> xdp_ok_fwd_dev on the frame with its MAC
-                // header: the target must be up and the frame within mtu + 14 + 4.
-                Some(to)
-                    if self.dev(to).is_some_and(|d| {
-                        d.config.up && skb.len() > d.config.mtu + ETH_HLEN + crate::skb::VLAN_HLEN
-                    }) =>
-                {
-                    Fate::XdpError(Errno::EMSGSIZE)
-                }
-                Some(to) if self.dev(to).is_some_and(|d| d.config.up) => {
-                    let skb = skb.clone();
-                    if let Some(d) = self.dev_mut(to) {
-                        d.xmit(skb);
-                    }
-                    Fate::XdpRedirected { ifindex: to }
-                }
-                Some(to) if self.dev(to).is_some() => Fate::XdpError(Errno::ENETDOWN),
-                _ => Fate::XdpError(Errno::EINVAL),
-            }),
-            _ => Some(Fate::XdpDropped),
-        };
-        Ok((report, fate))
-    }
-}
-
-/// The skb after a generic run (bpf_prog_run_generic_xdp): the frame as the program left
-/// it, every piece of metadata kept (checksum and GSO state stay; csum_start keeps its
-/// place in the packet, so it moves by the head delta), and eth_type_trans run again
-/// when the EtherType or the destination's multicast class changed.
-fn rebuilt(old: &SkBuff, frame: &[u8], head_delta: isize) -> SkBuff {
-    let mut skb = SkBuff::from_frame(frame, XDP_PACKET_HEADROOM, frame.len());
-    skb.ops = old.ops;
-    skb.protocol = old.protocol;
-    skb.vlan = old.vlan;
-    skb.gso_size = old.gso_size;
-    skb.gso_segs = old.gso_segs;
-    skb.gso_type = old.gso_type;
-    skb.encapsulation = old.encapsulation;
-    skb.ip_summed = old.ip_summed;
-    skb.reset_mac_header();
-    if old.ip_summed == IpSummed::Partial {
-        let start = old.checksum_start_offset() as isize - head_delta;
-        skb.partial_csum_set(start.max(0) as usize, old.csum_offset);
-    }
-    let ethertype = |s: &SkBuff| (s.byte(12), s.byte(13));
-    let multicast = |s: &SkBuff| s.byte(0).map(|b| b & 1);
-    if ethertype(old) != ethertype(&skb) || multicast(old) != multicast(&skb) {
-        eth_type_trans(&mut skb);
-    }
-    skb
 }
 
 /// docs/tap-write.md#parse: the PI and the vnet header. Errors here change no counter.
@@ -484,10 +381,8 @@ fn parse_write(
     let mut pos = 0;
     let mut pi_proto = None;
     if !cfg.no_pi {
-        if bytes.len() < TUN_PI_LEN {
-            return Err(Errno::EINVAL);
-        }
-        pi_proto = Some(u16::from_be_bytes([bytes[2], bytes[3]]));
+        let pi = TunPi::new_checked(bytes).map_err(|_| Errno::EINVAL)?;
+        pi_proto = Some(pi.proto());
         pos = TUN_PI_LEN;
     }
     let mut gso = VirtioNetHdrRepr::default();

@@ -1,19 +1,12 @@
 //! vhost_net_build_xdp (drivers/vhost/net.c, docs/vhost-tx.md#build-xdp): copy one descriptor
 //! chain into a page-frag buffer laid out as an xdp_buff, the vnet header at data_hard_start.
 
-use crate::bpf::xdp::XDP_PACKET_HEADROOM;
 use crate::bpf::XdpBuff;
+pub use crate::consts::VHOST_NET_RX_PAD;
+use crate::consts::{skb_data_align, PAGE_SIZE, SKB_SHARED_INFO_ALIGNED, XDP_PACKET_HEADROOM};
 use crate::errno::Errno;
 use crate::tun::sendmsg::BatchBuff;
-use crate::tun::write::{PAGE_SIZE, SKB_SHINFO_SIZE};
 use crate::wire::virtio_net_hdr::{Endian, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout};
-
-/// VHOST_NET_RX_PAD: NET_IP_ALIGN (0 on x86) + NET_SKB_PAD (64).
-pub const VHOST_NET_RX_PAD: usize = 64;
-
-fn skb_data_align(n: usize) -> usize {
-    n.div_ceil(64) * 64
-}
 
 /// Build the XDP buffer for `chain` (sock_hlen header bytes, then the frame). Returns
 /// the buffer and its page-frag size, -EFAULT for a chain shorter than the header (tested
@@ -33,10 +26,10 @@ pub fn vhost_net_build_xdp(
         return Err(Errno::EFAULT);
     }
     let pad = skb_data_align(VHOST_NET_RX_PAD + headroom + sock_hlen);
-    if skb_data_align(len + pad) + SKB_SHINFO_SIZE > PAGE_SIZE {
+    if skb_data_align(len + pad) + SKB_SHARED_INFO_ALIGNED > PAGE_SIZE {
         return Err(Errno::ENOSPC);
     }
-    let buflen = skb_data_align(len + pad) + SKB_SHINFO_SIZE;
+    let buflen = skb_data_align(len + pad) + SKB_SHARED_INFO_ALIGNED;
     let mut gso = VirtioNetHdrRepr::default();
     if sock_hlen > 0 {
         let view =

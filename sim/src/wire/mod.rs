@@ -67,43 +67,12 @@ pub use udp::{Packet as UdpPacket, Repr as UdpRepr};
 pub use virtio_net_hdr::{Endian, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout};
 pub use vlan::{Packet as VlanPacket, Repr as VlanRepr};
 
-/// ETH_P_IP (include/uapi/linux/if_ether.h).
-pub const ETH_P_IP: u16 = 0x0800;
-/// ETH_P_ARP (include/uapi/linux/if_ether.h).
-pub const ETH_P_ARP: u16 = 0x0806;
-/// ETH_P_IPV6 (include/uapi/linux/if_ether.h).
-pub const ETH_P_IPV6: u16 = 0x86dd;
-/// ETH_P_TEB, "Trans Ether Bridging": what GRE carries for gretap (include/uapi/linux/if_ether.h).
-pub const ETH_P_TEB: u16 = 0x6558;
-/// ETH_P_8021Q, the 802.1Q customer VLAN TPID (include/uapi/linux/if_ether.h).
-pub const ETH_P_8021Q: u16 = 0x8100;
-/// ETH_P_8021AD, the 802.1ad service VLAN TPID (include/uapi/linux/if_ether.h).
-pub const ETH_P_8021AD: u16 = 0x88a8;
-/// ETH_P_QINQ1, the pre-standard QinQ TPID (include/uapi/linux/if_ether.h).
-pub const ETH_P_QINQ1: u16 = 0x9100;
+pub use crate::consts::{
+    ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1, ETH_P_TEB,
+};
 
-// IPPROTO_* (include/uapi/linux/in.h, in6.h): the IPv4 protocol and IPv6 next-header
-// numbers the views and summaries name.
-/// IPPROTO_HOPOPTS: IPv6 hop-by-hop options.
-pub const IPPROTO_HOPOPTS: u8 = 0;
-/// IPPROTO_ICMP.
-pub const IPPROTO_ICMP: u8 = 1;
-/// IPPROTO_TCP.
-pub const IPPROTO_TCP: u8 = 6;
-/// IPPROTO_UDP.
-pub const IPPROTO_UDP: u8 = 17;
-/// IPPROTO_ROUTING: IPv6 routing header.
-pub const IPPROTO_ROUTING: u8 = 43;
-/// IPPROTO_FRAGMENT: IPv6 fragment header.
-pub const IPPROTO_FRAGMENT: u8 = 44;
-/// IPPROTO_GRE.
-pub const IPPROTO_GRE: u8 = 47;
-/// IPPROTO_AH: authentication header.
-pub const IPPROTO_AH: u8 = 51;
-/// IPPROTO_ICMPV6.
-pub const IPPROTO_ICMPV6: u8 = 58;
-/// IPPROTO_DSTOPTS: IPv6 destination options.
-pub const IPPROTO_DSTOPTS: u8 = 60;
+// IPPROTO_* (include/uapi/linux/in.h, in6.h): defined in crate::consts.
+pub use crate::consts::{IPPROTO_HOPOPTS, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ROUTING, IPPROTO_FRAGMENT, IPPROTO_GRE, IPPROTO_AH, IPPROTO_ICMPV6, IPPROTO_DSTOPTS};
 
 /// Why a view or repr refused a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -45,10 +45,7 @@ const LLC_PDU_TYPE_U: u8 = 0x03;
 const LLC_UI: u16 = 0x03;
 /// A SNAP header after the LLC header: 3 bytes of OUI, 2 of protocol (RFC 1042).
 const SNAP_HLEN: usize = 5;
-/// IANA_VXLAN_UDP_PORT (include/net/vxlan.h).
-const VXLAN_PORT: u16 = 4789;
-/// sizeof(struct vxlanhdr) (include/net/vxlan.h).
-const VXLAN_HLEN: usize = 8;
+use crate::consts::{IANA_VXLAN_UDP_PORT, VXLAN_HLEN};
 /// VXLAN_HF_VNI, the "I" flag saying the VNI is valid (include/net/vxlan.h: BIT(27) of
 /// the first big-endian word, so 0x08 in its first byte).
 const VXLAN_HF_VNI: u8 = 0x08;
@@ -494,7 +491,7 @@ fn udp(buf: &[u8], depth: usize, out: &mut String) {
     if ulen > buf.len() {
         let _ = write!(out, " ({} present)", buf.len() - udp_::HEADER_LEN);
     }
-    if dport == VXLAN_PORT {
+    if dport == IANA_VXLAN_UDP_PORT {
         vxlan(udp.payload(), depth, out);
     }
 }

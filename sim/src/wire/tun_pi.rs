@@ -14,12 +14,7 @@
 //! derive it from the Ethernet header with eth_type_trans() instead).
 
 use super::{Error, Result};
-
-/// TUN_PKT_STRIP (include/uapi/linux/if_tun.h): the packet was truncated on read.
-pub const TUN_PKT_STRIP: u16 = 0x0001;
-
-/// sizeof(struct tun_pi).
-pub const TUN_PI_LEN: usize = 4;
+pub use crate::consts::{TUN_PI_LEN, TUN_PKT_STRIP};
 
 mod field {
     use core::ops::Range;
@@ -121,6 +116,20 @@ impl TunPiRepr {
         })
     }
 
+    /// Decodes the tun_pi at the start of `bytes`, a read or write buffer.
+    pub fn from_bytes(bytes: &[u8]) -> Result<TunPiRepr> {
+        Self::parse(&TunPi::new_checked(bytes)?)
+    }
+
+    /// The tun_pi's bytes, for a buffer that is still to be built.
+    pub fn to_bytes(&self) -> [u8; TUN_PI_LEN] {
+        let mut out = [0; TUN_PI_LEN];
+        let mut pi = TunPi::new_unchecked(&mut out[..]);
+        pi.set_flags(self.flags);
+        pi.set_proto(self.proto);
+        out
+    }
+
     /// Bytes [`TunPiRepr::emit`] writes.
     pub const fn buffer_len(&self) -> usize {
         TUN_PI_LEN
@@ -199,6 +208,23 @@ mod tests {
             repr.emit(&mut TunPi::new_unchecked(&mut short[..])),
             Err(Error::Truncated)
         );
+    }
+
+    #[test]
+    fn byte_array_round_trip() {
+        assert_eq!(
+            TunPiRepr::from_bytes(&BYTES),
+            Ok(TunPiRepr {
+                flags: TUN_PKT_STRIP,
+                proto: 0x86dd
+            })
+        );
+        assert_eq!(TunPiRepr::from_bytes(&BYTES[..3]), Err(Error::Truncated));
+        let repr = TunPiRepr {
+            flags: 0,
+            proto: 0x0800,
+        };
+        assert_eq!(repr.to_bytes(), [0x00, 0x00, 0x08, 0x00]);
     }
 
     #[test]

@@ -386,6 +386,34 @@ impl VirtioNetHdrRepr {
         Self::parse(&VirtioNetHdr::new_unchecked(buf, layout, endian))
     }
 
+    /// Decodes the `layout` header at the start of `bytes` (what a reader of the fd, or
+    /// the real arm, gets back).
+    pub fn from_bytes(bytes: &[u8], layout: VnetHdrLayout, endian: Endian) -> Result<Self> {
+        Self::parse(&VirtioNetHdr::new_checked(bytes, layout, endian)?)
+    }
+
+    /// The basic 10-byte struct virtio_net_hdr of `self`, what a write without tunnel
+    /// GSO puts in front of its frame (the fields larger layouts add are dropped).
+    pub fn to_basic_bytes(&self, endian: Endian) -> [u8; VIRTIO_NET_HDR_LEN] {
+        let mut out = [0; VIRTIO_NET_HDR_LEN];
+        self.emit_basic(&mut VirtioNetHdr::new_unchecked(
+            &mut out[..],
+            VnetHdrLayout::Basic,
+            endian,
+        ));
+        out
+    }
+
+    /// The fields every layout holds; the caller has checked the view's length.
+    fn emit_basic<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, hdr: &mut VirtioNetHdr<&mut T>) {
+        hdr.set_flags(self.flags);
+        hdr.set_gso_type(self.gso_type);
+        hdr.set_hdr_len(self.hdr_len);
+        hdr.set_gso_size(self.gso_size);
+        hdr.set_csum_start(self.csum_start);
+        hdr.set_csum_offset(self.csum_offset);
+    }
+
     /// The smallest layout that carries every non-zero field of `self`.
     pub fn min_layout(&self) -> VnetHdrLayout {
         if self.hash_value != 0
@@ -413,12 +441,7 @@ impl VirtioNetHdrRepr {
         hdr: &mut VirtioNetHdr<&mut T>,
     ) -> Result<()> {
         hdr.check_len()?;
-        hdr.set_flags(self.flags);
-        hdr.set_gso_type(self.gso_type);
-        hdr.set_hdr_len(self.hdr_len);
-        hdr.set_gso_size(self.gso_size);
-        hdr.set_csum_start(self.csum_start);
-        hdr.set_csum_offset(self.csum_offset);
+        self.emit_basic(hdr);
         if hdr.layout() >= VnetHdrLayout::Mrg {
             hdr.set_num_buffers(self.num_buffers)?;
         }

@@ -143,3 +143,17 @@ fn names() {
     assert_eq!(flags_names(0x0c), "RSC_INFO|UDP_TUNNEL_CSUM");
     assert_eq!(flags_names(0x31), "NEEDS_CSUM|0x30");
 }
+
+#[test]
+fn byte_helpers_round_trip() {
+    // The first 12 bytes of LE_TUNNEL as a mrg_rxbuf header.
+    let r = VirtioNetHdrRepr::from_bytes(&LE_TUNNEL, VnetHdrLayout::Mrg, Endian::Little)
+        .expect("12 bytes");
+    assert_eq!((r.hdr_len, r.num_buffers, r.hash_value), (66, 1, 0));
+    assert_eq!(
+        VirtioNetHdrRepr::from_bytes(&LE_TUNNEL[..9], VnetHdrLayout::Basic, Endian::Little),
+        Err(Error::Truncated)
+    );
+    assert_eq!(r.to_basic_bytes(Endian::Little), LE_TUNNEL[..10]);
+    assert_eq!(expected().to_basic_bytes(Endian::Big), BE_TUNNEL[..10]);
+}

@@ -1,14 +1,44 @@
-//! XDP as the tap sees it: an attached program (native driver mode or generic skb mode),
-//! generic XDP on an skb (net/core/dev.c), and the redirect plumbing (net/core/filter.c:
-//! xdp_do_redirect, kernel/bpf/devmap.c). The program itself runs in the safe eBPF VM of
-//! `crate::bpf`, on the same bytes the kernel loads.
+//! XDP as the tap sees it: an attached program (native driver mode or generic skb mode)
+//! and what each verdict does. A file per kernel function:
+//!
+//! | file | kernel function |
+//! | --- | --- |
+//! | [`tun_build_skb`] | drivers/net/tun.c: tun_build_skb (the native run of a write) |
+//! | [`tun_xdp_one`] | drivers/net/tun.c: tun_xdp_one (the native run of a vhost batch buffer) |
+//! | [`tun_xdp_act`] | drivers/net/tun.c: tun_xdp_act (native TX, REDIRECT, DROP) |
+//! | [`xdp_convert_buff_to_frame`] | include/net/xdp.h: xdp_convert_buff_to_frame |
+//! | [`xdp_do_redirect`] | net/core/filter.c: xdp_do_redirect (native REDIRECT) |
+//! | [`netif_receive_generic_xdp`] | net/core/dev.c: netif_receive_generic_xdp, bpf_prog_run_generic_xdp |
+//! | [`do_xdp_generic`] | net/core/dev.c: do_xdp_generic (generic verdicts) |
+//! | [`generic_xdp_tx`] | net/core/dev.c: generic_xdp_tx (generic TX) |
+//! | [`xdp_do_generic_redirect`] | net/core/filter.c: xdp_do_generic_redirect (generic REDIRECT) |
+//!
+//! Where each runs is tun_get_user's choice (`tun/write.rs`) and tun_xdp_one's
+//! (`tun/sendmsg.rs`). The program itself runs in the safe eBPF VM of `crate::bpf`, on
+//! the same bytes the kernel loads; its context, the xdp_buff and the xdp_md it reads,
+//! stays in `crate::bpf::xdp` because the VM and the helpers (bpf_xdp_adjust_head and
+//! the rest) operate on it, and `bpf` must not depend on the device side here.
 
-pub mod generic;
+pub(crate) mod do_xdp_generic;
+pub(crate) mod generic_xdp_tx;
+pub(crate) mod netif_receive_generic_xdp;
+pub(crate) mod tun_build_skb;
+pub(crate) mod tun_xdp_act;
+pub(crate) mod tun_xdp_one;
+pub(crate) mod xdp_convert_buff_to_frame;
+pub(crate) mod xdp_do_generic_redirect;
+pub(crate) mod xdp_do_redirect;
+
+use serde::Deserialize;
 
 use crate::bpf::{BasicEnv, BpfError, Program, RedirectTarget, Vm, XdpBuff, XdpRun};
+use crate::consts::{XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE};
 
-/// How the program was attached (XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the program was attached (XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE). A scenario
+/// names it `mode = "native"` or `"generic"`; the real arm attaches it with
+/// [`XdpMode::flags`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum XdpMode {
     /// `ip link set dev X xdpdrv`: tun runs it natively in tun_build_skb, and falls back to
     /// generic XDP inside tun_get_user when build_skb is not used
@@ -24,6 +54,14 @@ impl XdpMode {
         match self {
             XdpMode::Native => "native",
             XdpMode::Generic => "generic",
+        }
+    }
+
+    /// The `XDP_FLAGS_*` mode bit of an `IFLA_XDP` attach.
+    pub fn flags(self) -> u32 {
+        match self {
+            XdpMode::Native => XDP_FLAGS_DRV_MODE,
+            XdpMode::Generic => XDP_FLAGS_SKB_MODE,
         }
     }
 }
@@ -72,3 +110,6 @@ pub fn redirect_ifindex(run: &XdpRun) -> Option<u32> {
         RedirectTarget::Broadcast { .. } => None,
     }
 }
+
+#[cfg(test)]
+mod tests;

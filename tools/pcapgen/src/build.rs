@@ -12,14 +12,10 @@ use pnet_packet::vlan::{ClassOfService, MutableVlanPacket};
 use serde::Deserialize;
 use sim::pcap::MAX_CAPLEN;
 
-const ETH_P_IP: u16 = 0x0800;
-const ETH_P_IPV6: u16 = 0x86dd;
-const IPPROTO_TCP: u8 = 6;
-const IPPROTO_UDP: u8 = 17;
-/// RFC 3692 experimental protocol number: IPv4 without TCP/UDP.
+use sim::consts::{ETH_P_IP, ETH_P_IPV6, IPPROTO_NONE, IPPROTO_TCP, IPPROTO_UDP};
+
+/// RFC 3692 experimental protocol number: IPv4 without TCP/UDP (the kernel names none).
 const IPPROTO_EXPERIMENT: u8 = 253;
-/// IPv6 "no next header".
-const IPPROTO_NONE: u8 = 59;
 
 /// What to put in a checksum field.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]

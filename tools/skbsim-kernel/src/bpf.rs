@@ -52,14 +52,9 @@ pub mod cmd {
 pub const BPF_PROG_TYPE_XDP: u32 = 6;
 /// `BPF_XDP` (`enum bpf_attach_type`).
 pub const BPF_XDP: u32 = 37;
-/// `XDP_FLAGS_UPDATE_IF_NOEXIST`.
-pub const XDP_FLAGS_UPDATE_IF_NOEXIST: u32 = 1;
-/// `XDP_FLAGS_SKB_MODE`: generic XDP (`xdpgeneric`).
-pub const XDP_FLAGS_SKB_MODE: u32 = 2;
-/// `XDP_FLAGS_DRV_MODE`: native (driver) XDP (`xdp`).
-pub const XDP_FLAGS_DRV_MODE: u32 = 4;
 /// `XDP_PACKET_HEADROOM`: what `BPF_PROG_TEST_RUN` puts in front of the data.
-pub const XDP_PACKET_HEADROOM: usize = 256;
+pub use sim::consts::XDP_PACKET_HEADROOM;
+pub use sim::consts::{XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE, XDP_FLAGS_UPDATE_IF_NOEXIST};
 
 /// `sizeof(union bpf_attr)` on 6.18; the kernel accepts it (and shorter ones).
 const ATTR_SIZE: usize = 144;
@@ -613,38 +608,14 @@ fn prog_load(name: &str, license: &str, insns: &[Insn]) -> Result<OwnedFd, Kerne
     }
 }
 
-/// Where an XDP program runs on a device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum XdpMode {
-    /// `XDP_FLAGS_DRV_MODE`: the driver runs it (`ip link` shows `xdp`).
-    Native,
-    /// `XDP_FLAGS_SKB_MODE`: the core runs it on skbs (`xdpgeneric`).
-    Generic,
-}
+/// Where an XDP program runs on a device: the model's own mode, one definition.
+pub use sim::xdp::XdpMode;
 
-impl XdpMode {
-    /// The `XDP_FLAGS_*` mode bit.
-    pub fn flags(self) -> u32 {
-        match self {
-            XdpMode::Native => XDP_FLAGS_DRV_MODE,
-            XdpMode::Generic => XDP_FLAGS_SKB_MODE,
-        }
-    }
-
-    /// What `IFLA_XDP_ATTACHED` reports for it.
-    pub fn attached(self) -> XdpAttached {
-        match self {
-            XdpMode::Native => XdpAttached::Driver,
-            XdpMode::Generic => XdpAttached::Generic,
-        }
-    }
-
-    /// From the simulator's mode.
-    pub fn from_sim(m: sim::xdp::XdpMode) -> XdpMode {
-        match m {
-            sim::xdp::XdpMode::Native => XdpMode::Native,
-            sim::xdp::XdpMode::Generic => XdpMode::Generic,
-        }
+/// What `IFLA_XDP_ATTACHED` reports for a program attached in `mode`.
+pub fn attached_as(mode: XdpMode) -> XdpAttached {
+    match mode {
+        XdpMode::Native => XdpAttached::Driver,
+        XdpMode::Generic => XdpAttached::Generic,
     }
 }
 
@@ -659,12 +630,12 @@ pub fn attach_xdp(
     rtnl.set_xdp_fd(ifindex, prog.fd(), mode.flags())?;
     let info = rtnl.link(ifindex)?;
     match info.xdp {
-        Some((m, Some(_))) if m == mode.attached() => Ok(()),
+        Some((m, Some(_))) if m == attached_as(mode) => Ok(()),
         other => Err(KernelError::new(
             format!("attach XDP {} to ifindex {ifindex}", prog.name()),
             Cause::Protocol(format!(
                 "asked for {:?}, the device reports {other:?}",
-                mode.attached()
+                attached_as(mode)
             )),
         )),
     }

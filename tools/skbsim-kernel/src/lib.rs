@@ -50,7 +50,9 @@ pub use packet::{AuxData, PacketSocket};
 pub use rtnl::{LinkInfo, LinkStats, Rtnl, XdpAttached};
 pub use sys::{current_netns_inode, in_private_netns, process_netns_inode};
 pub use sysfs::{gro_flush_timeout, set_gro_flush_timeout};
-pub use tap::{Tap, TapConfig, TunPi, VirtioNetHdr};
+pub use tap::{Tap, TapConfig};
+// The headers a tap read or write carries: the model's own wire views, one definition.
+pub use sim::wire::{Endian, TunPiRepr, VirtioNetHdrRepr, VnetHdrLayout};
 
 /// `Ok(())` when this process can run the kernel backend: effective uid 0 and
 /// `/dev/net/tun` opens. Otherwise a one-line reason, for callers to skip or exit cleanly.

@@ -4,12 +4,13 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
+use sim::consts::ETH_P_ALL;
+
 use crate::error::{Errno, ErrnoExt, KernelError};
 use crate::sys::{cvt, cvt_len, ensure_private_netns, owned_fd, poll_one, setsockopt_int};
 
-const ETH_P_ALL: u16 = 0x0003;
-const SOL_PACKET: libc::c_int = 263;
-pub(crate) const PACKET_AUXDATA: libc::c_int = 8;
+// The kernel's values, from libc (include/linux/socket.h, include/uapi/linux/if_packet.h).
+pub(crate) use libc::{PACKET_AUXDATA, SOL_PACKET};
 
 /// `TP_STATUS_*` bits of [`AuxData::status`].
 pub mod tp_status {

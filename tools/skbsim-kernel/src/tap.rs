@@ -445,115 +445,12 @@ impl AsRawFd for Tap {
     }
 }
 
-/// `struct tun_pi`: `flags` in host order, `proto` as the big-endian ethertype value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TunPi {
-    /// `TUN_PKT_STRIP` (0x0001) when the frame did not fit the read buffer.
-    pub flags: u16,
-    /// `skb->protocol` (ethertype value, e.g. 0x0800).
-    pub proto: u16,
-}
-
-impl TunPi {
-    /// `TUN_PKT_STRIP`.
-    pub const PKT_STRIP: u16 = 0x0001;
-
-    /// Parse the first 4 bytes.
-    pub fn parse(b: &[u8]) -> Option<TunPi> {
-        let b = b.get(..4)?;
-        Some(TunPi {
-            flags: u16::from_ne_bytes([b[0], b[1]]),
-            proto: u16::from_be_bytes([b[2], b[3]]),
-        })
-    }
-
-    /// The 4 wire bytes.
-    pub fn to_bytes(self) -> [u8; 4] {
-        let f = self.flags.to_ne_bytes();
-        let p = self.proto.to_be_bytes();
-        [f[0], f[1], p[0], p[1]]
-    }
-}
-
-/// `struct virtio_net_hdr` (+ `num_buffers` for the 12-byte mrg_rxbuf form), little endian
-/// as a modern (virtio 1.0 / x86) reader sees it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct VirtioNetHdr {
-    /// `VIRTIO_NET_HDR_F_NEEDS_CSUM` (1), `_DATA_VALID` (2), `_RSC_INFO` (4).
-    pub flags: u8,
-    /// `VIRTIO_NET_HDR_GSO_NONE` 0, `TCPV4` 1, `UDP` 3, `TCPV6` 4, `UDP_L4` 5, `| ECN` 0x80.
-    pub gso_type: u8,
-    /// Length of the headers to copy into each segment.
-    pub hdr_len: u16,
-    /// Payload bytes per segment.
-    pub gso_size: u16,
-    /// Where checksumming starts.
-    pub csum_start: u16,
-    /// Where the checksum goes, from `csum_start`.
-    pub csum_offset: u16,
-    /// `num_buffers` (12-byte header only).
-    pub num_buffers: Option<u16>,
-}
-
-impl VirtioNetHdr {
-    /// Parse a 10-byte header (or 12 when `b` has 12+ bytes and `with_num_buffers`).
-    pub fn parse(b: &[u8], with_num_buffers: bool) -> Option<VirtioNetHdr> {
-        let h = b.get(..10)?;
-        let le = |i: usize| u16::from_le_bytes([h[i], h[i + 1]]);
-        Some(VirtioNetHdr {
-            flags: h[0],
-            gso_type: h[1],
-            hdr_len: le(2),
-            gso_size: le(4),
-            csum_start: le(6),
-            csum_offset: le(8),
-            num_buffers: if with_num_buffers {
-                b.get(10..12).map(|n| u16::from_le_bytes([n[0], n[1]]))
-            } else {
-                None
-            },
-        })
-    }
-
-    /// Serialize to `size` bytes (10, 12, or more: zero padded).
-    pub fn to_bytes(&self, size: usize) -> Vec<u8> {
-        let mut v = vec![0u8; size.max(10)];
-        v[0] = self.flags;
-        v[1] = self.gso_type;
-        v[2..4].copy_from_slice(&self.hdr_len.to_le_bytes());
-        v[4..6].copy_from_slice(&self.gso_size.to_le_bytes());
-        v[6..8].copy_from_slice(&self.csum_start.to_le_bytes());
-        v[8..10].copy_from_slice(&self.csum_offset.to_le_bytes());
-        if let (Some(n), true) = (self.num_buffers, size >= 12) {
-            v[10..12].copy_from_slice(&n.to_le_bytes());
-        }
-        v
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn headers_round_trip() {
-        let pi = TunPi {
-            flags: TunPi::PKT_STRIP,
-            proto: 0x86dd,
-        };
-        assert_eq!(TunPi::parse(&pi.to_bytes()), Some(pi));
-        assert_eq!(&pi.to_bytes()[2..], &[0x86, 0xdd]);
-        let h = VirtioNetHdr {
-            flags: 1,
-            gso_type: 1,
-            hdr_len: 54,
-            gso_size: 1460,
-            csum_start: 34,
-            csum_offset: 16,
-            num_buffers: Some(1),
-        };
-        assert_eq!(VirtioNetHdr::parse(&h.to_bytes(12), true), Some(h));
-        assert_eq!(h.to_bytes(10).len(), 10);
+    fn default_tap_has_no_pi() {
         assert_eq!(TapConfig::default().iff_flags(), iff::TAP | iff::NO_PI);
     }
 }

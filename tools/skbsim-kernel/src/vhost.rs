@@ -16,6 +16,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
+use sim::consts::PAGE_SIZE;
+
 use crate::error::{Cause, Errno, KernelError};
 use crate::sys::{cvt, owned_fd};
 
@@ -45,7 +47,6 @@ pub const VIRTIO_F_VERSION_1: u64 = 1 << 32;
 
 /// The TX virtqueue of virtio-net.
 const TX_VQ: u32 = 1;
-const PAGE: usize = 4096;
 /// The largest split ring vhost accepts (vhost_vring_set_num: num <= 0xffff, a power of
 /// two); skbsim uses at most 32768 descriptors.
 pub const MAX_RING: usize = 32768;
@@ -263,10 +264,10 @@ impl VhostNet {
         // Split ring layout (virtio 1.x 2.7): desc 16 x num, avail 6 + 2 x num, used
         // 6 + 8 x num, each on its own page; packet buffers after.
         let desc_off = 0;
-        let avail_off = align(16 * num, PAGE);
-        let used_off = avail_off + align(6 + 2 * num, PAGE);
-        let data_off = used_off + align(6 + 8 * num, PAGE);
-        let len = align(data_off + data.max(1), PAGE);
+        let avail_off = align(16 * num, PAGE_SIZE);
+        let used_off = avail_off + align(6 + 2 * num, PAGE_SIZE);
+        let data_off = used_off + align(6 + 8 * num, PAGE_SIZE);
+        let len = align(data_off + data.max(1), PAGE_SIZE);
         let mem = Mapping::new(len)?;
         let table = MemTable1 {
             nregions: 1,

@@ -8,7 +8,9 @@ use std::time::Duration;
 use common::*;
 use skbsim_kernel::arm::tun_read::{BRIDGE_NAME, DUT_NAME};
 use skbsim_kernel::tap::tun_f;
-use skbsim_kernel::{Errno, Ethtool, KernelError, Netns, Tap, TapConfig, VirtioNetHdr};
+use skbsim_kernel::{
+    Endian, Errno, Ethtool, KernelError, Netns, Tap, TapConfig, VirtioNetHdrRepr, VnetHdrLayout,
+};
 
 const SRC: [u8; 4] = [10, 0, 0, 1];
 const DST: [u8; 4] = [10, 0, 0, 2];
@@ -34,11 +36,11 @@ fn reader(ns: &mut Netns, writers: &[&Tap], offloads: u32) -> Result<Tap, Kernel
 fn through(
     w: &Tap,
     b: &Tap,
-    hdr: &VirtioNetHdr,
+    hdr: &VirtioNetHdrRepr,
     frame: &[u8],
     linear: Option<usize>,
-) -> (VirtioNetHdr, Vec<u8>) {
-    let h = hdr.to_bytes(10);
+) -> (VirtioNetHdrRepr, Vec<u8>) {
+    let h = hdr.to_basic_bytes(Endian::Little);
     let n = match linear {
         Some(l) => w.writev(&[&h, &frame[..l], &frame[l..]]),
         None => w.writev(&[&h, frame]),
@@ -55,7 +57,7 @@ fn through(
         "exactly one frame"
     );
     (
-        VirtioNetHdr::parse(&buf, false).unwrap(),
+        VirtioNetHdrRepr::from_bytes(&buf, VnetHdrLayout::Basic, Endian::Little).unwrap(),
         buf[10..got].to_vec(),
     )
 }
@@ -73,9 +75,9 @@ fn data_valid_needs_the_gro_writer() {
             0x0800,
             &ipv4(SRC, DST, 17, &udp(SRC, DST, 5000, 5001, &[7; 20], false)),
         );
-        let valid = VirtioNetHdr {
+        let valid = VirtioNetHdrRepr {
             flags: 2,
-            ..VirtioNetHdr::default()
+            ..VirtioNetHdrRepr::default()
         };
         let (h, got) = through(&plain, &b, &valid, &f, None);
         eprintln!("plain writer, DATA_VALID written: reader flags {}", h.flags);
@@ -83,7 +85,7 @@ fn data_valid_needs_the_gro_writer() {
         assert_eq!(got, f);
         plain.drain().unwrap();
         gro.drain().unwrap();
-        let (h, got) = through(&gro, &b, &VirtioNetHdr::default(), &f, None);
+        let (h, got) = through(&gro, &b, &VirtioNetHdrRepr::default(), &f, None);
         eprintln!("IFF_NAPI writer, GRO on: reader flags {}", h.flags);
         assert_eq!(
             h.flags, 2,
@@ -116,14 +118,14 @@ fn gso_hdr_len_is_the_writers_linear_part() {
             0x0800,
             &ipv4(SRC, DST, 17, &udp(SRC, DST, 5000, 5001, &[9; 3000], true)),
         );
-        let hdr = VirtioNetHdr {
+        let hdr = VirtioNetHdrRepr {
             flags: 1,
             gso_type: 5,
             hdr_len: 42,
             gso_size: 1400,
             csum_start: 34,
             csum_offset: 6,
-            num_buffers: None,
+            ..VirtioNetHdrRepr::default()
         };
         let (h, got) = through(&plain, &b, &hdr, &f, None);
         eprintln!("plain writer: {h:?}");

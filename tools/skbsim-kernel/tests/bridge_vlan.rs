@@ -5,11 +5,11 @@
 mod common;
 
 use common::*;
-use skbsim_kernel::{Ethtool, KernelError, Netns, PacketSocket, Tap, TapConfig, TunPi};
+use skbsim_kernel::{Endian, Ethtool, KernelError, Netns, PacketSocket, Tap, TapConfig, TunPiRepr};
 
 struct Outcome {
     read: Vec<u8>,
-    pi: TunPi,
+    pi: TunPiRepr,
     /// AF_PACKET on A (ingress): vlan_valid, tpid, tci, proto.
     a_aux: (bool, u16, u16, u16),
     /// AF_PACKET on B (egress, before tun): vlan_valid, tpid, tci, proto.
@@ -36,7 +36,7 @@ fn one(
     let (_, ab) = sb.recv()?.expect("AF_PACKET on B");
     Ok(Outcome {
         read: buf[4..n].to_vec(),
-        pi: TunPi::parse(&buf).unwrap(),
+        pi: TunPiRepr::from_bytes(&buf).unwrap(),
         a_aux: (aa.vlan_valid, aa.vlan_tpid, aa.vlan_tci, aa.protocol),
         b_aux: (ab.vlan_valid, ab.vlan_tpid, ab.vlan_tci, ab.protocol),
     })
@@ -121,7 +121,7 @@ fn partial_checksum_with_tag_reads_the_same_with_offload_on_and_off() {
     require_privileges!();
     Netns::run(|ns| {
         use skbsim_kernel::tap::tun_f;
-        use skbsim_kernel::VirtioNetHdr;
+        use skbsim_kernel::{VirtioNetHdrRepr, VnetHdrLayout};
         let a = ns.tap_up(&TapConfig::tap("skbta").vnet_hdr(true))?;
         let b = ns.tap_up(&TapConfig::tap("skbtb").vnet_hdr(true).no_pi(false))?;
         b.set_offload(tun_f::CSUM)?;
@@ -131,13 +131,13 @@ fn partial_checksum_with_tag_reads_the_same_with_offload_on_and_off() {
         let l3 = ipv4(s, d, 17, &udp(s, d, 1000, 2000, &[0xab; 32], true));
         let f = tagged(&eth(MAC_B, MAC_A, 0x0800, &l3), &[(0x8100, 0x0064)]);
         // Writer: NEEDS_CSUM, csum_start counted from the frame start (tag included).
-        let hdr = VirtioNetHdr {
+        let hdr = VirtioNetHdrRepr {
             flags: 1,
             csum_start: 38,
             csum_offset: 6,
             ..Default::default()
         };
-        let mut wire = hdr.to_bytes(10);
+        let mut wire = hdr.to_basic_bytes(Endian::Little).to_vec();
         wire.extend_from_slice(&f);
         let mut seen = Vec::new();
         for offload in [true, false] {
@@ -146,8 +146,9 @@ fn partial_checksum_with_tag_reads_the_same_with_offload_on_and_off() {
             assert_eq!(a.write(&wire), Ok(wire.len()));
             let mut buf = vec![0u8; 4096];
             let n = b.read_timeout(&mut buf, WAIT).unwrap().expect("frame on B");
-            let pi = TunPi::parse(&buf).unwrap();
-            let v = VirtioNetHdr::parse(&buf[4..], false).unwrap();
+            let pi = TunPiRepr::from_bytes(&buf).unwrap();
+            let v = VirtioNetHdrRepr::from_bytes(&buf[4..], VnetHdrLayout::Basic, Endian::Little)
+                .unwrap();
             eprintln!(
                 "txvlan {}: pi {pi:04x?} vnet {v:?} frame identical {}",
                 if offload { "on" } else { "off" },

@@ -4,9 +4,12 @@
 mod common;
 
 use common::*;
+use sim::consts::TUN_PKT_STRIP;
 use skbsim_kernel::packet::pkttype;
 use skbsim_kernel::tap::{iff, tun_f};
-use skbsim_kernel::{Errno, Netns, PacketSocket, TapConfig, TunPi, VirtioNetHdr};
+use skbsim_kernel::{
+    Endian, Errno, Netns, PacketSocket, TapConfig, TunPiRepr, VirtioNetHdrRepr, VnetHdrLayout,
+};
 
 #[test]
 fn write_60_bytes_counts_one_rx_packet() {
@@ -64,12 +67,12 @@ fn read_with_no_pi_pi_and_vnet_hdr() {
         let tx = PacketSocket::bind(pi.ifindex())?;
         tx.send(&f)?;
         let n = pi.read_timeout(&mut buf, WAIT).unwrap().expect("frame");
-        let hdr = TunPi::parse(&buf).unwrap();
+        let hdr = TunPiRepr::from_bytes(&buf).unwrap();
         eprintln!("PI read: {} bytes, head {} -> {hdr:?}", n, hex(&buf[..4]));
         assert_eq!(n, 64);
         assert_eq!(
             hdr,
-            TunPi {
+            TunPiRepr {
                 flags: 0,
                 proto: 0x0800
             }
@@ -78,7 +81,7 @@ fn read_with_no_pi_pi_and_vnet_hdr() {
         // pi.proto is skb->protocol, i.e. sll_protocol when the sender names one.
         tx.send_with_protocol(&f, 0x86dd)?;
         let n = pi.read_timeout(&mut buf, WAIT).unwrap().expect("frame");
-        let hdr = TunPi::parse(&buf).unwrap();
+        let hdr = TunPiRepr::from_bytes(&buf).unwrap();
         eprintln!("PI read after sendto(proto 0x86dd) of an 0x0800 frame: {hdr:?}");
         assert_eq!(hdr.proto, 0x86dd);
         assert_eq!(&buf[4..n], &f[..]);
@@ -92,8 +95,8 @@ fn read_with_no_pi_pi_and_vnet_hdr() {
         assert_eq!(n, 70);
         assert_eq!(&buf[..10], &[0u8; 10]);
         assert_eq!(
-            VirtioNetHdr::parse(&buf, false),
-            Some(VirtioNetHdr::default())
+            VirtioNetHdrRepr::from_bytes(&buf, VnetHdrLayout::Basic, Endian::Little),
+            Ok(VirtioNetHdrRepr::default())
         );
         assert_eq!(&buf[10..n], &f[..]);
 
@@ -107,7 +110,7 @@ fn read_with_no_pi_pi_and_vnet_hdr() {
         let n = both.readv(&mut [&mut a, &mut b, &mut c]).unwrap();
         eprintln!("readv([4,10,2000]) = {n}: pi {} vnet {}", hex(&a), hex(&b));
         assert_eq!(n, 74);
-        assert_eq!(TunPi::parse(&a).unwrap().proto, 0x0800);
+        assert_eq!(TunPiRepr::from_bytes(&a).unwrap().proto, 0x0800);
         assert_eq!(b, [0u8; 10]);
         assert_eq!(&c[..60], &f[..]);
         Ok(())
@@ -129,9 +132,9 @@ fn short_reads_truncate_and_small_buffers_fail() {
         assert!(tap.wait_readable(WAIT).unwrap());
         let mut small = [0u8; 100];
         assert_eq!(tap.read(&mut small), Ok(100));
-        let pi = TunPi::parse(&small).unwrap();
+        let pi = TunPiRepr::from_bytes(&small).unwrap();
         eprintln!("100-byte read of 1000-byte frame: {pi:?}");
-        assert_eq!(pi.flags, TunPi::PKT_STRIP);
+        assert_eq!(pi.flags, TUN_PKT_STRIP);
         assert_eq!(&small[4..], &big[..96]);
         assert!(!tap
             .wait_readable(std::time::Duration::from_millis(50))

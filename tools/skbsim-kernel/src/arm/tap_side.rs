@@ -15,7 +15,7 @@ use sim::skb::VlanTag;
 use sim::tun::{DeviceKind, TunConfig, VnetEndian, DEFAULT_VNET_HDR_SZ, TUN_READQ_SIZE};
 
 use super::{kerr, offload_bits, tun_stats, ArmError};
-use crate::bpf::{attach_xdp, LoadedXdp, XdpMode};
+use crate::bpf::{attach_xdp, attached_as, LoadedXdp, XdpMode};
 use crate::error::{Cause, Errno, KernelError};
 use crate::ethtool::Ethtool;
 use crate::netns::Netns;
@@ -229,10 +229,10 @@ impl<'s> TapSide<'s> {
         };
         if let Some((_, mode)) = prog {
             let still = ns.rtnl().link(self.a.ifindex())?.xdp;
-            if !matches!(still, Some((m, Some(_))) if m == mode.attached()) {
+            if !matches!(still, Some((m, Some(_))) if m == attached_as(*mode)) {
                 self.notes.push(format!(
                     "the program is no longer attached as {:?} at the end: {still:?}",
-                    mode.attached()
+                    attached_as(*mode)
                 ));
             }
         }

@@ -95,10 +95,7 @@ pub fn run_tap_write(scenario: &Scenario) -> Result<RealTapWrite, ArmError> {
         .map_err(|e| ArmError::Input(e.to_string()))?;
     drop(reader);
     let prog = match &scenario.xdp {
-        Some(spec) => Some((
-            load_program(spec).map_err(ArmError::Input)?.0,
-            XdpMode::from_sim(spec.mode),
-        )),
+        Some(spec) => Some((load_program(spec).map_err(ArmError::Input)?.0, spec.mode)),
         None => None,
     };
     Netns::run(|ns| Ok(replay(ns, scenario, prog.as_ref())))?

@@ -46,6 +46,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use sim::bridge::{Attach, TAP_MAC, UPLINK_MAC};
+use sim::consts::{IPPROTO_TCP, IPPROTO_UDP};
 use sim::errno::Errno as SimErrno;
 use sim::pcap::EthernetInput;
 use sim::pipeline::frame_meta::{build_skb, layout, GsoKind, SkbRecipe};
@@ -53,6 +54,11 @@ use sim::pipeline::tun_read::{header_len, Event, ReadRecord};
 use sim::scenario::{Pipeline, Scenario};
 use sim::skb::{IpSummed, SkBuff, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
 use sim::tun::{DeviceKind, TunConfig, TunStats};
+use sim::wire::virtio_net_hdr::{
+    Endian, VirtioNetHdrRepr, VIRTIO_NET_HDR_F_DATA_VALID, VIRTIO_NET_HDR_F_NEEDS_CSUM,
+    VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6,
+    VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4, VIRTIO_NET_HDR_LEN,
+};
 
 use super::tun_read_path::{self, Observer, NAPI_SETTLE};
 use super::{kerr, tun_stats, ArmError};
@@ -61,24 +67,15 @@ use crate::ethtool::Ethtool;
 use crate::netns::Netns;
 use crate::packet::PacketSocket;
 use crate::rtnl::LinkStats;
-use crate::tap::{Tap, TapConfig, VirtioNetHdr};
+use crate::tap::{Tap, TapConfig};
 
 /// The tap under test.
 pub const DUT_NAME: &str = "skbdut";
 /// The bridge between the writers and the tap under test.
 pub const BRIDGE_NAME: &str = "skbbr";
 
-const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
-const VIRTIO_NET_HDR_F_DATA_VALID: u8 = 2;
-const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
-const VIRTIO_NET_HDR_GSO_UDP: u8 = 3;
-const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
-const VIRTIO_NET_HDR_GSO_UDP_L4: u8 = 5;
-const VIRTIO_NET_HDR_GSO_ECN: u8 = 0x80;
-const IPPROTO_TCP: u8 = 6;
-const IPPROTO_UDP: u8 = 17;
 /// The writers' virtio-net header: the basic 10 bytes, little endian.
-const WRITER_VNET_LEN: usize = 10;
+const WRITER_VNET_LEN: usize = VIRTIO_NET_HDR_LEN;
 
 /// Which writer tap builds a frame's skb (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -220,9 +217,9 @@ fn writer_header(
     frame: &[u8],
     recipe: &SkbRecipe,
     index: u64,
-) -> Result<(VirtioNetHdr, Option<usize>), String> {
+) -> Result<(VirtioNetHdrRepr, Option<usize>), String> {
     let lay = layout(frame).ok_or_else(|| format!("frame {index}: no Ethernet header"))?;
-    let mut h = VirtioNetHdr::default();
+    let mut h = VirtioNetHdrRepr::default();
     match recipe.checksum {
         IpSummed::Partial => {
             h.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
@@ -439,7 +436,7 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
             ))
         })?;
         wire.clear();
-        wire.extend_from_slice(&hdr.to_bytes(WRITER_VNET_LEN));
+        wire.extend_from_slice(&hdr.to_basic_bytes(Endian::Little));
         let total = WRITER_VNET_LEN + data.len();
         let op = || {
             format!(

@@ -39,7 +39,7 @@ fn writer_header_counts_offsets_in_the_frame_as_written() {
     };
     assert_eq!(
         writer_header(&f, &plain, 0).unwrap().0,
-        VirtioNetHdr::default()
+        VirtioNetHdrRepr::default()
     );
     assert_eq!(WriterKind::for_recipe(&plain), WriterKind::Plain);
     let valid = SkbRecipe {

@@ -72,10 +72,7 @@ pub fn run_vhost_tx(scenario: &Scenario) -> Result<RealVhostTx, ArmError> {
         )));
     }
     let prog = match &scenario.xdp {
-        Some(spec) => Some((
-            load_program(spec).map_err(ArmError::Input)?.0,
-            XdpMode::from_sim(spec.mode),
-        )),
+        Some(spec) => Some((load_program(spec).map_err(ArmError::Input)?.0, spec.mode)),
         None => None,
     };
     Netns::run(|ns| Ok(replay(ns, scenario, &frames, prog.as_ref())))?

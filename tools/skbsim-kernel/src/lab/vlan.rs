@@ -16,7 +16,8 @@ use crate::error::{Cause, KernelError};
 use crate::ethtool::Ethtool;
 use crate::netns::Netns;
 use crate::packet::PacketSocket;
-use crate::tap::{TapConfig, TunPi, VirtioNetHdr};
+use crate::tap::TapConfig;
+use sim::wire::{Endian, TunPiRepr, VirtioNetHdrRepr, VnetHdrLayout};
 
 /// The tap under test.
 pub const TAP: &str = "skbdut";
@@ -31,9 +32,9 @@ pub struct VlanObservation {
     /// `tx offload on`, `tx offload off`, `rx`.
     pub case: String,
     /// The tap reader's PI (transmit cases).
-    pub pi: Option<TunPi>,
+    pub pi: Option<TunPiRepr>,
     /// The tap reader's virtio-net header (transmit cases).
-    pub vnet: Option<VirtioNetHdr>,
+    pub vnet: Option<VirtioNetHdrRepr>,
     /// The frame bytes (after PI and vnet header).
     pub frame: Vec<u8>,
     /// AF_PACKET's view on the receiving device: a tag out of band (`TP_STATUS_VLAN_VALID`)
@@ -172,8 +173,13 @@ pub fn vlan_device_check() -> Result<Vec<VlanObservation>, KernelError> {
             let got = &buf[..n];
             out.push(VlanObservation {
                 case: format!("tx offload {}", if offload { "on" } else { "off" }),
-                pi: TunPi::parse(got),
-                vnet: VirtioNetHdr::parse(got.get(4..).unwrap_or(&[]), false),
+                pi: TunPiRepr::from_bytes(got).ok(),
+                vnet: VirtioNetHdrRepr::from_bytes(
+                    got.get(4..).unwrap_or(&[]),
+                    VnetHdrLayout::Basic,
+                    Endian::Little,
+                )
+                .ok(),
                 frame: got.get(14..).unwrap_or(&[]).to_vec(),
                 aux_vlan: None,
                 tx_bytes: Some(after.tx_bytes.saturating_sub(before.tx_bytes)),
@@ -184,13 +190,13 @@ pub fn vlan_device_check() -> Result<Vec<VlanObservation>, KernelError> {
         let mut tagged = frame[..12].to_vec();
         tagged.extend([0x81, 0x00, 0x00, VID as u8]);
         tagged.extend(&frame[12..]);
-        let mut write = TunPi {
+        let mut write = TunPiRepr {
             flags: 0,
             proto: 0x8100,
         }
         .to_bytes()
         .to_vec();
-        write.extend(VirtioNetHdr::default().to_bytes(10));
+        write.extend(VirtioNetHdrRepr::default().to_basic_bytes(Endian::Little));
         write.extend(&tagged);
         tap.write(&write)
             .map_err(|e| KernelError::sys(format!("write {TAP}"), e))?;

@@ -13,7 +13,7 @@ pub struct VnetCapture {
 }
 
 /// One received frame: the vnet header (or why there is none) and the bytes.
-pub(super) type Captured = (Result<ObservedVnet, String>, Vec<u8>);
+pub(super) type Captured = (Result<VirtioNetHdrRepr, String>, Vec<u8>);
 
 impl VnetCapture {
     /// Bind to `ifindex` (refused in the process's main namespace).
@@ -104,8 +104,12 @@ impl VnetCapture {
                     )),
                 ));
             }
-            let vnet = ObservedVnet::parse(&self.buf[..VNET_LEN])
-                .ok_or_else(|| "short virtio-net header".to_string());
+            let vnet = VirtioNetHdrRepr::from_bytes(
+                &self.buf[..VNET_LEN],
+                VnetHdrLayout::Basic,
+                Endian::Little,
+            )
+            .map_err(|_| "short virtio-net header".to_string());
             // The skb GRO delivered still had its tag in the frame; __netif_receive_skb_core
             // untagged it (skb_vlan_untag) before the packet taps: put it back.
             let frame = &self.buf[VNET_LEN..n];

@@ -17,6 +17,9 @@
 
 #[allow(unused_imports)]
 use super::*;
+use sim::consts::ETH_P_TEB;
+// GRE header flag bits (include/net/gre.h), from the model's GRE view.
+use sim::wire::gre::{GRE_CSUM, GRE_KEY, GRE_ROUTING, GRE_SEQ, GRE_VERSION};
 
 const IFLA_GRE_LINK: u16 = 1;
 const IFLA_GRE_IFLAGS: u16 = 2;
@@ -25,13 +28,6 @@ const IFLA_GRE_IKEY: u16 = 4;
 const IFLA_GRE_OKEY: u16 = 5;
 const IFLA_GRE_LOCAL: u16 = 6;
 const IFLA_GRE_REMOTE: u16 = 7;
-/// GRE header flag bits (`__be16`, include/net/gre.h).
-const GRE_CSUM: u16 = 0x8000;
-const GRE_ROUTING: u16 = 0x4000;
-const GRE_KEY: u16 = 0x2000;
-const GRE_SEQ: u16 = 0x1000;
-const GRE_VERSION: u16 = 0x0007;
-const ETH_P_TEB: u16 = 0x6558;
 /// More gretap devices than this is not a GRO scenario.
 pub(super) const MAX_GRETAP_DEVICES: usize = 16;
 

@@ -70,8 +70,9 @@ use std::time::{Duration, Instant};
 
 use sim::pipeline::tap_gro::innermost_tcp;
 use sim::scenario::{Pipeline, Scenario};
-use sim::trace::gro_observed::{
-    ObservedGro, ObservedSetup, ObservedSkb, ObservedVnet, ObservedWriteError, VNET_F_NEEDS_CSUM,
+use sim::trace::gro_observed::{ObservedGro, ObservedSetup, ObservedSkb, ObservedWriteError};
+use sim::wire::virtio_net_hdr::{
+    Endian, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_LEN,
 };
 
 use super::ArmError;
@@ -85,7 +86,7 @@ use crate::tap::TapConfig;
 
 /// `NAPI_POLL_WEIGHT`: tun's NAPI budget, and the queue length past which
 /// `tun_get_user` schedules NAPI whatever `MSG_MORE` says.
-pub const NAPI_POLL_WEIGHT: usize = 64;
+pub use sim::gro::NAPI_POLL_WEIGHT;
 
 mod bench;
 mod capture;
@@ -104,10 +105,10 @@ use sched::*;
 pub use sched::{jiffy_now, NapiThread, RealtimeWriter};
 use vxlan::*;
 
-const SOL_PACKET: libc::c_int = 263;
-const PACKET_VNET_HDR: libc::c_int = 15;
-const PACKET_OUTGOING: u8 = 4;
-const VNET_LEN: usize = 10;
+use crate::packet::SOL_PACKET;
+// include/uapi/linux/if_packet.h, from libc.
+use libc::{PACKET_OUTGOING, PACKET_VNET_HDR};
+const VNET_LEN: usize = VIRTIO_NET_HDR_LEN;
 /// Receive buffer of the capture sockets (`SO_RCVBUFFORCE`).
 const CAPTURE_RCVBUF: libc::c_int = 32 << 20;
 
@@ -398,16 +399,17 @@ fn replay(
         }
         wire.clear();
         if plan.needs_csum {
-            let mut h = [0u8; VNET_LEN];
+            let mut h = VirtioNetHdrRepr::default();
             if let Some(th) = innermost_tcp(data, &plan.vxlan_ports) {
                 let start = u16::try_from(th).map_err(|_| {
                     ArmError::Input(format!("frame {index}: TCP header beyond 65535"))
                 })?;
-                h[0] = VNET_F_NEEDS_CSUM;
-                h[6..8].copy_from_slice(&start.to_le_bytes());
-                h[8..10].copy_from_slice(&16u16.to_le_bytes());
+                h.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+                h.csum_start = start;
+                // offsetof(struct tcphdr, check).
+                h.csum_offset = 16;
             }
-            wire.extend_from_slice(&h);
+            wire.extend_from_slice(&h.to_basic_bytes(Endian::Little));
         }
         wire.extend_from_slice(data);
         last_ts = *ts;
