@@ -88,6 +88,11 @@ pub struct TunWriteRules {
     /// dropped counter in tun_xdp_act" (v6.8): rx stats on TX/REDIRECT success,
     /// rx_dropped on their errors.
     pub xdp_act_rx_stats: bool,
+    /// A failed XDP_TX or XDP_REDIRECT counts rx_dropped: 4.19 and older at
+    /// tun_build_skb's err_redirect/err_xdp, 6.8 on in tun_xdp_act ("tun: fix missing
+    /// dropped counter in tun_xdp_act"). 8ae1aff0b331 "tuntap: split out XDP logic" (v4.20)
+    /// lost the count on both tun_build_skb's and tun_xdp_one's paths until then.
+    pub xdp_err_rx_dropped: bool,
     /// 4.19 tested IFF_UP first and counted nothing; later kernels test it before
     /// delivery and count rx_dropped.
     pub down_check_first: bool,
@@ -155,6 +160,7 @@ pub const LINUX_6_18: KernelProfile = KernelProfile {
         xdp_tx_native: true,
         build_skb_counts_xdp_headroom: true,
         xdp_act_rx_stats: true,
+        xdp_err_rx_dropped: true,
         down_check_first: false,
         xdp_meta: true,
         vnet_to_skb: VnetToSkbRule::TransportHeader,
@@ -178,6 +184,7 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
         xdp_tx_native: true,
         build_skb_counts_xdp_headroom: false,
         xdp_act_rx_stats: false,
+        xdp_err_rx_dropped: true,
         down_check_first: true,
         xdp_meta: false,
         vnet_to_skb: VnetToSkbRule::PartialCsumOnly,
@@ -238,7 +245,11 @@ pub const LINUX_6_12: KernelProfile = KernelProfile {
 pub const LINUX_4_20: KernelProfile = KernelProfile {
     name: "linux-4.20",
     tun_read: LINUX_4_19.tun_read,
-    tun_write: LINUX_4_19.tun_write,
+    // 8ae1aff0b331 (this release) split tun_xdp_act out and lost the error count.
+    tun_write: TunWriteRules {
+        xdp_err_rx_dropped: false,
+        ..LINUX_4_19.tun_write
+    },
     gro: LINUX_4_19.gro,
     vhost: VhostRules {
         xdp_batching: true,
@@ -276,6 +287,7 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
         xdp_tx_native: false,
         build_skb_counts_xdp_headroom: false,
         xdp_act_rx_stats: false,
+        xdp_err_rx_dropped: true,
         down_check_first: true,
         xdp_meta: false,
         vnet_to_skb: VnetToSkbRule::PartialCsumOnly,

@@ -72,7 +72,10 @@ pub use crate::consts::{
 };
 
 // IPPROTO_* (include/uapi/linux/in.h, in6.h): defined in crate::consts.
-pub use crate::consts::{IPPROTO_HOPOPTS, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ROUTING, IPPROTO_FRAGMENT, IPPROTO_GRE, IPPROTO_AH, IPPROTO_ICMPV6, IPPROTO_DSTOPTS};
+pub use crate::consts::{
+    IPPROTO_AH, IPPROTO_DSTOPTS, IPPROTO_FRAGMENT, IPPROTO_GRE, IPPROTO_HOPOPTS, IPPROTO_ICMP,
+    IPPROTO_ICMPV6, IPPROTO_ROUTING, IPPROTO_TCP, IPPROTO_UDP,
+};
 
 /// Why a view or repr refused a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

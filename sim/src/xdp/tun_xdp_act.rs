@@ -58,8 +58,11 @@ pub(crate) fn tun_xdp_act(
             fate
         }
         Err(e) => {
-            // v6.8 "tun: fix missing dropped counter"; 4.19 counted it too (err_redirect).
-            net.stats_mut(ifindex).rx_dropped += 1;
+            // v6.8 "tun: fix missing dropped counter"; 4.19 counted it too (err_redirect);
+            // 4.20 to 6.7 did not (TunWriteRules::xdp_err_rx_dropped).
+            if rules.xdp_err_rx_dropped {
+                net.stats_mut(ifindex).rx_dropped += 1;
+            }
             Fate::XdpError(e)
         }
     }
