@@ -228,9 +228,13 @@ fn sixty_four_kib_limit_splits_fifty_segments_at_46() {
 
 #[test]
 fn nonblocking_writes_fill_17_frags_before_frag_list() {
-    let mut p = plan(30, 0);
-    p.nonblocking = true;
-    let r = run(&LINUX_6_18, &p, Tcp4::default().stream(30));
+    let p = plan(30, 0);
+    let mut r = TapGroRun::new(&LINUX_6_18, &p);
+    r.nonblocking = true;
+    for (i, f) in Tcp4::default().stream(30).into_iter().enumerate() {
+        r.write(i as u64, 1_000_000_000 + i as u64 * 1000, f);
+    }
+    r.finish();
     let l = &r.delivered[0].skb.layout;
     // Frames 1-17 become the head's 17 frags; frame 18 is chained on frag_list (its
     // head pulled to the payload) and frames 19-29 become that skb's 11 frags.
