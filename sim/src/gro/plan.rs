@@ -79,6 +79,7 @@ impl GroPlan {
             teb_gro: self.teb_gro,
             vlan_gro: self.vlan_gro,
             vxlan_ports: self.vxlan_ports.clone(),
+            xdp_generic: false,
         }
     }
 }

@@ -260,7 +260,7 @@ impl TapGroRun {
         for d in rx {
             self.counts.skbs += 1;
             self.counts.bytes += d.skb.len as u64;
-            self.counts.segs += u64::from(d.skb.cb.count);
+            self.counts.segs += crate::trace::gro::segs_of(&d.skb);
             if self.record {
                 self.delivered.push(d);
             } else {

@@ -121,9 +121,23 @@ fn gso_text(s: &GroSkb) -> String {
             "{} size {} segs {}",
             gso::names(s.gso_type),
             s.gso_size,
-            s.gso_segs
+            segs_of(s)
         )
     }
+}
+
+/// The segments an skb stands for: GRO's count, or for a GSO skb from a vnet header
+/// (SKB_GSO_DODGY, gso_segs 0 until the stack recounts it: tcp_gso_segment) its TCP
+/// payload over gso_size, as a reader's virtio_net_hdr implies (outer TCP only).
+pub fn segs_of(s: &GroSkb) -> u64 {
+    if s.gso_size != 0 && s.gso_segs == 0 {
+        let derived = super::gro_observed::derived_segs(&s.bytes(), s.gso_size, &[]);
+        return derived.map_or(1, |n| n as u64);
+    }
+    if s.gso_size != 0 {
+        return u64::from(s.gso_segs);
+    }
+    u64::from(s.cb.count.max(1))
 }
 
 /// "head {} frags {}", then the frag_list if any, appended to `t`.

@@ -220,8 +220,22 @@ impl Net {
         }
         let now = n.now_ns;
         let cfg = n.cfg.clone();
-        n.napi.poll(&cfg, now);
+        let cfg = self.gro_config(ifindex, cfg, rules);
+        if let Some(n) = self.napi.get_mut(&ifindex) {
+            n.napi.poll(&cfg, now);
+        }
         self.gro_to_stack(ifindex, rules)
+    }
+
+    /// The GRO configuration for a poll: the device's xdpgeneric program elides GRO
+    /// (include/linux/netdevice.h: netif_elide_gro).
+    fn gro_config(&self, ifindex: u32, mut cfg: GroConfig, rules: &TunWriteRules) -> GroConfig {
+        cfg.xdp_generic = rules.xdp
+            && self
+                .dev(ifindex)
+                .and_then(|d| d.xdp.as_ref())
+                .is_some_and(|a| a.mode == XdpMode::Generic);
+        cfg
     }
 
     /// End of input: a last MSG_MORE burst is polled and a pending hrtimer fires.
@@ -234,11 +248,14 @@ impl Net {
             return Ok(());
         };
         let cfg = n.cfg.clone();
-        if n.pending > 0 || !n.napi.queue.is_empty() {
-            n.pending = 0;
-            n.napi.poll(&cfg, n.now_ns);
+        let cfg = self.gro_config(ifindex, cfg, rules);
+        if let Some(n) = self.napi.get_mut(&ifindex) {
+            if n.pending > 0 || !n.napi.queue.is_empty() {
+                n.pending = 0;
+                n.napi.poll(&cfg, n.now_ns);
+            }
+            n.napi.finish(&cfg);
         }
-        n.napi.finish(&cfg);
         self.gro_to_stack(ifindex, rules)
     }
 
@@ -291,3 +308,7 @@ impl Net {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "napi_tests.rs"]
+mod tests;
