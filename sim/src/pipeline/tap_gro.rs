@@ -165,14 +165,22 @@ impl TapGroRun {
             .napi
     }
 
-    /// write(fd, frame) at `ts_ns`: tun_get_user, then the NAPI poll when due.
+    /// write(fd, frame) at `ts_ns` for a run without a program ([`TapGroRun::new`]: the
+    /// GRO tests, the bench), where tun_write has no model error to report.
     pub fn write(&mut self, index: u64, ts_ns: u64, frame: Vec<u8>) {
-        self.write_slice(index, ts_ns, &frame);
+        self.write_plain(index, ts_ns, &frame);
+    }
+
+    /// [`TapGroRun::write`] from a borrowed frame.
+    fn write_plain(&mut self, index: u64, ts_ns: u64, frame: &[u8]) {
+        let r = self.write_slice(index, ts_ns, frame);
+        debug_assert!(r.is_ok(), "{r:?}");
     }
 
     /// [`TapGroRun::write`] from a borrowed frame (composed into a reused buffer with
     /// the scenario's PI and vnet header, as userspace writes it).
-    pub fn write_slice(&mut self, index: u64, ts_ns: u64, frame: &[u8]) {
+    /// An `Err` is the scenario's (a program the VM cannot run), not the kernel's.
+    pub fn write_slice(&mut self, index: u64, ts_ns: u64, frame: &[u8]) -> Result<(), ModelError> {
         let mut bytes = std::mem::take(&mut self.wbuf);
         let nonblocking = match &self.scenario {
             Some(sc) => compose_write_into(&mut bytes, sc, index, frame),
@@ -195,37 +203,29 @@ impl TapGroRun {
             &p.tun_read,
         );
         self.wbuf = bytes;
-        match out {
-            Ok(o) => match o.result {
-                Err(errno) => self.write_errors.push(WriteError {
-                    frame: index,
-                    ts_ns,
-                    len: frame.len(),
-                    errno,
-                }),
-                Ok(_) => {
-                    self.counts.frames += 1;
-                    if o.fate != Fate::Stack {
-                        if let Some(report) = o.xdp.last() {
-                            self.xdp_before.push(XdpBeforeGro {
-                                frame: index,
-                                report: report.clone(),
-                                fate: o.fate.clone(),
-                            });
-                        }
-                    }
-                }
-            },
-            // A program the VM cannot run: the scenario's error, reported as EINVAL here
-            // (validation loads the program first, so this is not reached by a scenario).
-            Err(_) => self.write_errors.push(WriteError {
+        let o = out?;
+        match o.result {
+            Err(errno) => self.write_errors.push(WriteError {
                 frame: index,
                 ts_ns,
                 len: frame.len(),
-                errno: Errno::EINVAL,
+                errno,
             }),
+            Ok(_) => {
+                self.counts.frames += 1;
+                if o.fate != Fate::Stack {
+                    if let Some(report) = o.xdp.last() {
+                        self.xdp_before.push(XdpBeforeGro {
+                            frame: index,
+                            report: report.clone(),
+                            fate: o.fate.clone(),
+                        });
+                    }
+                }
+            }
         }
         self.collect();
+        Ok(())
     }
 
     /// End of input: the last burst is polled and a pending hrtimer fires.
@@ -307,7 +307,8 @@ pub fn run_tap_gro(
 ) -> Result<GroRunOutput, RecipeError> {
     let mut run = TapGroRun::for_scenario(scenario).map_err(|e| RecipeError(e.0))?;
     for (index, ts, data) in frames {
-        run.write(index, ts, data);
+        run.write_slice(index, ts, &data)
+            .map_err(|e| RecipeError(format!("frame {index}: {}", e.0)))?;
     }
     run.finish();
     let trace = crate::trace::gro::render_tap_gro(scenario, &run);
@@ -374,7 +375,7 @@ pub fn bench_run(
     let mut i = 0u64;
     for _ in 0..rounds {
         for f in frames {
-            run.write_slice(i, 1_000_000_000 + i * 1000, f);
+            run.write_plain(i, 1_000_000_000 + i * 1000, f);
             i += 1;
         }
         run.finish();

@@ -85,7 +85,8 @@ pub fn run_sim(
     sinks.capture.begin(&[STACK])?;
     let mut t = GroTotals::default();
     let (frames, _) = for_each_frame(scenario, progress, |i, ts, data| {
-        run.write_slice(i, ts, data);
+        run.write_slice(i, ts, data)
+            .map_err(|e| CliError(format!("{}: frame {i}: {}", scenario.name, e.0)))?;
         drain(&mut run, sinks, &mut t)
     })?;
     run.finish();
