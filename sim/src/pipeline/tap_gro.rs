@@ -137,7 +137,10 @@ impl TapGroRun {
     ) -> TapGroRun {
         let mut net = Net::new();
         net.add(IFINDEX_DUT, dut);
-        net.enable_napi(IFINDEX_DUT, TunNapi::new(profile, plan));
+        let mut napi = TunNapi::new(profile, plan);
+        // The run's record of the stack is the GRO skbs themselves (`delivered`).
+        napi.stack_copies = false;
+        net.enable_napi(IFINDEX_DUT, napi);
         TapGroRun {
             cfg: plan.config(profile.gro),
             plan: plan.clone(),
@@ -236,10 +239,12 @@ impl TapGroRun {
         self.collect();
     }
 
-    /// Done with a delivered skb (a streamed run renders each delivery, then hands it
-    /// back; GroSkb::from_skb allocates each skb's buffer until the skb types are one).
+    /// Give a delivered skb's buffers back for later writes (a streamed run renders each
+    /// delivery, then recycles it).
     pub fn recycle(&mut self, d: Delivered) {
-        drop(d);
+        if let Some(n) = self.net.napi_mut(IFINDEX_DUT) {
+            n.recycle(d);
+        }
     }
 
     fn collect(&mut self) {

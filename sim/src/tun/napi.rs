@@ -80,7 +80,15 @@ pub struct TunNapi {
     pub rx: Vec<Delivered>,
     /// Core xdpgeneric runs on completed skbs, in order.
     pub after_gro: Vec<AfterGro>,
+    /// Copy what GRO completes into `Net::stack` as well (tap-write, vhost-tx read the
+    /// stack there); tap-gro renders [`TunNapi::rx`] itself and turns this off.
+    pub stack_copies: bool,
+    /// Buffers of finished skbs ([`TunNapi::recycle`]) for the next [`GroSkb::from_skb`].
+    spare: Vec<Vec<u8>>,
 }
+
+/// Finished skbs' buffers kept for reuse: a NAPI poll's worth.
+const SPARE_BUFFERS: usize = 2 * NAPI_POLL_WEIGHT;
 
 impl TunNapi {
     pub fn new(profile: &KernelProfile, plan: &GroPlan) -> TunNapi {
@@ -93,6 +101,18 @@ impl TunNapi {
             now_ns: 0,
             rx: Vec::new(),
             after_gro: Vec::new(),
+            stack_copies: true,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Done with a delivered skb: keep its buffers for later writes.
+    pub fn recycle(&mut self, d: Delivered) {
+        let GroSkb { data, segs, .. } = d.skb;
+        for b in std::iter::once(data).chain(segs.into_iter().map(|s| s.bytes)) {
+            if self.spare.len() < SPARE_BUFFERS {
+                self.spare.push(b);
+            }
         }
     }
 }
@@ -101,8 +121,18 @@ impl GroSkb {
     /// The skb tun built, as GRO's skb: the whole frame from the MAC header, protocol,
     /// checksum state (csum_start from head in an SkBuff, from the frame start here), GSO
     /// fields, and a page-frag head when tun_build_skb built it (`head_frag`).
-    pub fn from_skb(skb: &SkBuff, frame: u64, ts_ns: u64, head_frag: bool) -> GroSkb {
-        let mut g = GroSkb::new(frame, ts_ns, skb.to_vec());
+    /// `buf` is a spare buffer to fill (its contents are replaced).
+    pub fn from_skb(
+        skb: &SkBuff,
+        frame: u64,
+        ts_ns: u64,
+        head_frag: bool,
+        mut buf: Vec<u8>,
+    ) -> GroSkb {
+        buf.clear();
+        buf.extend_from_slice(skb.linear());
+        buf.extend_from_slice(skb.frags());
+        let mut g = GroSkb::new(frame, ts_ns, buf);
         g.protocol = skb.protocol;
         g.ip_summed = skb.ip_summed;
         if skb.ip_summed == IpSummed::Partial {
@@ -164,7 +194,8 @@ impl Net {
         let napi_enabled = self.dev(ifindex).is_some_and(|d| d.config.napi)
             && (from == RxFrom::GetUser || rules.xdp_one_napi);
         if let (true, Some(n)) = (napi_enabled, self.napi.get_mut(&ifindex)) {
-            let g = GroSkb::from_skb(skb, n.frame, n.now_ns, head_frag);
+            let buf = n.spare.pop().unwrap_or_default();
+            let g = GroSkb::from_skb(skb, n.frame, n.now_ns, head_frag, buf);
             n.napi.queue.push_back(g);
             if from == RxFrom::GetUser {
                 n.pending += 1;
@@ -266,12 +297,19 @@ impl Net {
             return Ok(());
         };
         let done: Vec<Delivered> = n.napi.rx.drain(..).collect();
+        let stack_copies = n.stack_copies;
         let core_generic = rules.xdp
             && self
                 .dev(ifindex)
                 .and_then(|d| d.xdp.as_ref())
                 .is_some_and(|a| a.mode == XdpMode::Generic);
         for mut d in done {
+            if !core_generic && !stack_copies {
+                if let Some(n) = self.napi.get_mut(&ifindex) {
+                    n.rx.push(d);
+                }
+                continue;
+            }
             let mut skb = d.skb.to_skb();
             if core_generic {
                 let (report, fate) = self.generic_xdp(ifindex, &mut skb, XdpWhere::CoreGeneric)?;
@@ -294,13 +332,15 @@ impl Net {
                     let head_frag = d.skb.head_frag;
                     let cb_count = d.skb.cb.count;
                     let keep = std::mem::take(&mut d.skb);
-                    d.skb = GroSkb::from_skb(&skb, frames, keep.ts_ns, head_frag);
+                    d.skb = GroSkb::from_skb(&skb, frames, keep.ts_ns, head_frag, keep.data);
                     d.skb.cb.count = cb_count;
                     d.skb.start = keep.start;
                     d.skb.start_also = keep.start_also;
                 }
             }
-            self.deliver(ifindex, &mut skb);
+            if stack_copies {
+                self.deliver(ifindex, &mut skb);
+            }
             if let Some(n) = self.napi.get_mut(&ifindex) {
                 n.rx.push(d);
             }

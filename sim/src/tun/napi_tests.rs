@@ -108,7 +108,8 @@ fn from_skb_counts_csum_start_from_the_frame_not_the_head() {
     let mut skb = SkBuff::from_frame(&f, TUN_RX_PAD, f.len());
     skb.partial_csum_set(34, 16);
     assert_eq!(skb.csum_start, TUN_RX_PAD + 34);
-    let g = GroSkb::from_skb(&skb, 7, 9, true);
+    let g = GroSkb::from_skb(&skb, 7, 9, true, vec![0xaa; 3]);
+    assert_eq!(g.data, f);
     assert_eq!((g.csum_start, g.csum_offset), (34, 16));
     assert_eq!(
         (g.frame, g.ts_ns, g.head_frag, g.len),
