@@ -275,15 +275,20 @@ impl TapGroRun {
     }
 }
 
-/// The innermost TCP header (NEEDS_CSUM's csum_start): Ethernet, IPv4 or IPv6 (no
-/// extension headers), then through GRE-TEB or VXLAN (to a VXLAN port) to the inner
+/// The innermost TCP header (NEEDS_CSUM's csum_start): Ethernet (with up to two VLAN
+/// tags), IPv4 or IPv6 (no extension headers), then through GRE-TEB or VXLAN (to a VXLAN port) to the inner
 /// Ethernet/IP/TCP.
 pub fn innermost_tcp(f: &[u8], vxlan_ports: &[u16]) -> Option<usize> {
     let be16 = |o: usize| f.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
     let mut off = 0;
     for _ in 0..2 {
-        let ip = off + ETH_HLEN;
-        let (l4, proto) = match be16(off + 12)? {
+        // 802.1Q / 802.1ad tags between the MAC addresses and the EtherType.
+        let mut tags = 0;
+        while matches!(be16(off + 12 + tags)?, 0x8100 | 0x88a8) && tags < 8 {
+            tags += 4;
+        }
+        let ip = off + ETH_HLEN + tags;
+        let (l4, proto) = match be16(off + 12 + tags)? {
             0x0800 => (ip + usize::from(*f.get(ip)? & 0x0f) * 4, *f.get(ip + 9)?),
             0x86dd => (ip + 40, *f.get(ip + 6)?),
             _ => return None,
