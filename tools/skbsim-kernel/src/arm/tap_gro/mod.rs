@@ -124,9 +124,6 @@ const QUIET: Duration = Duration::from_millis(20);
 pub const ATTEMPTS: usize = 5;
 /// The longest a burst's NAPI poll may take before the arm gives up.
 const POLL_WAIT: Duration = Duration::from_secs(2);
-/// How long a burst that may have queued nothing (an `[xdp]` program) waits for a poll
-/// before the arm takes it that nothing called napi_schedule.
-const IDLE_WAIT: Duration = Duration::from_millis(200);
 
 /// What the real arm produced for one scenario.
 #[derive(Debug, Clone)]
@@ -220,23 +217,6 @@ pub fn run_tap_gro(scenario: &Scenario) -> Result<RealTapGro, ArmError> {
 
 /// A tap name no other run uses at the same time: "gro" and five hex digits (so that
 /// `napi/<name>-0` fits the 15 characters of a task's comm).
-/// Let the NAPI kthread poll a burst. With an `[xdp]` program the burst may have queued
-/// nothing (each frame dropped, sent back or redirected before tun_get_user's hand-off),
-/// and then no poll comes: counted in `idle`.
-fn poll_burst(
-    t: &mut NapiThread,
-    scenario: &Scenario,
-    idle: &mut usize,
-) -> Result<(), KernelError> {
-    if scenario.xdp.is_none() {
-        return t.let_poll();
-    }
-    if !t.let_poll_if_queued()? {
-        *idle += 1;
-    }
-    Ok(())
-}
-
 fn unique_tap_name() -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);

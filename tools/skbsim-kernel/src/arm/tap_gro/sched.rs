@@ -282,3 +282,24 @@ pub(super) fn timing_problem(times: &[WriteTime], hz: u32, timeout_ns: u64) -> O
 pub fn jiffy_now(jiffy_ns: u64) -> u64 {
     (coarse_now().as_nanos() / u128::from(jiffy_ns.max(1))) as u64
 }
+
+/// How long a burst that may have queued nothing (an `[xdp]` program) waits for a poll
+/// before the arm takes it that nothing called napi_schedule.
+const IDLE_WAIT: Duration = Duration::from_millis(200);
+
+/// Let the NAPI kthread poll a burst. With an `[xdp]` program the burst may have queued
+/// nothing (each frame dropped, sent back or redirected before tun_get_user's hand-off),
+/// and then no poll comes: counted in `idle`.
+pub(super) fn poll_burst(
+    t: &mut NapiThread,
+    scenario: &Scenario,
+    idle: &mut usize,
+) -> Result<(), KernelError> {
+    if scenario.xdp.is_none() {
+        return t.let_poll();
+    }
+    if !t.let_poll_if_queued()? {
+        *idle += 1;
+    }
+    Ok(())
+}
