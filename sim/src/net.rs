@@ -45,6 +45,8 @@ pub struct Net {
     pub spare_frames: Pool<Vec<u8>, 1024>,
     /// The skbs tun_write and tun_xdp_one build, reused across writes.
     pub spare_skbs: Pool<SkBuff, 4>,
+    /// The NAPI instances of IFF_NAPI taps (`crate::tun::napi`), by ifindex.
+    pub napi: BTreeMap<u32, crate::tun::napi::TunNapi>,
 }
 
 impl Net {

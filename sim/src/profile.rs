@@ -108,6 +108,11 @@ pub struct TunWriteRules {
     /// virtio_net_hdr_to_skb()" (v6.12). The lab's Debian 6.1 accepts csum_start 10
     /// (tap-write/vnet-gso-threshold, write 6).
     pub vnet_csum_start_min: bool,
+    /// tun_xdp_one queues the skb for the tfile's NAPI (IFF_NAPI) and tun_sendmsg
+    /// schedules NAPI once per TUN_MSG_PTR batch, so a vhost batch meets GRO:
+    /// fb3f903769e8 "tun: support NAPI for packets received from batched XDP buffs"
+    /// (v5.18). Before, tun_xdp_one called netif_receive_skb.
+    pub xdp_one_napi: bool,
 }
 
 /// One modelled kernel.
@@ -165,6 +170,7 @@ pub const LINUX_6_18: KernelProfile = KernelProfile {
         xdp_meta: true,
         vnet_to_skb: VnetToSkbRule::TransportHeader,
         vnet_csum_start_min: true,
+        xdp_one_napi: true,
     },
     gro: crate::gro::rules::GRO_LINUX_6_18,
     vhost: VHOST_BATCHING,
@@ -189,6 +195,7 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
         xdp_meta: false,
         vnet_to_skb: VnetToSkbRule::PartialCsumOnly,
         vnet_csum_start_min: false,
+        xdp_one_napi: false,
     },
     gro: crate::gro::rules::GRO_LINUX_4_19,
     vhost: VHOST_PER_PACKET,
@@ -292,6 +299,7 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
         xdp_meta: false,
         vnet_to_skb: VnetToSkbRule::PartialCsumOnly,
         vnet_csum_start_min: false,
+        xdp_one_napi: false,
     },
     gro: crate::gro::rules::GRO_LINUX_3_12,
     vhost: VHOST_PER_PACKET,

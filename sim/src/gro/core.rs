@@ -103,6 +103,17 @@ pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: Box<SkBuff>) -
     if !cfg.feature {
         return normal(napi, skb, reason::GRO_OFF);
     }
+    if cfg.xdp_generic {
+        return normal(napi, skb, reason::GRO_XDP_GENERIC);
+    }
+    if skb.gso_size != 0 {
+        // A GSO skb counts its segments; only TCP without SKB_GSO_DODGY may merge.
+        skb.cb.count = skb.gso_segs;
+        let tcp = skb.gso_type & (crate::skb::gso::TCPV4 | crate::skb::gso::TCPV6) != 0;
+        if !tcp || skb.gso_type & crate::skb::gso::DODGY != 0 {
+            skb.flush(reason::GSO_NO_GRO);
+        }
+    }
     gro_list_prepare(&mut napi.buckets[bucket], &mut skb);
     let Some(h) = find_receive_by_type(cfg, skb.protocol) else {
         let why = match skb.protocol {
@@ -170,8 +181,10 @@ pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: Box<SkBuff>) -
         }
     }
     skb.cb.age = napi.jiffies;
-    // Not GSO: gso_size = the payload after every header.
-    skb.gso_size = u16::try_from(skb.gro_len()).unwrap_or(u16::MAX);
+    // Not GSO (!skb_is_gso): gso_size = the payload after every header.
+    if skb.gso_size == 0 {
+        skb.gso_size = u16::try_from(skb.gro_len()).unwrap_or(u16::MAX);
+    }
     skb.model.start = Some(start_reason(&skb));
     skb.model.start_also = std::mem::take(&mut skb.cb.nomerge_also);
     napi.buckets[bucket].push(skb);
@@ -193,7 +206,7 @@ fn start_reason(skb: &SkBuff) -> Reason {
 fn normal(napi: &mut Napi, mut skb: Box<SkBuff>, why: Reason) -> GroResult {
     skb.model.start = Some(why);
     skb.model.start_also = std::mem::take(&mut skb.cb.nomerge_also);
-    skb.gso_size = 0;
+    // GRO_NORMAL leaves skb_shinfo alone: a GSO skb (a vnet header's) keeps its fields.
     napi.deliver(skb, End::Normal);
     GroResult::Normal
 }

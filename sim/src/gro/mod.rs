@@ -89,6 +89,8 @@ reasons! {
     GRO_64K "gro:64k" false "net/core/gro.c: skb_gro_receive: p->len + len >= gro_max_size (65536): -E2BIG";
     GRO_FRAGS "gro:frags" false "[3.12] net/core/skbuff.c: skb_gro_receive: MAX_SKB_FRAGS reached: -E2BIG";
     GRO_OFF "gro:off" false "net/core/gro.c: dev_gro_receive: netif_elide_gro (NETIF_F_GRO off)";
+    GRO_XDP_GENERIC "gro:xdp-generic" false "include/linux/netdevice.h: netif_elide_gro: dev->xdp_prog is set (an xdpgeneric program): no GRO";
+    GSO_NO_GRO "gro:gso" false "net/core/gro.c: dev_gro_receive: a GSO skb that is not TCP or is SKB_GSO_DODGY (a vnet header's) is flushed, count = gso_segs";
     NO_HANDLER "gro:no-handler" false "net/core/gro.c: dev_gro_receive: no packet_offload for skb->protocol";
     MAC "eth:mac" true "net/core/gro.c: gro_list_prepare: compare_ether_header differs";
     IPV4_HDR "ipv4:truncated" false "net/ipv4/af_inet.c: inet_gro_receive: skb_gro_header fails";
@@ -327,6 +329,8 @@ pub struct GroConfig {
     pub vlan_gro: bool,
     /// UDP ports with a VXLAN socket (udp4_gro_lookup_skb finds a tunnel).
     pub vxlan_ports: Vec<u16>,
+    /// A generic (xdpgeneric) XDP program is attached: dev->xdp_prog, so netif_elide_gro.
+    pub xdp_generic: bool,
 }
 
 impl GroConfig {
@@ -337,6 +341,7 @@ impl GroConfig {
             teb_gro: rules.teb_gro,
             vlan_gro: false,
             vxlan_ports: vec![4789],
+            xdp_generic: false,
         }
     }
 }

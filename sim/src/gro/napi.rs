@@ -45,7 +45,7 @@ pub struct Delivered {
 }
 
 /// A NAPI instance (struct napi_struct + its gro_node) with tun's write queue.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Napi {
     /// gro_hash[]: index 0 is the oldest skb (the list tail), the last the youngest.
     pub buckets: [Vec<Box<SkBuff>>; GRO_HASH_BUCKETS],

@@ -15,11 +15,12 @@
 //!                            # models kernels before 9b174d88c257, v4.0)
 //! vlan_gro = false           # CONFIG_VLAN_8021Q (off on this machine's kernel)
 //! vxlan_ports = [4789]       # UDP ports with a VXLAN socket (a vxlan device is up)
-//! needs_csum = false         # frames written with a vnet header NEEDS_CSUM at the
-//!                            # innermost TCP header: CHECKSUM_PARTIAL, trusted by GRO
-//! nonblocking = false        # O_NONBLOCK writes: tun_build_skb (page-frag head) for
-//!                            # frames that fit, so merges use frags before frag_list
 //! ```
+//!
+//! How each frame is written (PI, vnet header, O_NONBLOCK) and any XDP program are the
+//! `[device]`, `[writer]` and `[xdp]` tables, as for tap-write: the writes go through
+//! tun_get_user (`Net::tun_write`). A nonblocking write that fits gets tun_build_skb's
+//! page-frag head, so merges use frags before frag_list.
 
 use serde::Deserialize;
 
@@ -42,8 +43,6 @@ pub struct RawGro {
     pub teb_gro: Option<bool>,
     pub vlan_gro: Option<bool>,
     pub vxlan_ports: Option<Vec<u16>>,
-    pub needs_csum: Option<bool>,
-    pub nonblocking: Option<bool>,
 }
 
 /// `[gro]` resolved against the profile.
@@ -56,8 +55,6 @@ pub struct GroPlan {
     pub teb_gro: bool,
     pub vlan_gro: bool,
     pub vxlan_ports: Vec<u16>,
-    pub needs_csum: bool,
-    pub nonblocking: bool,
 }
 
 impl GroPlan {
@@ -71,8 +68,6 @@ impl GroPlan {
             teb_gro: rules.teb_gro,
             vlan_gro: false,
             vxlan_ports: vec![4789],
-            needs_csum: false,
-            nonblocking: false,
         }
     }
 
@@ -84,6 +79,7 @@ impl GroPlan {
             teb_gro: self.teb_gro,
             vlan_gro: self.vlan_gro,
             vxlan_ports: self.vxlan_ports.clone(),
+            xdp_generic: false,
         }
     }
 }
@@ -100,7 +96,7 @@ pub fn gro_plan(
         return Ok(plan);
     };
     if !tap_gro {
-        return Err("[gro] belongs to the tap-gro pipeline".into());
+        return Err("[gro] belongs to the tap-gro and vhost-tx pipelines".into());
     }
     if let Some(b) = r.burst {
         let why = "tun_get_user schedules NAPI once more than NAPI_POLL_WEIGHT are queued";
@@ -136,12 +132,6 @@ pub fn gro_plan(
     }
     if let Some(p) = &r.vxlan_ports {
         plan.vxlan_ports = p.clone();
-    }
-    if let Some(n) = r.needs_csum {
-        plan.needs_csum = n;
-    }
-    if let Some(n) = r.nonblocking {
-        plan.nonblocking = n;
     }
     Ok(plan)
 }

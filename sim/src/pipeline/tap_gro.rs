@@ -1,21 +1,31 @@
-//! The `tap-gro` pipeline: frames written into an IFF_NAPI tap (docs/gro.md#tun-napi).
-//! tun_get_user queues each skb on tfile->sk.sk_write_queue; after every `[gro] burst` writes (or
-//! when more than NAPI_POLL_WEIGHT are queued) the softirq runs tun_napi_poll, which
-//! feeds up to 64 skbs to napi_gro_receive and ends in napi_complete_done; a
-//! gro_flush_timeout keeps young skbs held until the hrtimer fires. What comes out is
-//! what the stack (and an AF_PACKET socket on the tap) sees.
+//! The `tap-gro` pipeline: frames written into an IFF_NAPI tap (docs/gro.md#tun-napi),
+//! a configuration of the one tap datapath: each write goes through `Net::tun_write`
+//! (tun_get_user: the scenario's PI and vnet header, tun_build_skb and native XDP, tun's
+//! generic XDP), which hands the skb to tun's NAPI (tun/napi.rs); after every `[gro]
+//! burst` writes (or when more than NAPI_POLL_WEIGHT are queued) the softirq runs
+//! tun_napi_poll, which feeds up to 64 skbs to napi_gro_receive and ends in
+//! napi_complete_done; a gro_flush_timeout keeps young skbs held until the hrtimer fires.
+//! What GRO completes goes through netif_receive_skb (a core xdpgeneric program sees the
+//! merged skb) to the stack, and an AF_PACKET socket on the tap sees it.
 //!
-//! Frames are written without a vnet header: CHECKSUM_NONE, so GRO verifies every
-//! checksum in software (`[gro] needs_csum` models NEEDS_CSUM instead).
+//! Without a vnet header a frame is CHECKSUM_NONE, so GRO verifies every checksum in
+//! software; a `[writer]` vnet header with NEEDS_CSUM makes it CHECKSUM_PARTIAL.
 
+use crate::errno::Errno;
 use crate::gro::napi::{Delivered, Napi};
 use crate::gro::plan::GroPlan;
-use crate::gro::{GroConfig, NAPI_POLL_WEIGHT};
+use crate::gro::GroConfig;
+use crate::net::Net;
 use crate::profile::KernelProfile;
 use crate::scenario::Scenario;
-use crate::skb::{IpSummed, SkBuff, ETH_HLEN};
+use crate::skb::ETH_HLEN;
+use crate::tun::napi::{AfterGro, TunNapi};
+use crate::tun::write::{Fate, ModelError, WriteOpts, XdpReport};
+use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats};
+use crate::xdp::XdpAttachment;
 
 use super::frame_meta::RecipeError;
+use super::tap_write::{compose_write_into, fill_devmaps, load_program, IFINDEX_DUT};
 
 /// What `run_tap_gro` returns: the text trace and the frames as the stack sees them.
 #[derive(Debug, Clone)]
@@ -24,19 +34,24 @@ pub struct GroRunOutput {
     pub delivered: Vec<(u64, Vec<u8>)>,
 }
 
-/// A write() that tun_get_user refused (EINVAL: shorter than ETH_HLEN); nothing counted.
+/// A write() that tun_get_user refused (EINVAL: shorter than ETH_HLEN, a bad vnet
+/// header, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteError {
     pub frame: u64,
     pub ts_ns: u64,
+    /// The frame's length (without PI and vnet header).
     pub len: usize,
+    pub errno: Errno,
 }
 
-/// The tap's receive counters (tun_get_user: rx_packets/rx_bytes per accepted write).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TapStats {
-    pub rx_packets: u64,
-    pub rx_bytes: u64,
+/// An XDP run before GRO (native in tun_build_skb, or tun's generic fallback) whose
+/// verdict kept the frame from the stack (model only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XdpBeforeGro {
+    pub frame: u64,
+    pub report: XdpReport,
+    pub fate: Fate,
 }
 
 /// Totals of a run, kept even when skbs are not recorded (the bench).
@@ -53,125 +68,227 @@ pub struct BenchCounts {
 pub struct TapGroRun {
     pub cfg: GroConfig,
     pub plan: GroPlan,
-    pub napi: Napi,
-    pending: usize,
-    last_ts: u64,
-    pub stats: TapStats,
+    profile: KernelProfile,
+    /// The tap (IFINDEX_DUT) with its NAPI instance.
+    pub net: Net,
+    /// The scenario whose [device], [writer] and [xdp] the writes use; `None`: plain
+    /// frames into IFF_TAP|IFF_NO_PI|IFF_NAPI (the GRO unit tests, the bench).
+    scenario: Option<Box<Scenario>>,
+    /// O_NONBLOCK for plain frames (a scenario's [writer] says it otherwise).
+    pub nonblocking: bool,
+    /// The tap's counters after the last write.
+    pub stats: TunStats,
     pub write_errors: Vec<WriteError>,
+    pub xdp_before: Vec<XdpBeforeGro>,
     /// Keep every delivered skb (trace and pcap); off for the bench.
     pub record: bool,
     pub delivered: Vec<Delivered>,
+    pub after_gro: Vec<AfterGro>,
     pub counts: BenchCounts,
-    pool: Vec<Vec<u8>>,
+    wbuf: Vec<u8>,
+}
+
+/// The tap-gro device without a scenario: IFF_TAP | IFF_NO_PI | IFF_NAPI.
+fn plain_tap() -> TunConfig {
+    TunConfig {
+        kind: DeviceKind::Tap,
+        no_pi: true,
+        napi: true,
+        ..TunConfig::default()
+    }
 }
 
 impl TapGroRun {
     pub fn new(profile: &KernelProfile, plan: &GroPlan) -> TapGroRun {
+        TapGroRun::with_device(profile, plan, TunDevice::new(plain_tap()), None)
+    }
+
+    /// A run of `scenario`: its device (IFF_NAPI), writer and XDP program.
+    pub fn for_scenario(scenario: &Scenario) -> Result<TapGroRun, ModelError> {
+        let mut dut = TunDevice::new(scenario.device.clone());
+        if let Some(spec) = &scenario.xdp {
+            let (prog, mut maps) = load_program(spec).map_err(ModelError)?;
+            if scenario.redirect.is_some() {
+                fill_devmaps(&mut maps, super::tap_write::IFINDEX_REDIRECT).map_err(ModelError)?;
+            }
+            let env = crate::bpf::BasicEnv::new(maps);
+            dut.xdp = Some(XdpAttachment::new(prog, spec.mode, env));
+        }
+        let mut run = TapGroRun::with_device(
+            &scenario.profile,
+            &scenario.gro,
+            dut,
+            Some(Box::new(scenario.clone())),
+        );
+        if let Some(cfg) = &scenario.redirect {
+            run.net.add(
+                super::tap_write::IFINDEX_REDIRECT,
+                TunDevice::new(cfg.clone()),
+            );
+        }
+        Ok(run)
+    }
+
+    fn with_device(
+        profile: &KernelProfile,
+        plan: &GroPlan,
+        dut: TunDevice,
+        scenario: Option<Box<Scenario>>,
+    ) -> TapGroRun {
+        let mut net = Net::new();
+        net.add(IFINDEX_DUT, dut);
+        let mut napi = TunNapi::new(profile, plan);
+        // The run's record of the stack is the GRO skbs themselves (`delivered`).
+        napi.stack_copies = false;
+        net.enable_napi(IFINDEX_DUT, napi);
         TapGroRun {
             cfg: plan.config(profile.gro),
             plan: plan.clone(),
-            napi: Napi::new(plan.flush_timeout_ns, u64::from(plan.hz)),
-            pending: 0,
-            last_ts: 0,
-            stats: TapStats::default(),
+            profile: *profile,
+            net,
+            scenario,
+            nonblocking: false,
+            stats: TunStats::default(),
             write_errors: Vec::new(),
+            xdp_before: Vec::new(),
             record: true,
             delivered: Vec::new(),
+            after_gro: Vec::new(),
             counts: BenchCounts::default(),
-            pool: Vec::new(),
+            wbuf: Vec::new(),
         }
     }
 
-    /// write(fd, frame) at `ts_ns`: tun_get_user, then the NAPI poll when due.
+    /// The tap's NAPI instance (counters, polls).
+    pub fn napi(&self) -> &Napi {
+        &self
+            .net
+            .napi(IFINDEX_DUT)
+            .expect("the tap-gro tap has NAPI")
+            .napi
+    }
+
+    /// write(fd, frame) at `ts_ns` for a run without a program ([`TapGroRun::new`]: the
+    /// GRO tests, the bench), where tun_write has no model error to report.
     pub fn write(&mut self, index: u64, ts_ns: u64, frame: Vec<u8>) {
-        self.last_ts = self.last_ts.max(ts_ns);
-        if frame.len() < ETH_HLEN {
-            // tun_get_user: a tap frame needs ETH_HLEN bytes; -EINVAL, nothing counted.
-            self.write_errors.push(WriteError {
+        self.write_plain(index, ts_ns, &frame);
+    }
+
+    /// [`TapGroRun::write`] from a borrowed frame.
+    fn write_plain(&mut self, index: u64, ts_ns: u64, frame: &[u8]) {
+        let r = self.write_slice(index, ts_ns, frame);
+        debug_assert!(r.is_ok(), "{r:?}");
+    }
+
+    /// [`TapGroRun::write`] from a borrowed frame (composed into a reused buffer with
+    /// the scenario's PI and vnet header, as userspace writes it).
+    /// An `Err` is the scenario's (a program the VM cannot run), not the kernel's.
+    pub fn write_slice(&mut self, index: u64, ts_ns: u64, frame: &[u8]) -> Result<(), ModelError> {
+        let mut bytes = std::mem::take(&mut self.wbuf);
+        let nonblocking = match &self.scenario {
+            Some(sc) => compose_write_into(&mut bytes, sc, index, frame),
+            None => {
+                bytes.clear();
+                bytes.extend_from_slice(frame);
+                self.nonblocking
+            }
+        };
+        if let Some(n) = self.net.napi_mut(IFINDEX_DUT) {
+            n.frame = index;
+            n.now_ns = n.now_ns.max(ts_ns);
+        }
+        let p = &self.profile;
+        let out = self.net.tun_write(
+            IFINDEX_DUT,
+            &bytes,
+            WriteOpts { nonblocking },
+            &p.tun_write,
+            &p.tun_read,
+        );
+        self.wbuf = bytes;
+        let o = out?;
+        match o.result {
+            Err(errno) => self.write_errors.push(WriteError {
                 frame: index,
                 ts_ns,
                 len: frame.len(),
-            });
-            return;
-        }
-        self.counts.frames += 1;
-        self.stats.rx_packets += 1;
-        self.stats.rx_bytes += frame.len() as u64;
-        let mut skb = Box::new(SkBuff::for_gro(index, ts_ns, frame));
-        skb.protocol = crate::ethernet::type_trans(skb.linear());
-        // tun_build_skb (page-frag head) only for non-blocking writes that fit.
-        skb.head_frag = self.plan.nonblocking
-            && self
-                .cfg
-                .rules
-                .tun_build_skb_max
-                .is_some_and(|m| skb.len() <= m);
-        if self.plan.needs_csum {
-            if let Some(th) = innermost_tcp(skb.linear(), &self.cfg.vxlan_ports) {
-                skb.ip_summed = IpSummed::Partial;
-                skb.csum_start = skb.data_offset() + th;
-                skb.csum_offset = 16;
+                errno,
+            }),
+            Ok(_) => {
+                self.counts.frames += 1;
+                if o.fate != Fate::Stack {
+                    if let Some(report) = o.xdp.last() {
+                        self.xdp_before.push(XdpBeforeGro {
+                            frame: index,
+                            report: report.clone(),
+                            fate: o.fate.clone(),
+                        });
+                    }
+                }
             }
         }
-        self.napi.queue.push_back(skb);
-        self.pending += 1;
-        // IFF_NAPI: napi_schedule unless MSG_MORE with <= NAPI_POLL_WEIGHT queued; the
-        // softirq runs when the write re-enables bottom halves.
-        if self.pending >= self.plan.burst || self.napi.queue.len() > NAPI_POLL_WEIGHT {
-            self.pending = 0;
-            self.napi.poll(&self.cfg, ts_ns);
-            self.collect();
-        }
-    }
-
-    /// [`TapGroRun::write`] from a borrowed frame (copied into a recycled buffer, as
-    /// tun_get_user copies from userspace).
-    pub fn write_slice(&mut self, index: u64, ts_ns: u64, frame: &[u8]) {
-        let mut buf = self.pool.pop().unwrap_or_default();
-        buf.clear();
-        buf.extend_from_slice(frame);
-        self.write(index, ts_ns, buf);
+        self.collect();
+        Ok(())
     }
 
     /// End of input: the last burst is polled and a pending hrtimer fires.
     pub fn finish(&mut self) {
-        if self.pending > 0 || !self.napi.queue.is_empty() {
-            self.pending = 0;
-            self.napi.poll(&self.cfg, self.last_ts);
-        }
-        self.napi.finish(&self.cfg);
+        let _ = self
+            .net
+            .tun_napi_finish(IFINDEX_DUT, &self.profile.tun_write);
         self.collect();
     }
 
     /// Give a delivered skb's buffers back for later writes (a streamed run renders each
     /// delivery, then recycles it).
     pub fn recycle(&mut self, d: Delivered) {
-        d.skb.release_buffers(&mut self.pool);
+        if let Some(n) = self.net.napi_mut(IFINDEX_DUT) {
+            n.recycle(d);
+        }
     }
 
     fn collect(&mut self) {
-        for d in self.napi.rx.drain(..) {
+        if let Some(d) = self.net.dev(IFINDEX_DUT) {
+            self.stats = d.stats;
+        }
+        // The stack's copies (Net::deliver) are not needed: the GRO skbs are the record.
+        let mut stack = std::mem::take(&mut self.net.stack);
+        for d in stack.drain(..) {
+            self.net.recycle_frame(d.frame);
+        }
+        self.net.stack = stack;
+        let Some(n) = self.net.napi_mut(IFINDEX_DUT) else {
+            return;
+        };
+        self.after_gro.append(&mut n.after_gro);
+        let rx = std::mem::take(&mut n.rx);
+        for d in rx {
             self.counts.skbs += 1;
             self.counts.bytes += d.skb.len() as u64;
-            self.counts.segs += u64::from(d.skb.cb.count);
+            self.counts.segs += crate::trace::gro::segs_of(&d.skb);
             if self.record {
                 self.delivered.push(d);
             } else {
-                d.skb.release_buffers(&mut self.pool);
+                self.recycle(d);
             }
         }
     }
 }
 
-/// The innermost TCP header (NEEDS_CSUM's csum_start): Ethernet, IPv4 or IPv6 (no
-/// extension headers), then through GRE-TEB or VXLAN (to a VXLAN port) to the inner
+/// The innermost TCP header (NEEDS_CSUM's csum_start): Ethernet (with up to two VLAN
+/// tags), IPv4 or IPv6 (no extension headers), then through GRE-TEB or VXLAN (to a VXLAN port) to the inner
 /// Ethernet/IP/TCP.
 pub fn innermost_tcp(f: &[u8], vxlan_ports: &[u16]) -> Option<usize> {
     let be16 = |o: usize| f.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
     let mut off = 0;
     for _ in 0..2 {
-        let ip = off + ETH_HLEN;
-        let (l4, proto) = match be16(off + 12)? {
+        // 802.1Q / 802.1ad tags between the MAC addresses and the EtherType.
+        let mut tags = 0;
+        while matches!(be16(off + 12 + tags)?, 0x8100 | 0x88a8) && tags < 8 {
+            tags += 4;
+        }
+        let ip = off + ETH_HLEN + tags;
+        let (l4, proto) = match be16(off + 12 + tags)? {
             0x0800 => (ip + usize::from(*f.get(ip)? & 0x0f) * 4, *f.get(ip + 9)?),
             0x86dd => {
                 // Past the extension headers GRO walks (hop-by-hop, routing, dest opts).
@@ -203,9 +320,10 @@ pub fn run_tap_gro(
     scenario: &Scenario,
     frames: impl Iterator<Item = (u64, u64, Vec<u8>)>,
 ) -> Result<GroRunOutput, RecipeError> {
-    let mut run = TapGroRun::new(&scenario.profile, &scenario.gro);
+    let mut run = TapGroRun::for_scenario(scenario).map_err(|e| RecipeError(e.0))?;
     for (index, ts, data) in frames {
-        run.write(index, ts, data);
+        run.write_slice(index, ts, &data)
+            .map_err(|e| RecipeError(format!("frame {index}: {}", e.0)))?;
     }
     run.finish();
     let trace = crate::trace::gro::render_tap_gro(scenario, &run);
@@ -272,7 +390,7 @@ pub fn bench_run(
     let mut i = 0u64;
     for _ in 0..rounds {
         for f in frames {
-            run.write_slice(i, 1_000_000_000 + i * 1000, f);
+            run.write_plain(i, 1_000_000_000 + i * 1000, f);
             i += 1;
         }
         run.finish();

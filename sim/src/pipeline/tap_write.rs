@@ -164,6 +164,11 @@ impl<'s> TapWriteRun<'s> {
             dut.xdp = Some(XdpAttachment::new(prog, spec.mode, BasicEnv::new(maps)));
         }
         net.add(IFINDEX_DUT, dut);
+        if scenario.device.napi {
+            // IFF_NAPI: tun_get_user and tun_xdp_one hand the skbs to tun's NAPI and GRO.
+            let napi = crate::tun::napi::TunNapi::new(&scenario.profile, &scenario.gro);
+            net.enable_napi(IFINDEX_DUT, napi);
+        }
         if let Some(cfg) = &scenario.redirect {
             net.add(IFINDEX_REDIRECT, TunDevice::new(cfg.clone()));
         }

@@ -117,14 +117,15 @@ impl Pipeline {
     /// the model and the real arm of each use: tun-read builds skbs ([skb]) and reads a
     /// device ([device], [reader]); tap-write writes ([writer]) into a device with a
     /// program, a redirect target and readers draining both; vhost-tx is tap-write's host
-    /// side fed by a guest ([vhost]) instead of a writer; tap-gro runs NAPI and GRO alone
-    /// ([gro]: its device is fixed, IFF_TAP | IFF_NO_PI | IFF_NAPI).
+    /// side fed by a guest ([vhost]) instead of a writer (with [gro] for an IFF_NAPI
+    /// tap); tap-gro is tap-write's datapath with IFF_NAPI and GRO ([gro]; its device is
+    /// always an IFF_TAP with IFF_NAPI, IFF_NO_PI unless [device] says no_pi = false).
     pub fn tables(self) -> &'static [&'static str] {
         match self {
             Pipeline::TunRead => &["device", "reader", "skb"],
             Pipeline::TapWrite => &["device", "reader", "writer", "xdp", "redirect"],
-            Pipeline::TapGro => &["gro"],
-            Pipeline::VhostTx => &["device", "reader", "xdp", "redirect", "vhost"],
+            Pipeline::TapGro => &["device", "writer", "xdp", "redirect", "gro"],
+            Pipeline::VhostTx => &["device", "reader", "xdp", "redirect", "vhost", "gro"],
         }
     }
 }
@@ -457,13 +458,34 @@ impl Scenario {
                 })
             }
         };
+        if raw.pipeline == Pipeline::TapGro {
+            // tap-gro's tap: IFF_TAP | IFF_NAPI, IFF_NO_PI unless the scenario writes a PI.
+            if device.kind != crate::tun::DeviceKind::Tap {
+                return Err(err("device.kind: tap-gro writes into a tap".to_string()));
+            }
+            if raw_device.napi == Some(false) || device.napi_frags {
+                return Err(err(
+                    "device: the tap-gro tap has IFF_NAPI (napi_frags is not modelled)".to_string(),
+                ));
+            }
+            device.napi = true;
+            if raw_device.no_pi.is_none() {
+                device.no_pi = true;
+            }
+        }
         let gro = crate::gro::plan::gro_plan(
             raw.gro.as_ref(),
             &profile.gro,
             profile.name,
-            raw.pipeline == Pipeline::TapGro,
+            matches!(raw.pipeline, Pipeline::TapGro | Pipeline::VhostTx),
         )
         .map_err(&err)?;
+        if raw.pipeline == Pipeline::VhostTx && gro.flush_timeout_ns > 0 {
+            // The vhost-tx run has no end-of-input hrtimer: a held skb would be lost.
+            return Err(err(
+                "gro.flush_timeout_ns: not modelled for vhost-tx (only tap-gro fires the hrtimer at the end)".to_string(),
+            ));
+        }
         Ok(Scenario {
             path: path.to_path_buf(),
             name: format!("{area}/{stem}"),

@@ -273,26 +273,15 @@ fn tables_a_pipeline_does_not_read_are_errors() {
     let cases = [
         (
             "tap-gro",
-            "[xdp]\nprogram = \"p.o\"\nmode = \"native\"\n",
-            "[xdp] is not used by pipeline tap-gro (it reads [gro])",
-        ),
-        (
-            "tap-gro",
-            "[device]\nno_pi = true\n",
-            "[device] is not used by pipeline tap-gro",
-        ),
-        (
-            "tap-gro",
             "[reader]\n",
-            "[reader] is not used by pipeline tap-gro",
+            "[reader] is not used by pipeline tap-gro (it reads [device], [writer], [xdp], [redirect], [gro])",
         ),
         (
             "tap-gro",
             "[[skb.frame]]\nindex = 1\n",
             "[skb] is not used by pipeline tap-gro",
         ),
-        ("tap-gro", "[writer]\n", "[writer] is not used"),
-        ("tap-gro", "[redirect]\n", "[redirect] is not used"),
+        ("tap-gro", "[vhost]\n", "[vhost] is not used"),
         (
             "tun-read",
             "[writer]\n",
@@ -328,6 +317,24 @@ fn tables_a_pipeline_does_not_read_are_errors() {
     }
     // What each reads is accepted.
     parse_as("tap-gro", "[gro]\nburst = 2\n").unwrap();
+    // tap-gro is the tap datapath with IFF_NAPI: a PI, a vnet header, a program.
+    let sc = parse_as(
+        "tap-gro",
+        "[device]\nno_pi = false\nvnet_hdr = true\n[writer]\nnonblocking = true\n[xdp]\nprogram = \"p.o\"\nmode = \"native\"\n",
+    )
+    .unwrap();
+    assert!(sc.device.napi && !sc.device.no_pi && sc.device.vnet_hdr && sc.writer.nonblocking);
+    // Without [device] it is IFF_TAP | IFF_NO_PI | IFF_NAPI; never without IFF_NAPI.
+    let sc = parse_as("tap-gro", "").unwrap();
+    assert!(sc.device.napi && sc.device.no_pi);
+    let msg = parse_as("tap-gro", "[device]\nnapi = false\n").unwrap_err();
+    assert!(msg.contains("IFF_NAPI"), "{msg}");
+    let msg = parse_as("tap-gro", "[device]\nkind = \"tun\"\n").unwrap_err();
+    assert!(msg.contains("writes into a tap"), "{msg}");
+    // [gro] for vhost-tx (an IFF_NAPI tap under vhost); not for tap-write.
+    parse_as("vhost-tx", "[vhost]\n[gro]\nburst = 2\n").unwrap();
+    let msg = parse_as("tap-write", "[gro]\n").unwrap_err();
+    assert!(msg.contains("[gro] is not used"), "{msg}");
     parse_as("tun-read", "[device]\n[reader]\n[skb]\n").unwrap();
     parse_as("tap-write", "[device]\n[reader]\n[writer]\n[redirect]\n").unwrap();
     parse_as("vhost-tx", "[device]\n[reader]\n[vhost]\n[redirect]\n").unwrap();

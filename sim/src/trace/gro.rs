@@ -21,7 +21,8 @@ use crate::wire::summary::describe;
 
 /// Trace fields only the model knows; a comparison with the real kernel skips them.
 /// `encap` (tunnel offsets and the UDP_TUNNEL_CSUM bit) is not in a virtio header either.
-pub const GRO_MODEL_ONLY_FIELDS: [&str; 10] = [
+pub const GRO_MODEL_ONLY_FIELDS: [&str; 11] = [
+    "xdp",
     "backend",
     "encap",
     "frames",
@@ -119,9 +120,23 @@ fn gso_text(s: &SkBuff) -> String {
             "{} size {} segs {}",
             gso::names(s.gso_type),
             s.gso_size,
-            s.gso_segs
+            segs_of(s)
         )
     }
+}
+
+/// The segments an skb stands for: GRO's count, or for a GSO skb from a vnet header
+/// (SKB_GSO_DODGY, gso_segs 0 until the stack recounts it: tcp_gso_segment) its TCP
+/// payload over gso_size, as a reader's virtio_net_hdr implies (outer TCP only).
+pub fn segs_of(s: &SkBuff) -> u64 {
+    if s.gso_size != 0 && s.gso_segs == 0 {
+        let derived = super::gro_observed::derived_segs(&s.bytes(), s.gso_size, &[]);
+        return derived.map_or(1, |n| n as u64);
+    }
+    if s.gso_size != 0 {
+        return u64::from(s.gso_segs);
+    }
+    u64::from(s.cb.count.max(1))
 }
 
 /// "head {} frags {}", then the frag_list if any, appended to `t`.
@@ -190,8 +205,6 @@ pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
         flush_timeout_ns: p.flush_timeout_ns,
         hz: p.hz,
         weight: 64,
-        nonblocking: p.nonblocking,
-        needs_csum: p.needs_csum,
     };
     let napi_note = if run.cfg.rules.tun_napi {
         ""
@@ -284,19 +297,31 @@ pub fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
     super::render::hexdump(out, &bytes);
 }
 
+/// An XDP verdict's name ("XDP_DROP"; an unknown value as a number).
+fn xdp_action_name(v: u32) -> String {
+    crate::bpf::xdp::XdpAction::from_u32(v)
+        .map_or_else(|| format!("action {v}"), |a| a.name().to_string())
+}
+
+/// Why tun_get_user refused a write of a `len`-byte frame, as the trace says it.
+pub fn write_error_why(len: usize) -> &'static str {
+    if len < crate::skb::ETH_HLEN {
+        "tun_get_user: a tap frame needs 14 bytes; nothing counted"
+    } else {
+        "tun_get_user refused the write"
+    }
+}
+
 /// One write tun_get_user refused (without the separator line).
 pub fn render_write_error(out: &mut String, e: &WriteError) {
     let _ = writeln!(
         out,
-        "write-error (frame {}, ts {}): EINVAL",
+        "write-error (frame {}, ts {}): {}",
         e.frame,
-        ts(e.ts_ns)
+        ts(e.ts_ns),
+        e.errno.name()
     );
-    let _ = writeln!(
-        out,
-        "  len: {} (tun_get_user: a tap frame needs 14 bytes; nothing counted)",
-        e.len
-    );
+    let _ = writeln!(out, "  len: {} ({})", e.len, write_error_why(e.len));
 }
 
 /// Delivered lengths listed in the totals; a longer run lists its count instead (each
@@ -353,8 +378,34 @@ pub fn render_gro_totals(out: &mut String, run: &TapGroRun, t: &GroTotals) {
     let _ = writeln!(
         out,
         "  held: merged {} held {} normal {} polls {}",
-        run.napi.merged, run.napi.held, run.napi.normal, run.napi.polls
+        run.napi().merged,
+        run.napi().held,
+        run.napi().normal,
+        run.napi().polls
     );
+    if !run.xdp_before.is_empty() || !run.after_gro.is_empty() {
+        // Model only: the XDP verdicts that kept frames from GRO or the stack.
+        let mut line = String::new();
+        for x in &run.xdp_before {
+            let _ = write!(
+                line,
+                " frame {} {} {};",
+                x.frame,
+                x.report.place.name(),
+                xdp_action_name(x.report.action)
+            );
+        }
+        for x in &run.after_gro {
+            let _ = write!(
+                line,
+                " frames {} {} {};",
+                ranges(&x.frames),
+                x.report.place.name(),
+                xdp_action_name(x.report.action)
+            );
+        }
+        let _ = writeln!(out, "  xdp:{}", line.trim_end_matches(';'));
+    }
 }
 
 /// The text trace of a finished run that kept its deliveries.
@@ -454,7 +505,7 @@ pub fn tap_gro_header_json(sc: &Scenario, run: &TapGroRun) -> Value {
             "feature": p.feature, "teb_gro": p.teb_gro, "vlan_gro": p.vlan_gro,
             "vxlan_ports": p.vxlan_ports, "burst": p.burst,
             "flush_timeout_ns": p.flush_timeout_ns, "hz": p.hz,
-            "nonblocking": p.nonblocking, "needs_csum": p.needs_csum,
+            "nonblocking": sc.writer.nonblocking, "vnet_hdr": sc.device.vnet_hdr,
         },
     })
 }

@@ -91,8 +91,6 @@ pub struct ObservedSetup {
     pub flush_timeout_ns: u64,
     pub hz: u32,
     pub weight: usize,
-    pub nonblocking: bool,
-    pub needs_csum: bool,
 }
 
 /// A whole real run.
@@ -139,7 +137,21 @@ pub(crate) fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup, device_
     let _ = writeln!(out, "description: {}", sc.description);
     let _ = writeln!(out, "backend: {}", o.backend);
     let _ = writeln!(out, "profile: {}", sc.profile.name);
-    let _ = writeln!(out, "device: tap IFF_NAPI no_pi{device_note}");
+    let d = &sc.device;
+    out.push_str("device: tap IFF_NAPI");
+    out.push_str(if d.no_pi { " no_pi" } else { " pi" });
+    if d.vnet_hdr {
+        let _ = write!(out, " vnet_hdr {}", d.vnet_hdr_sz);
+    }
+    let _ = writeln!(out, "{device_note}");
+    if let Some(x) = &sc.xdp {
+        let _ = writeln!(
+            out,
+            "xdp: {} {}",
+            crate::pipeline::tap_write::program_label(x),
+            x.mode.name()
+        );
+    }
     let _ = writeln!(
         out,
         "gro: {} teb {} vlan {} vxlan_ports [{}]",
@@ -156,13 +168,13 @@ pub(crate) fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup, device_
     let _ = writeln!(
         out,
         "write: {} {}",
-        if o.nonblocking {
+        if sc.writer.nonblocking {
             "nonblocking"
         } else {
             "blocking"
         },
-        if o.needs_csum {
-            "NEEDS_CSUM"
+        if d.vnet_hdr {
+            "virtio_net_hdr"
         } else {
             "CHECKSUM_NONE"
         }
@@ -230,8 +242,9 @@ pub fn render_observed(sc: &Scenario, o: &ObservedGro) -> String {
         );
         let _ = writeln!(
             out,
-            "  len: {} (tun_get_user: a tap frame needs 14 bytes; nothing counted)",
-            e.len
+            "  len: {} ({})",
+            e.len,
+            super::gro::write_error_why(e.len)
         );
     }
     let ports = &o.setup.vxlan_ports;
@@ -313,7 +326,7 @@ pub fn observed_json(sc: &Scenario, o: &ObservedGro) -> Value {
             "feature": p.feature, "teb_gro": p.teb_gro, "vlan_gro": p.vlan_gro,
             "vxlan_ports": p.vxlan_ports, "burst": p.burst,
             "flush_timeout_ns": p.flush_timeout_ns, "hz": p.hz,
-            "nonblocking": p.nonblocking, "needs_csum": p.needs_csum,
+            "nonblocking": sc.writer.nonblocking, "vnet_hdr": sc.device.vnet_hdr,
         },
         "write_errors": o.write_errors.iter().map(|e| json!({"frame": e.frame, "ts_ns": e.ts_ns, "len": e.len, "errno": e.errno})).collect::<Vec<_>>(),
         "deliveries": deliveries,

@@ -60,6 +60,10 @@ impl Net {
             }
             out.per_buffer.push(o);
         }
+        // tun_sendmsg: napi_schedule once after the batch (fb3f903769e8, v5.18).
+        if rules.xdp_one_napi {
+            self.tun_napi_schedule(ifindex, rules)?;
+        }
         if flush {
             // xdp_do_flush: the devmap bulk queues were sent as frames were queued in
             // this model; the call itself is what batching saves.
@@ -124,19 +128,13 @@ impl Net {
                 });
             }
         }
-        let core_generic = self
-            .dev(ifindex)
-            .and_then(|d| d.xdp.as_ref())
-            .is_some_and(|a| a.mode == XdpMode::Generic);
-        if core_generic {
-            let (r, f) = self.generic_xdp(ifindex, &mut skb, XdpWhere::CoreGeneric)?;
-            report = Some(r);
-            match f {
-                Some(f) => fate = f,
-                None => self.deliver(ifindex, &mut skb),
-            }
-        } else {
-            self.deliver(ifindex, &mut skb);
+        // Hand off (tun/napi.rs): queued for NAPI (v5.18) or netif_receive_skb.
+        let rx = self.tun_rx(ifindex, &mut skb, super::napi::RxFrom::XdpOne, true, rules)?;
+        if rx.xdp.is_some() {
+            report = rx.xdp;
+        }
+        if let Some(f) = rx.fate {
+            fate = f;
         }
         let st = self.stats_mut(ifindex);
         st.rx_packets += 1;

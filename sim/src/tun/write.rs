@@ -303,18 +303,14 @@ impl Net {
             return Ok(out);
         }
 
-        // Hand off (netif_receive_skb): an xdpgeneric program runs in the core, after
-        // which tun counts the packet whatever the verdict.
-        if rules.xdp && prog_mode == Some(XdpMode::Generic) {
-            let (report, fate) = self.generic_xdp(ifindex, skb, XdpWhere::CoreGeneric)?;
-            out.xdp.push(report);
-            if let Some(f) = fate {
-                out.fate = f;
-            } else {
-                self.deliver(ifindex, skb);
-            }
-        } else {
-            self.deliver(ifindex, skb);
+        // Hand off (tun/napi.rs): IFF_NAPI queues for GRO; otherwise netif_receive_skb,
+        // where an xdpgeneric program runs in the core. tun counts the packet whatever
+        // the verdict.
+        let head_frag = out.path == Some(WritePath::BuildSkb);
+        let rx = self.tun_rx(ifindex, skb, super::napi::RxFrom::GetUser, head_frag, rules)?;
+        out.xdp.extend(rx.xdp);
+        if let Some(f) = rx.fate {
+            out.fate = f;
         }
         let st = self.stats_mut(ifindex);
         st.rx_packets += 1;

@@ -32,6 +32,9 @@ pub enum KernelFeature {
     TunUso,
     /// br_netfilter (CONFIG_BRIDGE_NETFILTER): `attach = "bridge-nf"`.
     BrNetfilter,
+    /// The ETH_P_8021Q GRO offload, vlan_gro_receive (CONFIG_VLAN_8021Q, y or m: its
+    /// vlan_core.c registers the offload): `[gro] vlan_gro = true`.
+    VlanGro,
 }
 
 impl KernelFeature {
@@ -41,6 +44,7 @@ impl KernelFeature {
             KernelFeature::VhostNet => "vhost_net",
             KernelFeature::TunUso => "tun-uso",
             KernelFeature::BrNetfilter => "br_netfilter",
+            KernelFeature::VlanGro => "8021q",
         }
     }
 
@@ -51,6 +55,7 @@ impl KernelFeature {
             KernelFeature::VhostNet => Some("vhost_net"),
             KernelFeature::TunUso => None,
             KernelFeature::BrNetfilter => Some("br_netfilter"),
+            KernelFeature::VlanGro => Some("8021q"),
         }
     }
 }
@@ -79,6 +84,9 @@ pub fn required(scenario: &Scenario) -> Vec<KernelFeature> {
     let o = &scenario.device.offloads;
     if o.uso4 || o.uso6 {
         out.push(KernelFeature::TunUso);
+    }
+    if scenario.pipeline == Pipeline::TapGro && scenario.gro.vlan_gro {
+        out.push(KernelFeature::VlanGro);
     }
     if scenario.pipeline == Pipeline::TapGro {
         if let Ok(mut reader) = sim::pcap::EthernetInput::open(&scenario.input, scenario.link) {
@@ -112,6 +120,7 @@ pub fn probe(feature: KernelFeature) -> Result<(), String> {
         KernelFeature::VhostNet => probe_vhost_net(),
         KernelFeature::TunUso => probe_tun_uso(),
         KernelFeature::BrNetfilter => probe_br_netfilter(),
+        KernelFeature::VlanGro => probe_vlan_gro(),
     };
     if let Ok(mut cache) = PROBED.lock() {
         cache.insert(feature, r.clone());
@@ -126,6 +135,19 @@ pub fn missing(scenario: &Scenario) -> Option<String> {
             .err()
             .map(|why| format!("needs {f}, which this kernel lacks ({why})"))
     })
+}
+
+/// CONFIG_VLAN_8021Q: the 8021q module is loaded (or built in), or the kernel
+/// configuration says so. (Hand-written: no crate reads a kernel's configuration.)
+fn probe_vlan_gro() -> Result<(), String> {
+    if std::path::Path::new("/sys/module/8021q").exists() {
+        return Ok(());
+    }
+    match crate::arm::tap_gro::kernel_config("CONFIG_VLAN_8021Q") {
+        Some(true) => Ok(()),
+        Some(false) => Err("CONFIG_VLAN_8021Q is not set".into()),
+        None => Err("no /sys/module/8021q and no /proc/config.gz to ask".into()),
+    }
 }
 
 fn probe_br_netfilter() -> Result<(), String> {

@@ -31,9 +31,10 @@ fn drain(run: &mut TapGroRun, sinks: &mut Sinks, t: &mut GroTotals) -> Result<()
             sinks.trace.flush()?;
         }
         if sinks.json.on() {
-            sinks.json.line(
-                &json!({"event": "write-error", "frame": e.frame, "ts_ns": e.ts_ns, "len": e.len}),
-            )?;
+            sinks
+                .json
+                .line(&json!({"event": "write-error", "frame": e.frame,
+                "ts_ns": e.ts_ns, "len": e.len, "errno": e.errno.name()}))?;
         }
     }
     let mut delivered = std::mem::take(&mut run.delivered);
@@ -70,7 +71,8 @@ pub fn run_sim(
     sinks: &mut Sinks,
     progress: Option<&indicatif::ProgressBar>,
 ) -> Result<RunSummary, CliError> {
-    let mut run = TapGroRun::new(&scenario.profile, &scenario.gro);
+    let mut run = TapGroRun::for_scenario(scenario)
+        .map_err(|e| CliError(format!("{}: {}", scenario.name, e.0)))?;
     if sinks.trace.on() {
         tap_gro_header(&mut sinks.trace.buf, scenario, &run);
         sinks.trace.flush()?;
@@ -83,7 +85,8 @@ pub fn run_sim(
     sinks.capture.begin(&[STACK])?;
     let mut t = GroTotals::default();
     let (frames, _) = for_each_frame(scenario, progress, |i, ts, data| {
-        run.write_slice(i, ts, data);
+        run.write_slice(i, ts, data)
+            .map_err(|e| CliError(format!("{}: frame {i}: {}", scenario.name, e.0)))?;
         drain(&mut run, sinks, &mut t)
     })?;
     run.finish();

@@ -2,6 +2,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use sim::wire::virtio_net_hdr::VIRTIO_NET_HDR_F_NEEDS_CSUM as VNET_F_NEEDS_CSUM;
 
 /// An AF_PACKET socket with `PACKET_VNET_HDR` on one device: every frame comes with the
 /// `virtio_net_hdr` the kernel builds from its skb.
@@ -112,11 +113,20 @@ impl VnetCapture {
             .map_err(|_| "short virtio-net header".to_string());
             // The skb GRO delivered still had its tag in the frame; __netif_receive_skb_core
             // untagged it (skb_vlan_untag) before the packet taps: put it back.
-            let frame = &self.buf[VNET_LEN..n];
+            let raw = &self.buf[VNET_LEN..n];
             let frame = match crate::packet::auxdata_of(&msg) {
-                Some(aux) => crate::packet::with_tag_reinserted(frame, &aux),
-                None => frame.to_vec(),
+                Some(aux) => crate::packet::with_tag_reinserted(raw, &aux),
+                None => raw.to_vec(),
             };
+            // virtio_net_hdr_from_skb counted csum_start in the untagged frame; in the
+            // frame with its tag back it is VLAN_HLEN further (as tun_put_user shifts it).
+            let tag_len = (frame.len() - raw.len()) as u16;
+            let vnet = vnet.map(|mut v| {
+                if v.flags & VNET_F_NEEDS_CSUM != 0 {
+                    v.csum_start += tag_len;
+                }
+                v
+            });
             return Ok(Some((vnet, frame)));
         }
     }

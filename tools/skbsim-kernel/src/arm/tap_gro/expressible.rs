@@ -59,15 +59,12 @@ pub(super) fn expressible_with(
         ));
     }
     if plan.vlan_gro {
-        return Err(ArmError::Unsupported(
-            match kernel_config("CONFIG_VLAN_8021Q") {
-                Some(false) => {
-                    "gro.vlan_gro = true: this kernel has no CONFIG_VLAN_8021Q, so no 802.1Q GRO"
-                }
-                _ => "gro.vlan_gro = true: the arm does not set up 802.1Q GRO",
-            }
-            .into(),
-        ));
+        // The offload needs no setup: vlan_core.c registers it with CONFIG_VLAN_8021Q.
+        crate::features::probe(KernelFeature::VlanGro).map_err(|why| {
+            ArmError::Unsupported(format!(
+                "gro.vlan_gro = true: this kernel has no 802.1Q GRO ({why})"
+            ))
+        })?;
     }
     if let Some((index, _, _)) = frames.iter().find(|f| is_gre_frame(&f.2)) {
         // The same probe conform uses (features::missing), not a config file.

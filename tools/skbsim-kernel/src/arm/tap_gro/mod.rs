@@ -6,9 +6,11 @@
 //! layout.
 //!
 //! # The setup (one fresh [`Netns::run`] per scenario)
-//! - The tap: `IFF_TAP|IFF_NO_PI|IFF_NAPI`, plus `IFF_VNET_HDR` for `[gro] needs_csum`
-//!   (each frame then carries `NEEDS_CSUM` at its innermost TCP header, offset 16, as the
-//!   model does) and `O_NONBLOCK` for `[gro] nonblocking` (`tun_build_skb`). Its name is
+//! - The tap: `IFF_TAP|IFF_NAPI` with the scenario's `[device]` (no PI unless
+//!   `no_pi = false`, `IFF_VNET_HDR`, offloads), `O_NONBLOCK` per `[writer]`
+//!   (`tun_build_skb`), and the `[xdp]` program attached as the tap-write arm attaches it
+//!   (a `[redirect]` tap as B). Each write is the bytes the simulator composes
+//!   (`sim::pipeline::tap_write::compose_write`: PI, vnet header, frame). Its name is
 //!   unique per run (`groXXXXX`), so that its NAPI thread can be told apart from another
 //!   run's.
 //! - `rx-gro` per `[gro] feature` (ethtool), `gro_flush_timeout` per
@@ -68,14 +70,13 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use sim::pipeline::tap_gro::innermost_tcp;
+use sim::pipeline::tap_write::{compose_write, load_program};
 use sim::scenario::{Pipeline, Scenario};
 use sim::trace::gro_observed::{ObservedGro, ObservedSetup, ObservedSkb, ObservedWriteError};
-use sim::wire::virtio_net_hdr::{
-    Endian, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_LEN,
-};
+use sim::wire::virtio_net_hdr::{Endian, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_LEN};
 
 use super::ArmError;
+use crate::bpf::{attach_xdp, LoadedXdp};
 use crate::error::{Cause, Errno, ErrnoExt, KernelError};
 use crate::ethtool::Ethtool;
 use crate::netlink::{MsgBuilder, NlSocket, Nla, NLM_F_CREATE, NLM_F_EXCL};
@@ -273,11 +274,36 @@ fn replay(
     let plan = &scenario.gro;
     let mut notes = Vec::new();
     let name = unique_tap_name();
-    let tap = TapConfig::tap(&name)
-        .napi(true)
-        .vnet_hdr(plan.needs_csum)
-        .nonblocking(plan.nonblocking)
-        .open()?;
+    // The scenario's [device] (IFF_NAPI, PI and vnet header as it says), brought up
+    // below once its address is set; the writes are sim's compose_write bytes.
+    let dev = sim::tun::TunConfig {
+        up: false,
+        ..scenario.device.clone()
+    };
+    let mut nonblocking = scenario.writer.nonblocking;
+    let tap = crate::arm::tap_side::open_device(ns, &name, &dev, nonblocking)?;
+    let redirect = match &scenario.redirect {
+        Some(cfg) => Some(crate::arm::tap_side::open_device(
+            ns,
+            &format!("{name}b"),
+            cfg,
+            true,
+        )?),
+        None => None,
+    };
+    // The [xdp] program, attached as tap-write's arm does (devmaps point at B).
+    let _loaded = match &scenario.xdp {
+        Some(spec) => {
+            let (prog, _) = load_program(spec).map_err(ArmError::Input)?;
+            let l = LoadedXdp::load(&prog)?;
+            if let Some(b) = &redirect {
+                l.fill_devmaps(b.ifindex())?;
+            }
+            attach_xdp(ns.rtnl(), tap.ifindex(), &l, spec.mode)?;
+            Some(l)
+        }
+        None => None,
+    };
     let vx = vxlan_setup(frames, &plan.vxlan_ports);
     let gt = gretap_setup(frames);
     if let Some(mac) = vx.tap_mac.or(gt.tap_mac) {
@@ -371,13 +397,13 @@ fn replay(
     let mut captured_ts: Vec<u64> = Vec::new();
     let mut write_errors = Vec::new();
     let mut written = 0u64;
-    let mut wire = Vec::new();
     let jiffy = Duration::from_nanos(1_000_000_000 / u64::from(hz.max(1)));
     let ts0 = frames.first().map_or(0, |f| f.1);
     let phase = Duration::from_nanos(ts0 % jiffy.as_nanos() as u64);
     align_to_tick(phase, jiffy);
     let t0 = Instant::now();
     let mut pending = 0usize;
+    let mut idle_bursts = 0usize;
     let mut last_ts = ts0;
     let jiffy_ns = jiffy.as_nanos() as u64;
     let mut times = Vec::with_capacity(frames.len());
@@ -397,21 +423,12 @@ fn replay(
                 t.mark()?;
             }
         }
-        wire.clear();
-        if plan.needs_csum {
-            let mut h = VirtioNetHdrRepr::default();
-            if let Some(th) = innermost_tcp(data, &plan.vxlan_ports) {
-                let start = u16::try_from(th).map_err(|_| {
-                    ArmError::Input(format!("frame {index}: TCP header beyond 65535"))
-                })?;
-                h.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-                h.csum_start = start;
-                // offsetof(struct tcphdr, check).
-                h.csum_offset = 16;
-            }
-            wire.extend_from_slice(&h.to_basic_bytes(Endian::Little));
+        let (bytes, nb) = compose_write(scenario, *index, data);
+        if nb != nonblocking {
+            tap.set_nonblocking(nb)?;
+            nonblocking = nb;
         }
-        wire.extend_from_slice(data);
+        let wire = bytes;
         last_ts = *ts;
         let (before, jiffy_before) = (Instant::now(), jiffy_now(jiffy_ns));
         let result = tap.write(&wire);
@@ -445,7 +462,7 @@ fn replay(
             Some(t) => {
                 if pending >= plan.burst || pending > NAPI_POLL_WEIGHT {
                     pending = 0;
-                    t.let_poll()?;
+                    poll_burst(t, scenario, &mut idle_bursts)?;
                     collect(&mut cap, &mut captured, &mut captured_ts, last_ts)?;
                 }
             }
@@ -456,7 +473,12 @@ fn replay(
         }
     }
     if let (Some(t), true) = (napi.as_mut(), pending > 0) {
-        t.let_poll()?;
+        poll_burst(t, scenario, &mut idle_bursts)?;
+    }
+    if idle_bursts > 0 {
+        notes.push(format!(
+            "{idle_bursts} burst(s) queued nothing for NAPI (the XDP program consumed every frame)"
+        ));
     }
     drop(rt);
     let timing = timing_problem(&times, hz, timeout);
@@ -561,8 +583,6 @@ fn replay(
         flush_timeout_ns: timeout,
         hz,
         weight: NAPI_POLL_WEIGHT,
-        nonblocking: plan.nonblocking,
-        needs_csum: plan.needs_csum,
     };
     let real = RealTapGro {
         observed: ObservedGro {

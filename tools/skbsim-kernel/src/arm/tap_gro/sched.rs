@@ -193,6 +193,23 @@ impl NapiThread {
 
     /// Sleep until the kthread has polled what the burst queued and is asleep again.
     pub fn let_poll(&mut self) -> Result<(), KernelError> {
+        self.let_poll_within(POLL_WAIT).map(|_| ())
+    }
+
+    /// [`NapiThread::let_poll`] for a burst that may have queued nothing (an XDP program
+    /// consumed every frame before tun_get_user reached the NAPI queue, so nothing called
+    /// napi_schedule): `Ok(false)` when the kthread stayed asleep for `IDLE_WAIT`.
+    pub fn let_poll_if_queued(&mut self) -> Result<bool, KernelError> {
+        match self.let_poll_within(IDLE_WAIT) {
+            Ok(()) => Ok(true),
+            Err(_) if matches!(task_status(self.pid)?, (s, v) if v == self.mark && matches!(s, 'S' | 'I')) => {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn let_poll_within(&mut self, wait: Duration) -> Result<(), KernelError> {
         let start = Instant::now();
         loop {
             std::thread::sleep(Duration::from_micros(20));
@@ -202,11 +219,11 @@ impl NapiThread {
                 self.polls += 1;
                 return Ok(());
             }
-            if start.elapsed() > POLL_WAIT {
+            if start.elapsed() > wait {
                 return Err(KernelError::new(
                     format!("wait for NAPI kthread {}", self.pid),
                     Cause::Protocol(format!(
-                        "no poll within {POLL_WAIT:?} (state {state}, {vol} voluntary switches)"
+                        "no poll within {wait:?} (state {state}, {vol} voluntary switches)"
                     )),
                 ));
             }
@@ -264,4 +281,25 @@ pub(super) fn timing_problem(times: &[WriteTime], hz: u32, timeout_ns: u64) -> O
 /// The coarse clock (which the tick advances with jiffies) in units of `jiffy_ns`.
 pub fn jiffy_now(jiffy_ns: u64) -> u64 {
     (coarse_now().as_nanos() / u128::from(jiffy_ns.max(1))) as u64
+}
+
+/// How long a burst that may have queued nothing (an `[xdp]` program) waits for a poll
+/// before the arm takes it that nothing called napi_schedule.
+const IDLE_WAIT: Duration = Duration::from_millis(200);
+
+/// Let the NAPI kthread poll a burst. With an `[xdp]` program the burst may have queued
+/// nothing (each frame dropped, sent back or redirected before tun_get_user's hand-off),
+/// and then no poll comes: counted in `idle`.
+pub(super) fn poll_burst(
+    t: &mut NapiThread,
+    scenario: &Scenario,
+    idle: &mut usize,
+) -> Result<(), KernelError> {
+    if scenario.xdp.is_none() {
+        return t.let_poll();
+    }
+    if !t.let_poll_if_queued()? {
+        *idle += 1;
+    }
+    Ok(())
 }
