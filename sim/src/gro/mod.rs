@@ -10,6 +10,7 @@
 //! network header during GRO, so its `skb->len` is the frame length minus ETH_HLEN.
 //! Every decision that keeps a frame from merging carries a named [`Reason`].
 
+pub mod cells;
 pub mod core;
 pub mod csum;
 pub mod eth;

@@ -19,6 +19,11 @@
 //!                            # innermost TCP header: CHECKSUM_PARTIAL, trusted by GRO
 //! nonblocking = false        # O_NONBLOCK writes: tun_build_skb (page-frag head) for
 //!                            # frames that fit, so merges use frags before frag_list
+//! tap_observer = "af_packet" # what reads the tap: "af_packet" (a packet socket, which
+//!                            # clones every skb, so gro_cells passes the tunnel's skbs
+//!                            # to netif_rx unmerged) or "none" (docs/gro.md#gro-cells)
+//! tunnel_trace = false       # trace what each vxlan/gretap device's stack receives after
+//!                            # gro_cells (always on with tap_observer = "none")
 //! ```
 
 use serde::Deserialize;
@@ -44,6 +49,8 @@ pub struct RawGro {
     pub vxlan_ports: Option<Vec<u16>>,
     pub needs_csum: Option<bool>,
     pub nonblocking: Option<bool>,
+    pub tap_observer: Option<String>,
+    pub tunnel_trace: Option<bool>,
 }
 
 /// `[gro]` resolved against the profile.
@@ -58,6 +65,10 @@ pub struct GroPlan {
     pub vxlan_ports: Vec<u16>,
     pub needs_csum: bool,
     pub nonblocking: bool,
+    /// Who reads the tap (`[gro] tap_observer`).
+    pub tap_observer: super::cells::TapObserver,
+    /// Trace the tunnel devices' deliveries after gro_cells.
+    pub tunnel_trace: bool,
 }
 
 impl GroPlan {
@@ -73,7 +84,14 @@ impl GroPlan {
             vxlan_ports: vec![4789],
             needs_csum: false,
             nonblocking: false,
+            tap_observer: super::cells::TapObserver::AfPacket,
+            tunnel_trace: false,
         }
+    }
+
+    /// Whether the gro_cells stage runs (its deliveries are traced).
+    pub fn cells(&self) -> bool {
+        self.tunnel_trace || self.tap_observer == super::cells::TapObserver::None
     }
 
     /// The GRO configuration this plan runs with.
@@ -142,6 +160,13 @@ pub fn gro_plan(
     }
     if let Some(n) = r.nonblocking {
         plan.nonblocking = n;
+    }
+    if let Some(o) = &r.tap_observer {
+        plan.tap_observer = super::cells::TapObserver::parse(o)
+            .ok_or_else(|| format!("gro.tap_observer: {o:?} is not \"af_packet\" or \"none\""))?;
+    }
+    if let Some(t) = r.tunnel_trace {
+        plan.tunnel_trace = t;
     }
     Ok(plan)
 }

@@ -63,6 +63,8 @@ pub struct TapGroRun {
     pub delivered: Vec<Delivered>,
     pub counts: BenchCounts,
     pool: Vec<Vec<u8>>,
+    /// The tunnel devices' gro_cells after the stack ([`GroPlan::cells`]).
+    pub cells: Option<crate::gro::cells::GroCells>,
 }
 
 const ETH_HLEN: usize = 14;
@@ -81,6 +83,9 @@ impl TapGroRun {
             delivered: Vec::new(),
             counts: BenchCounts::default(),
             pool: Vec::new(),
+            cells: plan
+                .cells()
+                .then(|| crate::gro::cells::GroCells::new(plan.tap_observer, u64::from(plan.hz))),
         }
     }
 
@@ -154,6 +159,9 @@ impl TapGroRun {
     }
 
     fn collect(&mut self) {
+        if let Some(c) = &mut self.cells {
+            c.after_tap_polls(&self.cfg, &self.napi.rx);
+        }
         for d in self.napi.rx.drain(..) {
             self.counts.skbs += 1;
             self.counts.bytes += d.skb.len as u64;

@@ -1,0 +1,176 @@
+//! gro_cells tests: expectations worked out from the kernel rules (docs/gro.md#gro-cells).
+
+use super::*;
+use crate::gro::frames::{Outer, Tcp4};
+use crate::gro::plan::GroPlan;
+use crate::pipeline::tap_gro::TapGroRun;
+use crate::profile::LINUX_6_18;
+
+/// Four inner segments of one flow (1454-byte frames, 1400 bytes of payload each), each
+/// wrapped by `wrap(k, segment)`, written as one burst (one tap poll).
+fn run(observer: TapObserver, wrap: impl Fn(usize, &[u8]) -> Vec<u8>) -> TapGroRun {
+    let plan = GroPlan {
+        burst: 4,
+        tap_observer: observer,
+        tunnel_trace: true,
+        ..GroPlan::defaults(&LINUX_6_18.gro)
+    };
+    let mut r = TapGroRun::new(&LINUX_6_18, &plan);
+    for (k, f) in Tcp4::default().stream(4).iter().enumerate() {
+        r.write(k as u64, 1_000_000_000 + k as u64 * 1000, wrap(k, f));
+    }
+    r.finish();
+    r
+}
+
+fn tunnel(r: &TapGroRun) -> Vec<(TunnelDev, usize, Option<Reason>)> {
+    r.cells
+        .as_ref()
+        .unwrap()
+        .deliveries()
+        .map(|(dev, d)| (*dev, d.skb.len, d.skb.start))
+        .collect()
+}
+
+fn outer(id: u16) -> Outer {
+    Outer {
+        id,
+        ..Outer::default()
+    }
+}
+
+const VX: TunnelDev = TunnelDev::Vxlan {
+    port: 4789,
+    vni: 42,
+};
+
+#[test]
+fn outer_id_jumps_defeat_the_tap_and_the_vxlan_cell_merges_all_four() {
+    // Outer IDs 100, 200, 300, 400: inet_gro_flush flushes frame 1 against frame 0 (not
+    // 100 + 1, not fixed), so the tap delivers 0, 1, 2, 3 unmerged and in order; the
+    // inner frames are one flow: 54 + 4 * 1400.
+    let r = run(TapObserver::None, |k, f| {
+        outer(100 * (k as u16 + 1)).vxlan(50000, 42, false, f)
+    });
+    let tap: Vec<usize> = r.delivered.iter().map(|d| d.skb.len).collect();
+    assert_eq!(tap, vec![1504; 4]);
+    let t = tunnel(&r);
+    assert_eq!(t.len(), 1, "{t:?}");
+    assert_eq!((t[0].0, t[0].1), (VX, 54 + 4 * 1400));
+    let d = &r.cells.as_ref().unwrap().devs[&VX].delivered[0];
+    assert_eq!((d.skb.gso_size, d.skb.gso_segs), (1400, 4));
+    assert_eq!(d.skb.gso_type & gso::TCPV4, gso::TCPV4);
+    assert_eq!(d.skb.gso_type & (gso::UDP_TUNNEL | gso::UDP_TUNNEL_CSUM), 0);
+    assert_eq!(
+        (d.skb.ip_summed, d.skb.csum_start, d.skb.csum_offset),
+        (IpSummed::Partial, 34, 16)
+    );
+    assert_eq!(d.skb.frames().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn a_packet_socket_on_the_tap_keeps_the_cell_from_merging() {
+    // The same frames; each skb is cloned, so gro_cells_receive calls netif_rx.
+    let r = run(TapObserver::AfPacket, |k, f| {
+        outer(100 * (k as u16 + 1)).vxlan(50000, 42, false, f)
+    });
+    let t = tunnel(&r);
+    assert_eq!(t, vec![(VX, 1454, Some(CELLS_CLONED)); 4]);
+}
+
+#[test]
+fn a_new_source_port_per_frame_holds_four_flows_on_the_tap_the_cell_merges_them() {
+    // udp_gro_receive: another source port is another flow (same_flow = 0), so the tap
+    // holds four skbs and napi_complete_done passes them up oldest first.
+    let r = run(TapObserver::None, |k, f| {
+        outer(100 + k as u16).vxlan(50000 + k as u16, 42, false, f)
+    });
+    assert_eq!(r.delivered.len(), 4);
+    assert_eq!(
+        tunnel(&r).iter().map(|t| t.1).collect::<Vec<_>>(),
+        vec![5654]
+    );
+}
+
+#[test]
+fn tap_merged_skbs_with_a_frag_list_pass_the_cell_as_they_are() {
+    // Ports A A B B: the tap merges 0+1 and 2+3 (blocking writes: frag_list), and
+    // dev_gro_receive flushes an skb with a frag_list.
+    let r = run(TapObserver::None, |k, f| {
+        outer(100 + k as u16).vxlan(50000 + (k as u16 / 2), 42, false, f)
+    });
+    let t = tunnel(&r);
+    assert_eq!(
+        t,
+        vec![
+            (VX, 54 + 2800, Some(CELLS_FRAG_LIST)),
+            (VX, 54 + 2800, Some(CELLS_FRAG_LIST))
+        ]
+    );
+}
+
+#[test]
+fn gre_keys_pick_the_gretap_device_and_split_the_flow() {
+    // Keys 42, 7, 42, 7: two tunnels; each gets every other segment (a seq gap), so
+    // nothing merges. Devices in key order: 7 first.
+    let r = run(TapObserver::None, |k, f| {
+        let key = if k % 2 == 0 { 42 } else { 7 };
+        outer(100 + k as u16).gre_teb(Some(key), None, f)
+    });
+    let dev = |key: u32| TunnelDev::Gretap {
+        remote: [192, 168, 0, 1],
+        local: [192, 168, 0, 2],
+        key: Some(key.to_be_bytes()),
+    };
+    let frames: Vec<(TunnelDev, Vec<u64>)> = r
+        .cells
+        .as_ref()
+        .unwrap()
+        .deliveries()
+        .map(|(d, x)| (*d, x.skb.frames().collect()))
+        .collect();
+    assert_eq!(
+        frames,
+        vec![
+            (dev(7), vec![1]),
+            (dev(7), vec![3]),
+            (dev(42), vec![0]),
+            (dev(42), vec![2])
+        ]
+    );
+    assert_eq!(
+        dev(42).describe(),
+        "gretap remote 192.168.0.1 local 192.168.0.2 key 0x2a"
+    );
+}
+
+#[test]
+fn gre_outer_ttl_changes_defeat_the_tap_and_the_gretap_cell_merges() {
+    // TTL 64, 63, 64, 63: inet_gro_flush flushes on a TTL change.
+    let r = run(TapObserver::None, |k, f| {
+        let o = Outer {
+            ttl: 64 - (k as u8 % 2),
+            ..outer(100 + k as u16)
+        };
+        o.gre_teb(Some(42), None, f)
+    });
+    assert_eq!(r.delivered.len(), 4);
+    assert_eq!(
+        tunnel(&r).iter().map(|t| t.1).collect::<Vec<_>>(),
+        vec![5654]
+    );
+}
+
+#[test]
+fn decapsulation_uses_one_unnecessary_level_for_the_outer_udp_checksum() {
+    let f = outer(100).vxlan(50000, 42, false, &Tcp4::default().build());
+    let mut skb = GroSkb::new(0, 0, f);
+    skb.ip_summed = IpSummed::Unnecessary;
+    skb.csum_level = 1;
+    let (dev, s) = decapsulate(&skb, &[4789]).unwrap();
+    assert_eq!(dev, VX);
+    assert_eq!((s.len, s.protocol), (1454, 0x0800));
+    assert_eq!((s.ip_summed, s.csum_level), (IpSummed::Unnecessary, 0));
+    // Another port: not a tunnel skb.
+    assert!(decapsulate(&skb, &[8472]).is_none());
+}
