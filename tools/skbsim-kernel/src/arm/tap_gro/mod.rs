@@ -62,6 +62,12 @@
 //! For a GSO skb of a VXLAN (GRE-TEB) flow: the length of the matching (byte-identical)
 //! inner frame on a vxlan (gretap) device. Totals: the tap's rx_packets/rx_bytes (netlink). Outgoing frames
 //! (`PACKET_OUTGOING`) are not deliveries and are skipped.
+//!
+//! With `[gro] tap_observer = "none"` no socket is bound to the tap: a packet socket
+//! clones every skb it sees (net/packet/af_packet.c: packet_rcv), and gro_cells_receive
+//! passes a cloned skb to netif_rx without GRO, so observing the tap would change what
+//! the tunnel devices merge. Then only the tunnel devices' sockets report (they see the
+//! skbs after gro_cells), plus the tap's counters ([`tunnel_obs`]; docs/gro.md#gro-cells).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
