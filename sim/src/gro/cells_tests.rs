@@ -174,3 +174,23 @@ fn decapsulation_uses_one_unnecessary_level_for_the_outer_udp_checksum() {
     // Another port: not a tunnel skb.
     assert!(decapsulate(&skb, &[8472]).is_none());
 }
+
+#[test]
+fn tap_observer_is_parsed_and_a_bad_value_names_the_key() {
+    use crate::gro::plan::{gro_plan, RawGro};
+    let raw = |o: &str| RawGro {
+        tap_observer: Some(o.to_string()),
+        ..RawGro::default()
+    };
+    let p = gro_plan(Some(&raw("none")), &LINUX_6_18.gro, "linux-6.18", true).unwrap();
+    assert_eq!(p.tap_observer, TapObserver::None);
+    assert!(
+        p.cells(),
+        "no tap observer: the tunnel deliveries are the trace"
+    );
+    let p = gro_plan(None, &LINUX_6_18.gro, "linux-6.18", true).unwrap();
+    assert_eq!(p.tap_observer, TapObserver::AfPacket);
+    assert!(!p.cells());
+    let e = gro_plan(Some(&raw("tcpdump")), &LINUX_6_18.gro, "linux-6.18", true).unwrap_err();
+    assert!(e.starts_with("gro.tap_observer:"), "{e}");
+}
