@@ -231,6 +231,18 @@ pub struct TunnelRx {
     pub delivered: Vec<Delivered>,
 }
 
+/// Tunnel deliveries kept for the trace (the trace lists them device by device, so they
+/// wait for the end of the run); later ones are only counted ([`GroCells::unlisted`]).
+pub const TUNNEL_LISTED_MAX: usize = 4096;
+
+/// Deliveries counted but not kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unlisted {
+    pub packets: usize,
+    pub bytes: usize,
+    pub segs: usize,
+}
+
 /// The gro_cells stage of a run: every tunnel device's cell.
 #[derive(Debug)]
 pub struct GroCells {
@@ -238,6 +250,10 @@ pub struct GroCells {
     /// NETIF_F_GRO on the tunnel devices (on by default for vxlan and gretap).
     pub feature: bool,
     pub devs: BTreeMap<TunnelDev, TunnelRx>,
+    /// Deliveries kept in `devs` so far.
+    pub listed: usize,
+    /// Deliveries after the first [`TUNNEL_LISTED_MAX`].
+    pub unlisted: Unlisted,
     hz: u64,
 }
 
@@ -254,6 +270,8 @@ impl GroCells {
             observer,
             feature: true,
             devs: BTreeMap::new(),
+            listed: 0,
+            unlisted: Unlisted::default(),
             hz,
         }
     }
@@ -318,13 +336,28 @@ impl GroCells {
                         rx.napi.set_time(now);
                         rx.napi.polls += 1;
                         rx.napi.deliver(skb, End::Normal);
-                        rx.delivered.append(&mut rx.napi.rx);
+                        self.keep(dev);
                     }
                 }
                 Sched::Cell(dev) => {
-                    let rx = self.dev(dev);
-                    gro_cell_poll(rx, cfg, now);
+                    gro_cell_poll(self.dev(dev), cfg, now);
+                    self.keep(dev);
                 }
+            }
+        }
+    }
+
+    /// Move what `dev`'s stack received to its list (or count it past the limit).
+    fn keep(&mut self, dev: TunnelDev) {
+        let out = std::mem::take(&mut self.dev(dev).napi.rx);
+        for d in out {
+            if self.listed < TUNNEL_LISTED_MAX {
+                self.listed += 1;
+                self.dev(dev).delivered.push(d);
+            } else {
+                self.unlisted.packets += 1;
+                self.unlisted.bytes += d.skb.len;
+                self.unlisted.segs += segs(&d.skb);
             }
         }
     }
@@ -368,7 +401,15 @@ fn gro_cell_poll(rx: &mut TunnelRx, cfg: &GroConfig, now: u64) {
         }
         napi.gro_flush(cfg, napi.hz >= 1000, End::Budget);
     }
-    rx.delivered.append(&mut napi.rx);
+}
+
+/// The segments a delivered skb carries: gso_segs for a GSO skb, else 1.
+pub fn segs(skb: &GroSkb) -> usize {
+    if skb.gso_size == 0 {
+        1
+    } else {
+        usize::from(skb.gso_segs)
+    }
 }
 
 /// A GSO skb (merged by the tap's GRO) in dev_gro_receive: with a frag_list it is

@@ -194,3 +194,41 @@ fn tap_observer_is_parsed_and_a_bad_value_names_the_key() {
     let e = gro_plan(Some(&raw("tcpdump")), &LINUX_6_18.gro, "linux-6.18", true).unwrap_err();
     assert!(e.starts_with("gro.tap_observer:"), "{e}");
 }
+
+#[test]
+fn past_the_listed_maximum_tunnel_deliveries_are_counted_not_kept() {
+    // One write per poll (burst 1, no timeout): every skb goes up alone, cloned, and the
+    // vxlan device receives each as it is; 4 past the limit are only counted.
+    let plan = GroPlan {
+        tunnel_trace: true,
+        ..GroPlan::defaults(&LINUX_6_18.gro)
+    };
+    let mut r = TapGroRun::new(&LINUX_6_18, &plan);
+    let n = TUNNEL_LISTED_MAX + 4;
+    let inner = Tcp4 {
+        payload: 100,
+        ..Tcp4::default()
+    };
+    for (k, f) in inner.stream(n).iter().enumerate() {
+        r.record = false;
+        r.write(
+            k as u64,
+            1_000_000_000 + k as u64 * 1000,
+            outer(k as u16).vxlan(50000, 42, false, f),
+        );
+    }
+    r.finish();
+    let c = r.cells.as_ref().unwrap();
+    assert_eq!(
+        (c.listed, c.deliveries().count()),
+        (TUNNEL_LISTED_MAX, TUNNEL_LISTED_MAX)
+    );
+    assert_eq!(
+        c.unlisted,
+        Unlisted {
+            packets: 4,
+            bytes: 4 * 154,
+            segs: 4
+        }
+    );
+}

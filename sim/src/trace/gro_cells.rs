@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use crate::gro::cells::{GroCells, TapObserver, TunnelDev};
+use crate::gro::cells::{segs, GroCells, TapObserver, TunnelDev, Unlisted, TUNNEL_LISTED_MAX};
 use crate::gro::napi::Delivered;
 use crate::gro::plan::GroPlan;
 
@@ -63,16 +63,25 @@ pub fn render_tunnel_observed(
     as_tunnel(out, &b, dev);
 }
 
-/// The totals block of the tunnel deliveries (with its separator line).
-pub fn tunnel_totals(out: &mut String, lens: &[usize], segs: usize) {
-    let bytes: usize = lens.iter().sum();
+/// The totals block of the tunnel deliveries (with its separator line): the listed ones'
+/// lengths, and those past [`TUNNEL_LISTED_MAX`] counted.
+pub fn tunnel_totals(out: &mut String, lens: &[usize], segs: usize, more: Unlisted) {
+    let bytes: usize = lens.iter().sum::<usize>() + more.bytes;
     let l: Vec<String> = lens.iter().map(|x| x.to_string()).collect();
     let _ = writeln!(
         out,
-        "\ntunnel-totals: packets {} bytes {bytes} segs {segs}",
-        lens.len()
+        "\ntunnel-totals: packets {} bytes {bytes} segs {}",
+        lens.len() + more.packets,
+        segs + more.segs
     );
     let _ = writeln!(out, "  lengths: [{}]", l.join(", "));
+    if more.packets > 0 {
+        let _ = writeln!(
+            out,
+            "  unlisted: {} skbs after the first {TUNNEL_LISTED_MAX} (counted above)",
+            more.packets
+        );
+    }
 }
 
 /// The tap's totals when nothing reads the tap (with its separator line).
@@ -93,32 +102,34 @@ pub fn unobserved_tap_totals(
 /// The model's tunnel blocks and their totals.
 pub fn render_cells(out: &mut String, cells: &GroCells) {
     let mut lens = Vec::new();
-    let mut segs = 0;
+    let mut n_segs = 0;
     for (n, (dev, d)) in cells.deliveries().enumerate() {
         out.push('\n');
         render_tunnel(out, n, dev, d);
         lens.push(d.skb.len);
-        segs += if d.skb.gso_size == 0 {
-            1
-        } else {
-            usize::from(d.skb.gso_segs)
-        };
+        n_segs += segs(&d.skb);
     }
-    tunnel_totals(out, &lens, segs);
+    tunnel_totals(out, &lens, n_segs, cells.unlisted);
 }
 
 /// The real arm's tunnel blocks (device description, skb) and their totals.
 pub fn render_cells_observed(out: &mut String, tunnel: &[(String, ObservedSkb)], ports: &[u16]) {
-    let mut lens = Vec::new();
-    let mut segs = 0;
+    let (mut lens, mut n_segs, mut more) = (Vec::new(), 0, Unlisted::default());
     for (n, (dev, s)) in tunnel.iter().enumerate() {
-        out.push('\n');
-        render_tunnel_observed(out, n, dev, s, ports);
-        lens.push(s.bytes.len());
-        segs += match &s.vnet {
+        let segs = match &s.vnet {
             Some(v) if v.gso_type != 0 => derived_segs(&s.bytes, v.gso_size, ports).unwrap_or(1),
             _ => 1,
         };
+        if n >= TUNNEL_LISTED_MAX {
+            more.packets += 1;
+            more.bytes += s.bytes.len();
+            more.segs += segs;
+            continue;
+        }
+        out.push('\n');
+        render_tunnel_observed(out, n, dev, s, ports);
+        lens.push(s.bytes.len());
+        n_segs += segs;
     }
-    tunnel_totals(out, &lens, segs);
+    tunnel_totals(out, &lens, n_segs, more);
 }

@@ -175,7 +175,9 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
     if !gro_cells::tap_observed(&scenario.gro) {
         // No tap capture: the output pcap holds what the tunnel devices received.
         let ts = real.delivered_ts.last().copied().unwrap_or(0);
-        for (_, d) in &real.observed.tunnel {
+        // As many as the model lists (sim::gro::cells::TUNNEL_LISTED_MAX).
+        let listed = sim::gro::cells::TUNNEL_LISTED_MAX;
+        for (_, d) in real.observed.tunnel.iter().take(listed) {
             sinks.capture.frame(0, ts, &d.bytes, d.bytes.len(), None)?;
         }
     }
