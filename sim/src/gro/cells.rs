@@ -15,7 +15,10 @@
 //!   per-cpu backlog, no GRO;
 //! - otherwise the skb joins the device's cell queue and `gro_cell_poll` feeds it to
 //!   `napi_gro_receive` on the device's own NAPI, which ends in `napi_complete_done`; the
-//!   device's gro_flush_timeout is 0, so every poll completes everything it holds.
+//!   device's gro_flush_timeout is 0, so every poll completes everything it holds. A GSO
+//!   skb (one the tap's GRO merged) is taken in there too: flushed with a frag_list
+//!   (`gro:frag-list`), merged again with one of the same gso_size since v6.2
+//!   (`GroRules::gso_skbs`).
 //!
 //! Both NAPIs (the backlog's and the cell's) are scheduled during the tap's poll and run
 //! after it in the same `net_rx_action`, in the order they were scheduled; a cell sees
@@ -61,19 +64,6 @@ pub const CELLS_CLONED: Reason = &ReasonDef {
     rule: "net/core/gro_cells.c: gro_cells_receive: skb_cloned (an AF_PACKET socket on the tap holds a clone): netif_rx, no GRO",
     identity: false,
 };
-/// dev_gro_receive: a skb with a frag_list is flushed (a tap-merged skb of blocking writes).
-pub const CELLS_FRAG_LIST: Reason = &ReasonDef {
-    name: "cells:frag-list",
-    rule: "net/core/gro.c: dev_gro_receive: NAPI_GRO_CB(skb)->flush = skb_has_frag_list(skb)",
-    identity: false,
-};
-/// A GSO skb without a frag_list: the kernel may merge it further; the model passes it up.
-pub const CELLS_GSO: Reason = &ReasonDef {
-    name: "cells:gso",
-    rule: "net/core/gro.c: dev_gro_receive: a TCP GSO skb without frag_list (count = gso_segs) can merge again; not modelled: passed up as it is",
-    identity: false,
-};
-
 /// The tunnel device a decapsulated skb belongs to, ordered as the real arm creates them
 /// (vxlan devices by port and VNI, then gretap devices by remote, local, key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -385,10 +375,6 @@ fn gro_cell_poll(rx: &mut TunnelRx, cfg: &GroConfig, now: u64) {
                 break;
             };
             work += 1;
-            if skb.gso_size != 0 {
-                gso_skb(napi, cfg, skb);
-                continue;
-            }
             match dev_gro_receive(napi, cfg, skb) {
                 GroResult::Merged => napi.merged += 1,
                 GroResult::Held => napi.held += 1,
@@ -410,30 +396,6 @@ pub fn segs(skb: &GroSkb) -> usize {
     } else {
         usize::from(skb.gso_segs)
     }
-}
-
-/// A GSO skb (merged by the tap's GRO) in dev_gro_receive: with a frag_list it is
-/// flushed, and tcp_gro_receive completes the held skb of its flow first (the model
-/// completes everything held: one flow per device in its scenarios); without one the
-/// kernel could merge it again, which the model does not (`cells:gso`).
-fn gso_skb(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb) {
-    let why = if skb.layout.frag_list.is_empty() {
-        CELLS_GSO
-    } else {
-        CELLS_FRAG_LIST
-    };
-    napi.gro_flush(
-        cfg,
-        false,
-        End::Frame {
-            frame: skb.frame,
-            reason: why,
-            merged: false,
-        },
-    );
-    skb.start = Some(why);
-    napi.normal += 1;
-    napi.deliver(skb, End::Normal);
 }
 
 #[cfg(test)]

@@ -103,8 +103,8 @@ fn tap_merged_skbs_with_a_frag_list_pass_the_cell_as_they_are() {
     assert_eq!(
         t,
         vec![
-            (VX, 54 + 2800, Some(CELLS_FRAG_LIST)),
-            (VX, 54 + 2800, Some(CELLS_FRAG_LIST))
+            (VX, 54 + 2800, Some(crate::gro::reason::FRAG_LIST)),
+            (VX, 54 + 2800, Some(crate::gro::reason::FRAG_LIST))
         ]
     );
 }
@@ -231,4 +231,45 @@ fn past_the_listed_maximum_tunnel_deliveries_are_counted_not_kept() {
             segs: 4
         }
     );
+}
+
+/// Ports A A B B written non-blocking (tun_build_skb heads: the tap merges each pair
+/// into frags, no frag_list), under `profile`.
+fn pairs_nonblocking(profile: &crate::profile::KernelProfile) -> TapGroRun {
+    let plan = GroPlan {
+        burst: 4,
+        nonblocking: true,
+        tap_observer: TapObserver::None,
+        ..GroPlan::defaults(&profile.gro)
+    };
+    let mut r = TapGroRun::new(profile, &plan);
+    for (k, f) in Tcp4::default().stream(4).iter().enumerate() {
+        let frame = outer(100 + k as u16).vxlan(50000 + (k as u16 / 2), 42, false, f);
+        r.write(k as u64, 1_000_000_000 + k as u64 * 1000, frame);
+    }
+    r.finish();
+    r
+}
+
+#[test]
+fn two_gso_skbs_of_one_gso_size_merge_again_in_the_cell_since_6_2() {
+    // Each pair is a 2-segment GSO skb with its second head as a frag; dev_gro_receive
+    // holds the first (count 2), tcp_gro_receive merges the second (same gso_size, seq
+    // continues, whole segments): one skb of 4, frags 1 + (1 head + 1).
+    let r = pairs_nonblocking(&LINUX_6_18);
+    let c = r.cells.as_ref().unwrap();
+    let d: Vec<&Delivered> = c.deliveries().map(|(_, d)| d).collect();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].skb.len, 54 + 4 * 1400);
+    assert_eq!((d[0].skb.gso_size, d[0].skb.gso_segs), (1400, 4));
+    assert_eq!(d[0].skb.frames().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert_eq!(d[0].skb.layout.frags, 3);
+    // 6.1: `flush = skb_is_gso(skb)`: both go up as the tap left them.
+    let r = pairs_nonblocking(&crate::profile::LINUX_6_1);
+    let c = r.cells.as_ref().unwrap();
+    let got: Vec<(usize, Option<Reason>)> = c
+        .deliveries()
+        .map(|(_, d)| (d.skb.len, d.skb.start))
+        .collect();
+    assert_eq!(got, vec![(54 + 2800, Some(crate::gro::reason::GSO)); 2]);
 }

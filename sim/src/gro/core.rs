@@ -6,7 +6,7 @@ use super::{
     eth, ipv4, ipv6, reason, GroConfig, GroSkb, Reason, Seg, ETH_HLEN, GRO_MAX_SIZE,
     GRO_RECURSION_LIMIT, MAX_GRO_SKBS, MAX_SKB_FRAGS,
 };
-use crate::skb::IpSummed;
+use crate::skb::{gso, IpSummed};
 
 pub const ETH_P_IP: u16 = 0x0800;
 pub use crate::skb::ETH_P_IPV6;
@@ -84,7 +84,7 @@ fn gro_list_prepare(head: &mut [GroSkb], skb: &mut GroSkb) {
 }
 
 /// Reset NAPI_GRO_CB(skb) as dev_gro_receive does before calling the handlers.
-fn init_cb(skb: &mut GroSkb) {
+fn init_cb(cfg: &GroConfig, skb: &mut GroSkb) {
     skb.cb = super::GroCb {
         data_offset: ETH_HLEN,
         count: 1,
@@ -97,13 +97,25 @@ fn init_cb(skb: &mut GroSkb) {
         },
         ..super::GroCb::default()
     };
+    // flush = skb_has_frag_list(skb); a GSO skb (only gro_cells passes one here) counts
+    // its segments, and only TCP, non-DODGY ones may merge (GroRules::gso_skbs).
+    if !skb.layout.frag_list.is_empty() {
+        skb.flush(reason::FRAG_LIST);
+    }
+    if skb.gso_size != 0 {
+        skb.cb.count = skb.gso_segs.max(1);
+        let tcp = skb.gso_type & (gso::TCPV4 | gso::TCPV6) != 0;
+        if !cfg.rules.gso_skbs || !tcp || skb.gso_type & gso::DODGY != 0 {
+            skb.flush(reason::GSO);
+        }
+    }
 }
 
 /// dev_gro_receive for the skb in `bucket` of `napi`.
 pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb) -> GroResult {
     // tun sets no skb->hash: skb_get_hash_raw is 0, every flow lands in bucket 0.
     let bucket = 0usize;
-    init_cb(&mut skb);
+    init_cb(cfg, &mut skb);
     if !cfg.feature {
         return normal(napi, skb, reason::GRO_OFF);
     }
@@ -168,7 +180,9 @@ pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: GroSkb) -> Gro
     }
     skb.cb.age = napi.jiffies;
     // Not GSO: gso_size = the payload after every header.
-    skb.gso_size = u16::try_from(skb.gro_len()).unwrap_or(u16::MAX);
+    if skb.gso_size == 0 {
+        skb.gso_size = u16::try_from(skb.gro_len()).unwrap_or(u16::MAX);
+    }
     skb.start = Some(start_reason(&skb));
     skb.start_also = std::mem::take(&mut skb.cb.nomerge_also);
     napi.buckets[bucket].push(skb);
@@ -190,7 +204,7 @@ fn start_reason(skb: &GroSkb) -> Reason {
 fn normal(napi: &mut Napi, mut skb: GroSkb, why: Reason) -> GroResult {
     skb.start = Some(why);
     skb.start_also = std::mem::take(&mut skb.cb.nomerge_also);
-    skb.gso_size = 0;
+    // GRO_NORMAL leaves gso_size as it came (0, or a GSO skb's own).
     napi.deliver(skb, End::Normal);
     GroResult::Normal
 }
@@ -205,13 +219,15 @@ pub fn skb_gro_receive(cfg: &GroConfig, p: &mut GroSkb, skb: &mut GroSkb) -> Res
         return Err(skb.cb.flush_reason.unwrap_or(reason::GRO_64K));
     }
     if skb.head_frag {
-        // The new skb's head page becomes one frag of the last skb (lp).
+        // The new skb's head page becomes one frag of the last skb (lp), its own frags
+        // (a GSO skb's) after it.
         let lp = match p.layout.frag_list.last_mut() {
             Some(n) => n,
             None => &mut p.layout.frags,
         };
-        if *lp < MAX_SKB_FRAGS {
-            *lp += 1;
+        let add = 1 + skb.layout.frags;
+        if *lp + add <= MAX_SKB_FRAGS {
+            *lp += add;
         } else if cfg.rules.frags_overflow_to_frag_list {
             // goto merge: chained on frag_list with its head pulled to the payload.
             p.layout.frag_list.push(0);
@@ -220,7 +236,7 @@ pub fn skb_gro_receive(cfg: &GroConfig, p: &mut GroSkb, skb: &mut GroSkb) -> Res
         }
     } else {
         // A kmalloc'ed linear head cannot become a frag: chain it on frag_list.
-        p.layout.frag_list.push(0);
+        p.layout.frag_list.push(skb.layout.frags);
     }
     p.cb.count += skb.cb.count;
     p.len += len;
@@ -230,6 +246,8 @@ pub fn skb_gro_receive(cfg: &GroConfig, p: &mut GroSkb, skb: &mut GroSkb) -> Res
         off: skb.cb.data_offset,
         frame: skb.frame,
     });
+    // A GSO skb brings the payloads it had merged.
+    p.segs.append(&mut skb.segs);
     skb.cb.same_flow = true;
     Ok(())
 }

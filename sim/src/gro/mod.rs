@@ -81,6 +81,8 @@ reasons! {
     GRO_64K "gro:64k" false "net/core/gro.c: skb_gro_receive: p->len + len >= gro_max_size (65536): -E2BIG";
     GRO_FRAGS "gro:frags" false "[3.12] net/core/skbuff.c: skb_gro_receive: MAX_SKB_FRAGS reached: -E2BIG";
     GRO_OFF "gro:off" false "net/core/gro.c: dev_gro_receive: netif_elide_gro (NETIF_F_GRO off)";
+    FRAG_LIST "gro:frag-list" false "net/core/gro.c: dev_gro_receive: NAPI_GRO_CB(skb)->flush = skb_has_frag_list(skb)";
+    GSO "gro:gso" false "net/core/gro.c: dev_gro_receive: a GSO skb that is not TCP or is DODGY is flushed (before v6.2 every GSO skb)";
     NO_HANDLER "gro:no-handler" false "net/core/gro.c: dev_gro_receive: no packet_offload for skb->protocol";
     MAC "eth:mac" true "net/core/gro.c: gro_list_prepare: compare_ether_header differs";
     IPV4_HDR "ipv4:truncated" false "net/ipv4/af_inet.c: inet_gro_receive: skb_gro_header fails";
