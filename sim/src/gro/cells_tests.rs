@@ -234,8 +234,8 @@ fn past_the_listed_maximum_tunnel_deliveries_are_counted_not_kept() {
 }
 
 /// Ports A A B B written non-blocking (tun_build_skb heads: the tap merges each pair
-/// into frags, no frag_list), under `profile`.
-fn pairs_nonblocking(profile: &crate::profile::KernelProfile) -> TapGroRun {
+/// into frags, no frag_list), under `profile`; inner DF as `df`.
+fn pairs_nonblocking(profile: &crate::profile::KernelProfile, df: bool) -> TapGroRun {
     let plan = GroPlan {
         burst: 4,
         nonblocking: true,
@@ -243,7 +243,11 @@ fn pairs_nonblocking(profile: &crate::profile::KernelProfile) -> TapGroRun {
         ..GroPlan::defaults(&profile.gro)
     };
     let mut r = TapGroRun::new(profile, &plan);
-    for (k, f) in Tcp4::default().stream(4).iter().enumerate() {
+    let inner = Tcp4 {
+        df,
+        ..Tcp4::default()
+    };
+    for (k, f) in inner.stream(4).iter().enumerate() {
         let frame = outer(100 + k as u16).vxlan(50000 + (k as u16 / 2), 42, false, f);
         r.write(k as u64, 1_000_000_000 + k as u64 * 1000, frame);
     }
@@ -251,12 +255,22 @@ fn pairs_nonblocking(profile: &crate::profile::KernelProfile) -> TapGroRun {
     r
 }
 
+fn cell_out(r: &TapGroRun) -> Vec<(usize, Option<Reason>)> {
+    r.cells
+        .as_ref()
+        .unwrap()
+        .deliveries()
+        .map(|(_, d)| (d.skb.len, d.skb.start))
+        .collect()
+}
+
 #[test]
-fn two_gso_skbs_of_one_gso_size_merge_again_in_the_cell_since_6_2() {
+fn two_gso_skbs_of_one_gso_size_merge_again_in_the_cell() {
     // Each pair is a 2-segment GSO skb with its second head as a frag; dev_gro_receive
     // holds the first (count 2), tcp_gro_receive merges the second (same gso_size, seq
-    // continues, whole segments): one skb of 4, frags 1 + (1 head + 1).
-    let r = pairs_nonblocking(&LINUX_6_18);
+    // continues, whole segments, inner ID = held id + count): one skb of 4, frags
+    // 1 + (1 head + 1).
+    let r = pairs_nonblocking(&LINUX_6_18, false);
     let c = r.cells.as_ref().unwrap();
     let d: Vec<&Delivered> = c.deliveries().map(|(_, d)| d).collect();
     assert_eq!(d.len(), 1);
@@ -264,12 +278,24 @@ fn two_gso_skbs_of_one_gso_size_merge_again_in_the_cell_since_6_2() {
     assert_eq!((d[0].skb.gso_size, d[0].skb.gso_segs), (1400, 4));
     assert_eq!(d[0].skb.frames().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
     assert_eq!(d[0].skb.layout.frags, 3);
-    // 6.1: `flush = skb_is_gso(skb)`: both go up as the tap left them.
-    let r = pairs_nonblocking(&crate::profile::LINUX_6_1);
-    let c = r.cells.as_ref().unwrap();
-    let got: Vec<(usize, Option<Reason>)> = c
-        .deliveries()
-        .map(|(_, d)| (d.skb.len, d.skb.start))
-        .collect();
-    assert_eq!(got, vec![(54 + 2800, Some(crate::gro::reason::GSO)); 2]);
+    assert_eq!(cell_out(&pairs_nonblocking(&LINUX_6_18, true)).len(), 1);
+    // 6.1's ID rule (4.19's): with DF on both, a held skb that is still "atomic" takes
+    // only an ID delta of 0 (or 1 on its second frame): the second pair (delta 2) flushes.
+    let six_one = &crate::profile::LINUX_6_1;
+    assert_eq!(
+        cell_out(&pairs_nonblocking(six_one, false)),
+        vec![(5654, Some(crate::gro::reason::FLOW_NEW))]
+    );
+    assert_eq!(
+        cell_out(&pairs_nonblocking(six_one, true)),
+        vec![
+            (2854, Some(crate::gro::reason::FLOW_NEW)),
+            (2854, Some(crate::gro::reason::IPV4_ID))
+        ]
+    );
+    // 4.19: `flush = skb_is_gso(skb)`: both go up as the tap left them.
+    assert_eq!(
+        cell_out(&pairs_nonblocking(&crate::profile::LINUX_4_19, false)),
+        vec![(2854, Some(crate::gro::reason::GSO)); 2]
+    );
 }

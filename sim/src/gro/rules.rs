@@ -88,10 +88,11 @@ pub struct GroRules {
     pub udp_complete_iph: UdpCompleteIph,
     /// dev_gro_receive takes a TCP GSO skb in (count = gso_segs; only a frag_list, a
     /// non-TCP or a DODGY one is flushed), so tcp_gro_receive can merge two GSO skbs of
-    /// one gso_size: Eric Dumazet's "gro: add support of (hw)gro packets to gro stack"
-    /// (v6.2). Before, `flush = skb_is_gso(skb) || skb_has_frag_list(skb)` ([4.19], 6.1),
-    /// and [3.12] passed a GSO skb up unheld. Only gro_cells feeds GRO a GSO skb here
-    /// (docs/gro.md#gro-cells).
+    /// one gso_size, most likely Eric Dumazet's "gro: add support of (hw)gro packets to
+    /// gro stack" (release not pinned down: after 5.4, before 6.1; the 6.1 and 6.12
+    /// guests merge two tap-merged skbs on a vxlan device). Before, `flush =
+    /// skb_is_gso(skb) || skb_has_frag_list(skb)` ([4.19]), and [3.12] passed a GSO skb up
+    /// unheld. Only gro_cells feeds GRO a GSO skb here (docs/gro.md#gro-cells).
     pub gso_skbs: bool,
 }
 
@@ -134,7 +135,6 @@ pub const GRO_LINUX_6_1: GroRules = GroRules {
     cwr_in_flag_xor: false,
     cwr_gso: CwrGso::TcpEcn,
     udp_complete_iph: UdpCompleteIph::SkbNetworkHeader,
-    gso_skbs: false,
     ..GRO_LINUX_6_18
 };
 
