@@ -230,7 +230,7 @@ pub fn skb_gro_receive(cfg: &GroConfig, p: &mut GroSkb, skb: &mut GroSkb) -> Res
             *lp += add;
         } else if cfg.rules.frags_overflow_to_frag_list {
             // goto merge: chained on frag_list with its head pulled to the payload.
-            p.layout.frag_list.push(0);
+            p.layout.frag_list.push(skb.layout.frags);
         } else {
             return Err(reason::GRO_FRAGS);
         }
