@@ -6,7 +6,7 @@ use super::{
     eth, ipv4, ipv6, reason, GroConfig, Reason, ETH_HLEN, GRO_MAX_SIZE, GRO_RECURSION_LIMIT,
     MAX_GRO_SKBS, MAX_SKB_FRAGS,
 };
-use crate::skb::{IpSummed, SkBuff};
+use crate::skb::{gso, IpSummed, SkBuff};
 
 pub use crate::consts::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB};
 
@@ -80,7 +80,7 @@ fn gro_list_prepare(head: &mut [Box<SkBuff>], skb: &mut SkBuff) {
 }
 
 /// Reset NAPI_GRO_CB(skb) as dev_gro_receive does before calling the handlers.
-fn init_cb(skb: &mut SkBuff) {
+fn init_cb(cfg: &GroConfig, skb: &mut SkBuff) {
     skb.cb = super::GroCb {
         data_offset: ETH_HLEN,
         count: 1,
@@ -93,26 +93,31 @@ fn init_cb(skb: &mut SkBuff) {
         },
         ..super::GroCb::default()
     };
+    // flush = skb_has_frag_list(skb); a GSO skb (a vnet header's write, or one the tap's
+    // GRO merged, in gro_cells) counts its segments, and only TCP, non-DODGY ones may
+    // merge (GroRules::gso_skbs).
+    if !skb.frag_list().is_empty() {
+        skb.flush(reason::FRAG_LIST);
+    }
+    if skb.gso_size != 0 {
+        skb.cb.count = skb.gso_segs.max(1);
+        let tcp = skb.gso_type & (gso::TCPV4 | gso::TCPV6) != 0;
+        if !cfg.rules.gso_skbs || !tcp || skb.gso_type & gso::DODGY != 0 {
+            skb.flush(reason::GSO);
+        }
+    }
 }
 
 /// dev_gro_receive for the skb in `bucket` of `napi`.
 pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: Box<SkBuff>) -> GroResult {
     // tun sets no skb->hash: skb_get_hash_raw is 0, every flow lands in bucket 0.
     let bucket = 0usize;
-    init_cb(&mut skb);
+    init_cb(cfg, &mut skb);
     if !cfg.feature {
         return normal(napi, skb, reason::GRO_OFF);
     }
     if cfg.xdp_generic {
         return normal(napi, skb, reason::GRO_XDP_GENERIC);
-    }
-    if skb.gso_size != 0 {
-        // A GSO skb counts its segments; only TCP without SKB_GSO_DODGY may merge.
-        skb.cb.count = skb.gso_segs;
-        let tcp = skb.gso_type & (crate::skb::gso::TCPV4 | crate::skb::gso::TCPV6) != 0;
-        if !tcp || skb.gso_type & crate::skb::gso::DODGY != 0 {
-            skb.flush(reason::GSO_NO_GRO);
-        }
     }
     gro_list_prepare(&mut napi.buckets[bucket], &mut skb);
     let Some(h) = find_receive_by_type(cfg, skb.protocol) else {
@@ -274,6 +279,8 @@ pub fn skb_gro_receive(cfg: &GroConfig, p: &mut SkBuff, skb: &mut SkBuff) -> Res
         p.push_frag_list(chained);
     }
     p.model.merged.push(skb.model.frame);
+    // A GSO skb (one the tap's GRO merged, again in gro_cells) brings the frames it had.
+    p.model.merged.append(&mut skb.model.merged);
     skb.cb.same_flow = true;
     Ok(())
 }

@@ -21,6 +21,7 @@
 //! ([`SkBuff::kernel_len`]). Every decision that keeps a frame from merging carries a
 //! named [`Reason`].
 
+pub mod cells;
 pub mod core;
 pub mod csum;
 pub mod eth;
@@ -90,7 +91,8 @@ reasons! {
     GRO_FRAGS "gro:frags" false "[3.12] net/core/skbuff.c: skb_gro_receive: MAX_SKB_FRAGS reached: -E2BIG";
     GRO_OFF "gro:off" false "net/core/gro.c: dev_gro_receive: netif_elide_gro (NETIF_F_GRO off)";
     GRO_XDP_GENERIC "gro:xdp-generic" false "include/linux/netdevice.h: netif_elide_gro: dev->xdp_prog is set (an xdpgeneric program): no GRO";
-    GSO_NO_GRO "gro:gso" false "net/core/gro.c: dev_gro_receive: a GSO skb that is not TCP or is SKB_GSO_DODGY (a vnet header's) is flushed, count = gso_segs";
+    FRAG_LIST "gro:frag-list" false "net/core/gro.c: dev_gro_receive: NAPI_GRO_CB(skb)->flush = skb_has_frag_list(skb)";
+    GSO "gro:gso" false "net/core/gro.c: dev_gro_receive: a GSO skb that is not TCP or is SKB_GSO_DODGY (a vnet header's) is flushed, count = gso_segs (before GroRules::gso_skbs every GSO skb)";
     NO_HANDLER "gro:no-handler" false "net/core/gro.c: dev_gro_receive: no packet_offload for skb->protocol";
     MAC "eth:mac" true "net/core/gro.c: gro_list_prepare: compare_ether_header differs";
     IPV4_HDR "ipv4:truncated" false "net/ipv4/af_inet.c: inet_gro_receive: skb_gro_header fails";

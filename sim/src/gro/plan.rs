@@ -15,6 +15,11 @@
 //!                            # models kernels before 9b174d88c257, v4.0)
 //! vlan_gro = false           # CONFIG_VLAN_8021Q (off on this machine's kernel)
 //! vxlan_ports = [4789]       # UDP ports with a VXLAN socket (a vxlan device is up)
+//! tap_observer = "af_packet" # what reads the tap: "af_packet" (a packet socket, which
+//!                            # clones every skb, so gro_cells passes the tunnel's skbs
+//!                            # to netif_rx unmerged) or "none" (docs/gro.md#gro-cells)
+//! tunnel_trace = false       # trace what each vxlan/gretap device's stack receives after
+//!                            # gro_cells (always on with tap_observer = "none")
 //! ```
 //!
 //! How each frame is written (PI, vnet header, O_NONBLOCK) and any XDP program are the
@@ -43,6 +48,8 @@ pub struct RawGro {
     pub teb_gro: Option<bool>,
     pub vlan_gro: Option<bool>,
     pub vxlan_ports: Option<Vec<u16>>,
+    pub tap_observer: Option<String>,
+    pub tunnel_trace: Option<bool>,
 }
 
 /// `[gro]` resolved against the profile.
@@ -55,6 +62,10 @@ pub struct GroPlan {
     pub teb_gro: bool,
     pub vlan_gro: bool,
     pub vxlan_ports: Vec<u16>,
+    /// Who reads the tap (`[gro] tap_observer`).
+    pub tap_observer: super::cells::TapObserver,
+    /// Trace the tunnel devices' deliveries after gro_cells.
+    pub tunnel_trace: bool,
 }
 
 impl GroPlan {
@@ -68,7 +79,14 @@ impl GroPlan {
             teb_gro: rules.teb_gro,
             vlan_gro: false,
             vxlan_ports: vec![4789],
+            tap_observer: super::cells::TapObserver::AfPacket,
+            tunnel_trace: false,
         }
+    }
+
+    /// Whether the gro_cells stage runs (its deliveries are traced).
+    pub fn cells(&self) -> bool {
+        self.tunnel_trace || self.tap_observer == super::cells::TapObserver::None
     }
 
     /// The GRO configuration this plan runs with.
@@ -132,6 +150,13 @@ pub fn gro_plan(
     }
     if let Some(p) = &r.vxlan_ports {
         plan.vxlan_ports = p.clone();
+    }
+    if let Some(o) = &r.tap_observer {
+        plan.tap_observer = super::cells::TapObserver::parse(o)
+            .ok_or_else(|| format!("gro.tap_observer: {o:?} is not \"af_packet\" or \"none\""))?;
+    }
+    if let Some(t) = r.tunnel_trace {
+        plan.tunnel_trace = t;
     }
     Ok(plan)
 }

@@ -86,6 +86,14 @@ pub struct GroRules {
     /// IFF_NAPI exists (v4.15, "tun: enable NAPI for TUN/TAP driver").
     pub tun_napi: bool,
     pub udp_complete_iph: UdpCompleteIph,
+    /// dev_gro_receive takes a TCP GSO skb in (count = gso_segs; only a frag_list, a
+    /// non-TCP or a DODGY one is flushed), so tcp_gro_receive can merge two GSO skbs of
+    /// one gso_size, most likely Eric Dumazet's "gro: add support of (hw)gro packets to
+    /// gro stack" (release not pinned down: after 5.4, before 6.1; the 6.1 and 6.12
+    /// guests merge two tap-merged skbs on a vxlan device). Before, `flush =
+    /// skb_is_gso(skb) || skb_has_frag_list(skb)` ([4.19]), and [3.12] passed a GSO skb up
+    /// unheld. Only gro_cells feeds GRO a GSO skb here (docs/gro.md#gro-cells).
+    pub gso_skbs: bool,
 }
 
 /// Linux 6.18 (this machine's kernel).
@@ -104,6 +112,7 @@ pub const GRO_LINUX_6_18: GroRules = GroRules {
     tun_build_skb_max: Some(3456),
     tun_napi: true,
     udp_complete_iph: UdpCompleteIph::NetworkOffsets,
+    gso_skbs: true,
 };
 
 /// Linux 4.19 ([4.19]).
@@ -114,6 +123,7 @@ pub const GRO_LINUX_4_19: GroRules = GroRules {
     fixedid_on_complete: false,
     tun_build_skb_max: Some(3712),
     udp_complete_iph: UdpCompleteIph::SkbNetworkHeader,
+    gso_skbs: false,
     ..GRO_LINUX_6_18
 };
 
@@ -163,4 +173,5 @@ pub const GRO_LINUX_3_12: GroRules = GroRules {
     tun_build_skb_max: None,
     tun_napi: false,
     udp_complete_iph: UdpCompleteIph::SkbNetworkHeader,
+    gso_skbs: false,
 };

@@ -181,8 +181,13 @@ pub fn tcp_gro_receive(
             IpIdRule::Increment312 => {}
         }
         mss = usize::from(p.gso_size);
-        // A single frame larger than the first segment, or an empty one, never merges.
-        add(len.wrapping_sub(1) >= mss, reason::TCP_MSS);
+        if skb.gso_size != 0 {
+            // A GSO skb (from gro_cells) merges only with the same gso_size.
+            add(mss != usize::from(skb.gso_size), reason::TCP_MSS);
+        } else {
+            // A single frame larger than the first segment, or an empty one, never merges.
+            add(len.wrapping_sub(1) >= mss, reason::TCP_MSS);
+        }
         let seq = skb.be32(th + 4);
         let seq2 = p.be32(th2 + 4);
         let merged_payload = p.gro_len() as u32;
@@ -219,6 +224,9 @@ pub fn tcp_gro_receive(
         Some(reason::TCP_FLAGS_FIN)
     } else if flags & TCP_FLAG_PSH != 0 {
         Some(reason::TCP_FLAGS_PSH)
+    } else if skb.gso_size != 0 {
+        // A GSO skb: flush unless it is whole segments of gso_size.
+        (len != usize::from(skb.cb.count) * usize::from(skb.gso_size)).then_some(reason::TCP_MSS)
     } else if len < mss {
         Some(if merged {
             reason::TCP_SHORT

@@ -86,6 +86,8 @@ pub struct TapGroRun {
     pub after_gro: Vec<AfterGro>,
     pub counts: BenchCounts,
     wbuf: Vec<u8>,
+    /// The tunnel devices' gro_cells after the stack ([`GroPlan::cells`]).
+    pub cells: Option<crate::gro::cells::GroCells>,
 }
 
 /// The tap-gro device without a scenario: IFF_TAP | IFF_NO_PI | IFF_NAPI.
@@ -156,6 +158,9 @@ impl TapGroRun {
             after_gro: Vec::new(),
             counts: BenchCounts::default(),
             wbuf: Vec::new(),
+            cells: plan
+                .cells()
+                .then(|| crate::gro::cells::GroCells::new(plan.tap_observer, u64::from(plan.hz))),
         }
     }
 
@@ -262,6 +267,9 @@ impl TapGroRun {
         };
         self.after_gro.append(&mut n.after_gro);
         let rx = std::mem::take(&mut n.rx);
+        if let Some(c) = &mut self.cells {
+            c.after_tap_polls(&n.cfg, &rx);
+        }
         for d in rx {
             self.counts.skbs += 1;
             self.counts.bytes += d.skb.len() as u64;

@@ -104,6 +104,9 @@ pub struct ObservedGro {
     /// The tap's counters at the end.
     pub rx_packets: u64,
     pub rx_bytes: u64,
+    /// What each tunnel device's packet socket read (device description, skb), device by
+    /// device; rendered when the scenario runs gro_cells (super::gro_cells).
+    pub tunnel: Vec<(String, ObservedSkb)>,
 }
 
 /// gso_segs of a GRO skb: the TCP payload (after the innermost TCP header, through
@@ -187,7 +190,7 @@ pub(crate) fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup, device_
     let _ = writeln!(out, "input: {input}");
 }
 
-fn render_skb(out: &mut String, n: usize, s: &ObservedSkb, ports: &[u16]) {
+pub(crate) fn render_skb(out: &mut String, n: usize, s: &ObservedSkb, ports: &[u16]) {
     let Some(v) = &s.vnet else {
         let _ = writeln!(out, "deliver {n}: unreadable");
         let _ = writeln!(
@@ -231,6 +234,7 @@ fn render_skb(out: &mut String, n: usize, s: &ObservedSkb, ports: &[u16]) {
 pub fn render_observed(sc: &Scenario, o: &ObservedGro) -> String {
     let mut out = String::new();
     header(&mut out, sc, &o.setup, "");
+    super::gro_cells::cells_header(&mut out, &sc.gro);
     for e in &o.write_errors {
         out.push('\n');
         let _ = writeln!(
@@ -248,6 +252,17 @@ pub fn render_observed(sc: &Scenario, o: &ObservedGro) -> String {
         );
     }
     let ports = &o.setup.vxlan_ports;
+    if !super::gro_cells::tap_observed(&sc.gro) {
+        super::gro_cells::unobserved_tap_totals(
+            &mut out,
+            o.written,
+            o.write_errors.len() as u64,
+            o.rx_packets,
+            o.rx_bytes,
+        );
+        super::gro_cells::render_cells_observed(&mut out, &o.tunnel, ports);
+        return out;
+    }
     for (n, s) in o.deliveries.iter().enumerate() {
         out.push('\n');
         render_skb(&mut out, n, s, ports);
@@ -285,6 +300,9 @@ pub fn render_observed(sc: &Scenario, o: &ObservedGro) -> String {
         o.deliveries.len()
     );
     let _ = writeln!(out, "  lengths: [{}]", lens.join(", "));
+    if sc.gro.cells() {
+        super::gro_cells::render_cells_observed(&mut out, &o.tunnel, ports);
+    }
     out
 }
 
@@ -365,10 +383,13 @@ pub fn virtio_gso_names(names: &str) -> String {
 pub fn observable(trace: &str) -> String {
     let mut out = String::with_capacity(trace.len());
     for line in trace.lines() {
-        if let Some(rest) = line.strip_prefix("deliver ") {
+        let event = ["deliver ", "tunnel "]
+            .into_iter()
+            .find_map(|p| line.strip_prefix(p).map(|rest| (p, rest)));
+        if let Some((prefix, rest)) = event {
             if let Some((n, tail)) = rest.split_once(" (poll ") {
                 if let Some((_, after)) = tail.split_once(')') {
-                    out.push_str("deliver ");
+                    out.push_str(prefix);
                     out.push_str(n);
                     out.push_str(after);
                     out.push('\n');

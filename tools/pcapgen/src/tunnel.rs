@@ -11,7 +11,7 @@
 //! tunnel = { kind = "gre", key = 42, seq = 7, csum = "good" }
 //! # tunnel = { kind = "vxlan", vni = 42, sport = 50000, udp_csum = "zero" }
 //! # outer fields (all optional): outer_src_mac, outer_dst_mac, outer_src = "192.168.0.1",
-//! # outer_dst = "192.168.0.2", outer_ttl = 64, outer_id = 100, outer_df = false,
+//! # outer_dst = "192.168.0.2", outer_ttl = 64, outer_tos = 0, outer_id = 100, outer_df = false,
 //! # gre_flags = 0x3000 (the raw flags/version word, replacing the computed one)
 //! ```
 //! With `count`, the outer IPv4 ID and the GRE sequence number advance by one per copy.
@@ -48,6 +48,7 @@ pub struct TunnelDesc {
     pub outer_src: Option<Ipv4Addr>,
     pub outer_dst: Option<Ipv4Addr>,
     pub outer_ttl: Option<u8>,
+    pub outer_tos: Option<u8>,
     pub outer_id: Option<u16>,
     pub outer_df: Option<bool>,
 }
@@ -88,6 +89,7 @@ pub struct Tunnel {
     pub src: Ipv4Addr,
     pub dst: Ipv4Addr,
     pub ttl: u8,
+    pub tos: u8,
     pub id: u16,
     pub df: bool,
 }
@@ -169,6 +171,7 @@ pub fn resolve(
             src: t.outer_src.unwrap_or(Ipv4Addr::new(192, 168, 0, 1)),
             dst: t.outer_dst.unwrap_or(Ipv4Addr::new(192, 168, 0, 2)),
             ttl: t.outer_ttl.unwrap_or(64),
+            tos: t.outer_tos.unwrap_or(0),
             id: t.outer_id.unwrap_or(100),
             df: t.outer_df.unwrap_or(false),
         });
@@ -274,6 +277,7 @@ pub fn wrap(t: &Tunnel, out: &mut Vec<u8>) -> Result<(), String> {
     out.extend_from_slice(&[0x08, 0x00]);
     let mut ip = [0u8; 20];
     ip[0] = 0x45;
+    ip[1] = t.tos;
     ip[2..4].copy_from_slice(&(tot as u16).to_be_bytes());
     ip[4..6].copy_from_slice(&t.id.to_be_bytes());
     ip[6] = if t.df { 0x40 } else { 0 };
@@ -308,6 +312,7 @@ mod tests {
             src: Ipv4Addr::new(192, 168, 0, 1),
             dst: Ipv4Addr::new(192, 168, 0, 2),
             ttl: 64,
+            tos: 0,
             id: 100,
             df: false,
         }

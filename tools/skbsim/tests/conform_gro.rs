@@ -89,6 +89,34 @@ fn bursts_share_one_napi_poll() {
     );
 }
 
+#[test]
+fn a_packet_socket_on_the_tap_keeps_the_vxlan_device_from_merging() {
+    require_privileges!();
+    // Four 1350-byte segments of one inner flow, outer IP IDs jumping: the tap's GRO
+    // passes them up one by one (docs/gro.md#gro-cells). Nothing on the tap: the vxlan
+    // device's gro_cells merges them, 54 + 4 * 1350 = 5454 bytes from the inner MAC.
+    let real = run_tap(&load("cells-vxlan-outer-id")).expect("real kernel");
+    for part in [
+        "  dev: vxlan port 4789 vni 42\n",
+        "  gso: TCPV4 size 1350 segs 4\n",
+        "tunnel-totals: packets 1 bytes 5454 segs 4\n",
+    ] {
+        assert!(
+            real.trace.contains(part),
+            "{part:?} missing:\n{}",
+            real.trace
+        );
+    }
+    assert!(!real.trace.contains("\ndeliver "), "{}", real.trace);
+    // An AF_PACKET socket on the tap clones each skb: netif_rx, four 1404-byte frames.
+    let real = run_tap(&load("cells-vxlan-outer-id-af-packet")).expect("real kernel");
+    assert!(
+        real.trace.contains("  lengths: [1404, 1404, 1404, 1404]\n"),
+        "{}",
+        real.trace
+    );
+}
+
 fn with_trace(out: &ScenarioOutput, trace: String) -> ScenarioOutput {
     ScenarioOutput {
         trace,

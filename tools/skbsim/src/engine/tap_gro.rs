@@ -9,6 +9,7 @@ use sim::trace::gro::{
     delivered_comment, delivered_json, render_delivered, render_gro_totals, render_write_error,
     tap_gro_header, tap_gro_header_json, GroTotals,
 };
+use sim::trace::gro_cells;
 
 use super::capture::Point;
 use super::tap_write::for_each_frame;
@@ -38,7 +39,13 @@ fn drain(run: &mut TapGroRun, sinks: &mut Sinks, t: &mut GroTotals) -> Result<()
         }
     }
     let mut delivered = std::mem::take(&mut run.delivered);
+    let observed = gro_cells::tap_observed(&run.plan);
     for d in delivered.drain(..) {
+        if !observed {
+            // Nothing reads the tap (`[gro] tap_observer = "none"`).
+            run.recycle(d);
+            continue;
+        }
         let n = t.delivered as usize;
         t.delivered(d.skb.len());
         if sinks.trace.on() {
@@ -75,6 +82,7 @@ pub fn run_sim(
         .map_err(|e| CliError(format!("{}: {}", scenario.name, e.0)))?;
     if sinks.trace.on() {
         tap_gro_header(&mut sinks.trace.buf, scenario, &run);
+        gro_cells::cells_header(&mut sinks.trace.buf, &run.plan);
         sinks.trace.flush()?;
     }
     if sinks.json.on() {
@@ -92,8 +100,42 @@ pub fn run_sim(
     run.finish();
     drain(&mut run, sinks, &mut t)?;
     if sinks.trace.on() {
-        render_gro_totals(&mut sinks.trace.buf, &run, &t);
+        if gro_cells::tap_observed(&run.plan) {
+            render_gro_totals(&mut sinks.trace.buf, &run, &t);
+        } else {
+            gro_cells::unobserved_tap_totals(
+                &mut sinks.trace.buf,
+                run.counts.frames,
+                t.write_errors,
+                run.stats.rx_packets,
+                run.stats.rx_bytes,
+            );
+        }
+        if let Some(c) = &run.cells {
+            gro_cells::render_cells(&mut sinks.trace.buf, c);
+        }
         sinks.trace.flush()?;
+    }
+    if let Some(c) = run
+        .cells
+        .as_ref()
+        .filter(|_| !gro_cells::tap_observed(&run.plan))
+    {
+        // Without a tap observer the output pcap holds what the tunnel devices received.
+        for (_, d) in c.deliveries() {
+            let bytes = d.skb.bytes();
+            sinks.capture.frame(0, d.ts_ns, &bytes, bytes.len(), None)?;
+        }
+    }
+    if sinks.json.on() {
+        if let Some(c) = &run.cells {
+            for (n, (dev, d)) in c.deliveries().enumerate() {
+                let mut v = delivered_json(n, d);
+                v["event"] = json!("tunnel");
+                v["dev"] = json!(dev.describe());
+                sinks.json.line(&v)?;
+            }
+        }
     }
     if sinks.json.on() {
         sinks.json.line(&json!({
@@ -132,6 +174,15 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
     sinks.capture.begin(&[STACK])?;
     for (d, ts) in real.observed.deliveries.iter().zip(&real.delivered_ts) {
         sinks.capture.frame(0, *ts, &d.bytes, d.bytes.len(), None)?;
+    }
+    if !gro_cells::tap_observed(&scenario.gro) {
+        // No tap capture: the output pcap holds what the tunnel devices received.
+        let ts = real.delivered_ts.last().copied().unwrap_or(0);
+        // As many as the model lists (sim::gro::cells::TUNNEL_LISTED_MAX).
+        let listed = sim::gro::cells::TUNNEL_LISTED_MAX;
+        for (_, d) in real.observed.tunnel.iter().take(listed) {
+            sinks.capture.frame(0, ts, &d.bytes, d.bytes.len(), None)?;
+        }
     }
     Ok(RunSummary {
         frames: real.frames,

@@ -64,6 +64,12 @@
 //! For a GSO skb of a VXLAN (GRE-TEB) flow: the length of the matching (byte-identical)
 //! inner frame on a vxlan (gretap) device. Totals: the tap's rx_packets/rx_bytes (netlink). Outgoing frames
 //! (`PACKET_OUTGOING`) are not deliveries and are skipped.
+//!
+//! With `[gro] tap_observer = "none"` no socket is bound to the tap: a packet socket
+//! clones every skb it sees (net/packet/af_packet.c: packet_rcv), and gro_cells_receive
+//! passes a cloned skb to netif_rx without GRO, so observing the tap would change what
+//! the tunnel devices merge. Then only the tunnel devices' sockets report (they see the
+//! skbs after gro_cells), plus the tap's counters ([`tunnel_obs`]; docs/gro.md#gro-cells).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -94,6 +100,7 @@ mod capture;
 mod expressible;
 mod gretap;
 mod sched;
+mod tunnel_obs;
 mod vxlan;
 
 pub use bench::*;
@@ -104,6 +111,7 @@ use expressible::{expressible_with, load_frames};
 use gretap::*;
 use sched::*;
 pub use sched::{jiffy_now, NapiThread, RealtimeWriter};
+use tunnel_obs::*;
 use vxlan::*;
 
 use crate::packet::SOL_PACKET;
@@ -235,25 +243,16 @@ fn unique_tap_name() -> String {
 
 /// Take what `cap` has queued now; each new capture gets the input time `last`.
 fn collect(
-    cap: &mut VnetCapture,
+    cap: &mut Option<VnetCapture>,
     captured: &mut Vec<Captured>,
     ts: &mut Vec<u64>,
     last: u64,
 ) -> Result<(), KernelError> {
-    cap.drain_now(captured)?;
+    if let Some(cap) = cap {
+        cap.drain_now(captured)?;
+    }
     ts.resize(captured.len(), last);
     Ok(())
-}
-
-/// Every frame the tunnel devices' sockets hold (the device's position first), until quiet.
-fn drain_all(caps: &mut [VnetCapture]) -> Result<Vec<(usize, Vec<u8>)>, KernelError> {
-    let mut frames = Vec::new();
-    for (k, c) in caps.iter_mut().enumerate() {
-        let mut got = Vec::new();
-        c.drain_quiet(Duration::from_millis(5), &mut got)?;
-        frames.extend(got.into_iter().map(|(_, b)| (k, b)));
-    }
-    Ok(frames)
 }
 
 /// The length of the first frame of `pool` not yet `used` that is byte-identical to
@@ -325,7 +324,14 @@ fn replay(
     set_gro_flush_timeout(&name, plan.flush_timeout_ns)?;
     let timeout = gro_flush_timeout(&name)?;
     let hz = host_hz()?;
-    let mut cap = VnetCapture::bind(tap.ifindex())?;
+    // `[gro] tap_observer = "none"`: no packet socket on the tap, so gro_cells sees its
+    // skbs uncloned (docs/gro.md#gro-cells).
+    let tap_observed = plan.tap_observer == sim::gro::cells::TapObserver::AfPacket;
+    let mut cap = if tap_observed {
+        Some(VnetCapture::bind(tap.ifindex())?)
+    } else {
+        None
+    };
     let mut vcaps = vx_devs
         .iter()
         .map(|(_, idx, _, _)| VnetCapture::bind(*idx))
@@ -485,10 +491,21 @@ fn replay(
     // The gro_flush_timeout hrtimer, then whatever is still in flight.
     std::thread::sleep(Duration::from_nanos(timeout) + Duration::from_millis(2));
     let quiet = QUIET + Duration::from_nanos(timeout.saturating_mul(2));
-    cap.drain_quiet(quiet, &mut captured)?;
+    if let Some(cap) = cap.as_mut() {
+        cap.drain_quiet(quiet, &mut captured)?;
+    }
     captured_ts.resize(captured.len(), last_ts);
-    let vx_frames = drain_all(&mut vcaps)?;
-    let gt_frames = drain_all(&mut gcaps)?;
+    let vx_captured = drain_tunnels(&mut vcaps)?;
+    let gt_captured = drain_tunnels(&mut gcaps)?;
+    let untag = |v: &[(usize, Captured)]| -> Vec<(usize, Vec<u8>)> {
+        v.iter().map(|(k, (_, b))| (*k, b.clone())).collect()
+    };
+    let (vx_frames, gt_frames) = (untag(&vx_captured), untag(&gt_captured));
+    let tunnel = if plan.cells() {
+        tunnel_deliveries(&vx_devs, &vx_captured, &gt, &gt_captured, &mut notes)
+    } else {
+        Vec::new()
+    };
     if let Some(t) = &napi {
         notes.push(format!(
             "bursts: threaded NAPI, {}; {} polls waited for",
@@ -545,7 +562,7 @@ fn replay(
             _ => 1,
         })
         .sum();
-    if segs_seen as u64 != written {
+    if tap_observed && segs_seen as u64 != written {
         notes.push(format!(
             "{written} frames written, {segs_seen} segments delivered on {name}"
         ));
@@ -592,6 +609,7 @@ fn replay(
             written,
             rx_packets: stats.rx_packets,
             rx_bytes: stats.rx_bytes,
+            tunnel,
         },
         delivered_ts: captured_ts,
         frames: frames.len() as u64,

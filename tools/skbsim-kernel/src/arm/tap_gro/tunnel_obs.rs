@@ -1,0 +1,72 @@
+//! What the tunnel devices' own packet sockets read, for the gro_cells part of the trace
+//! (`sim::trace::gro_cells`; docs/gro.md#gro-cells).
+//!
+//! A packet socket on a vxlan or gretap device sees each skb after the device's
+//! gro_cells GRO (net/core/dev.c: __netif_receive_skb_core delivers to ptype_all when the
+//! cell's NAPI passes the skb up), so it does not change what gro_cells merges; a packet
+//! socket on the tap does (net/packet/af_packet.c: packet_rcv clones every skb, and
+//! net/core/gro_cells.c: gro_cells_receive hands a cloned skb to netif_rx), which is why
+//! `[gro] tap_observer = "none"` leaves the tap without one.
+
+#[allow(unused_imports)]
+use super::*;
+
+use sim::gro::cells::TunnelDev;
+
+/// Every frame the tunnel devices' sockets hold (the device's position first, with its
+/// virtio-net header), until quiet.
+pub(super) fn drain_tunnels(
+    caps: &mut [VnetCapture],
+) -> Result<Vec<(usize, Captured)>, KernelError> {
+    let mut frames = Vec::new();
+    for (k, c) in caps.iter_mut().enumerate() {
+        let mut got = Vec::new();
+        c.drain_quiet(Duration::from_millis(5), &mut got)?;
+        frames.extend(got.into_iter().map(|c| (k, c)));
+    }
+    Ok(frames)
+}
+
+/// The tunnel deliveries as the trace lists them: vxlan devices, then gretap devices,
+/// each described as the model describes its [`TunnelDev`].
+pub(super) fn tunnel_deliveries(
+    vx_devs: &[(String, u32, u16, u32)],
+    vx: &[(usize, Captured)],
+    gt: &GretapSetup,
+    gts: &[(usize, Captured)],
+    notes: &mut Vec<String>,
+) -> Vec<(String, ObservedSkb)> {
+    let mut out = Vec::new();
+    let vx_name = |k: usize| {
+        let (_, _, port, vni) = vx_devs[k];
+        TunnelDev::Vxlan { port, vni }.describe()
+    };
+    let gt_name = |k: usize| {
+        let t = gt.tunnels[k];
+        TunnelDev::Gretap {
+            remote: t.remote,
+            local: t.local,
+            key: t.key,
+        }
+        .describe()
+    };
+    let all = vx
+        .iter()
+        .map(|(k, c)| (vx_name(*k), c))
+        .chain(gts.iter().map(|(k, c)| (gt_name(*k), c)));
+    for (n, (dev, (vnet, bytes))) in all.enumerate() {
+        let mut skb = ObservedSkb {
+            bytes: bytes.clone(),
+            ..ObservedSkb::default()
+        };
+        match vnet {
+            Ok(v) => skb.vnet = Some(*v),
+            Err(e) => {
+                notes.push(format!("tunnel delivery {n}: {e}"));
+                skb.error = Some(e.clone());
+            }
+        }
+        out.push((dev, skb));
+    }
+    out
+}
