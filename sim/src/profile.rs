@@ -108,6 +108,13 @@ pub struct TunWriteRules {
     /// virtio_net_hdr_to_skb()" (v6.12). The lab's Debian 6.1 accepts csum_start 10
     /// (tap-write/vnet-gso-threshold, write 6).
     pub vnet_csum_start_min: bool,
+    /// The payload offset of a vnet GSO header counts the smallest network header
+    /// (`nh_min_len`: 20, 40 for TCPV6): with NEEDS_CSUM max(nh_min_len, csum_start) +
+    /// thlen, without it nh_min_len + thlen. 9181d6f8a2bb "net: more strict
+    /// VIRTIO_NET_HDR_GSO_UDP_L4 validation"; before (the lab's Debian 6.1, seen in its
+    /// include/linux/virtio_net.h and in tap-write/vnet-gso-threshold-tcp6, write 4),
+    /// csum_start + thlen and thlen alone.
+    pub vnet_nh_min_len: bool,
     /// tun_xdp_one queues the skb for the tfile's NAPI (IFF_NAPI) and tun_sendmsg
     /// schedules NAPI once per TUN_MSG_PTR batch, so a vhost batch meets GRO:
     /// fb3f903769e8 "tun: support NAPI for packets received from batched XDP buffs"
@@ -170,6 +177,7 @@ pub const LINUX_6_18: KernelProfile = KernelProfile {
         xdp_meta: true,
         vnet_to_skb: VnetToSkbRule::TransportHeader,
         vnet_csum_start_min: true,
+        vnet_nh_min_len: true,
         xdp_one_napi: true,
     },
     gro: crate::gro::rules::GRO_LINUX_6_18,
@@ -195,6 +203,7 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
         xdp_meta: false,
         vnet_to_skb: VnetToSkbRule::PartialCsumOnly,
         vnet_csum_start_min: false,
+        vnet_nh_min_len: false,
         xdp_one_napi: false,
     },
     gro: crate::gro::rules::GRO_LINUX_4_19,
@@ -216,6 +225,7 @@ pub const LINUX_6_1: KernelProfile = KernelProfile {
     tun_write: TunWriteRules {
         xdp_meta: false,
         vnet_csum_start_min: false,
+        vnet_nh_min_len: false,
         ..LINUX_6_18.tun_write
     },
     gro: crate::gro::rules::GRO_LINUX_6_1,
@@ -299,6 +309,7 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
         xdp_meta: false,
         vnet_to_skb: VnetToSkbRule::PartialCsumOnly,
         vnet_csum_start_min: false,
+        vnet_nh_min_len: false,
         xdp_one_napi: false,
     },
     gro: crate::gro::rules::GRO_LINUX_3_12,

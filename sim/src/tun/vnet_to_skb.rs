@@ -80,7 +80,8 @@ pub(crate) fn vnet_hdr_to_skb(
                     return Err("vnet csum_start before the end of an IP header");
                 }
                 skb.partial_csum_set(start, h.csum_offset);
-                nh_min_len = if rules.vnet_csum_start_min {
+                nh_min_len = if rules.vnet_csum_start_min || !rules.vnet_nh_min_len {
+                    // Before 9181d6f8a2bb: skb_transport_offset(skb) + thlen.
                     start
                 } else {
                     nh_min_len.max(start)
@@ -89,8 +90,13 @@ pub(crate) fn vnet_hdr_to_skb(
             } else if gso_bits != 0 {
                 // A GSO header without NEEDS_CSUM: tun's skb has no network header yet,
                 // so the flow dissector is not asked; the payload is assumed to start
-                // after the smallest IP and L4 headers (pskb_may_pull(p_off)).
-                let p = nh_min_len + thlen;
+                // after the smallest IP and L4 headers (pskb_may_pull(p_off)), or before
+                // 9181d6f8a2bb after thlen bytes (`TunWriteRules::vnet_nh_min_len`).
+                let p = if rules.vnet_nh_min_len {
+                    nh_min_len + thlen
+                } else {
+                    thlen
+                };
                 if p > len {
                     return Err("vnet GSO packet shorter than its headers");
                 }
