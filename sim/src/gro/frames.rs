@@ -123,6 +123,43 @@ impl Tcp4 {
         f
     }
 
+    /// The same TCP segment behind an IPv6 header instead (fd00::1 -> fd00::2, the TTL
+    /// as hop limit, the TOS as Traffic Class, flow label 0): the IPv6 twin.
+    pub fn build_v6(&self) -> Vec<u8> {
+        let v4 = self.build();
+        let tcp = &v4[14 + 20..];
+        let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
+        src[..2].copy_from_slice(&[0xfd, 0]);
+        dst[..2].copy_from_slice(&[0xfd, 0]);
+        src[15] = 1;
+        dst[15] = 2;
+        let mut t = tcp.to_vec();
+        t[16..18].copy_from_slice(&[0, 0]);
+        let mut pseudo = Vec::with_capacity(40);
+        pseudo.extend_from_slice(&src);
+        pseudo.extend_from_slice(&dst);
+        pseudo.extend_from_slice(&(t.len() as u32).to_be_bytes());
+        pseudo.extend_from_slice(&[0, 0, 0, 6]);
+        let mut c =
+            !crate::wire::checksum::fold(ones_complement_sum(&t, ones_complement_sum(&pseudo, 0)));
+        if self.bad_tcp_csum {
+            c ^= 0x0100;
+        }
+        t[16..18].copy_from_slice(&c.to_be_bytes());
+        let mut f = Vec::with_capacity(14 + 40 + t.len());
+        f.extend_from_slice(&self.dst_mac);
+        f.extend_from_slice(&self.src_mac);
+        f.extend_from_slice(&[0x86, 0xdd]);
+        let word = (6u32 << 28) | (u32::from(self.tos) << 20);
+        f.extend_from_slice(&word.to_be_bytes());
+        f.extend_from_slice(&(t.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[6, self.ttl]);
+        f.extend_from_slice(&src);
+        f.extend_from_slice(&dst);
+        f.extend_from_slice(&t);
+        f
+    }
+
     /// `n` consecutive segments: seq advances by the payload, the IP ID by one.
     pub fn stream(&self, n: usize) -> Vec<Vec<u8>> {
         (0..n)

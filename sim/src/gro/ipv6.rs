@@ -423,4 +423,21 @@ mod tests {
             "routing header cut short"
         );
     }
+
+    #[test]
+    fn the_bench_ipv6_twin_is_valid_tcp_and_merges() {
+        use crate::gro::frames::Tcp4;
+        let frames: Vec<Vec<u8>> = (0..3u32)
+            .map(|k| {
+                Tcp4 {
+                    seq: 1000 + k * 1400,
+                    ..Tcp4::default()
+                }
+                .build_v6()
+            })
+            .collect();
+        assert_eq!(frames[0].len(), 14 + 40 + 20 + 1400);
+        let d = run(&LINUX_6_18, frames);
+        assert_eq!(lens(&d), vec![74 + 3 * 1400]);
+    }
 }

@@ -350,6 +350,8 @@ pub enum BenchStream {
     Tcp,
     /// The same flow inside GRE-TEB with a key (1492-byte frames).
     GreTeb,
+    /// The same flow over IPv6 (1474-byte frames).
+    Tcp6,
 }
 
 /// `n` frames of a bench stream (deterministic).
@@ -364,6 +366,7 @@ pub fn bench_frames(kind: BenchStream, n: usize) -> Vec<Vec<u8>> {
             let f = s.build();
             match kind {
                 BenchStream::Tcp => f,
+                BenchStream::Tcp6 => s.build_v6(),
                 BenchStream::GreTeb => {
                     let o = Outer {
                         id: 100u16.wrapping_add(k as u16),

@@ -92,9 +92,10 @@ pub fn vhost_drop(
     Ok((median(rates), ops))
 }
 
-/// GRO frames/s for a plain TCP and a GRE-TEB stream (32 writes per NAPI poll), and the
-/// skbs the stack sees per MB of a GRE-TEB stream with and without the ETH_P_TEB offload.
-pub fn gro(frames: u64, runs: usize) -> (f64, f64, f64, f64) {
+/// GRO frames/s for a plain TCP, a GRE-TEB and an IPv6 TCP stream (32 writes per NAPI
+/// poll), and the skbs the stack sees per MB of a GRE-TEB stream with and without the
+/// ETH_P_TEB offload.
+pub fn gro(frames: u64, runs: usize) -> (f64, f64, f64, f64, f64) {
     use sim::pipeline::tap_gro::{
         bench_frames, bench_plan, bench_run, bench_teb_skbs_per_mb, BenchStream,
     };
@@ -114,6 +115,7 @@ pub fn gro(frames: u64, runs: usize) -> (f64, f64, f64, f64) {
     (
         rate(BenchStream::Tcp),
         rate(BenchStream::GreTeb),
+        rate(BenchStream::Tcp6),
         bench_teb_skbs_per_mb(&p, false, 10_000),
         bench_teb_skbs_per_mb(&p, true, 10_000),
     )
@@ -137,9 +139,10 @@ pub fn run(repo: &Path, frames: u64, runs: usize) -> Result<(Value, String), Cli
     let drop = xdp_write_fps(repo, "xdp_drop", frames, runs)?;
     let (on, on_ops) = vhost_drop(repo, "linux-6.18", frames, runs)?;
     let (off, off_ops) = vhost_drop(repo, "linux-4.19", frames, runs)?;
-    let (gro_tcp, gro_teb, teb_off, teb_on) = gro(frames, runs);
+    let (gro_tcp, gro_teb, gro_tcp6, teb_off, teb_on) = gro(frames, runs);
     let js = json!({
-        "gro_tcp_fps": gro_tcp, "gro_gre_teb_fps": gro_teb,
+        "gro_tcp_fps": gro_tcp, "gro_gre_teb_fps": gro_teb, "gro_tcp6_fps": gro_tcp6,
+        "gro_tcp6_over_tcp": gro_tcp6 / gro_tcp,
         "gre_teb_skbs_per_mb": {"teb_gro_off": teb_off, "teb_gro_on": teb_on},
         "frames": frames, "runs": runs,
         "xdp_tx_native_write_fps": tx, "xdp_drop_native_write_fps": drop,
@@ -158,9 +161,11 @@ pub fn run(repo: &Path, frames: u64, runs: usize) -> Result<(Value, String), Cli
         )
     };
     let text = format!(
-        "GRO (simulated, 32 writes per NAPI poll)\n  plain TCP {:>8.2} M frames/s\n  GRE-TEB   {:>8.2} M frames/s\n  GRE-TEB skbs up the stack per MB: {:.1} with teb_gro off, {:.1} on ({:.1}x fewer)\nxdp write path (simulated, 64 B frames, native, eBPF interpreter)\n  XDP_TX   {:>8.2} M frames/s (write + read back)\n  XDP_DROP {:>8.2} M frames/s\nvhost_net -> tap, XDP_DROP (simulated, bursts of 256; the rates are the simulator's speed,\nthe per-packet counts are the modelled kernel work)\n  batched (6.18)      {:>8.2} M packets/s  per packet: {}\n  per packet (4.19)   {:>8.2} M packets/s  per packet: {}\n  sendmsg calls per packet: {:.0}x fewer with batching\n",
+        "GRO (simulated, 32 writes per NAPI poll)\n  plain TCP {:>8.2} M frames/s\n  GRE-TEB   {:>8.2} M frames/s\n  TCP/IPv6  {:>8.2} M frames/s ({:.0}% of IPv4)\n  GRE-TEB skbs up the stack per MB: {:.1} with teb_gro off, {:.1} on ({:.1}x fewer)\nxdp write path (simulated, 64 B frames, native, eBPF interpreter)\n  XDP_TX   {:>8.2} M frames/s (write + read back)\n  XDP_DROP {:>8.2} M frames/s\nvhost_net -> tap, XDP_DROP (simulated, bursts of 256; the rates are the simulator's speed,\nthe per-packet counts are the modelled kernel work)\n  batched (6.18)      {:>8.2} M packets/s  per packet: {}\n  per packet (4.19)   {:>8.2} M packets/s  per packet: {}\n  sendmsg calls per packet: {:.0}x fewer with batching\n",
         gro_tcp / 1e6,
         gro_teb / 1e6,
+        gro_tcp6 / 1e6,
+        100.0 * gro_tcp6 / gro_tcp,
         teb_off,
         teb_on,
         teb_off / teb_on,
