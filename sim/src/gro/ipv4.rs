@@ -139,9 +139,9 @@ pub fn inet_gro_receive(
                     p.cb.flush_id |= flush_id;
                 }
             }
-            IpIdRule::PerLevel618 => {}
+            IpIdRule::PerLevel618 | IpIdRule::PerLevel610 => {}
         }
-        if rule != IpIdRule::PerLevel618 {
+        if !rule.at_transport() {
             if let Some(r) = soft {
                 pflush(p, r);
             }
@@ -221,6 +221,32 @@ pub fn network_flush(
             }
             let fixed = p.cb.ip_fixedid & bit != 0;
             let want = if fixed { 0 } else { count };
+            (ipid_offset != want).then_some(reason::IPV4_ID)
+        }
+        IpIdRule::PerLevel610 => {
+            // 6.10's inet_gro_flush(iph = new, iph2 = held, p, outer).
+            if a[8] != b[8] {
+                return Some(reason::IPV4_TTL);
+            }
+            if a[1] != b[1] {
+                return Some(reason::IPV4_TOS);
+            }
+            if (a[6] ^ b[6]) & 0x40 != 0 {
+                return Some(reason::IPV4_DF);
+            }
+            let df = a[6] & 0x40 != 0;
+            // `outer` is the first level of an encapsulated flow.
+            if !inner && p.cb.encap_mark && df {
+                return None;
+            }
+            let id = u16::from_be_bytes([a[4], a[5]]);
+            let id2 = u16::from_be_bytes([b[4], b[5]]);
+            let ipid_offset = id.wrapping_sub(id2);
+            let count = p.cb.count;
+            if count == 1 && df && ipid_offset == 0 {
+                p.cb.ip_fixedid = 1;
+            }
+            let want = if p.cb.ip_fixedid != 0 { 0 } else { count };
             (ipid_offset != want).then_some(reason::IPV4_ID)
         }
         // 4.19 and 3.12 did these checks in inet_gro_receive (p->flush, flush_id).

@@ -7,7 +7,6 @@
 //! skbs must carry the same bytes there (the memcmp after the address checks). A fragment
 //! header, ICMPv6, UDP and every other next header end GRO for the frame.
 
-use super::rules::IpIdRule;
 use super::{reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
 
 /// NEXTHDR_TCP.
@@ -83,7 +82,7 @@ pub fn ipv6_gro_receive(
     let ext = skb.linear()[off + IPV6_HLEN..off + nlen].to_vec();
     let payload_len = usize::from(u16::from_be_bytes([iph[4], iph[5]]));
     let soft = (payload_len + IPV6_HLEN != skb.gro_len()).then_some(reason::IPV6_LEN);
-    let old_rules = cfg.rules.ip_id != IpIdRule::PerLevel618;
+    let old_rules = !cfg.rules.ip_id.at_transport();
     let skb_atomic = skb.cb.is_atomic;
     let fw = first_word(&iph);
     for p in head.iter_mut().rev() {
@@ -161,7 +160,7 @@ pub fn gro_compute_pseudo(skb: &SkBuff, proto: u8) -> u32 {
 /// The IPv6 check of gro_receive_network_flush (include/net/gro.h: ipv6_gro_flush, 6.10
 /// on): a different Traffic Class or hop limit flushes.
 pub fn network_flush(cfg: &GroConfig, skb: &SkBuff, p: &SkBuff, nh: usize) -> Option<Reason> {
-    if cfg.rules.ip_id != IpIdRule::PerLevel618 {
+    if !cfg.rules.ip_id.at_transport() {
         // Done in ipv6_gro_receive before 6.10.
         return None;
     }

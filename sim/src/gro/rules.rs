@@ -19,6 +19,22 @@ pub enum IpIdRule {
     /// on the second frame an unchanged ID makes that level fixed-ID (outer and inner
     /// have separate bits, DF no longer needed); otherwise ID = held id + count.
     PerLevel618,
+    /// 6.10 to 6.17 (4b0ebbca3e16 "net: gro: move L3 flush checks to tcp_gro_receive and
+    /// udp_gro_receive_segment", Richard Gobert, v6.10) include/net/gro.h:
+    /// inet_gro_flush(iph, iph2, p, outer): checked from tcp_gro_receive for every IP
+    /// level; TTL/TOS/DF mismatch flushes; the outer header of an encapsulated flow with
+    /// DF set is not ID-checked at all; on the second frame an unchanged ID with DF makes
+    /// the flow fixed-ID (one bit for all levels); otherwise ID = held id + count. 6.18's
+    /// [`IpIdRule::PerLevel618`] dropped the DF conditions (21f7484220ac, f095a358faf2).
+    PerLevel610,
+}
+
+impl IpIdRule {
+    /// The checks live in tcp_gro_receive (gro_receive_network_flush), not in
+    /// inet_gro_receive / ipv6_gro_receive: 6.10 on.
+    pub fn at_transport(self) -> bool {
+        matches!(self, IpIdRule::PerLevel610 | IpIdRule::PerLevel618)
+    }
 }
 
 /// What tcp_gro_complete adds to gso_type when the head segment has CWR.
@@ -143,14 +159,15 @@ pub const GRO_LINUX_6_1: GroRules = GroRules {
 /// rules from before two 6.18 changes:
 /// - 21f7484220ac "net: gro: only merge packets with incrementing or fixed outer ids" and
 ///   f095a358faf2 "net: gro: remove unnecessary df checks": before them a fixed ID needs DF
-///   (tap-gro `ip-id-fixed-nodf-6.18` is not merged in the guest); `Atomic419` is the
-///   modelled rule that gives that answer.
+///   (tap-gro `ip-id-fixed-nodf-6.18` is not merged in the guest): 6.10's
+///   `PerLevel610` (the outer header of an encapsulated flow with DF is not ID-checked,
+///   which gro_cells' re-merge of two tap-merged pairs with inner DF shows in the guest).
 /// - ab4c8b6f7fcb "gro: flushing when CWR is set negatively affects AccECN": before it CWR
 ///   is masked out of the flag XOR and a CWR segment flushes the held one after merging
 ///   (`tcp-flags-cwr`: the guest delivers 2854 + 4254 with TCPV4|TCP_ECN), and the AccECN
 ///   series' SKB_GSO_TCP_ACCECN does not exist yet.
 pub const GRO_LINUX_6_12: GroRules = GroRules {
-    ip_id: IpIdRule::Atomic419,
+    ip_id: IpIdRule::PerLevel610,
     cwr_in_flag_xor: false,
     cwr_gso: CwrGso::TcpEcn,
     ..GRO_LINUX_6_18

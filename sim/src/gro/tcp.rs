@@ -158,7 +158,7 @@ pub fn tcp_gro_receive(
             .any(|o| skb.be32(th + o) != p.be32(th2 + o));
         add(opts_differ, reason::TCP_OPTIONS);
         match cfg.rules.ip_id {
-            IpIdRule::PerLevel618 => {
+            IpIdRule::PerLevel618 | IpIdRule::PerLevel610 => {
                 // gro_receive_network_flush: the outer (or only) level, then the inner.
                 let outer = network_flush(cfg, skb, p, p.cb.network_offsets[0], false);
                 let inner = if p.cb.encap_mark {
