@@ -48,9 +48,9 @@ timed skbsim lab diff --kernel 6.1 --patch scenarios/kernel-patches/tun-xdp-tx-g
 timed skbsim lab conform --kernel 6.1 --patch scenarios/kernel-patches/tun-xdp-tx-4.16-6.1.patch \
   --old-profiles scenarios/tap-write/xdp-tx-linux-4.16.toml
 timed skbsim lab conform --kernel 6.1 --patch scenarios/kernel-patches/vhost-net-4.19-6.1.patch \
-  --old-profiles scenarios/vhost-tx/*-linux-4.19.toml
+  --old-profiles scenarios/vhost-tx/xdp-*-linux-4.19.toml
 timed skbsim lab conform --kernel 6.1 --patch scenarios/kernel-patches/tun-xdp-act-no-rx-stats-6.1.patch \
-  --old-profiles scenarios/vhost-tx/*-linux-4.20.toml
+  --old-profiles scenarios/vhost-tx/xdp-*-linux-4.20.toml
 echo "== lab: 802.1Q device over a tap"
 skbsim lab vlan
 echo "== lab: gretap between two namespaces"
