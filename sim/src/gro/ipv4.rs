@@ -187,6 +187,20 @@ pub fn needs_validation(skb: &SkBuff) -> bool {
     checksum_validate_needed(skb, false, 0)
 }
 
+/// inet_gro_flush's first test: all fields must match except length, ID and checksum
+/// (TTL, TOS, DF), new header `a` against held `b`.
+fn ttl_tos_df(a: &[u8], b: &[u8]) -> Option<Reason> {
+    if a[8] != b[8] {
+        Some(reason::IPV4_TTL)
+    } else if a[1] != b[1] {
+        Some(reason::IPV4_TOS)
+    } else if (a[6] ^ b[6]) & 0x40 != 0 {
+        Some(reason::IPV4_DF)
+    } else {
+        None
+    }
+}
+
 /// The IP-level check of tcp_gro_receive (gro_receive_network_flush) for one IP header
 /// at `nh` in both the new skb and the held p: the first reason to flush, if any.
 pub fn network_flush(
@@ -202,14 +216,8 @@ pub fn network_flush(
     match cfg.rules.ip_id {
         IpIdRule::PerLevel618 => {
             // include/net/gro.h: inet_gro_flush(iph = new, iph2 = held, p, inner).
-            if a[8] != b[8] {
-                return Some(reason::IPV4_TTL);
-            }
-            if a[1] != b[1] {
-                return Some(reason::IPV4_TOS);
-            }
-            if (a[6] ^ b[6]) & 0x40 != 0 {
-                return Some(reason::IPV4_DF);
+            if let Some(r) = ttl_tos_df(a, b) {
+                return Some(r);
             }
             let id = u16::from_be_bytes([a[4], a[5]]);
             let id2 = u16::from_be_bytes([b[4], b[5]]);
@@ -225,14 +233,8 @@ pub fn network_flush(
         }
         IpIdRule::PerLevel610 => {
             // 6.10's inet_gro_flush(iph = new, iph2 = held, p, outer).
-            if a[8] != b[8] {
-                return Some(reason::IPV4_TTL);
-            }
-            if a[1] != b[1] {
-                return Some(reason::IPV4_TOS);
-            }
-            if (a[6] ^ b[6]) & 0x40 != 0 {
-                return Some(reason::IPV4_DF);
+            if let Some(r) = ttl_tos_df(a, b) {
+                return Some(r);
             }
             let df = a[6] & 0x40 != 0;
             // `outer` is the first level of an encapsulated flow.
@@ -361,5 +363,35 @@ mod tests {
         // 54 + 7000 - 14 = 7040 = 0x1b80; the header still verifies.
         assert_eq!(u16::from_be_bytes([b[16], b[17]]), 7040);
         assert!(super::csum::ipv4_header_ok(&b[14..34]));
+    }
+
+    /// Four VXLAN frames of one inner flow whose outer IDs jump (100, 200, ...), the
+    /// outer header with DF as given.
+    fn outer_id_jumps(df: bool) -> Vec<Vec<u8>> {
+        use crate::gro::frames::{Outer, Tcp4};
+        Tcp4::default()
+            .stream(4)
+            .iter()
+            .enumerate()
+            .map(|(k, f)| {
+                let o = Outer {
+                    id: 100 * (k as u16 + 1),
+                    df,
+                    ..Outer::default()
+                };
+                o.vxlan(50000, 42, false, f)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn six_ten_does_not_check_the_id_of_an_outer_header_with_df() {
+        use crate::profile::LINUX_6_12;
+        // 6.10-6.17 inet_gro_flush: `if (flush | (outer && df)) return flush;`.
+        assert_eq!(lens(&run(&LINUX_6_12, outer_id_jumps(true))).len(), 1);
+        // Without DF the outer ID must still be held id + count.
+        assert_eq!(lens(&run(&LINUX_6_12, outer_id_jumps(false))).len(), 4);
+        // 6.18 checks every level's ID: four skbs either way.
+        assert_eq!(lens(&run(&LINUX_6_18, outer_id_jumps(true))).len(), 4);
     }
 }

@@ -220,11 +220,7 @@ impl Net {
         skb: &mut SkBuff,
         rules: &TunWriteRules,
     ) -> Result<RxOutcome, ModelError> {
-        let core_generic = rules.xdp
-            && self
-                .dev(ifindex)
-                .and_then(|d| d.xdp.as_ref())
-                .is_some_and(|a| a.mode == XdpMode::Generic);
+        let core_generic = self.core_generic_xdp(ifindex, rules);
         let mut out = RxOutcome::default();
         if core_generic {
             let (report, fate) = self.generic_xdp(ifindex, skb, XdpWhere::CoreGeneric)?;
@@ -260,14 +256,20 @@ impl Net {
         self.gro_to_stack(ifindex, rules)
     }
 
-    /// The GRO configuration for a poll: the device's xdpgeneric program elides GRO
-    /// (include/linux/netdevice.h: netif_elide_gro).
-    fn gro_config(&self, ifindex: u32, mut cfg: GroConfig, rules: &TunWriteRules) -> GroConfig {
-        cfg.xdp_generic = rules.xdp
+    /// The device has an xdpgeneric program the core runs (do_xdp_generic in
+    /// netif_receive_skb), and the profile has XDP at all.
+    fn core_generic_xdp(&self, ifindex: u32, rules: &TunWriteRules) -> bool {
+        rules.xdp
             && self
                 .dev(ifindex)
                 .and_then(|d| d.xdp.as_ref())
-                .is_some_and(|a| a.mode == XdpMode::Generic);
+                .is_some_and(|a| a.mode == XdpMode::Generic)
+    }
+
+    /// The GRO configuration for a poll: the device's xdpgeneric program elides GRO
+    /// (include/linux/netdevice.h: netif_elide_gro).
+    fn gro_config(&self, ifindex: u32, mut cfg: GroConfig, rules: &TunWriteRules) -> GroConfig {
+        cfg.xdp_generic = self.core_generic_xdp(ifindex, rules);
         cfg
     }
 
@@ -300,11 +302,7 @@ impl Net {
         };
         let done: Vec<Delivered> = n.napi.rx.drain(..).collect();
         let stack_copies = n.stack_copies;
-        let core_generic = rules.xdp
-            && self
-                .dev(ifindex)
-                .and_then(|d| d.xdp.as_ref())
-                .is_some_and(|a| a.mode == XdpMode::Generic);
+        let core_generic = self.core_generic_xdp(ifindex, rules);
         for mut d in done {
             if !core_generic && !stack_copies {
                 if let Some(n) = self.napi.get_mut(&ifindex) {
