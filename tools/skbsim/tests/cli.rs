@@ -195,10 +195,16 @@ fn replay_flag_errors_name_the_flag() {
         &["--checksum", "`foo`", "partial"],
     );
     assert_flag_error(&d, &["--gso", "tcp"], &["--gso-size"]);
+    // tap-gro reads no [reader]; it reads [device] (PI, vnet header) but is always a tap.
     assert_flag_error(
         &d,
-        &["--pipeline", "tap-gro", "--tun", "--buffer", "100"],
-        &["--tun, --buffer: not used by --pipeline tap-gro"],
+        &["--pipeline", "tap-gro", "--buffer", "100"],
+        &["--buffer: not used by --pipeline tap-gro"],
+    );
+    assert_flag_error(
+        &d,
+        &["--pipeline", "tap-gro", "--tun"],
+        &["--tun: tap-gro writes into a tap"],
     );
     assert_flag_error(&d, &["--tun"], &["--inband-vlan"]);
     // clap's own refusal names the flag and lists the choices.
