@@ -21,7 +21,9 @@ fail() {
 # directory that is gone).
 tar --exclude=./target --exclude=./.git -cf - . | tar -C "$tmp" -m -xf -
 cd "$tmp"
-golden=$(find golden -name trace.snap | LC_ALL=C sort | head -n 1)
+# awk reads the whole list: `head -n 1` would exit early and sort would die of SIGPIPE,
+# which pipefail turns into a failed run (exit 141), depending on timing.
+golden=$(find golden -name trace.snap | LC_ALL=C sort | awk 'NR == 1')
 [ -n "$golden" ] || fail "no golden trace under golden/"
 area_name=${golden#golden/}
 scenario=scenarios/${area_name%/trace.snap}.toml

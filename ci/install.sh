@@ -31,7 +31,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 for component in rustfmt clippy; do
-  if ! rustup component list --installed 2>/dev/null | grep -q "^${component}"; then
+  # grep without -q reads all of rustup's output (no SIGPIPE under pipefail).
+  if ! rustup component list --installed 2>/dev/null | grep "^${component}" >/dev/null; then
     rustup component add "$component"
   fi
 done
