@@ -1,12 +1,14 @@
 //! IPv6 GRO: net/ipv6/ip6_offload.c: ipv6_gro_receive / ipv6_gro_complete, and the IPv6
-//! half of gro_receive_network_flush (include/net/gro.h: ipv6_gro_flush). Only TCP is
-//! carried past the IPv6 header (net/ipv6/tcpv6_offload.c). Extension headers with
+//! half of gro_receive_network_flush (include/net/gro.h: ipv6_gro_flush). TCP
+//! (net/ipv6/tcpv6_offload.c) and UDP (net/ipv6/udp_offload.c, `udp6`) are carried past
+//! the IPv6 header. Extension headers with
 //! INET6_PROTO_GSO_EXTHDR (net/ipv6/exthdrs_offload.c: hop-by-hop, routing, destination
 //! options) are walked first (ip6_offload.c: ipv6_gro_pull_exthdrs; ipv6_gso_pull_exthdrs
 //! before 6.x), as many as there are; they become part of the network header, and held
 //! skbs must carry the same bytes there (the memcmp after the address checks). A fragment
-//! header, ICMPv6, UDP and every other next header end GRO for the frame.
+//! header, ICMPv6 and every other next header end GRO for the frame.
 
+use super::udp6::{self, NEXTHDR_UDP};
 use super::{reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
 
 /// NEXTHDR_TCP.
@@ -71,9 +73,12 @@ pub fn ipv6_gro_receive(
     let iph: [u8; IPV6_HLEN] = iph.try_into().unwrap_or([0; IPV6_HLEN]);
     let (proto, ext_len) = match iph[6] {
         NEXTHDR_TCP => (NEXTHDR_TCP, 0),
+        NEXTHDR_UDP => (NEXTHDR_UDP, 0),
         first => walk_exthdrs(skb.linear().get(off + IPV6_HLEN..).unwrap_or(&[]), first),
     };
-    if proto != NEXTHDR_TCP {
+    // inet6_offloads[]: TCP, and UDP where udpv6_offload has a gro_receive.
+    let udp = proto == NEXTHDR_UDP && cfg.rules.udp_tunnel_gro;
+    if proto != NEXTHDR_TCP && !udp {
         skb.flush(reason::IPV6_NO_L4);
         return None;
     }
@@ -143,6 +148,9 @@ pub fn ipv6_gro_receive(
         return None;
     }
     skb.cb.depth += 1;
+    if udp {
+        return udp6::udp6_gro_receive(cfg, head, skb);
+    }
     tcp::tcp6_gro_receive(cfg, head, skb)
 }
 
@@ -188,8 +196,10 @@ pub fn ipv6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     // nhoff += sizeof(*iph) + ipv6_exthdrs_len(iph, &ops).
     let (proto, ext_len) =
         walk_exthdrs(&skb.linear()[nhoff + IPV6_HLEN..], skb.linear()[nhoff + 6]);
-    if proto == NEXTHDR_TCP {
-        tcp::tcp6_gro_complete(cfg, skb, nhoff, nhoff + IPV6_HLEN + ext_len);
+    match proto {
+        NEXTHDR_TCP => tcp::tcp6_gro_complete(cfg, skb, nhoff, nhoff + IPV6_HLEN + ext_len),
+        NEXTHDR_UDP => udp6::udp6_gro_complete(cfg, skb, nhoff + IPV6_HLEN + ext_len),
+        _ => {}
     }
 }
 
