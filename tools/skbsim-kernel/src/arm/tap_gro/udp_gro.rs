@@ -43,10 +43,12 @@ pub(super) fn udp_gro_setup(
     let mut socks = Vec::new();
     for &port in &plan.udp_gro_ports {
         let op = || format!("UDP socket on [::]:{port} with UDP_GRO");
-        let s = UdpSocket::bind(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, port, 0, 0))
-            .map_err(|e| match e.raw_os_error() {
-                Some(n) => KernelError::sys(op(), Errno(n)),
-                None => KernelError::new(op(), Cause::Protocol(e.to_string())),
+        let s =
+            UdpSocket::bind(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, port, 0, 0)).map_err(|e| {
+                match e.raw_os_error() {
+                    Some(n) => KernelError::sys(op(), Errno(n)),
+                    None => KernelError::new(op(), Cause::Protocol(e.to_string())),
+                }
             })?;
         setsockopt_int(s.as_fd(), libc::SOL_UDP, libc::UDP_GRO, 1).op(op)?;
         socks.push(s);
