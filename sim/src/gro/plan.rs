@@ -20,6 +20,9 @@
 //!                            # to netif_rx unmerged) or "none" (docs/gro.md#gro-cells)
 //! tunnel_trace = false       # trace what each vxlan/gretap device's stack receives after
 //!                            # gro_cells (always on with tap_observer = "none")
+//! gro_max_size = 65536       # ip link set TAP gro_max_size N (IFLA_GRO_MAX_SIZE; BIG TCP
+//!                            # past 65536: v5.19; at most GRO_MAX_SIZE = 524280)
+//! gro_ipv4_max_size = 65536  # ip link set TAP gro_ipv4_max_size N (v6.3), the same range
 //! ```
 //!
 //! How each frame is written (PI, vnet header, O_NONBLOCK) and any XDP program are the
@@ -50,6 +53,8 @@ pub struct RawGro {
     pub vxlan_ports: Option<Vec<u16>>,
     pub tap_observer: Option<String>,
     pub tunnel_trace: Option<bool>,
+    pub gro_max_size: Option<u64>,
+    pub gro_ipv4_max_size: Option<u64>,
 }
 
 /// `[gro]` resolved against the profile.
@@ -66,6 +71,9 @@ pub struct GroPlan {
     pub tap_observer: super::cells::TapObserver,
     /// Trace the tunnel devices' deliveries after gro_cells.
     pub tunnel_trace: bool,
+    /// The tap's gro_max_size and gro_ipv4_max_size (docs/gro.md#big-tcp).
+    pub gro_max_size: usize,
+    pub gro_ipv4_max_size: usize,
 }
 
 impl GroPlan {
@@ -81,6 +89,8 @@ impl GroPlan {
             vxlan_ports: vec![4789],
             tap_observer: super::cells::TapObserver::AfPacket,
             tunnel_trace: false,
+            gro_max_size: super::GRO_LEGACY_MAX_SIZE,
+            gro_ipv4_max_size: super::GRO_LEGACY_MAX_SIZE,
         }
     }
 
@@ -98,6 +108,8 @@ impl GroPlan {
             vlan_gro: self.vlan_gro,
             vxlan_ports: self.vxlan_ports.clone(),
             xdp_generic: false,
+            gro_max_size: self.gro_max_size,
+            gro_ipv4_max_size: self.gro_ipv4_max_size,
         }
     }
 }
@@ -157,6 +169,19 @@ pub fn gro_plan(
     }
     if let Some(t) = r.tunnel_trace {
         plan.tunnel_trace = t;
+    }
+    let sizes = [
+        ("gro.gro_max_size", r.gro_max_size, &mut plan.gro_max_size),
+        (
+            "gro.gro_ipv4_max_size",
+            r.gro_ipv4_max_size,
+            &mut plan.gro_ipv4_max_size,
+        ),
+    ];
+    for (key, value, slot) in sizes {
+        if let Some(v) = value {
+            *slot = super::bigtcp::check_max_size(key, v, rules, profile)?;
+        }
     }
     Ok(plan)
 }
