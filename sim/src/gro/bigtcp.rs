@@ -43,6 +43,18 @@ pub fn check_max_size(key: &str, v: u64, rules: &GroRules, profile: &str) -> Res
     Ok(v as usize)
 }
 
+/// The gro_max_size and gro_ipv4_max_size the device reports (RTM_GETLINK) under `rules`
+/// for the planned ones: a kernel without IFLA_GRO_IPV4_MAX_SIZE (before v6.3) ignores it
+/// when set and reports none, which reads as GRO_LEGACY_MAX_SIZE; one without BIG TCP GRO
+/// has neither.
+pub fn device_sizes(rules: &GroRules, v6: usize, v4: usize) -> (usize, usize) {
+    match rules.gro_size {
+        GroSizeRule::Legacy => (GRO_LEGACY_MAX_SIZE, GRO_LEGACY_MAX_SIZE),
+        GroSizeRule::Ipv6Only => (v6, GRO_LEGACY_MAX_SIZE),
+        GroSizeRule::PerFamily => (v6, v4),
+    }
+}
+
 /// netif_get_gro_max_size (or, before v6.3, dev->gro_max_size for every family): the
 /// limit for growing `p`.
 pub fn gro_max_size(cfg: &GroConfig, p: &SkBuff) -> usize {

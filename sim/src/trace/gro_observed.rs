@@ -91,6 +91,9 @@ pub struct ObservedSetup {
     pub flush_timeout_ns: u64,
     pub hz: u32,
     pub weight: usize,
+    /// The tap's gro_max_size and gro_ipv4_max_size (read back by the real arm).
+    pub gro_max_size: usize,
+    pub gro_ipv4_max_size: usize,
 }
 
 /// A whole real run.
@@ -168,6 +171,15 @@ pub(crate) fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup, device_
         "napi: burst {} gro_flush_timeout {} ns HZ {} weight {}",
         o.burst, o.flush_timeout_ns, o.hz, o.weight
     );
+    // Only a setting other than GRO_LEGACY_MAX_SIZE is named (docs/gro.md#big-tcp).
+    let legacy = crate::gro::GRO_LEGACY_MAX_SIZE;
+    if o.gro_max_size != legacy || o.gro_ipv4_max_size != legacy {
+        let _ = writeln!(
+            out,
+            "gro_max_size: {} gro_ipv4_max_size {}",
+            o.gro_max_size, o.gro_ipv4_max_size
+        );
+    }
     let _ = writeln!(
         out,
         "write: {} {}",
@@ -345,6 +357,7 @@ pub fn observed_json(sc: &Scenario, o: &ObservedGro) -> Value {
             "vxlan_ports": p.vxlan_ports, "burst": p.burst,
             "flush_timeout_ns": p.flush_timeout_ns, "hz": p.hz,
             "nonblocking": sc.writer.nonblocking, "vnet_hdr": sc.device.vnet_hdr,
+            "gro_max_size": p.gro_max_size, "gro_ipv4_max_size": p.gro_ipv4_max_size,
         },
         "write_errors": o.write_errors.iter().map(|e| json!({"frame": e.frame, "ts_ns": e.ts_ns, "len": e.len, "errno": e.errno})).collect::<Vec<_>>(),
         "deliveries": deliveries,
