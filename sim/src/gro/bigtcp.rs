@@ -24,23 +24,40 @@ pub const HOP_JUMBO_LEN: usize = 8;
 
 /// Validate `[gro] gro_max_size` / `gro_ipv4_max_size` (`key`) for `profile`.
 pub fn check_max_size(key: &str, v: u64, rules: &GroRules, profile: &str) -> Result<usize, String> {
-    let name = key.trim_start_matches("gro.");
-    match rules.gro_size {
-        GroSizeRule::Legacy => {
-            return Err(format!(
-                "{key}: {profile} has no per-device {name} (skb_gro_receive stops at GRO_MAX_SIZE 65536; BIG TCP GRO is v5.19)"
-            ))
-        }
-        GroSizeRule::Ipv6Only if name == "gro_ipv4_max_size" => {
-            return Err(format!(
-                "{key}: {profile} has no gro_ipv4_max_size (9eefedd58ae1, v6.3)"
-            ))
-        }
-        _ => {}
+    if rules.gro_size == GroSizeRule::Legacy {
+        let name = key.trim_start_matches("gro.");
+        return Err(format!(
+            "{key}: {profile} has no per-device {name} (skb_gro_receive stops at GRO_MAX_SIZE 65536; BIG TCP GRO is v5.19)"
+        ));
     }
     let why = "rtnetlink: do_setlink refuses more than GRO_MAX_SIZE";
     let v = crate::scenario::limits::in_range(key, v, (0, GRO_MAX_SIZE as u64), why)?;
     Ok(v as usize)
+}
+
+/// The device's (gro_max_size, gro_ipv4_max_size) after one RTM_SETLINK with the given
+/// attributes (net/core/rtnetlink.c: do_setlink handles IFLA_GRO_MAX_SIZE first):
+/// netif_set_gro_max_size also lowers gro_ipv4_max_size to a size of at most
+/// GRO_LEGACY_MAX_SIZE (9eefedd58ae1; seen on the 6.18 host: gro_max_size 30000 bounds
+/// IPv4 too), and an explicit IFLA_GRO_IPV4_MAX_SIZE then wins. A kernel before v6.3
+/// has no gro_ipv4_max_size; its rtnetlink ignores the attribute ([`device_sizes`]).
+pub fn setlink_sizes(
+    v6: Option<u64>,
+    v4: Option<u64>,
+    rules: &GroRules,
+    profile: &str,
+) -> Result<(usize, usize), String> {
+    let (mut gro, mut gro_v4) = (GRO_LEGACY_MAX_SIZE, GRO_LEGACY_MAX_SIZE);
+    if let Some(v) = v6 {
+        gro = check_max_size("gro.gro_max_size", v, rules, profile)?;
+        if gro <= GRO_LEGACY_MAX_SIZE {
+            gro_v4 = gro;
+        }
+    }
+    if let Some(v) = v4 {
+        gro_v4 = check_max_size("gro.gro_ipv4_max_size", v, rules, profile)?;
+    }
+    Ok((gro, gro_v4))
 }
 
 /// The gro_max_size and gro_ipv4_max_size the device reports (RTM_GETLINK) under `rules`

@@ -104,17 +104,23 @@ fn settings_are_checked_against_the_profile_and_gro_max_size() {
     assert!(e
         .unwrap_err()
         .starts_with("gro.gro_max_size: 524281 is outside 0..=524280"));
-    let e = check_max_size(
-        "gro.gro_ipv4_max_size",
-        100_000,
-        &GRO_LINUX_6_1,
-        "linux-6.1",
-    );
-    assert!(e.unwrap_err().contains("v6.3"));
     let e = check_max_size("gro.gro_max_size", 65536, &GRO_LINUX_4_19, "linux-4.19");
     assert!(e
         .unwrap_err()
         .contains("linux-4.19 has no per-device gro_max_size"));
+}
+
+#[test]
+fn a_small_gro_max_size_lowers_gro_ipv4_max_size_too() {
+    let r = &GRO_LINUX_6_18;
+    let set = |v6, v4| setlink_sizes(v6, v4, r, "linux-6.18").unwrap();
+    assert_eq!(set(Some(30_000), None), (30_000, 30_000));
+    assert_eq!(set(Some(185_000), None), (185_000, 65536));
+    assert_eq!(set(Some(30_000), Some(100_000)), (30_000, 100_000));
+    assert_eq!(set(None, Some(100_000)), (65536, 100_000));
+    // 6.1 takes the IPv4 attribute and ignores it (no such field before v6.3).
+    let s = setlink_sizes(Some(185_000), Some(100_000), &GRO_LINUX_6_1, "linux-6.1").unwrap();
+    assert_eq!(device_sizes(&GRO_LINUX_6_1, s.0, s.1), (185_000, 65536));
 }
 
 #[test]

@@ -170,19 +170,8 @@ pub fn gro_plan(
     if let Some(t) = r.tunnel_trace {
         plan.tunnel_trace = t;
     }
-    let sizes = [
-        ("gro.gro_max_size", r.gro_max_size, &mut plan.gro_max_size),
-        (
-            "gro.gro_ipv4_max_size",
-            r.gro_ipv4_max_size,
-            &mut plan.gro_ipv4_max_size,
-        ),
-    ];
-    for (key, value, slot) in sizes {
-        if let Some(v) = value {
-            *slot = super::bigtcp::check_max_size(key, v, rules, profile)?;
-        }
-    }
+    (plan.gro_max_size, plan.gro_ipv4_max_size) =
+        super::bigtcp::setlink_sizes(r.gro_max_size, r.gro_ipv4_max_size, rules, profile)?;
     Ok(plan)
 }
 
