@@ -135,8 +135,8 @@ pub struct GroRules {
     /// ipv6_gro_complete turns an skb whose payload exceeds IPV6_MAXPLEN into a
     /// jumbogram with a hop-by-hop header (8 bytes, IPV6_TLV_JUMBO) and payload_len 0:
     /// 81fbc812132c "ipv6/gro: insert temporary HBH/jumbo header" (v5.19), seen on the
-    /// 6.18.44 host. 81be30c1f5f2 "net/ipv6: Drop HBH for BIG TCP on RX side" (after
-    /// 6.18) leaves only payload_len 0; no profile models that kernel yet.
+    /// 6.18.44 host. 81be30c1f5f2 "net/ipv6: Drop HBH for BIG TCP on RX side" (net-next,
+    /// Feb 2026, after 6.19) leaves only payload_len 0; no profile models that kernel yet.
     pub ipv6_jumbo_hbh: bool,
 }
 
