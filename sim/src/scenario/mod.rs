@@ -486,6 +486,15 @@ impl Scenario {
                 "gro.flush_timeout_ns: not modelled for vhost-tx (only tap-gro fires the hrtimer at the end)".to_string(),
             ));
         }
+        let legacy = crate::gro::GRO_LEGACY_MAX_SIZE;
+        if raw.pipeline == Pipeline::VhostTx
+            && (gro.gro_max_size != legacy || gro.gro_ipv4_max_size != legacy)
+        {
+            // Only the tap-gro arm sets the tap's GRO sizes (docs/gro.md#big-tcp).
+            return Err(err(
+                "gro.gro_max_size: tap-gro only (the vhost-tx arm leaves the tap's GRO sizes at 65536)".to_string(),
+            ));
+        }
         Ok(Scenario {
             path: path.to_path_buf(),
             name: format!("{area}/{stem}"),
