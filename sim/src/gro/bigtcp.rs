@@ -156,6 +156,7 @@ pub fn ipv6_set_payload_len(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
             ext.set_next_header(next);
             ext.set_hdr_ext_len(0);
         }
+        // The option itself (type, length, value): no wire view has TLV options.
         hop[2] = IPV6_TLV_JUMBO;
         hop[3] = 4;
         let jumbo = (payload_len + HOP_JUMBO_LEN) as u32;
