@@ -449,6 +449,31 @@ impl SkBuff {
         Ok(&mut self.buf[start..start + n])
     }
 
+    /// Put `bytes` into the linear part at `at` (from data), the bytes from `at` on and
+    /// every header offset at or past it moving with them. The model's form of an
+    /// skb_push plus a memmove of the headers in front of `at` (ipv6_gro_complete's
+    /// jumbo header): the same bytes and offsets from data, without needing headroom.
+    pub fn insert_linear(&mut self, at: usize, bytes: &[u8]) {
+        let pos = (self.data + at).min(self.tail);
+        let n = bytes.len();
+        self.buf.splice(pos..pos, bytes.iter().copied());
+        self.tail += n;
+        let shift = |h: &mut Option<usize>| {
+            if let Some(v) = h.as_mut().filter(|v| **v >= pos) {
+                *v += n;
+            }
+        };
+        shift(&mut self.mac_header);
+        shift(&mut self.network_header);
+        shift(&mut self.transport_header);
+        shift(&mut self.inner_mac_header);
+        shift(&mut self.inner_network_header);
+        shift(&mut self.inner_transport_header);
+        if self.csum_start >= pos && self.ip_summed == IpSummed::Partial {
+            self.csum_start += n;
+        }
+    }
+
     /// skb_put_data: skb_put plus the copy in.
     pub fn put_data(&mut self, bytes: &[u8]) -> Result<(), SkbError> {
         self.put(bytes.len())?.copy_from_slice(bytes);

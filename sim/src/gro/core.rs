@@ -3,7 +3,7 @@
 
 use super::napi::{End, Napi};
 use super::{
-    eth, ipv4, ipv6, reason, GroConfig, Reason, ETH_HLEN, GRO_MAX_SIZE, GRO_RECURSION_LIMIT,
+    bigtcp, eth, ipv4, ipv6, reason, GroConfig, Reason, ETH_HLEN, GRO_RECURSION_LIMIT,
     MAX_GRO_SKBS, MAX_SKB_FRAGS,
 };
 use crate::skb::{gso, IpSummed, SkBuff};
@@ -222,9 +222,8 @@ fn normal(napi: &mut Napi, mut skb: Box<SkBuff>, why: Reason) -> GroResult {
 /// cb and model bookkeeping for the caller; its bytes now belong to `p`.
 pub fn skb_gro_receive(cfg: &GroConfig, p: &mut SkBuff, skb: &mut SkBuff) -> Result<(), Reason> {
     let len = skb.gro_len();
-    if p.kernel_len() + len >= GRO_MAX_SIZE {
-        return Err(reason::GRO_64K);
-    }
+    // The device's gro_max_size / gro_ipv4_max_size and BIG TCP's conditions.
+    bigtcp::check_size(cfg, p, skb, len)?;
     if skb.cb.flush {
         return Err(skb.cb.flush_reason.unwrap_or(reason::GRO_64K));
     }

@@ -61,6 +61,7 @@ pub fn inet_gro_receive(
         skb.flush(reason::IPV4_CSUM);
         return None;
     }
+    skb.cb.proto = proto;
     // The soft flush: tot_len must be the rest of the packet; no frag_off bit but DF
     // ([3.12]: the word must be exactly IP_DF).
     let tot_len = usize::from(u16::from_be_bytes([iph[2], iph[3]]));
@@ -266,8 +267,8 @@ pub fn inet_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
         skb.set_inner_network_header(nhoff);
     }
     let old = skb.be16(nhoff + 2);
-    // iph_set_totlen: htons() keeps the low 16 bits.
-    let new = (skb.len() - nhoff) as u16;
+    // iph_set_totlen: 0 past IP_MAX_MTU (BIG TCP).
+    let new = super::bigtcp::iph_totlen(skb.len() - nhoff);
     let check = skb.be16(nhoff + 10);
     skb.put_hdr(nhoff + 2, &new.to_be_bytes());
     let check = csum::csum_replace2(check, old, new);

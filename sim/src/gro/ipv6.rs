@@ -82,6 +82,7 @@ pub fn ipv6_gro_receive(
         skb.flush(reason::IPV6_NO_L4);
         return None;
     }
+    skb.cb.proto = proto;
     // nlen: the fixed header and the extension headers.
     let nlen = IPV6_HLEN + ext_len;
     let ext = skb.linear()[off + IPV6_HLEN..off + nlen].to_vec();
@@ -190,9 +191,8 @@ pub fn ipv6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     if skb.encapsulation {
         skb.set_inner_network_header(nhoff);
     }
-    // GRO_MAX_SIZE keeps a merged skb under 64 KiB: no BIG TCP jumbogram header.
-    let payload = (skb.len() - nhoff - IPV6_HLEN) as u16;
-    skb.put_hdr(nhoff + 4, &payload.to_be_bytes());
+    // payload_len, or a BIG TCP jumbogram past IPV6_MAXPLEN.
+    super::bigtcp::ipv6_set_payload_len(cfg, skb, nhoff);
     // nhoff += sizeof(*iph) + ipv6_exthdrs_len(iph, &ops).
     let (proto, ext_len) =
         walk_exthdrs(&skb.linear()[nhoff + IPV6_HLEN..], skb.linear()[nhoff + 6]);

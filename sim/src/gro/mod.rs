@@ -22,6 +22,7 @@
 //! ([`SkBuff::kernel_len`]). Every decision that keeps a frame from merging carries a
 //! named [`Reason`].
 
+pub mod bigtcp;
 pub mod cells;
 pub mod core;
 pub mod csum;
@@ -53,8 +54,9 @@ pub const GRO_HASH_BUCKETS: usize = 8;
 /// GRO_LEGACY_MAX_SIZE (include/linux/netdevice.h): the default gro_max_size and
 /// gro_ipv4_max_size, and the fixed limit of 4.19 and 3.12.
 pub const GRO_LEGACY_MAX_SIZE: usize = 65536;
-/// GRO_MAX_SIZE as skb_gro_receive applies it to IPv4 here (no BIG TCP for IPv4 set).
-pub const GRO_MAX_SIZE: usize = GRO_LEGACY_MAX_SIZE;
+/// GRO_MAX_SIZE (include/linux/netdevice.h, 8 * 65535 since 0fe79f28bfaf, v5.19): the
+/// largest gro_max_size / gro_ipv4_max_size rtnetlink's do_setlink accepts.
+pub const GRO_MAX_SIZE: usize = 8 * 65535;
 pub use crate::consts::MAX_SKB_FRAGS;
 /// NAPI_POLL_WEIGHT (include/linux/netdevice.h): tun's napi weight and poll budget.
 pub const NAPI_POLL_WEIGHT: usize = 64;
@@ -92,6 +94,8 @@ reasons! {
     BUCKET_FULL "gro:bucket-full" false "net/core/gro.c: gro_flush_oldest: MAX_GRO_SKBS held in the bucket; the oldest is completed";
     LIST_FULL "gro:list-full" false "[3.12] net/core/dev.c: dev_gro_receive: gro_count >= MAX_GRO_SKBS; passed up unheld";
     GRO_64K "gro:64k" false "net/core/gro.c: skb_gro_receive: p->len + len >= gro_max_size (65536): -E2BIG";
+    GRO_MAX "gro:max-size" false "net/core/gro.c: skb_gro_receive: p->len + len >= netif_get_gro_max_size (the device's gro_max_size for IPv6, gro_ipv4_max_size otherwise, here not 65536): -E2BIG";
+    GRO_BIG_TCP "gro:big-tcp" false "net/core/gro.c: skb_gro_receive: past GRO_LEGACY_MAX_SIZE only TCP (NAPI_GRO_CB(skb)->proto; before v6.3 IPv6 with TCP after the fixed header), not encapsulated, with headroom for the IPv6 jumbo header: -E2BIG";
     GRO_FRAGS "gro:frags" false "[3.12] net/core/skbuff.c: skb_gro_receive: MAX_SKB_FRAGS reached: -E2BIG";
     GRO_OFF "gro:off" false "net/core/gro.c: dev_gro_receive: netif_elide_gro (NETIF_F_GRO off)";
     GRO_XDP_GENERIC "gro:xdp-generic" false "include/linux/netdevice.h: netif_elide_gro: dev->xdp_prog is set (an xdpgeneric program): no GRO";
@@ -183,6 +187,9 @@ pub struct GroCb {
     /// Why same_flow was cleared for this held skb (gro_list_prepare resets it).
     pub mismatch: Option<Reason>,
     pub encap_mark: bool,
+    /// NAPI_GRO_CB(skb)->proto: the L4 protocol the innermost inet_gro_receive /
+    /// ipv6_gro_receive found (v6.3, b1a78b9b9886; skb_gro_receive's BIG TCP check).
+    pub proto: u8,
     pub count: u16,
     /// jiffies when held.
     pub age: u64,
@@ -353,6 +360,10 @@ pub struct GroConfig {
     pub gro_udp_fwd: bool,
     /// NETIF_F_GRO_FRAGLIST (ethtool -K rx-gro-list).
     pub gro_fraglist: bool,
+    /// dev->gro_max_size (IFLA_GRO_MAX_SIZE; GroSizeRule says whom it bounds).
+    pub gro_max_size: usize,
+    /// dev->gro_ipv4_max_size (IFLA_GRO_IPV4_MAX_SIZE, v6.3).
+    pub gro_ipv4_max_size: usize,
 }
 
 impl GroConfig {
@@ -367,6 +378,8 @@ impl GroConfig {
             udp_gro_ports: Vec::new(),
             gro_udp_fwd: false,
             gro_fraglist: false,
+            gro_max_size: GRO_LEGACY_MAX_SIZE,
+            gro_ipv4_max_size: GRO_LEGACY_MAX_SIZE,
         }
     }
 }

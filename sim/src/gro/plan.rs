@@ -24,6 +24,9 @@
 //!                            # the wildcard address in the namespace; docs/gro.md#udp-gro)
 //! rx_udp_gro_forwarding = false # ethtool -K TAP rx-udp-gro-forwarding (NETIF_F_GRO_UDP_FWD)
 //! rx_gro_list = false        # ethtool -K TAP rx-gro-list (NETIF_F_GRO_FRAGLIST)
+//! gro_max_size = 65536       # ip link set TAP gro_max_size N (IFLA_GRO_MAX_SIZE; BIG TCP
+//!                            # past 65536: v5.19; at most GRO_MAX_SIZE = 524280)
+//! gro_ipv4_max_size = 65536  # ip link set TAP gro_ipv4_max_size N (v6.3), the same range
 //! ```
 //!
 //! How each frame is written (PI, vnet header, O_NONBLOCK) and any XDP program are the
@@ -57,6 +60,8 @@ pub struct RawGro {
     pub udp_gro_socket: Option<Vec<u16>>,
     pub rx_udp_gro_forwarding: Option<bool>,
     pub rx_gro_list: Option<bool>,
+    pub gro_max_size: Option<u64>,
+    pub gro_ipv4_max_size: Option<u64>,
 }
 
 /// `[gro]` resolved against the profile.
@@ -79,6 +84,9 @@ pub struct GroPlan {
     pub gro_udp_fwd: bool,
     /// NETIF_F_GRO_FRAGLIST (`[gro] rx_gro_list`).
     pub gro_fraglist: bool,
+    /// The tap's gro_max_size and gro_ipv4_max_size (docs/gro.md#big-tcp).
+    pub gro_max_size: usize,
+    pub gro_ipv4_max_size: usize,
 }
 
 impl GroPlan {
@@ -97,6 +105,8 @@ impl GroPlan {
             udp_gro_ports: Vec::new(),
             gro_udp_fwd: false,
             gro_fraglist: false,
+            gro_max_size: super::GRO_LEGACY_MAX_SIZE,
+            gro_ipv4_max_size: super::GRO_LEGACY_MAX_SIZE,
         }
     }
 
@@ -117,6 +127,8 @@ impl GroPlan {
             udp_gro_ports: self.udp_gro_ports.clone(),
             gro_udp_fwd: self.gro_udp_fwd,
             gro_fraglist: self.gro_fraglist,
+            gro_max_size: self.gro_max_size,
+            gro_ipv4_max_size: self.gro_ipv4_max_size,
         }
     }
 }
@@ -178,6 +190,8 @@ pub fn gro_plan(
         plan.tunnel_trace = t;
     }
     udp_gro_settings(r, rules, profile, &mut plan)?;
+    (plan.gro_max_size, plan.gro_ipv4_max_size) =
+        super::bigtcp::setlink_sizes(r.gro_max_size, r.gro_ipv4_max_size, rules, profile)?;
     Ok(plan)
 }
 

@@ -58,6 +58,27 @@ pub enum UdpCompleteIph {
     NetworkOffsets,
 }
 
+/// How skb_gro_receive bounds a merged skb (net/core/gro.c) and which per-device limits
+/// exist (`[gro] gro_max_size`, `gro_ipv4_max_size`; docs/gro.md#big-tcp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroSizeRule {
+    /// A fixed GRO_MAX_SIZE of 65536 ([4.19], [3.12] net/core/dev.c: skb_gro_receive:
+    /// `p->len + len >= GRO_MAX_SIZE`); no device setting reaches past it.
+    Legacy,
+    /// 0fe79f28bfaf "net: allow gro_max_size to exceed 65536" (v5.19): `dev->gro_max_size`
+    /// bounds every family; past GRO_LEGACY_MAX_SIZE only an IPv6 skb whose fixed header
+    /// is followed by TCP (`ipv6_hdr(p)->nexthdr`), with headroom for the jumbo header
+    /// and not encapsulated, merges on. IPv4 stays below 65536.
+    Ipv6Only,
+    /// b1a78b9b9886 "net: add support for ipv4 big tcp" with 9eefedd58ae1 "net: add
+    /// gso_ipv4_max_size and gro_ipv4_max_size per device" (v6.3): IPv6 skbs are bounded
+    /// by `gro_max_size`, all others by `gro_ipv4_max_size` (netif_get_gro_max_size since
+    /// e8d4d34df715, v6.12); past GRO_LEGACY_MAX_SIZE the innermost L4 protocol
+    /// (`NAPI_GRO_CB(skb)->proto`) must be TCP, an IPv6 skb needs headroom for the jumbo
+    /// header, and none may be encapsulated.
+    PerFamily,
+}
+
 /// The GRO engine of one kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GroRules {
@@ -118,6 +139,13 @@ pub struct GroRules {
     /// 3.12 have only the tunnel branch. How the held skb's IP header is checked follows
     /// `ip_id` (docs/gro.md#udp-gro).
     pub udp_gro_segment: bool,
+    pub gro_size: GroSizeRule,
+    /// ipv6_gro_complete turns an skb whose payload exceeds IPV6_MAXPLEN into a
+    /// jumbogram with a hop-by-hop header (8 bytes, IPV6_TLV_JUMBO) and payload_len 0:
+    /// 81fbc812132c "ipv6/gro: insert temporary HBH/jumbo header" (v5.19), seen on the
+    /// 6.18.44 host. 81be30c1f5f2 "net/ipv6: Drop HBH for BIG TCP on RX side" (net-next,
+    /// Feb 2026, after 6.19) leaves only payload_len 0; no profile models that kernel yet.
+    pub ipv6_jumbo_hbh: bool,
 }
 
 /// Linux 6.18 (this machine's kernel).
@@ -138,6 +166,8 @@ pub const GRO_LINUX_6_18: GroRules = GroRules {
     udp_complete_iph: UdpCompleteIph::NetworkOffsets,
     gso_skbs: true,
     udp_gro_segment: true,
+    gro_size: GroSizeRule::PerFamily,
+    ipv6_jumbo_hbh: true,
 };
 
 /// Linux 4.19 ([4.19]).
@@ -150,17 +180,21 @@ pub const GRO_LINUX_4_19: GroRules = GroRules {
     udp_complete_iph: UdpCompleteIph::SkbNetworkHeader,
     gso_skbs: false,
     udp_gro_segment: false,
+    gro_size: GroSizeRule::Legacy,
+    ipv6_jumbo_hbh: false,
     ..GRO_LINUX_6_18
 };
 
 /// Linux 6.1 (Debian's 6.1 guest of `skbsim lab`): 6.18's engine with 4.19's IP ID
 /// rule (a fixed ID needs DF) and CWR masked from the flag word with TCP_ECN, as seen in
-/// the guest (scenarios ip-id-fixed-nodf-4.19 and tcp-flags-cwr-4.19 pass there).
+/// the guest (scenarios ip-id-fixed-nodf-4.19 and tcp-flags-cwr-4.19 pass there); IPv6
+/// BIG TCP GRO (v5.19) but not IPv4's (v6.3).
 pub const GRO_LINUX_6_1: GroRules = GroRules {
     ip_id: IpIdRule::Atomic419,
     cwr_in_flag_xor: false,
     cwr_gso: CwrGso::TcpEcn,
     udp_complete_iph: UdpCompleteIph::SkbNetworkHeader,
+    gro_size: GroSizeRule::Ipv6Only,
     ..GRO_LINUX_6_18
 };
 
@@ -202,4 +236,6 @@ pub const GRO_LINUX_3_12: GroRules = GroRules {
     udp_complete_iph: UdpCompleteIph::SkbNetworkHeader,
     gso_skbs: false,
     udp_gro_segment: false,
+    gro_size: GroSizeRule::Legacy,
+    ipv6_jumbo_hbh: false,
 };

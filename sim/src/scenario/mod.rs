@@ -494,6 +494,15 @@ impl Scenario {
                 "gro.udp_gro_socket, rx_udp_gro_forwarding, rx_gro_list: plain UDP GRO is a tap-gro setting".to_string(),
             ));
         }
+        let legacy = crate::gro::GRO_LEGACY_MAX_SIZE;
+        if raw.pipeline == Pipeline::VhostTx
+            && (gro.gro_max_size != legacy || gro.gro_ipv4_max_size != legacy)
+        {
+            // Only the tap-gro arm sets the tap's GRO sizes (docs/gro.md#big-tcp).
+            return Err(err(
+                "gro.gro_max_size: tap-gro only (the vhost-tx arm leaves the tap's GRO sizes at 65536)".to_string(),
+            ));
+        }
         Ok(Scenario {
             path: path.to_path_buf(),
             name: format!("{area}/{stem}"),

@@ -195,6 +195,8 @@ pub(crate) fn gretap_dev_len(s: &SkBuff) -> Option<usize> {
 /// The header lines of a tap-gro trace.
 pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
     let p = &run.plan;
+    let (gro_max_size, gro_ipv4_max_size) =
+        crate::gro::bigtcp::device_sizes(&run.cfg.rules, p.gro_max_size, p.gro_ipv4_max_size);
     let setup = super::gro_observed::ObservedSetup {
         backend: "sim".to_string(),
         feature: p.feature,
@@ -210,6 +212,8 @@ pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
             forwarding: p.gro_udp_fwd,
             gro_list: p.gro_fraglist,
         },
+        gro_max_size,
+        gro_ipv4_max_size,
     };
     let napi_note = if run.cfg.rules.tun_napi {
         ""
@@ -502,6 +506,8 @@ pub fn delivered_comment(d: &Delivered) -> String {
 /// The JSON header of a tap-gro trace.
 pub fn tap_gro_header_json(sc: &Scenario, run: &TapGroRun) -> Value {
     let p = &run.plan;
+    let (gro_max_size, gro_ipv4_max_size) =
+        crate::gro::bigtcp::device_sizes(&run.cfg.rules, p.gro_max_size, p.gro_ipv4_max_size);
     json!({
         "scenario": sc.name,
         "backend": "sim",
@@ -513,6 +519,7 @@ pub fn tap_gro_header_json(sc: &Scenario, run: &TapGroRun) -> Value {
             "nonblocking": sc.writer.nonblocking, "vnet_hdr": sc.device.vnet_hdr,
             "udp_gro_socket": p.udp_gro_ports, "rx_udp_gro_forwarding": p.gro_udp_fwd,
             "rx_gro_list": p.gro_fraglist,
+            "gro_max_size": gro_max_size, "gro_ipv4_max_size": gro_ipv4_max_size,
         },
     })
 }

@@ -94,6 +94,9 @@ pub struct ObservedSetup {
     /// Plain UDP GRO: ports with a UDP_GRO socket, rx-udp-gro-forwarding, rx-gro-list
     /// (the `udp_gro:` line, written only when one is set).
     pub udp_gro: UdpGroSetup,
+    /// The tap's gro_max_size and gro_ipv4_max_size (read back by the real arm).
+    pub gro_max_size: usize,
+    pub gro_ipv4_max_size: usize,
 }
 
 /// The plain UDP GRO settings of a run (`[gro] udp_gro_socket`, `rx_udp_gro_forwarding`,
@@ -211,6 +214,15 @@ pub(crate) fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup, device_
         "napi: burst {} gro_flush_timeout {} ns HZ {} weight {}",
         o.burst, o.flush_timeout_ns, o.hz, o.weight
     );
+    // Only a setting other than GRO_LEGACY_MAX_SIZE is named (docs/gro.md#big-tcp).
+    let legacy = crate::gro::GRO_LEGACY_MAX_SIZE;
+    if o.gro_max_size != legacy || o.gro_ipv4_max_size != legacy {
+        let _ = writeln!(
+            out,
+            "gro_max_size: {} gro_ipv4_max_size {}",
+            o.gro_max_size, o.gro_ipv4_max_size
+        );
+    }
     let _ = writeln!(
         out,
         "write: {} {}",
@@ -390,6 +402,7 @@ pub fn observed_json(sc: &Scenario, o: &ObservedGro) -> Value {
             "nonblocking": sc.writer.nonblocking, "vnet_hdr": sc.device.vnet_hdr,
             "udp_gro_socket": p.udp_gro.sockets, "rx_udp_gro_forwarding": p.udp_gro.forwarding,
             "rx_gro_list": p.udp_gro.gro_list,
+            "gro_max_size": p.gro_max_size, "gro_ipv4_max_size": p.gro_ipv4_max_size,
         },
         "write_errors": o.write_errors.iter().map(|e| json!({"frame": e.frame, "ts_ns": e.ts_ns, "len": e.len, "errno": e.errno})).collect::<Vec<_>>(),
         "deliveries": deliveries,

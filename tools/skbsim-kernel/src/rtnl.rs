@@ -23,6 +23,8 @@ const IFLA_CARRIER: u16 = 33;
 const IFLA_GSO_MAX_SIZE: u16 = 40;
 const IFLA_XDP: u16 = 43;
 const IFLA_GRO_MAX_SIZE: u16 = 58;
+/// include/uapi/linux/if_link.h (v6.3; libc stops at IFLA_ALLMULTI, 61).
+const IFLA_GRO_IPV4_MAX_SIZE: u16 = 64;
 
 const IFLA_INFO_KIND: u16 = 1;
 /// `IFLA_BR_MCAST_SNOOPING` inside a bridge's `IFLA_INFO_DATA`.
@@ -190,6 +192,8 @@ pub struct LinkInfo {
     pub gso_max_size: Option<u32>,
     /// `IFLA_GRO_MAX_SIZE`.
     pub gro_max_size: Option<u32>,
+    /// `IFLA_GRO_IPV4_MAX_SIZE` (v6.3).
+    pub gro_ipv4_max_size: Option<u32>,
     /// `IFLA_XDP/IFLA_XDP_ATTACHED` and `IFLA_XDP_PROG_ID`.
     pub xdp: Option<(XdpAttached, Option<u32>)>,
     /// `IFLA_STATS64`.
@@ -219,6 +223,7 @@ impl LinkInfo {
             txqlen: None,
             gso_max_size: None,
             gro_max_size: None,
+            gro_ipv4_max_size: None,
             xdp: None,
             stats: None,
         };
@@ -233,6 +238,7 @@ impl LinkInfo {
                 IFLA_TXQLEN => info.txqlen = attr_u32(v),
                 IFLA_GSO_MAX_SIZE => info.gso_max_size = attr_u32(v),
                 IFLA_GRO_MAX_SIZE => info.gro_max_size = attr_u32(v),
+                IFLA_GRO_IPV4_MAX_SIZE => info.gro_ipv4_max_size = attr_u32(v),
                 IFLA_STATS64 => info.stats = Some(LinkStats::from_bytes(v)),
                 IFLA_LINKINFO => {
                     for (ity, iv) in attrs(v) {
@@ -383,6 +389,23 @@ impl Rtnl {
     pub fn set_mtu(&mut self, ifindex: u32, mtu: u32) -> Result<(), KernelError> {
         let op = format!("RTM_SETLINK ifindex {ifindex} mtu {mtu}");
         self.set_link(&op, ifindex, 0, 0, &[Nla::u32(IFLA_MTU, mtu)])
+    }
+
+    /// Set the GRO size limits (`ip link set DEV gro_max_size N gro_ipv4_max_size M`);
+    /// `None` leaves one alone. A kernel before v6.3 ignores IFLA_GRO_IPV4_MAX_SIZE.
+    pub fn set_gro_max_sizes(
+        &mut self,
+        ifindex: u32,
+        ipv6: Option<u32>,
+        ipv4: Option<u32>,
+    ) -> Result<(), KernelError> {
+        let op = format!(
+            "RTM_SETLINK ifindex {ifindex} gro_max_size {ipv6:?} gro_ipv4_max_size {ipv4:?}"
+        );
+        let mut attrs = Vec::new();
+        attrs.extend(ipv6.map(|v| Nla::u32(IFLA_GRO_MAX_SIZE, v)));
+        attrs.extend(ipv4.map(|v| Nla::u32(IFLA_GRO_IPV4_MAX_SIZE, v)));
+        self.set_link(&op, ifindex, 0, 0, &attrs)
     }
 
     /// Set the MAC address.

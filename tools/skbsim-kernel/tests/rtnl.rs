@@ -61,3 +61,38 @@ fn links_bridge_veth_mtu_address_delete() {
     })
     .unwrap();
 }
+
+#[test]
+fn gro_max_sizes_set_and_read_back_on_a_tap() {
+    require_privileges!();
+    Netns::run(|ns| {
+        let tap = ns.tap(&TapConfig::tap("skbtg0"))?;
+        let rt = ns.rtnl();
+        let l = rt.link(tap.ifindex())?;
+        // GRO_LEGACY_MAX_SIZE by default (both attributes on this 6.18 kernel).
+        assert_eq!(
+            (l.gro_max_size, l.gro_ipv4_max_size),
+            (Some(65536), Some(65536))
+        );
+        rt.set_gro_max_sizes(tap.ifindex(), Some(185_000), Some(100_000))?;
+        let l = rt.link(tap.ifindex())?;
+        assert_eq!(
+            (l.gro_max_size, l.gro_ipv4_max_size),
+            (Some(185_000), Some(100_000))
+        );
+        // netif_set_gro_max_size: a size of at most 65536 lowers the IPv4 one too.
+        rt.set_gro_max_sizes(tap.ifindex(), Some(30_000), None)?;
+        let l = rt.link(tap.ifindex())?;
+        assert_eq!(
+            (l.gro_max_size, l.gro_ipv4_max_size),
+            (Some(30_000), Some(30_000))
+        );
+        // do_setlink refuses more than GRO_MAX_SIZE (8 * 65535).
+        let e = rt
+            .set_gro_max_sizes(tap.ifindex(), Some(524_281), None)
+            .unwrap_err();
+        assert!(e.is_errno(Errno::EINVAL), "{e}");
+        Ok(())
+    })
+    .unwrap();
+}

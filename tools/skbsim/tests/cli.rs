@@ -316,3 +316,28 @@ fn replay_writes_what_userspace_read_and_diff_compares_pcaps() {
     assert_eq!(differ.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&differ.stdout).contains("frame 0"));
 }
+
+#[test]
+fn a_gro_max_size_out_of_range_or_on_an_old_profile_is_one_line() {
+    let d = workspace("gro-max-size");
+    write_pcap(&d.join("scenarios/pcaps/in.pcap"), &[tcp_frame(0)]);
+    let p = d.join("scenarios/t/s.toml");
+    let write = |extra: &str| {
+        let head = "description = \"t\"\ninput = \"../pcaps/in.pcap\"\npipeline = \"tap-gro\"\n";
+        fs::write(&p, format!("{head}{extra}")).expect("write scenario");
+    };
+    write("[gro]\ngro_max_size = 524281\n");
+    assert_bad_input(
+        &skbsim(&["run", "scenarios"], &d),
+        &["s.toml", "gro.gro_max_size", "0..=524280"],
+    );
+    write("profile = \"linux-4.19\"\n[gro]\ngro_ipv4_max_size = 100000\n");
+    assert_bad_input(
+        &skbsim(&["run", "scenarios"], &d),
+        &[
+            "s.toml",
+            "gro.gro_ipv4_max_size",
+            "linux-4.19 has no per-device",
+        ],
+    );
+}

@@ -267,6 +267,25 @@ fn take_identical(pool: &[(usize, Vec<u8>)], used: &mut [bool], want: &[u8]) -> 
     Some(pool[i].1.len())
 }
 
+/// `[gro] gro_max_size` / `gro_ipv4_max_size` on the tap through rtnetlink (only those
+/// other than GRO_LEGACY_MAX_SIZE), read back: what the kernel reports (65536 for an
+/// attribute it does not report).
+fn set_gro_sizes(
+    ns: &mut Netns,
+    ifindex: u32,
+    plan: &sim::gro::plan::GroPlan,
+) -> Result<(usize, usize), KernelError> {
+    let legacy = sim::gro::GRO_LEGACY_MAX_SIZE;
+    let want = |v: usize| (v != legacy).then_some(v as u32);
+    let (v6, v4) = (want(plan.gro_max_size), want(plan.gro_ipv4_max_size));
+    if v6.is_some() || v4.is_some() {
+        ns.rtnl().set_gro_max_sizes(ifindex, v6, v4)?;
+    }
+    let link = ns.rtnl().link(ifindex)?;
+    let read = |v: Option<u32>| v.map_or(legacy, |v| v as usize);
+    Ok((read(link.gro_max_size), read(link.gro_ipv4_max_size)))
+}
+
 /// One attempt; the second value says why its timing did not follow the input's, if it
 /// did not.
 fn replay(
@@ -328,6 +347,7 @@ fn replay(
     let gt_devs = create_gretaps(ns, &gt, tap.ifindex())?;
     set_gro_flush_timeout(&name, plan.flush_timeout_ns)?;
     let timeout = gro_flush_timeout(&name)?;
+    let (gro_max_size, gro_ipv4_max_size) = set_gro_sizes(ns, tap.ifindex(), plan)?;
     let hz = host_hz()?;
     // `[gro] tap_observer = "none"`: no packet socket on the tap, so gro_cells sees its
     // skbs uncloned (docs/gro.md#gro-cells).
@@ -606,6 +626,8 @@ fn replay(
         hz,
         weight: NAPI_POLL_WEIGHT,
         udp_gro,
+        gro_max_size,
+        gro_ipv4_max_size,
     };
     let real = RealTapGro {
         observed: ObservedGro {
