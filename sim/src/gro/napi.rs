@@ -15,6 +15,9 @@ pub enum End {
     Normal,
     /// napi_complete_done flushed every bucket (no timeout, or no work done).
     NapiComplete,
+    /// napi_complete (napi_complete_done(n, 0)) right after napi_gro_frags in an
+    /// IFF_NAPI_FRAGS write: every bucket, whatever gro_flush_timeout says.
+    FragsComplete,
     /// napi_complete_done with gro_flush_timeout: only skbs held in an older jiffy.
     NapiCompleteOld,
     /// The gro_flush_timeout hrtimer fired: napi_watchdog schedules a poll that finds
@@ -185,6 +188,31 @@ impl Napi {
             if self.holding() > 0 {
                 self.gro_flush(cfg, self.hz >= 1000, End::Budget);
             }
+        }
+    }
+
+    /// tun_get_user on a tap with IFF_NAPI_FRAGS (drivers/net/tun.c): the write's skb
+    /// goes straight to napi_gro_frags (net/core/gro.c: napi_frags_skb, dev_gro_receive,
+    /// napi_frags_finish), then napi_complete, i.e. napi_complete_done(n, 0)
+    /// (net/core/dev.c): with no work done it does not read gro_flush_timeout, so every
+    /// bucket is flushed and nothing is held past the write (seen on 6.18: ten writes
+    /// with gro_flush_timeout 1 ms reach the stack as ten skbs).
+    ///
+    /// napi_frags_skb sets skb->protocol to the MAC header's h_proto instead of
+    /// eth_type_trans, and napi_frags_finish runs eth_type_trans on what GRO does not
+    /// hold; the two agree for every frame GRO can merge (an IP ethertype), so the skb
+    /// keeps the protocol tun computed.
+    pub fn gro_frags(&mut self, cfg: &GroConfig, skb: Box<SkBuff>, t_ns: u64) {
+        self.run_timer_until(cfg, t_ns);
+        self.set_time(t_ns);
+        self.polls += 1;
+        match dev_gro_receive(self, cfg, skb) {
+            GroResult::Merged => self.merged += 1,
+            GroResult::Held => self.held += 1,
+            GroResult::Normal => self.normal += 1,
+        }
+        if self.holding() > 0 {
+            self.gro_flush(cfg, false, End::FragsComplete);
         }
     }
 

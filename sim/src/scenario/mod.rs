@@ -463,10 +463,8 @@ impl Scenario {
             if device.kind != crate::tun::DeviceKind::Tap {
                 return Err(err("device.kind: tap-gro writes into a tap".to_string()));
             }
-            if raw_device.napi == Some(false) || device.napi_frags {
-                return Err(err(
-                    "device: the tap-gro tap has IFF_NAPI (napi_frags is not modelled)".to_string(),
-                ));
+            if raw_device.napi == Some(false) {
+                return Err(err("device: the tap-gro tap has IFF_NAPI".to_string()));
             }
             device.napi = true;
             if raw_device.no_pi.is_none() {
@@ -480,6 +478,13 @@ impl Scenario {
             matches!(raw.pipeline, Pipeline::TapGro | Pipeline::VhostTx),
         )
         .map_err(&err)?;
+        if device.napi_frags && gro.burst > 1 {
+            // tun_get_user hands an IFF_NAPI_FRAGS write to napi_gro_frags itself: there
+            // is no queue for MSG_MORE writes to fill, and no poll to batch them.
+            return Err(err(
+                "gro.burst: an IFF_NAPI_FRAGS tap (device.napi_frags) runs GRO in each write; there is no NAPI queue to burst".to_string(),
+            ));
+        }
         if raw.pipeline == Pipeline::VhostTx && gro.flush_timeout_ns > 0 {
             // The vhost-tx run has no end-of-input hrtimer: a held skb would be lost.
             return Err(err(

@@ -423,6 +423,13 @@ pub(super) fn device_config(d: &RawDevice) -> Result<TunConfig, String> {
     c.up = d.up.unwrap_or(true);
     c.napi = d.napi.unwrap_or(false);
     c.napi_frags = d.napi_frags.unwrap_or(false);
+    if c.napi_frags {
+        // tun.c: tun_set_iff: IFF_NAPI_FRAGS needs IFF_NAPI on a tap, else -EINVAL.
+        if d.napi == Some(false) || c.kind != DeviceKind::Tap {
+            return Err("device.napi_frags: needs a tap with napi (tun_set_iff refuses IFF_NAPI_FRAGS otherwise, EINVAL)".into());
+        }
+        c.napi = true;
+    }
     c.sndbuf_set = d.sndbuf.unwrap_or(false);
     if let Some(m) = d.mtu {
         let name = match c.kind {

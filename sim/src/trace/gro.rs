@@ -78,6 +78,9 @@ fn end_into(out: &mut String, e: &End) {
     match e {
         End::Normal => out.push_str("passed up unheld (GRO_NORMAL)"),
         End::NapiComplete => out.push_str("napi_complete_done: flush all"),
+        End::FragsComplete => {
+            out.push_str("napi_complete after napi_gro_frags (IFF_NAPI_FRAGS): flush all")
+        }
         End::NapiCompleteOld => {
             out.push_str("napi_complete_done: held in an older jiffy (gro_flush_timeout set)")
         }
@@ -440,6 +443,7 @@ fn end_json(e: &End) -> Value {
     match e {
         End::Normal => json!({"kind": "normal"}),
         End::NapiComplete => json!({"kind": "napi_complete_done"}),
+        End::FragsComplete => json!({"kind": "napi_complete_frags"}),
         End::NapiCompleteOld => json!({"kind": "napi_complete_done_old"}),
         End::Timer => json!({"kind": "gro_flush_timeout"}),
         End::Budget => json!({"kind": "budget"}),

@@ -177,6 +177,9 @@ pub(crate) fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup, device_
     let _ = writeln!(out, "profile: {}", sc.profile.name);
     let d = &sc.device;
     out.push_str("device: tap IFF_NAPI");
+    if d.napi_frags {
+        out.push_str(" IFF_NAPI_FRAGS");
+    }
     out.push_str(if d.no_pi { " no_pi" } else { " pi" });
     if d.vnet_hdr {
         let _ = write!(out, " vnet_hdr {}", d.vnet_hdr_sz);

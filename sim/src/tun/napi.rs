@@ -4,7 +4,8 @@
 //! netif_receive_skb, where a core (xdpgeneric) program runs before the stack.
 //!
 //! The kernel's order:
-//! - drivers/net/tun.c: tun_get_user: `if (frags) napi_gro_frags(); else if
+//! - drivers/net/tun.c: tun_get_user: `if (frags) { napi_gro_frags(); napi_complete(); }
+//!   else if
 //!   (tfile->napi_enabled) { __skb_queue_tail(sk_write_queue); if (!more || queue_len >
 //!   NAPI_POLL_WEIGHT) napi_schedule(); } else tun_rx_batched() / netif_rx()`;
 //!   the softirq runs at the local_bh_enable that follows, so a write() (more = false)
@@ -195,6 +196,26 @@ impl Net {
     ) -> Result<RxOutcome, ModelError> {
         let napi_enabled = self.dev(ifindex).is_some_and(|d| d.config.napi)
             && (from == RxFrom::GetUser || rules.xdp_one_napi);
+        // tun_get_user's frags branch: napi_gro_frags and napi_complete in the write
+        // itself (tun_xdp_one queues as for IFF_NAPI).
+        let frags =
+            from == RxFrom::GetUser && self.dev(ifindex).is_some_and(|d| d.config.napi_frags);
+        if frags && napi_enabled {
+            if let Some(n) = self.napi.get(&ifindex) {
+                let cfg = self.gro_config(ifindex, n.cfg.clone(), rules);
+                if let Some(n) = self.napi.get_mut(&ifindex) {
+                    let buf = n.spare.pop().unwrap_or_default();
+                    // tun_napi_alloc_frags grows napi_get_frags' GRO_MAX_HEAD skb to the
+                    // write: a kmalloc'ed head, not a page frag.
+                    let g = gro_skb(skb, n.frame, n.now_ns, false, buf);
+                    let now = n.now_ns;
+                    n.pending = 0;
+                    n.napi.gro_frags(&cfg, g, now);
+                }
+                self.gro_to_stack(ifindex, rules)?;
+                return Ok(RxOutcome::default());
+            }
+        }
         if let (true, Some(n)) = (napi_enabled, self.napi.get_mut(&ifindex)) {
             let buf = n.spare.pop().unwrap_or_default();
             let g = gro_skb(skb, n.frame, n.now_ns, head_frag, buf);

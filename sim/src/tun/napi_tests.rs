@@ -5,9 +5,10 @@
 use super::*;
 use crate::bpf::{assemble, BasicEnv, Maps, XdpBuff};
 use crate::gro::frames::Tcp4;
+use crate::gro::napi::End;
 use crate::profile::{LINUX_4_20, LINUX_6_18};
 use crate::tun::sendmsg::BatchBuff;
-use crate::tun::write::WriteOpts;
+use crate::tun::write::{WriteOpts, WritePath};
 use crate::tun::{TunConfig, TunDevice};
 use crate::wire::virtio_net_hdr::VirtioNetHdrRepr;
 use crate::xdp::XdpAttachment;
@@ -179,4 +180,68 @@ fn a_vhost_batch_meets_gro_from_v5_18() {
     assert_eq!(run(&LINUX_6_18.tun_write), vec![14054]);
     // 4.20: netif_receive_skb per buffer, though the tap has IFF_NAPI.
     assert_eq!(run(&LINUX_4_20.tun_write), vec![1454; 10]);
+}
+
+#[test]
+fn a_napi_frags_write_is_flushed_by_napi_complete_whatever_the_timeout() {
+    // gro_flush_timeout 1 ms. IFF_NAPI: the poll of each write ends in
+    // napi_complete_done(n, 1), which keeps this jiffy's skb held for the hrtimer.
+    // IFF_NAPI_FRAGS: napi_gro_frags and napi_complete (no work done) flush each write.
+    // The real kernel (6.18, scenarios/tap-gro/napi-frags-timeout and tcp-napi-timeout):
+    // ten writes give ten 1454-byte skbs with frags, one of 14054 without.
+    let plan = GroPlan {
+        flush_timeout_ns: 1_000_000,
+        ..GroPlan::defaults(&LINUX_6_18.gro)
+    };
+    let frames = Tcp4::default().stream(3);
+    for frags in [false, true] {
+        let cfg = TunConfig {
+            napi_frags: frags,
+            ..tap(true, false)
+        };
+        let mut net = net_with(cfg, 1, None);
+        net.enable_napi(TAP, TunNapi::new(&LINUX_6_18, &plan));
+        for (i, f) in frames.iter().enumerate() {
+            write(&mut net, i as u64, f, false);
+        }
+        if frags {
+            assert_eq!(stack_lens(&net), vec![1454; 3]);
+            let rx = &net.napi(TAP).unwrap().rx;
+            assert!(rx.iter().all(|d| d.end == End::FragsComplete));
+            assert_eq!(net.napi(TAP).unwrap().napi.timer, None);
+        } else {
+            assert!(net.stack.is_empty(), "held for the hrtimer");
+            assert_eq!(net.napi(TAP).unwrap().napi.holding(), 1);
+        }
+    }
+}
+
+#[test]
+fn a_napi_frags_write_skips_tun_build_skb_so_a_native_program_runs_generic() {
+    // tun_get_user: `if (!frags && tun_can_build_skb(..))`: with IFF_NAPI_FRAGS a
+    // nonblocking write is not built by tun_build_skb, and skb_xdp stays 1, so a
+    // driver-mode program runs in do_xdp_generic on the frags skb.
+    let cfg = TunConfig {
+        napi_frags: true,
+        ..tap(true, false)
+    };
+    let mut net = net_with(cfg, 1, Some(XdpMode::Native));
+    let f = &Tcp4::default().stream(1)[0];
+    if let Some(n) = net.napi_mut(TAP) {
+        n.now_ns = 1_000_000_000;
+    }
+    let p = &LINUX_6_18;
+    let out = net
+        .tun_write(
+            TAP,
+            f,
+            WriteOpts { nonblocking: true },
+            &p.tun_write,
+            &p.tun_read,
+        )
+        .expect("model");
+    assert_eq!(out.path, Some(WritePath::NapiFrags));
+    assert_eq!(out.xdp.len(), 1);
+    assert_eq!(out.xdp[0].place, XdpWhere::TunGeneric);
+    assert_eq!(stack_lens(&net), vec![1454]);
 }
