@@ -164,9 +164,9 @@ impl Lab {
         opts: &RunOptions,
         progress: &dyn Fn(&str),
     ) -> Result<LabRun, LabError> {
-        let run_dir = self.cache.join("runs").join(&opts.name);
-        std::fs::create_dir_all(&run_dir)
-            .map_err(|e| LabError::new("initramfs", format!("{}: {e}", run_dir.display())))?;
+        // Held until the guest is done: a second lab process (another `skbsim lab`, a
+        // test) takes the next free directory instead of overwriting this one's initrd.
+        let (run_dir, _claim) = claim_run_dir(&self.cache.join("runs"), &opts.name)?;
         let start = Instant::now();
         progress("initramfs payload");
         let initrd = run_dir.join("initrd.cpio");
@@ -199,7 +199,67 @@ impl Lab {
     }
 }
 
+/// How many lab runs of one name may share a cache at once.
+const MAX_CONCURRENT_RUNS: usize = 16;
+
+/// `<runs>/<name>`, or `<name>.1`, `<name>.2`, ... when another process holds it: the
+/// directory whose `<dir>.lock` this process could lock (released when the file drops).
+fn claim_run_dir(runs: &Path, name: &str) -> Result<(PathBuf, std::fs::File), LabError> {
+    let err =
+        |p: &Path, e: std::io::Error| LabError::new("initramfs", format!("{}: {e}", p.display()));
+    std::fs::create_dir_all(runs).map_err(|e| err(runs, e))?;
+    for i in 0..MAX_CONCURRENT_RUNS {
+        let dir_name = if i == 0 {
+            name.to_string()
+        } else {
+            format!("{name}.{i}")
+        };
+        let lock_path = runs.join(format!("{dir_name}.lock"));
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| err(&lock_path, e))?;
+        match lock.try_lock() {
+            Ok(()) => {
+                let dir = runs.join(&dir_name);
+                std::fs::create_dir_all(&dir).map_err(|e| err(&dir, e))?;
+                return Ok((dir, lock));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => continue,
+            Err(std::fs::TryLockError::Error(e)) => return Err(err(&lock_path, e)),
+        }
+    }
+    Err(LabError::new(
+        "initramfs",
+        format!(
+            "{}: {MAX_CONCURRENT_RUNS} lab runs named {name} are already running on this cache",
+            runs.display()
+        ),
+    ))
+}
+
 /// Single-quote `s` for a POSIX shell.
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_run_of_the_same_name_takes_the_next_directory() {
+        let runs = std::env::temp_dir().join(format!("skbsim-claim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&runs);
+        let (a, lock_a) = claim_run_dir(&runs, "conform").unwrap();
+        let (b, _lock_b) = claim_run_dir(&runs, "conform").unwrap();
+        assert_eq!(a, runs.join("conform"));
+        assert_eq!(b, runs.join("conform.1"));
+        drop(lock_a);
+        let (c, _lock_c) = claim_run_dir(&runs, "conform").unwrap();
+        assert_eq!(c, runs.join("conform"));
+        let _ = std::fs::remove_dir_all(&runs);
+    }
 }
