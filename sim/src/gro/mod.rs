@@ -265,9 +265,25 @@ impl SkBuff {
         }
     }
 
-    /// The linear bytes `off..off + n` (offsets from data), if there.
+    /// The linear bytes `off..off + n` (offsets from data), if there. GRO reads a
+    /// header through a wire view over them (`hdr(off, HEADER_LEN).map(Packet::
+    /// new_unchecked)`): the slice holds exactly the fixed header, so no getter of the
+    /// view can go out of bounds.
     pub(crate) fn hdr(&self, off: usize, n: usize) -> Option<&[u8]> {
         self.linear().get(off..off.checked_add(n)?)
+    }
+
+    /// The linear bytes `off..off + n`, writable, for a view's setters (the
+    /// completions rewrite lengths and checksums in place); None for a header the skb
+    /// does not hold, which is then left alone.
+    pub(crate) fn hdr_mut(&mut self, off: usize, n: usize) -> Option<&mut [u8]> {
+        self.linear_mut().get_mut(off..off.checked_add(n)?)
+    }
+
+    /// The linear bytes from `off` on (empty past the end), for the views whose length
+    /// their own fields give (GRE).
+    pub(crate) fn hdr_from(&self, off: usize) -> &[u8] {
+        self.linear().get(off..).unwrap_or(&[])
     }
 
     pub(crate) fn be16(&self, off: usize) -> u16 {
