@@ -286,31 +286,6 @@ impl SkBuff {
         self.linear().get(off..).unwrap_or(&[])
     }
 
-    pub(crate) fn be16(&self, off: usize) -> u16 {
-        match self.hdr(off, 2) {
-            Some(b) => u16::from_be_bytes([b[0], b[1]]),
-            None => 0,
-        }
-    }
-
-    pub(crate) fn be32(&self, off: usize) -> u32 {
-        match self.hdr(off, 4) {
-            Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-            None => 0,
-        }
-    }
-
-    /// Write `bytes` at `off` (from data) in the linear part; a header the skb does
-    /// not hold is left alone.
-    pub(crate) fn put_hdr(&mut self, off: usize, bytes: &[u8]) {
-        if let Some(d) = off
-            .checked_add(bytes.len())
-            .and_then(|end| self.linear_mut().get_mut(off..end))
-        {
-            d.copy_from_slice(bytes);
-        }
-    }
-
     /// The ones-complement sum of the packet from `off` to the end, as skb_checksum
     /// reads it: piece by piece; a piece starting at an odd distance from `off` has its
     /// sum byte-swapped (csum_block_add).

@@ -11,9 +11,15 @@ use super::ipv4::{gro_compute_pseudo, IPPROTO_UDP};
 use super::rules::UdpCompleteIph;
 use super::{reason, GroConfig, SkBuff, GRO_RECURSION_LIMIT};
 use crate::skb::{gso, IpSummed};
+use crate::wire::udp::HEADER_LEN as UDP_HLEN;
+use crate::wire::{UdpPacket, VxlanPacket};
 
-const UDP_HLEN: usize = 8;
 pub use crate::consts::VXLAN_HLEN;
+
+/// The UDP header at `off` (from data), if the linear part holds it.
+fn uh_at(skb: &SkBuff, off: usize) -> Option<UdpPacket<&[u8]>> {
+    skb.hdr(off, UDP_HLEN).map(UdpPacket::new_unchecked)
+}
 
 /// udp4_gro_receive: verify a non-zero checksum, find the tunnel socket, udp_gro_receive.
 pub fn udp4_gro_receive(
@@ -22,11 +28,11 @@ pub fn udp4_gro_receive(
     skb: &mut SkBuff,
 ) -> Option<usize> {
     let off = skb.cb.data_offset;
-    if skb.headlen() < off + UDP_HLEN {
+    let Some(uh) = uh_at(skb, off) else {
         skb.flush(reason::UDP_NO_GRO);
         return None;
-    }
-    let check = skb.be16(off + 6);
+    };
+    let (check, dport) = (uh.checksum(), uh.dst_port());
     // Don't bother verifying the checksum if we're going to flush anyway.
     if !skb.cb.flush {
         let psum = gro_compute_pseudo(skb, IPPROTO_UDP);
@@ -41,7 +47,7 @@ pub fn udp4_gro_receive(
         }
     }
     // udp4_gro_lookup_skb: a VXLAN socket bound to the destination port.
-    let tunnel = cfg.vxlan_ports.contains(&skb.be16(off + 2));
+    let tunnel = cfg.vxlan_ports.contains(&dport);
     udp_gro_receive(cfg, head, skb, off, check, tunnel)
 }
 
@@ -72,13 +78,17 @@ fn udp_gro_receive(
     }
     // Mark that this skb passed once through the tunnel GRO layer.
     skb.cb.encap_mark = true;
-    let ports = skb.be32(off);
+    let ports = uh_at(skb, off).map_or((0, 0), |uh| (uh.src_port(), uh.dst_port()));
     for p in head.iter_mut().rev() {
         if !p.cb.same_flow {
             continue;
         }
-        // Match ports, and either both checksums are zero or both are not.
-        if p.be32(off) != ports || (p.be16(off + 6) == 0) != (check == 0) {
+        // Match ports, and either both checksums are zero or both are not (a held skb
+        // too short for the header reads as zeroes).
+        let (ports2, check2) = uh_at(p, off).map_or(((0, 0), 0), |uh2| {
+            ((uh2.src_port(), uh2.dst_port()), uh2.checksum())
+        });
+        if ports2 != ports || (check2 == 0) != (check == 0) {
             p.cb.same_flow = false;
             p.cb.mismatch = Some(reason::UDP_PORTS);
             skb.saw_mismatch(reason::UDP_PORTS);
@@ -101,18 +111,23 @@ fn udp_gro_receive(
 /// ETH_P_TEB offload is needed).
 fn vxlan_gro_receive(cfg: &GroConfig, head: &mut [Box<SkBuff>], skb: &mut SkBuff) -> Option<usize> {
     let off = skb.cb.data_offset;
-    if skb.headlen() < off + VXLAN_HLEN {
+    let Some(vh) = skb.hdr(off, VXLAN_HLEN).map(VxlanPacket::new_unchecked) else {
         skb.flush(reason::VXLAN_VNI);
         return None;
-    }
+    };
+    // vx_flags and vx_vni, whole words.
+    let words = (vh.flags_word(), vh.vni_word());
     postpull_rcsum(skb, off, VXLAN_HLEN);
     skb.cb.data_offset += VXLAN_HLEN;
-    let (flags, vni) = (skb.be32(off), skb.be32(off + 4));
     for p in head.iter_mut().rev() {
         if !p.cb.same_flow {
             continue;
         }
-        if p.be32(off) != flags || p.be32(off + 4) != vni {
+        let words2 = p
+            .hdr(off, VXLAN_HLEN)
+            .map(VxlanPacket::new_unchecked)
+            .map_or((0, 0), |vh2| (vh2.flags_word(), vh2.vni_word()));
+        if words2 != words {
             p.cb.same_flow = false;
             p.cb.mismatch = Some(reason::VXLAN_VNI);
             skb.saw_mismatch(reason::VXLAN_VNI);
@@ -131,19 +146,20 @@ pub fn udp4_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
         UdpCompleteIph::SkbNetworkHeader => skb.offset_from_data(skb.network_header).unwrap_or(0),
     };
     let len = skb.len() - nhoff;
-    let check = skb.be16(nhoff + 6);
+    // ~udp_v4_check(len, saddr, daddr, 0), computed before the header is borrowed.
+    let (saddr, daddr) = super::ipv4::addrs(skb, nh);
+    let seed = csum::fold(csum::pseudo_v4(saddr, daddr, IPPROTO_UDP, len));
+    let Some(h) = skb.hdr_mut(nhoff, UDP_HLEN) else {
+        return;
+    };
+    let mut uh = UdpPacket::new_unchecked(h);
+    let check = uh.checksum();
     if check != 0 {
-        let a = |o: usize| -> [u8; 4] {
-            skb.hdr(nh + o, 4)
-                .and_then(|b| b.try_into().ok())
-                .unwrap_or([0; 4])
-        };
-        let c = csum::fold(csum::pseudo_v4(a(12), a(16), IPPROTO_UDP, len));
-        skb.put_hdr(nhoff + 6, &c.to_be_bytes());
+        uh.set_checksum(seed);
     }
     // udp_gro_complete: uh->len, then the tunnel's gro_complete.
-    skb.put_hdr(nhoff + 4, &(len as u16).to_be_bytes());
-    if cfg.vxlan_ports.contains(&skb.be16(nhoff + 2)) {
+    uh.set_len(len as u16);
+    if cfg.vxlan_ports.contains(&uh.dst_port()) {
         skb.gso_type = if check != 0 {
             gso::UDP_TUNNEL_CSUM
         } else {
