@@ -27,6 +27,7 @@ use crate::wire::virtio_net_hdr::{
     VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_GSO_TCPV4,
     VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4,
 };
+use crate::wire::{tcp, TcpPacket};
 
 /// Trace fields of the simulator that no real-kernel observation shows: `encap` (the
 /// inner header offsets of an encapsulated skb).
@@ -117,8 +118,8 @@ pub fn derived_segs(bytes: &[u8], gso_size: u16, vxlan_ports: &[u16]) -> Option<
         return None;
     }
     let th = innermost_tcp(bytes, vxlan_ports)?;
-    let doff = usize::from(*bytes.get(th + 12)? >> 4) * 4;
-    let payload = bytes.len().checked_sub(th + doff)?;
+    let tcph = TcpPacket::new_unchecked(bytes.get(th..th + tcp::HEADER_LEN)?);
+    let payload = bytes.len().checked_sub(th + tcph.header_len())?;
     Some(payload.div_ceil(usize::from(gso_size)))
 }
 
