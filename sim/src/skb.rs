@@ -395,6 +395,7 @@ impl SkBuff {
     }
 
     /// skb->len: linear plus paged bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.tail - self.data + self.data_len
     }
@@ -404,6 +405,7 @@ impl SkBuff {
     }
 
     /// skb_headlen: the linear bytes.
+    #[inline]
     pub fn headlen(&self) -> usize {
         self.tail - self.data
     }
@@ -433,11 +435,13 @@ impl SkBuff {
     }
 
     /// The linear bytes, data..tail.
+    #[inline]
     pub fn linear(&self) -> &[u8] {
         &self.buf[self.data..self.tail]
     }
 
     /// The linear bytes, writable (header rewrites such as the GRO completions).
+    #[inline]
     pub fn linear_mut(&mut self) -> &mut [u8] {
         &mut self.buf[self.data..self.tail]
     }
