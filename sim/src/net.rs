@@ -43,8 +43,9 @@ pub struct Net {
     /// up to a full vhost ring's worth, since a kick delivers that many before any is
     /// handed back.
     pub spare_frames: Pool<Vec<u8>, 1024>,
-    /// The skbs tun_write and tun_xdp_one build, reused across writes.
-    pub spare_skbs: Pool<SkBuff, 4>,
+    /// The skbs tun_write and tun_xdp_one build, reused across writes. Boxed, so taking
+    /// and giving one back moves a pointer, not the whole skb.
+    pub spare_skbs: Pool<Box<SkBuff>, 4>,
     /// The NAPI instances of IFF_NAPI taps (`crate::tun::napi`), by ifindex.
     pub napi: BTreeMap<u32, crate::tun::napi::TunNapi>,
 }

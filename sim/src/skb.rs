@@ -13,6 +13,8 @@ use crate::gro::{GroCb, GroModel};
 
 #[path = "skb_shinfo.rs"]
 mod shinfo;
+#[path = "skb_vlan.rs"]
+mod vlan;
 
 // Re-exported so that the datapath's `crate::skb::ETH_HLEN` paths keep working.
 pub use crate::consts::{
@@ -279,10 +281,41 @@ impl SkBuff {
 
     /// [`SkBuff::reset`], handing back the first frag's page (cleared) for the caller
     /// to refill.
+    ///
+    /// Field by field, in place: `*self = SkBuff { .., ..SkBuff::default() }` built a
+    /// whole skb (GRO's cb and model included, 464 bytes) on the stack and copied it
+    /// over, on every write (cachegrind: a tenth of tap-write's instructions were skb
+    /// copies here and in the pool). The pattern names every field, so one added to
+    /// SkBuff cannot be left out of the reset.
     fn reset_keeping_page(&mut self, headroom: usize, size: usize) -> Vec<u8> {
-        let ops = self.ops;
-        let mut buf = std::mem::take(&mut self.buf);
-        let mut frags = std::mem::take(&mut self.frags);
+        let SkBuff {
+            buf,
+            data,
+            tail,
+            data_len,
+            frags,
+            frag_list,
+            protocol,
+            mac_header,
+            network_header,
+            transport_header,
+            vlan,
+            ip_summed,
+            csum_level,
+            csum_start,
+            csum_offset,
+            gso_size,
+            gso_segs,
+            gso_type,
+            encapsulation,
+            inner_mac_header,
+            inner_network_header,
+            inner_transport_header,
+            head_frag,
+            cb,
+            model,
+            ops,
+        } = self;
         let mut page = frags
             .drain(..)
             .next()
@@ -291,15 +324,25 @@ impl SkBuff {
         page.clear();
         buf.clear();
         buf.resize(headroom + size, 0);
-        *self = SkBuff {
-            buf,
-            data: headroom,
-            tail: headroom,
-            frags,
-            ops,
-            ..SkBuff::default()
-        };
-        self.ops.allocations += 1;
+        (*data, *tail, *data_len) = (headroom, headroom, 0);
+        frag_list.clear();
+        *protocol = 0;
+        (*mac_header, *network_header, *transport_header) = (None, None, None);
+        *vlan = None;
+        *ip_summed = IpSummed::default();
+        (*csum_level, *csum_start, *csum_offset) = (0, 0, 0);
+        (*gso_size, *gso_segs, *gso_type) = (0, 0, 0);
+        *encapsulation = false;
+        (
+            *inner_mac_header,
+            *inner_network_header,
+            *inner_transport_header,
+        ) = (None, None, None);
+        *head_frag = false;
+        *cb = GroCb::default();
+        *model = GroModel::default();
+        // The op counters are kept (see reset).
+        ops.allocations += 1;
         page
     }
 
@@ -352,6 +395,7 @@ impl SkBuff {
     }
 
     /// skb->len: linear plus paged bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.tail - self.data + self.data_len
     }
@@ -361,6 +405,7 @@ impl SkBuff {
     }
 
     /// skb_headlen: the linear bytes.
+    #[inline]
     pub fn headlen(&self) -> usize {
         self.tail - self.data
     }
@@ -390,11 +435,13 @@ impl SkBuff {
     }
 
     /// The linear bytes, data..tail.
+    #[inline]
     pub fn linear(&self) -> &[u8] {
         &self.buf[self.data..self.tail]
     }
 
     /// The linear bytes, writable (header rewrites such as the GRO completions).
+    #[inline]
     pub fn linear_mut(&mut self) -> &mut [u8] {
         &mut self.buf[self.data..self.tail]
     }
@@ -531,96 +578,6 @@ impl SkBuff {
     /// skb_is_gso.
     pub fn is_gso(&self) -> bool {
         self.gso_size != 0
-    }
-
-    /// __vlan_hwaccel_put_tag (include/linux/if_vlan.h).
-    pub fn vlan_hwaccel_put_tag(&mut self, proto: u16, tci: u16) {
-        self.vlan = Some(VlanTag { proto, tci });
-    }
-
-    /// skb_vlan_untag (net/core/skbuff.c), the receive path's move of an in-band outer
-    /// tag into the hw-accel fields: read the tag after the MACs, pull it out with a
-    /// memmove of the 12 MAC bytes (skb_vlan_untag -> vlan_remove_tag ->
-    /// skb_pull_rcsum + vlan_set_encap_proto + skb_reset_mac_header). Returns false
-    /// (and leaves the skb alone) when the frame has no 802.1Q/802.1ad outer tag or is
-    /// too short, as the kernel would.
-    ///
-    /// The receive path works on an skb whose data points past the MAC header; this
-    /// model keeps data at the MAC header, so the net effect is the same 4 bytes gone
-    /// from offset 12 and the protocol set to the encapsulated EtherType.
-    pub fn vlan_untag(&mut self) -> bool {
-        if self.vlan.is_some() || self.headlen() < ETH_HLEN + VLAN_HLEN {
-            return false;
-        }
-        let d = self.data;
-        let tpid = u16::from_be_bytes([self.buf[d + 12], self.buf[d + 13]]);
-        if tpid != ETH_P_8021Q && tpid != ETH_P_8021AD {
-            return false;
-        }
-        let tci = u16::from_be_bytes([self.buf[d + 14], self.buf[d + 15]]);
-        let inner = u16::from_be_bytes([self.buf[d + 16], self.buf[d + 17]]);
-        let sap = (|| Some([self.byte(18)?, self.byte(19)?]))();
-        self.buf.copy_within(d..d + 2 * ETH_ALEN, d + VLAN_HLEN);
-        self.ops.bytes_memmoved += (2 * ETH_ALEN) as u64;
-        self.data += VLAN_HLEN;
-        self.mac_header = Some(self.data);
-        self.vlan = Some(VlanTag { proto: tpid, tci });
-        // vlan_set_encap_proto: the eth_type_trans rule on the field after the tag.
-        self.protocol = crate::ethernet::encap_proto(inner, sap);
-        true
-    }
-
-    /// __vlan_hwaccel_push_inside -> vlan_insert_tag_set_proto (include/linux/if_vlan.h):
-    /// the software insertion the 2013 patch avoided. skb_cow_head makes room when the
-    /// headroom is short (a reallocation and copy), skb_push(VLAN_HLEN), the two MACs are
-    /// memmoved 4 bytes to the front, the tag is written after them, skb->protocol becomes
-    /// the TPID, and the hw-accel tag is cleared.
-    pub fn vlan_hwaccel_push_inside(&mut self) {
-        let Some(tag) = self.vlan.take() else {
-            return;
-        };
-        if self.data < VLAN_HLEN {
-            self.expand_head(NET_SKB_PAD);
-        }
-        self.data -= VLAN_HLEN;
-        let d = self.data;
-        self.buf
-            .copy_within(d + VLAN_HLEN..d + VLAN_HLEN + 2 * ETH_ALEN, d);
-        self.ops.bytes_memmoved += (2 * ETH_ALEN) as u64;
-        self.buf[d + 12..d + 14].copy_from_slice(&tag.proto.to_be_bytes());
-        self.buf[d + 14..d + 16].copy_from_slice(&tag.tci.to_be_bytes());
-        if let Some(m) = self.mac_header.as_mut() {
-            *m = m.saturating_sub(VLAN_HLEN);
-        }
-        self.protocol = tag.proto;
-    }
-
-    /// pskb_expand_head(skb, nhead, 0): a new head with `extra` more bytes of headroom;
-    /// every header offset shifts with it.
-    fn expand_head(&mut self, extra: usize) {
-        let mut nbuf = vec![0u8; self.buf.len() + extra];
-        nbuf[extra..].copy_from_slice(&self.buf);
-        self.ops.allocations += 1;
-        self.ops.bytes_copied_realloc += (self.tail - self.data) as u64;
-        self.buf = nbuf;
-        self.data += extra;
-        self.tail += extra;
-        for h in [
-            &mut self.mac_header,
-            &mut self.network_header,
-            &mut self.transport_header,
-            &mut self.inner_mac_header,
-            &mut self.inner_network_header,
-            &mut self.inner_transport_header,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            *h += extra;
-        }
-        if self.ip_summed == IpSummed::Partial {
-            self.csum_start += extra;
-        }
     }
 }
 

@@ -147,10 +147,21 @@ impl SkBuff {
     }
 
     /// Byte `i` of the packet (linear or paged), as skb_copy_bits would read it.
+    ///
+    /// Inline for the linear case every header read takes (eth_type_trans reads three
+    /// bytes per frame); the walk over the pieces stays out of line. Without the hint
+    /// the inlining depended on which codegen unit the caller landed in: moving the
+    /// VLAN helpers to their own file cost tap-write 6% more instructions.
+    #[inline]
     pub fn byte(&self, i: usize) -> Option<u8> {
-        if let Some(b) = self.linear().get(i) {
-            return Some(*b);
+        match self.linear().get(i) {
+            Some(b) => Some(*b),
+            None => self.paged_byte(i),
         }
+    }
+
+    /// [`SkBuff::byte`] past the linear part.
+    fn paged_byte(&self, i: usize) -> Option<u8> {
         let mut pos = 0;
         match self.try_for_each_piece(&mut |p| {
             if i < pos + p.len() {

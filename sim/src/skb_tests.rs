@@ -144,3 +144,40 @@ fn a_stolen_head_becomes_a_frag_at_the_payload_and_pull_across_eats_frags() {
     assert_eq!(skb.to_vec(), vec![5]);
     assert_eq!(skb.frags()[0].off(), 2);
 }
+
+#[test]
+fn reset_in_place_leaves_the_same_skb_as_a_fresh_one() {
+    // Every field away from its default, GRO's cb and model included, then a reset:
+    // the skb must be the fresh alloc_skb one, whatever reset_keeping_page forgot.
+    let mut skb = SkBuff::from_frame(&tagged_frame(), 8, 20);
+    skb.push_frag(SkbFrag::new(vec![1, 2, 3], 0, 3));
+    skb.push_frag_list(SkBuff::from_frame(&[9; 10], 0, 10));
+    skb.protocol = ETH_P_IP;
+    skb.reset_mac_header();
+    skb.set_network_header(14);
+    skb.set_transport_header(34);
+    skb.set_inner_mac_header(50);
+    skb.set_inner_network_header(64);
+    skb.set_inner_transport_header(84);
+    skb.vlan_hwaccel_put_tag(ETH_P_8021Q, 7);
+    skb.partial_csum_set(34, 16);
+    skb.csum_level = 2;
+    (skb.gso_size, skb.gso_segs, skb.gso_type) = (1400, 3, gso::TCPV4);
+    skb.encapsulation = true;
+    skb.head_frag = true;
+    skb.cb.data_offset = 54;
+    skb.cb.count = 3;
+    skb.cb.nomerge_also.push(crate::gro::reason::TCP_ACK);
+    skb.model.frame = 9;
+    skb.model.merged.push(10);
+    let ops = skb.ops;
+    skb.reset(16, 100);
+    let mut fresh = SkBuff::alloc(16, 100);
+    // reset keeps the op counters and counts one more allocation.
+    fresh.ops = OpCounters {
+        allocations: ops.allocations + 1,
+        ..ops
+    };
+    assert_eq!(format!("{skb:?}"), format!("{fresh:?}"));
+    assert_eq!((skb.len(), skb.headroom(), skb.tailroom()), (0, 16, 100));
+}

@@ -7,6 +7,7 @@ use super::core::{call_l3_receive, complete_by_type, find_receive_by_type, postp
 use super::{reason, GroConfig, SkBuff, ETH_HLEN};
 
 use crate::consts::VLAN_HLEN;
+use crate::wire::{EthernetPacket, VlanPacket};
 
 /// eth_gro_receive: any difference in the 14-byte inner Ethernet header
 /// (compare_ether_header) clears same_flow; the inner EtherType needs an offload.
@@ -25,13 +26,14 @@ pub fn eth_gro_receive(
         if !p.cb.same_flow {
             continue;
         }
+        // compare_ether_header: a memcmp of the two headers.
         if p.hdr(off, ETH_HLEN) != Some(&eh[..]) {
             p.cb.same_flow = false;
             p.cb.mismatch = Some(reason::TEB_INNER_MAC);
             skb.saw_mismatch(reason::TEB_INNER_MAC);
         }
     }
-    let ty = u16::from_be_bytes([eh[12], eh[13]]);
+    let ty = EthernetPacket::new_unchecked(eh).ethertype();
     let Some(h) = find_receive_by_type(cfg, ty) else {
         skb.flush(reason::ETH_NO_HANDLER);
         return None;
@@ -46,7 +48,10 @@ pub fn eth_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     if skb.encapsulation {
         skb.set_inner_mac_header(nhoff);
     }
-    let ty = skb.be16(nhoff + 12);
+    // A header the skb does not hold has no EtherType: no inner complete.
+    let ty = skb
+        .hdr(nhoff, ETH_HLEN)
+        .map_or(0, |h| EthernetPacket::new_unchecked(h).ethertype());
     complete_by_type(cfg, skb, ty, nhoff + ETH_HLEN);
 }
 
@@ -58,18 +63,28 @@ pub fn vlan_gro_receive(
     skb: &mut SkBuff,
 ) -> Option<usize> {
     let off = skb.cb.data_offset;
-    if skb.headlen() < off + VLAN_HLEN {
+    let Some(vh) = skb.hdr(off, VLAN_HLEN).map(VlanPacket::new_unchecked) else {
         skb.flush(reason::VLAN_NO_HANDLER);
         return None;
-    }
-    let ty = skb.be16(off + 2);
+    };
+    let ty = vh.ethertype();
+    // compare_vlan_header: the TCI and the encapsulated protocol.
+    let tag = (vh.tci(), ty);
     let Some(h) = find_receive_by_type(cfg, ty) else {
         skb.flush(reason::ETH_NO_HANDLER);
         return None;
     };
-    let tag = skb.be32(off);
     for p in head.iter_mut().rev() {
-        if p.cb.same_flow && p.be32(off) != tag {
+        if !p.cb.same_flow {
+            continue;
+        }
+        // A held skb too short for the tag compares as zeroes (it cannot match: ty has
+        // an offload, so it is not 0).
+        let held = p
+            .hdr(off, VLAN_HLEN)
+            .map(VlanPacket::new_unchecked)
+            .map_or((0, 0), |q| (q.tci(), q.ethertype()));
+        if held != tag {
             p.cb.same_flow = false;
             p.cb.mismatch = Some(reason::VLAN_TCI);
             skb.saw_mismatch(reason::VLAN_TCI);
@@ -82,6 +97,8 @@ pub fn vlan_gro_receive(
 
 /// vlan_gro_complete: the inner complete after the 4-byte tag.
 pub fn vlan_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
-    let ty = skb.be16(nhoff + 2);
+    let ty = skb
+        .hdr(nhoff, VLAN_HLEN)
+        .map_or(0, |h| VlanPacket::new_unchecked(h).ethertype());
     complete_by_type(cfg, skb, ty, nhoff + VLAN_HLEN);
 }

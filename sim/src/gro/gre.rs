@@ -6,6 +6,7 @@ use super::core::{
 };
 use super::{reason, GroConfig, SkBuff};
 use crate::skb::gso;
+use crate::wire::Gre;
 
 pub use crate::wire::gre::{GRE_CSUM, GRE_KEY};
 /// GRE_HEADER_SECTION.
@@ -28,13 +29,14 @@ pub fn gre_gro_receive(
         skb.flush(reason::GRE_FLAGS);
         return None;
     }
-    let flags = skb.be16(off);
+    let greh = Gre::new_unchecked(skb.hdr_from(off));
+    let flags = greh.flags_word();
     // Only version 0 with the K and C flags: S (sequence) would need GSO support.
     if flags & !(GRE_KEY | GRE_CSUM) != 0 {
         skb.flush(reason::GRE_FLAGS);
         return None;
     }
-    let proto = skb.be16(off + 2);
+    let proto = greh.protocol();
     let Some(h) = find_receive_by_type(cfg, proto) else {
         skb.flush(if proto == ETH_P_TEB {
             reason::TEB_NO_HANDLER
@@ -43,13 +45,11 @@ pub fn gre_gro_receive(
         });
         return None;
     };
-    let mut grehlen = GRE_HEADER_SECTION;
-    if flags & GRE_KEY != 0 {
-        grehlen += GRE_HEADER_SECTION;
-    }
-    if flags & GRE_CSUM != 0 {
-        grehlen += GRE_HEADER_SECTION;
-    }
+    // grehlen: the base header and the K and C words (the only flags left), the
+    // view's gre_calc_hlen.
+    let grehlen = greh.header_len();
+    // The key read now, while the view is still the skb's (None: K clear).
+    let key = greh.key();
     if skb.headlen() < off + grehlen {
         skb.flush(reason::GRE_FLAGS);
         return None;
@@ -62,19 +62,20 @@ pub fn gre_gro_receive(
             return None;
         }
     }
-    let key_off = off + GRE_HEADER_SECTION + if flags & GRE_CSUM != 0 { 4 } else { 0 };
     for p in head.iter_mut().rev() {
         if !p.cb.same_flow {
             continue;
         }
         // Same tunnel: same flags/version word and protocol, same key when K is set.
-        if p.be16(off) != flags || p.be16(off + 2) != proto {
+        // (A held skb too short for a field reads it as 0, as a short skb's key does.)
+        let greh2 = Gre::new_unchecked(p.hdr_from(off));
+        if greh2.flags_word() != flags || greh2.protocol() != proto {
             p.cb.same_flow = false;
             p.cb.mismatch = Some(reason::GRE_HDR);
             skb.saw_mismatch(reason::GRE_HDR);
             continue;
         }
-        if flags & GRE_KEY != 0 && p.be32(key_off) != skb.be32(key_off) {
+        if flags & GRE_KEY != 0 && greh2.key().unwrap_or(0) != key.unwrap_or(0) {
             p.cb.same_flow = false;
             p.cb.mismatch = Some(reason::GRE_KEY);
             skb.saw_mismatch(reason::GRE_KEY);
@@ -90,15 +91,11 @@ pub fn gre_gro_receive(
 pub fn gre_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     skb.encapsulation = true;
     skb.gso_type = gso::GRE;
-    let flags = skb.be16(nhoff);
-    let mut grehlen = GRE_HEADER_SECTION;
-    if flags & GRE_KEY != 0 {
-        grehlen += GRE_HEADER_SECTION;
-    }
-    if flags & GRE_CSUM != 0 {
-        grehlen += GRE_HEADER_SECTION;
-    }
-    let proto = skb.be16(nhoff + 2);
+    // The receive side took only version 0 with C and K, so the view's header_len is
+    // gre_gro_complete's grehlen.
+    let greh = Gre::new_unchecked(skb.hdr_from(nhoff));
+    let grehlen = greh.header_len();
+    let proto = greh.protocol();
     complete_by_type(cfg, skb, proto, nhoff + grehlen);
     skb.set_inner_mac_header(nhoff + grehlen);
 }

@@ -6,13 +6,13 @@ use super::core::checksum_validate_needed;
 use super::csum;
 use super::rules::IpIdRule;
 use super::{gre, reason, tcp, udp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
+use crate::wire::ipv4::{HEADER_LEN as IPV4_HLEN, IP_MF, IP_OFFSET};
+use crate::wire::Ipv4Packet;
 
 pub use crate::consts::{IPPROTO_GRE, IPPROTO_TCP, IPPROTO_UDP};
-/// IP_DF in the frag_off word.
-pub const IP_DF: u16 = 0x4000;
+pub use crate::wire::ipv4::IP_DF;
 /// IP_MF | IP_OFFSET: ip_is_fragment.
-const IP_MF_OFFSET: u16 = 0x3fff;
-const IPV4_HLEN: usize = 20;
+const IP_MF_OFFSET: u16 = IP_MF | IP_OFFSET;
 
 /// inet_offloads[proto]->gro_receive exists in this kernel.
 fn has_l4(cfg: &GroConfig, proto: u8) -> bool {
@@ -22,6 +22,11 @@ fn has_l4(cfg: &GroConfig, proto: u8) -> bool {
         IPPROTO_GRE => cfg.rules.gre_gro,
         _ => false,
     }
+}
+
+/// The view of the fixed IPv4 header at `off` (from data), if the linear part holds it.
+pub(crate) fn iph_at(skb: &SkBuff, off: usize) -> Option<Ipv4Packet<&[u8]>> {
+    skb.hdr(off, IPV4_HLEN).map(Ipv4Packet::new_unchecked)
 }
 
 fn pflush(p: &mut SkBuff, why: Reason) {
@@ -42,29 +47,32 @@ pub fn inet_gro_receive(
         skb.flush(reason::IPV4_HDR);
         return None;
     };
-    let iph: [u8; IPV4_HLEN] = iph.try_into().unwrap_or([0; IPV4_HLEN]);
-    let proto = iph[9];
+    // A copy, so the skb's control block can change while the header is read.
+    let iph = Ipv4Packet::new_unchecked(<[u8; IPV4_HLEN]>::try_from(iph).unwrap_or_default());
+    let proto = iph.protocol();
     if !has_l4(cfg, proto) {
         skb.flush(reason::IPV4_NO_L4);
         return None;
     }
-    if iph[0] != 0x45 {
+    // `*(u8 *)iph != 0x45`: version 4, IHL 5 (no options).
+    if iph.version() != 4 || iph.ihl() != 5 {
         skb.flush(reason::IPV4_IHL);
         return None;
     }
-    let frag = u16::from_be_bytes([iph[6], iph[7]]);
+    let frag = iph.frag_off();
     if cfg.rules.ip_fragment_check && frag & IP_MF_OFFSET != 0 {
         skb.flush(reason::IPV4_FRAG);
         return None;
     }
-    if !csum::ipv4_header_ok(&iph) {
+    // ip_fast_csum(iph, 5): IHL is 5 here, so the view sums exactly these 20 bytes.
+    if !iph.verify_checksum() {
         skb.flush(reason::IPV4_CSUM);
         return None;
     }
     skb.cb.proto = proto;
     // The soft flush: tot_len must be the rest of the packet; no frag_off bit but DF
     // ([3.12]: the word must be exactly IP_DF).
-    let tot_len = usize::from(u16::from_be_bytes([iph[2], iph[3]]));
+    let tot_len = usize::from(iph.total_len());
     let mut soft = None;
     if tot_len != skb.gro_len() {
         soft = Some(reason::IPV4_LEN);
@@ -81,37 +89,38 @@ pub fn inet_gro_receive(
     } else if frag & !IP_DF != 0 {
         soft = soft.or(Some(reason::IPV4_FRAG));
     }
-    let id = u16::from_be_bytes([iph[4], iph[5]]);
+    let id = iph.ident();
     let skb_atomic = skb.cb.is_atomic;
     for p in head.iter_mut().rev() {
         if !p.cb.same_flow {
             continue;
         }
-        let Some(q) = p.hdr(off, IPV4_HLEN) else {
+        let Some(q) = iph_at(p, off) else {
             p.cb.same_flow = false;
             continue;
         };
         // The above works because, except for the innermost layer, only packets with
         // the same header lengths are aggregated.
-        if q[9] != proto || q[12..20] != iph[12..20] {
+        if q.protocol() != proto || q.src_addr() != iph.src_addr() || q.dst_addr() != iph.dst_addr()
+        {
             p.cb.same_flow = false;
             p.cb.mismatch = Some(reason::IPV4_ADDR);
             skb.saw_mismatch(reason::IPV4_ADDR);
             continue;
         }
-        let (ttl2, tos2) = (q[8], q[1]);
-        let id2 = u16::from_be_bytes([q[4], q[5]]);
-        let frag2 = u16::from_be_bytes([q[6], q[7]]);
+        let (ttl2, tos2) = (q.ttl(), q.tos());
+        let id2 = q.ident();
+        let frag2 = q.frag_off();
         match rule {
             IpIdRule::Increment312 => {
-                if tos2 != iph[1] {
+                if tos2 != iph.tos() {
                     // [3.12]: TOS is part of the flow.
                     p.cb.same_flow = false;
                     p.cb.mismatch = Some(reason::IPV4_TOS);
                     skb.saw_mismatch(reason::IPV4_TOS);
                     continue;
                 }
-                if ttl2 != iph[8] {
+                if ttl2 != iph.ttl() {
                     pflush(p, reason::IPV4_TTL);
                 }
                 if id2.wrapping_add(p.cb.count) != id {
@@ -119,10 +128,10 @@ pub fn inet_gro_receive(
                 }
             }
             IpIdRule::Atomic419 => {
-                if ttl2 != iph[8] {
+                if ttl2 != iph.ttl() {
                     pflush(p, reason::IPV4_TTL);
                 }
-                if tos2 != iph[1] {
+                if tos2 != iph.tos() {
                     pflush(p, reason::IPV4_TOS);
                 }
                 if (frag ^ frag2) & IP_DF != 0 {
@@ -175,12 +184,16 @@ pub fn inet_gro_receive(
 /// inet_gro_compute_pseudo for the innermost IP header seen so far.
 pub fn gro_compute_pseudo(skb: &SkBuff, proto: u8) -> u32 {
     let nh = skb.cb.network_offsets[usize::from(skb.cb.encap_mark)];
-    let a = |o: usize| -> [u8; 4] {
-        skb.hdr(nh + o, 4)
-            .and_then(|b| b.try_into().ok())
-            .unwrap_or([0; 4])
-    };
-    csum::pseudo_v4(a(12), a(16), proto, skb.gro_len())
+    let (saddr, daddr) = addrs(skb, nh);
+    csum::pseudo_v4(saddr, daddr, proto, skb.gro_len())
+}
+
+/// saddr and daddr of the IPv4 header at `nh` (offset from data), as the pseudo-header
+/// sums take them; zeroes where the skb holds no header.
+pub(crate) fn addrs(skb: &SkBuff, nh: usize) -> ([u8; 4], [u8; 4]) {
+    iph_at(skb, nh).map_or(([0; 4], [0; 4]), |h| {
+        (h.src_addr().octets(), h.dst_addr().octets())
+    })
 }
 
 /// Whether the carried or software checksum must be verified here (for tests).
@@ -190,12 +203,12 @@ pub fn needs_validation(skb: &SkBuff) -> bool {
 
 /// inet_gro_flush's first test: all fields must match except length, ID and checksum
 /// (TTL, TOS, DF), new header `a` against held `b`.
-fn ttl_tos_df(a: &[u8], b: &[u8]) -> Option<Reason> {
-    if a[8] != b[8] {
+fn ttl_tos_df(a: &Ipv4Packet<&[u8]>, b: &Ipv4Packet<&[u8]>) -> Option<Reason> {
+    if a.ttl() != b.ttl() {
         Some(reason::IPV4_TTL)
-    } else if a[1] != b[1] {
+    } else if a.tos() != b.tos() {
         Some(reason::IPV4_TOS)
-    } else if (a[6] ^ b[6]) & 0x40 != 0 {
+    } else if a.dont_frag() != b.dont_frag() {
         Some(reason::IPV4_DF)
     } else {
         None
@@ -211,17 +224,17 @@ pub fn network_flush(
     nh: usize,
     inner: bool,
 ) -> Option<Reason> {
-    let (Some(a), Some(b)) = (skb.hdr(nh, IPV4_HLEN), p.hdr(nh, IPV4_HLEN)) else {
+    let (Some(a), Some(b)) = (iph_at(skb, nh), iph_at(p, nh)) else {
         return Some(reason::IPV4_HDR);
     };
     match cfg.rules.ip_id {
         IpIdRule::PerLevel618 => {
             // include/net/gro.h: inet_gro_flush(iph = new, iph2 = held, p, inner).
-            if let Some(r) = ttl_tos_df(a, b) {
+            if let Some(r) = ttl_tos_df(&a, &b) {
                 return Some(r);
             }
-            let id = u16::from_be_bytes([a[4], a[5]]);
-            let id2 = u16::from_be_bytes([b[4], b[5]]);
+            let id = a.ident();
+            let id2 = b.ident();
             let ipid_offset = id.wrapping_sub(id2);
             let count = p.cb.count;
             let bit = 1u8 << u8::from(inner);
@@ -234,16 +247,16 @@ pub fn network_flush(
         }
         IpIdRule::PerLevel610 => {
             // 6.10's inet_gro_flush(iph = new, iph2 = held, p, outer).
-            if let Some(r) = ttl_tos_df(a, b) {
+            if let Some(r) = ttl_tos_df(&a, &b) {
                 return Some(r);
             }
-            let df = a[6] & 0x40 != 0;
+            let df = a.dont_frag();
             // `outer` is the first level of an encapsulated flow.
             if !inner && p.cb.encap_mark && df {
                 return None;
             }
-            let id = u16::from_be_bytes([a[4], a[5]]);
-            let id2 = u16::from_be_bytes([b[4], b[5]]);
+            let id = a.ident();
+            let id2 = b.ident();
             let ipid_offset = id.wrapping_sub(id2);
             let count = p.cb.count;
             if count == 1 && df && ipid_offset == 0 {
@@ -266,15 +279,18 @@ pub fn inet_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     if skb.encapsulation {
         skb.set_inner_network_header(nhoff);
     }
-    let old = skb.be16(nhoff + 2);
     // iph_set_totlen: 0 past IP_MAX_MTU (BIG TCP).
     let new = super::bigtcp::iph_totlen(skb.len() - nhoff);
-    let check = skb.be16(nhoff + 10);
-    skb.put_hdr(nhoff + 2, &new.to_be_bytes());
-    let check = csum::csum_replace2(check, old, new);
-    skb.put_hdr(nhoff + 10, &check.to_be_bytes());
+    let Some(h) = skb.hdr_mut(nhoff, IPV4_HLEN) else {
+        return;
+    };
+    let mut iph = Ipv4Packet::new_unchecked(h);
+    let old = iph.total_len();
+    iph.set_total_len(new);
+    iph.set_checksum(csum::csum_replace2(iph.checksum(), old, new));
+    let proto = iph.protocol();
     let thoff = nhoff + IPV4_HLEN;
-    match skb.linear()[nhoff + 9] {
+    match proto {
         IPPROTO_TCP => tcp::tcp4_gro_complete(cfg, skb, thoff),
         IPPROTO_UDP => udp::udp4_gro_complete(cfg, skb, thoff),
         IPPROTO_GRE => gre::gre_gro_complete(cfg, skb, thoff),
@@ -363,7 +379,7 @@ mod tests {
         let b = d[0].skb.to_vec();
         // 54 + 7000 - 14 = 7040 = 0x1b80; the header still verifies.
         assert_eq!(u16::from_be_bytes([b[16], b[17]]), 7040);
-        assert!(super::csum::ipv4_header_ok(&b[14..34]));
+        assert!(crate::wire::Ipv4Packet::new_unchecked(&b[14..34]).verify_checksum());
     }
 
     /// Four VXLAN frames of one inner flow whose outer IDs jump (100, 200, ...), the

@@ -10,12 +10,13 @@
 
 use super::udp6::{self, NEXTHDR_UDP};
 use super::{reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
+use crate::wire::{Ipv6ExtHeader, Ipv6Packet};
 
 /// NEXTHDR_TCP.
 pub const NEXTHDR_TCP: u8 = 6;
 // The extension headers registered with INET6_PROTO_GSO_EXTHDR.
 use crate::consts::{NEXTHDR_DEST, NEXTHDR_HOP, NEXTHDR_ROUTING};
-pub const IPV6_HLEN: usize = 40;
+pub use crate::wire::ipv6::HEADER_LEN as IPV6_HLEN;
 /// The Version and Flow Label bits of the first word: a difference there is another flow.
 const FLOW_BITS: u32 = 0xF00F_FFFF;
 /// The Traffic Class bits of the first word.
@@ -28,26 +29,26 @@ fn pflush(p: &mut SkBuff, why: Reason) {
     }
 }
 
-fn first_word(h: &[u8]) -> u32 {
-    u32::from_be_bytes([h[0], h[1], h[2], h[3]])
+/// The fixed IPv6 header at `off` (from data), if the linear part holds it.
+fn ip6h_at(skb: &SkBuff, off: usize) -> Option<Ipv6Packet<&[u8]>> {
+    skb.hdr(off, IPV6_HLEN).map(Ipv6Packet::new_unchecked)
 }
 
 /// ipv6_gro_pull_exthdrs / ipv6_exthdrs_len: from the first next header `proto` over the
 /// extension headers in `bytes` (what follows the fixed header), the protocol after them
 /// and their length. A header that does not fit ends the walk at its own protocol.
+///
+/// Not the view's `ExtHeaders` walk (ipv6_skip_exthdr): GRO steps over only the
+/// headers with INET6_PROTO_GSO_EXTHDR, as many as there are.
 pub fn walk_exthdrs(bytes: &[u8], mut proto: u8) -> (u8, usize) {
     let mut len = 0;
     while matches!(proto, NEXTHDR_HOP | NEXTHDR_ROUTING | NEXTHDR_DEST) {
-        let Some(h) = bytes.get(len..len + 2) else {
+        // The checked view holds the whole header (ipv6_optlen: (hdrlen + 1) * 8).
+        let Ok(h) = Ipv6ExtHeader::new_checked(proto, bytes.get(len..).unwrap_or(&[])) else {
             break;
         };
-        // ipv6_optlen: (hdrlen + 1) * 8.
-        let n = (usize::from(h[1]) + 1) * 8;
-        if bytes.len() < len + n {
-            break;
-        }
-        proto = h[0];
-        len += n;
+        proto = h.next_header();
+        len += h.header_len();
     }
     (proto, len)
 }
@@ -70,11 +71,12 @@ pub fn ipv6_gro_receive(
         skb.flush(reason::IPV6_HDR);
         return None;
     };
-    let iph: [u8; IPV6_HLEN] = iph.try_into().unwrap_or([0; IPV6_HLEN]);
-    let (proto, ext_len) = match iph[6] {
+    // A copy, so the skb's control block can change while the header is read.
+    let iph = Ipv6Packet::new_unchecked(<[u8; IPV6_HLEN]>::try_from(iph).unwrap_or([0; IPV6_HLEN]));
+    let (proto, ext_len) = match iph.next_header() {
         NEXTHDR_TCP => (NEXTHDR_TCP, 0),
         NEXTHDR_UDP => (NEXTHDR_UDP, 0),
-        first => walk_exthdrs(skb.linear().get(off + IPV6_HLEN..).unwrap_or(&[]), first),
+        first => walk_exthdrs(skb.hdr_from(off + IPV6_HLEN), first),
     };
     // inet6_offloads[]: TCP, and UDP where udpv6_offload has a gro_receive.
     let udp = proto == NEXTHDR_UDP && cfg.rules.udp_tunnel_gro;
@@ -86,24 +88,25 @@ pub fn ipv6_gro_receive(
     // nlen: the fixed header and the extension headers.
     let nlen = IPV6_HLEN + ext_len;
     let ext = skb.linear()[off + IPV6_HLEN..off + nlen].to_vec();
-    let payload_len = usize::from(u16::from_be_bytes([iph[4], iph[5]]));
+    let payload_len = usize::from(iph.payload_len());
     let soft = (payload_len + IPV6_HLEN != skb.gro_len()).then_some(reason::IPV6_LEN);
     let old_rules = !cfg.rules.ip_id.at_transport();
     let skb_atomic = skb.cb.is_atomic;
-    let fw = first_word(&iph);
+    let fw = iph.ver_tc_flow();
     for p in head.iter_mut().rev() {
         if !p.cb.same_flow {
             continue;
         }
-        let Some(q) = p.hdr(off, IPV6_HLEN) else {
+        let Some(q) = ip6h_at(p, off) else {
             p.cb.same_flow = false;
             continue;
         };
-        let diff = fw ^ first_word(q);
+        let diff = fw ^ q.ver_tc_flow();
         let other_flow = diff & FLOW_BITS != 0
-            || q[6] != iph[6]
-            || q[8..IPV6_HLEN] != iph[8..IPV6_HLEN]
-            || (old_rules && q[7] != iph[7]);
+            || q.next_header() != iph.next_header()
+            || q.src_addr() != iph.src_addr()
+            || q.dst_addr() != iph.dst_addr()
+            || (old_rules && q.hop_limit() != iph.hop_limit());
         if other_flow {
             p.cb.same_flow = false;
             p.cb.mismatch = Some(reason::IPV6_FLOW);
@@ -158,12 +161,16 @@ pub fn ipv6_gro_receive(
 /// ip6_gro_compute_pseudo for the innermost IP header seen so far.
 pub fn gro_compute_pseudo(skb: &SkBuff, proto: u8) -> u32 {
     let nh = skb.cb.network_offsets[usize::from(skb.cb.encap_mark)];
-    let a = |o: usize| -> [u8; 16] {
-        skb.hdr(nh + o, 16)
-            .and_then(|b| b.try_into().ok())
-            .unwrap_or([0; 16])
-    };
-    super::csum::pseudo_v6(a(8), a(24), proto, skb.gro_len())
+    let (saddr, daddr) = addrs(skb, nh);
+    super::csum::pseudo_v6(saddr, daddr, proto, skb.gro_len())
+}
+
+/// saddr and daddr of the IPv6 header at `nh` (offset from data), as the pseudo-header
+/// sums take them; zeroes where the skb holds no header.
+pub(crate) fn addrs(skb: &SkBuff, nh: usize) -> ([u8; 16], [u8; 16]) {
+    ip6h_at(skb, nh).map_or(([0; 16], [0; 16]), |h| {
+        (h.src_addr().octets(), h.dst_addr().octets())
+    })
 }
 
 /// The IPv6 check of gro_receive_network_flush (include/net/gro.h: ipv6_gro_flush, 6.10
@@ -173,13 +180,13 @@ pub fn network_flush(cfg: &GroConfig, skb: &SkBuff, p: &SkBuff, nh: usize) -> Op
         // Done in ipv6_gro_receive before 6.10.
         return None;
     }
-    let (Some(a), Some(b)) = (skb.hdr(nh, IPV6_HLEN), p.hdr(nh, IPV6_HLEN)) else {
+    let (Some(a), Some(b)) = (ip6h_at(skb, nh), ip6h_at(p, nh)) else {
         return Some(reason::IPV6_HDR);
     };
-    if (first_word(a) ^ first_word(b)) & TC_BITS != 0 {
+    if (a.ver_tc_flow() ^ b.ver_tc_flow()) & TC_BITS != 0 {
         return Some(reason::IPV6_TC);
     }
-    (a[7] != b[7]).then_some(reason::IPV6_HOPLIMIT)
+    (a.hop_limit() != b.hop_limit()).then_some(reason::IPV6_HOPLIMIT)
 }
 
 /// ipv6_gro_complete(skb, nhoff): payload_len = the bytes after this header, then the L4
@@ -191,11 +198,17 @@ pub fn ipv6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     if skb.encapsulation {
         skb.set_inner_network_header(nhoff);
     }
-    // payload_len, or a BIG TCP jumbogram past IPV6_MAXPLEN.
+    // payload_len, or a BIG TCP jumbogram past IPV6_MAXPLEN (which adds a hop-by-hop
+    // header: the next header is read after it).
     super::bigtcp::ipv6_set_payload_len(cfg, skb, nhoff);
+    let Some(first) = skb
+        .hdr(nhoff, IPV6_HLEN)
+        .map(|h| Ipv6Packet::new_unchecked(h).next_header())
+    else {
+        return;
+    };
     // nhoff += sizeof(*iph) + ipv6_exthdrs_len(iph, &ops).
-    let (proto, ext_len) =
-        walk_exthdrs(&skb.linear()[nhoff + IPV6_HLEN..], skb.linear()[nhoff + 6]);
+    let (proto, ext_len) = walk_exthdrs(skb.hdr_from(nhoff + IPV6_HLEN), first);
     match proto {
         NEXTHDR_TCP => tcp::tcp6_gro_complete(cfg, skb, nhoff, nhoff + IPV6_HLEN + ext_len),
         NEXTHDR_UDP => udp6::udp6_gro_complete(cfg, skb, nhoff + IPV6_HLEN + ext_len),

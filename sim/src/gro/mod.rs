@@ -286,34 +286,25 @@ impl SkBuff {
         }
     }
 
-    /// The linear bytes `off..off + n` (offsets from data), if there.
+    /// The linear bytes `off..off + n` (offsets from data), if there. GRO reads a
+    /// header through a wire view over them (`hdr(off, HEADER_LEN).map(Packet::
+    /// new_unchecked)`): the slice holds exactly the fixed header, so no getter of the
+    /// view can go out of bounds.
     pub(crate) fn hdr(&self, off: usize, n: usize) -> Option<&[u8]> {
         self.linear().get(off..off.checked_add(n)?)
     }
 
-    pub(crate) fn be16(&self, off: usize) -> u16 {
-        match self.hdr(off, 2) {
-            Some(b) => u16::from_be_bytes([b[0], b[1]]),
-            None => 0,
-        }
+    /// The linear bytes `off..off + n`, writable, for a view's setters (the
+    /// completions rewrite lengths and checksums in place); None for a header the skb
+    /// does not hold, which is then left alone.
+    pub(crate) fn hdr_mut(&mut self, off: usize, n: usize) -> Option<&mut [u8]> {
+        self.linear_mut().get_mut(off..off.checked_add(n)?)
     }
 
-    pub(crate) fn be32(&self, off: usize) -> u32 {
-        match self.hdr(off, 4) {
-            Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-            None => 0,
-        }
-    }
-
-    /// Write `bytes` at `off` (from data) in the linear part; a header the skb does
-    /// not hold is left alone.
-    pub(crate) fn put_hdr(&mut self, off: usize, bytes: &[u8]) {
-        if let Some(d) = off
-            .checked_add(bytes.len())
-            .and_then(|end| self.linear_mut().get_mut(off..end))
-        {
-            d.copy_from_slice(bytes);
-        }
+    /// The linear bytes from `off` on (empty past the end), for the views whose length
+    /// their own fields give (GRE).
+    pub(crate) fn hdr_from(&self, off: usize) -> &[u8] {
+        self.linear().get(off..).unwrap_or(&[])
     }
 
     /// The ones-complement sum of the packet from `off` to the end, as skb_checksum

@@ -8,6 +8,8 @@ use super::ipv6;
 use super::rules::{CwrGso, IpIdRule};
 use super::{reason, GroConfig, Reason, SkBuff};
 use crate::skb::{gso, IpSummed};
+use crate::wire::tcp::{HEADER_LEN as TCP_HLEN, TCPHDR_FIN, TCPHDR_PSH};
+use crate::wire::TcpPacket;
 
 // TCP_FLAG_* as bits of the host-order flag word (TCP header bytes 12..16).
 pub const TCP_FLAG_CWR: u32 = 0x0080_0000;
@@ -18,7 +20,14 @@ pub const TCP_FLAG_PSH: u32 = 0x0008_0000;
 pub const TCP_FLAG_RST: u32 = 0x0004_0000;
 pub const TCP_FLAG_SYN: u32 = 0x0002_0000;
 pub const TCP_FLAG_FIN: u32 = 0x0001_0000;
-const TCP_HLEN: usize = 20;
+
+/// The fixed TCP header at `off` (from data), copied out so the skb's control block can
+/// change while it is read; zeroes where the linear part does not hold it (as the
+/// kernel's callers never let happen: tcp_gro_pull_header checked it).
+fn th_at(skb: &SkBuff, off: usize) -> TcpPacket<[u8; TCP_HLEN]> {
+    let h = skb.hdr(off, TCP_HLEN).and_then(|h| h.try_into().ok());
+    TcpPacket::new_unchecked(h.unwrap_or_default())
+}
 
 /// tcp4_gro_receive: verify the checksum (unless a flush is already pending), pull the
 /// header, then tcp_gro_receive.
@@ -53,17 +62,14 @@ fn tcp_gro_validate_and_pull(
         skb.flush(reason::TCP_CSUM);
         return None;
     }
-    // tcp_gro_pull_header
+    // tcp_gro_pull_header: the fixed header, then doff at least 5 and the whole header
+    // in the linear part (the view's check_len and check_header).
     let th = skb.cb.data_offset;
-    if skb.headlen() < th + TCP_HLEN {
+    let Ok(tcph) = TcpPacket::new_checked(skb.hdr_from(th)) else {
         skb.flush(reason::TCP_DOFF);
         return None;
-    }
-    let thlen = usize::from(skb.linear()[th + 12] >> 4) * 4;
-    if thlen < TCP_HLEN || skb.headlen() < th + thlen {
-        skb.flush(reason::TCP_DOFF);
-        return None;
-    }
+    };
+    let thlen = tcph.header_len();
     skb.cb.data_offset += thlen;
     tcp_gro_receive(cfg, head, skb, th, thlen)
 }
@@ -76,7 +82,8 @@ fn network_flush(
     nh: usize,
     inner: bool,
 ) -> Option<Reason> {
-    if skb.linear().get(nh).is_some_and(|b| b >> 4 == 6) {
+    // `((struct iphdr *)nh)->version == 6`.
+    if super::ipv4::iph_at(skb, nh).is_some_and(|h| h.version() == 6) {
         ipv6::network_flush(cfg, skb, p, nh)
     } else {
         super::ipv4::network_flush(cfg, skb, p, nh, inner)
@@ -112,8 +119,10 @@ pub fn tcp_gro_receive(
     thlen: usize,
 ) -> Option<usize> {
     let len = skb.gro_len();
-    let flags = skb.be32(th + 12);
-    let ports = skb.be32(th);
+    let tcph = th_at(skb, th);
+    // tcp_flag_word(th): doff, the reserved bits, the flags and the window.
+    let flags = tcph.flag_word();
+    let ports = (tcph.src_port(), tcph.dst_port());
     // tcp_gro_lookup: the first same_flow skb (youngest first) with this port pair.
     let mut found = None;
     for i in (0..head.len()).rev() {
@@ -121,7 +130,11 @@ pub fn tcp_gro_receive(
         if !p.cb.same_flow {
             continue;
         }
-        if p.be32(th) != ports {
+        let held = p
+            .hdr(th, TCP_HLEN)
+            .map(TcpPacket::new_unchecked)
+            .map_or((0, 0), |t| (t.src_port(), t.dst_port()));
+        if held != ports {
             p.cb.same_flow = false;
             p.cb.mismatch = Some(reason::TCP_PORTS);
             skb.saw_mismatch(reason::TCP_PORTS);
@@ -134,7 +147,8 @@ pub fn tcp_gro_receive(
     if let Some(i) = found {
         let p = &mut head[i];
         let th2 = p.offset_from_data(p.transport_header).unwrap_or(0);
-        let flags2 = p.be32(th2 + 12);
+        let tcph2 = th_at(p, th2);
+        let flags2 = tcph2.flag_word();
         // Every rule that fires, in the kernel's order; the first names the flush.
         let mut all: Vec<Reason> = Vec::new();
         let mut add = |cond: bool, r: Reason| {
@@ -152,11 +166,14 @@ pub fn tcp_gro_receive(
         };
         let diff = (flags ^ flags2) & mask;
         add(diff != 0, flag_diff_reason(diff));
-        add(skb.be32(th + 8) != p.be32(th2 + 8), reason::TCP_ACK);
-        let opts_differ = (TCP_HLEN..thlen)
-            .step_by(4)
-            .any(|o| skb.be32(th + o) != p.be32(th2 + o));
-        add(opts_differ, reason::TCP_OPTIONS);
+        add(tcph.ack_number() != tcph2.ack_number(), reason::TCP_ACK);
+        // The option words of the new header against the same bytes of the held skb
+        // (its options when doff matches; a different doff already differs in flags).
+        let opts = skb.hdr(th + TCP_HLEN, thlen.saturating_sub(TCP_HLEN));
+        add(
+            opts != p.hdr(th2 + TCP_HLEN, thlen.saturating_sub(TCP_HLEN)),
+            reason::TCP_OPTIONS,
+        );
         match cfg.rules.ip_id {
             IpIdRule::PerLevel618 | IpIdRule::PerLevel610 => {
                 // gro_receive_network_flush: the outer (or only) level, then the inner.
@@ -188,8 +205,8 @@ pub fn tcp_gro_receive(
             // A single frame larger than the first segment, or an empty one, never merges.
             add(len.wrapping_sub(1) >= mss, reason::TCP_MSS);
         }
-        let seq = skb.be32(th + 4);
-        let seq2 = p.be32(th2 + 4);
+        let seq = tcph.seq_number();
+        let seq2 = tcph2.seq_number();
         let merged_payload = p.gro_len() as u32;
         add(seq2.wrapping_add(merged_payload) != seq, reason::TCP_SEQ);
         match all.first().copied() {
@@ -200,9 +217,12 @@ pub fn tcp_gro_receive(
             }
             None => match skb_gro_receive(cfg, p, skb) {
                 Ok(()) => {
-                    // The held flag word ORs in the new FIN and PSH.
-                    let w = p.be32(th2 + 12) | (flags & (TCP_FLAG_FIN | TCP_FLAG_PSH));
-                    p.put_hdr(th2 + 12, &w.to_be_bytes());
+                    // tcp_flag_word(th2) |= flags & (TCP_FLAG_FIN | TCP_FLAG_PSH): the
+                    // held flags byte ORs in the new FIN and PSH.
+                    if let Some(h) = p.hdr_mut(th2, TCP_HLEN) {
+                        let mut t2 = TcpPacket::new_unchecked(h);
+                        t2.set_flags(t2.flags() | (tcph.flags() & (TCPHDR_FIN | TCPHDR_PSH)));
+                    }
                 }
                 Err(r) => {
                     skb.cb.nomerge = Some(r);
@@ -255,18 +275,14 @@ pub fn tcp4_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, thoff: usize) {
         return;
     }
     let nh = skb.cb.network_offsets[usize::from(skb.encapsulation)];
-    let addr = |o: usize| -> [u8; 4] {
-        skb.hdr(nh + o, 4)
-            .and_then(|b| b.try_into().ok())
-            .unwrap_or([0; 4])
-    };
+    let (saddr, daddr) = super::ipv4::addrs(skb, nh);
     let check = csum::fold(csum::pseudo_v4(
-        addr(12),
-        addr(16),
+        saddr,
+        daddr,
         IPPROTO_TCP,
         skb.len() - thoff,
     ));
-    skb.put_hdr(thoff + 16, &check.to_be_bytes());
+    set_check(skb, thoff, check);
     skb.gso_type |= gso::TCPV4;
     if cfg.rules.fixedid_on_complete {
         if skb.cb.ip_fixedid & 1 != 0 {
@@ -285,20 +301,23 @@ pub fn tcp6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize, thoff:
     if skb.headlen() < thoff + TCP_HLEN {
         return;
     }
-    let addr = |o: usize| -> [u8; 16] {
-        skb.hdr(nhoff + o, 16)
-            .and_then(|b| b.try_into().ok())
-            .unwrap_or([0; 16])
-    };
+    let (saddr, daddr) = ipv6::addrs(skb, nhoff);
     let check = csum::fold(csum::pseudo_v6(
-        addr(8),
-        addr(24),
+        saddr,
+        daddr,
         IPPROTO_TCP,
         skb.len() - thoff,
     ));
-    skb.put_hdr(thoff + 16, &check.to_be_bytes());
+    set_check(skb, thoff, check);
     skb.gso_type |= gso::TCPV6;
     tcp_gro_complete(cfg, skb, thoff);
+}
+
+/// th->check of the TCP header at `thoff` (the completions checked it is there).
+fn set_check(skb: &mut SkBuff, thoff: usize, check: u16) {
+    if let Some(h) = skb.hdr_mut(thoff, TCP_HLEN) {
+        TcpPacket::new_unchecked(h).set_checksum(check);
+    }
 }
 
 /// tcp_gro_complete: CHECKSUM_PARTIAL at the TCP header, gso_segs = count, and the ECN
@@ -311,7 +330,7 @@ pub fn tcp_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, thoff: usize) {
     skb.csum_offset = 16;
     skb.ip_summed = IpSummed::Partial;
     skb.gso_segs = skb.cb.count;
-    if skb.be32(thoff + 12) & TCP_FLAG_CWR != 0 {
+    if th_at(skb, thoff).cwr() {
         skb.gso_type |= match cfg.rules.cwr_gso {
             CwrGso::TcpEcn => gso::TCP_ECN,
             CwrGso::AccEcn => gso::TCP_ACCECN,

@@ -16,6 +16,7 @@ use super::rules::UdpCompleteIph;
 use super::{reason, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
 use crate::skb::{gso, IpSummed};
 use crate::wire::udp::{Packet as UdpView, HEADER_LEN as UDP_HLEN};
+use crate::wire::VxlanPacket;
 
 pub use crate::consts::VXLAN_HLEN;
 /// UDP_GRO_CNT_MAX (net/ipv4/udp_offload.c): segments per merged skb.
@@ -38,6 +39,21 @@ pub enum UdpSock {
 /// The header at `off` of `skb`'s linear part, through the wire view.
 pub(crate) fn udp_hdr(skb: &SkBuff, off: usize) -> Option<UdpView<&[u8]>> {
     skb.hdr(off, UDP_HLEN).map(UdpView::new_unchecked)
+}
+
+/// uh->len = the rest of the skb from the UDP header at `nhoff` (the low 16 bits).
+fn set_udp_len(skb: &mut SkBuff, nhoff: usize) {
+    let len = (skb.len() - nhoff) as u16;
+    if let Some(h) = skb.hdr_mut(nhoff, UDP_HLEN) {
+        UdpView::new_unchecked(h).set_len(len);
+    }
+}
+
+/// uh->check of the UDP header at `nhoff`.
+pub(crate) fn set_udp_check(skb: &mut SkBuff, nhoff: usize, check: u16) {
+    if let Some(h) = skb.hdr_mut(nhoff, UDP_HLEN) {
+        UdpView::new_unchecked(h).set_checksum(check);
+    }
 }
 
 /// udp4_gro_lookup_skb: a VXLAN socket, or a UDP_GRO socket, bound to `dport`.
@@ -144,13 +160,17 @@ pub(crate) fn udp_gro_receive(
     }
     // Mark that this skb passed once through the tunnel GRO layer.
     skb.cb.encap_mark = true;
-    let ports = skb.be32(off);
+    let ports = udp_hdr(skb, off).map_or((0, 0), |uh| (uh.src_port(), uh.dst_port()));
     for p in head.iter_mut().rev() {
         if !p.cb.same_flow {
             continue;
         }
-        // Match ports, and either both checksums are zero or both are not.
-        if p.be32(off) != ports || (p.be16(off + 6) == 0) != (check == 0) {
+        // Match ports, and either both checksums are zero or both are not (a held skb
+        // too short for the header reads as zeroes).
+        let (ports2, check2) = udp_hdr(p, off).map_or(((0, 0), 0), |uh2| {
+            ((uh2.src_port(), uh2.dst_port()), uh2.checksum())
+        });
+        if ports2 != ports || (check2 == 0) != (check == 0) {
             p.cb.same_flow = false;
             p.cb.mismatch = Some(reason::UDP_PORTS);
             skb.saw_mismatch(reason::UDP_PORTS);
@@ -311,18 +331,23 @@ pub fn skb_gro_receive_list(p: &mut SkBuff, skb: &mut SkBuff) -> Result<(), Reas
 /// ETH_P_TEB offload is needed).
 fn vxlan_gro_receive(cfg: &GroConfig, head: &mut [Box<SkBuff>], skb: &mut SkBuff) -> Option<usize> {
     let off = skb.cb.data_offset;
-    if skb.headlen() < off + VXLAN_HLEN {
+    let Some(vh) = skb.hdr(off, VXLAN_HLEN).map(VxlanPacket::new_unchecked) else {
         skb.flush(reason::VXLAN_VNI);
         return None;
-    }
+    };
+    // vx_flags and vx_vni, whole words.
+    let words = (vh.flags_word(), vh.vni_word());
     postpull_rcsum(skb, off, VXLAN_HLEN);
     skb.cb.data_offset += VXLAN_HLEN;
-    let (flags, vni) = (skb.be32(off), skb.be32(off + 4));
     for p in head.iter_mut().rev() {
         if !p.cb.same_flow {
             continue;
         }
-        if p.be32(off) != flags || p.be32(off + 4) != vni {
+        let words2 = p
+            .hdr(off, VXLAN_HLEN)
+            .map(VxlanPacket::new_unchecked)
+            .map_or((0, 0), |vh2| (vh2.flags_word(), vh2.vni_word()));
+        if words2 != words {
             p.cb.same_flow = false;
             p.cb.mismatch = Some(reason::VXLAN_VNI);
             skb.saw_mismatch(reason::VXLAN_VNI);
@@ -339,8 +364,7 @@ pub(crate) fn udp_gro_complete_fraglist(skb: &mut SkBuff, nhoff: usize) -> bool 
     if !skb.cb.is_flist || skb.cb.encap_mark {
         return false;
     }
-    let len = skb.len() - nhoff;
-    skb.put_hdr(nhoff + 4, &(len as u16).to_be_bytes());
+    set_udp_len(skb, nhoff);
     skb.gso_type |= gso::FRAGLIST | gso::UDP_L4;
     skb.gso_segs = skb.cb.count;
     // __skb_incr_checksum_unnecessary
@@ -372,7 +396,7 @@ pub fn udp4_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
                 .unwrap_or([0; 4])
         };
         let c = csum::fold(csum::pseudo_v4(a(12), a(16), IPPROTO_UDP, len));
-        skb.put_hdr(nhoff + 6, &c.to_be_bytes());
+        set_udp_check(skb, nhoff, c);
     }
     let dport = udp_hdr(skb, nhoff).map_or(0, |u| u.dst_port());
     let tunnel = udp4_gro_lookup_skb(cfg, dport) == UdpSock::Tunnel;
@@ -388,8 +412,7 @@ pub(crate) fn udp_gro_complete(
     check: u16,
     tunnel: bool,
 ) {
-    let len = skb.len() - nhoff;
-    skb.put_hdr(nhoff + 4, &(len as u16).to_be_bytes());
+    set_udp_len(skb, nhoff);
     if tunnel {
         skb.gso_type = if check != 0 {
             gso::UDP_TUNNEL_CSUM

@@ -54,7 +54,7 @@ pub fn udp6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     let check = udp_hdr(skb, nhoff).map_or(0, |u| u.checksum());
     if let (true, Some((src, dst))) = (check != 0, addrs) {
         let c = csum::fold(csum::pseudo_v6(src, dst, NEXTHDR_UDP, len));
-        skb.put_hdr(nhoff + 6, &c.to_be_bytes());
+        super::udp::set_udp_check(skb, nhoff, c);
     }
     let dport = udp_hdr(skb, nhoff).map_or(0, |u| u.dst_port());
     let tunnel = udp6_gro_lookup_skb(cfg, dport) == UdpSock::Tunnel;

@@ -27,6 +27,7 @@ use crate::wire::virtio_net_hdr::{
     VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_GSO_TCPV4,
     VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4,
 };
+use crate::wire::{tcp, udp, TcpPacket};
 
 /// Trace fields of the simulator that no real-kernel observation shows: `encap` (the
 /// inner header offsets of an encapsulated skb).
@@ -133,11 +134,11 @@ pub fn derived_segs(bytes: &[u8], gso_size: u16, vxlan_ports: &[u16]) -> Option<
     }
     let payload = match innermost_tcp(bytes, vxlan_ports) {
         Some(th) => {
-            let doff = usize::from(*bytes.get(th + 12)? >> 4) * 4;
-            bytes.len().checked_sub(th + doff)?
+            let tcph = TcpPacket::new_unchecked(bytes.get(th..th + tcp::HEADER_LEN)?);
+            bytes.len().checked_sub(th + usize::from(tcph.header_len()))?
         }
         // Plain UDP GRO (SKB_GSO_UDP_L4): the payload after the UDP header.
-        None => bytes.len().checked_sub(plain_udp(bytes)? + 8)?,
+        None => bytes.len().checked_sub(plain_udp(bytes)? + udp::HEADER_LEN)?,
     };
     Some(payload.div_ceil(usize::from(gso_size)))
 }

@@ -47,6 +47,7 @@ pub mod tun_pi;
 pub mod udp;
 pub mod virtio_net_hdr;
 pub mod vlan;
+pub mod vxlan;
 
 #[cfg(test)]
 mod test_frames;
@@ -66,6 +67,7 @@ pub use tun_pi::{TunPi, TunPiRepr};
 pub use udp::{Packet as UdpPacket, Repr as UdpRepr};
 pub use virtio_net_hdr::{Endian, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout};
 pub use vlan::{Packet as VlanPacket, Repr as VlanRepr};
+pub use vxlan::{Packet as VxlanPacket, Repr as VxlanRepr};
 
 pub use crate::consts::{
     ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1, ETH_P_TEB,

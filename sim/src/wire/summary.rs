@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use super::arp::{self, ARPOP_REPLY, ARPOP_REQUEST};
 use super::gre::Gre;
 use super::ipv6::{ExtHeaders, FRAG_HLEN};
-use super::{be16_at, be32_at, ethernet, ipv4 as ip4, ipv6 as ip6, tcp as tcp_, udp as udp_, vlan};
+use super::{be16_at, ethernet, ipv4 as ip4, ipv6 as ip6, tcp as tcp_, udp as udp_, vlan, vxlan};
 use super::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1, ETH_P_TEB};
 use super::{
     IPPROTO_FRAGMENT, IPPROTO_GRE, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP,
@@ -46,9 +46,6 @@ const LLC_UI: u16 = 0x03;
 /// A SNAP header after the LLC header: 3 bytes of OUI, 2 of protocol (RFC 1042).
 const SNAP_HLEN: usize = 5;
 use crate::consts::{IANA_VXLAN_UDP_PORT, VXLAN_HLEN};
-/// VXLAN_HF_VNI, the "I" flag saying the VNI is valid (include/net/vxlan.h: BIT(27) of
-/// the first big-endian word, so 0x08 in its first byte).
-const VXLAN_HF_VNI: u8 = 0x08;
 /// sizeof(struct icmphdr) and sizeof(struct icmp6hdr).
 const ICMP_HLEN: usize = 8;
 
@@ -497,16 +494,14 @@ fn udp(buf: &[u8], depth: usize, out: &mut String) {
 }
 
 fn vxlan(buf: &[u8], depth: usize, out: &mut String) {
-    // include/net/vxlan.h: struct vxlanhdr { vx_flags; vx_vni } with the VNI in the
-    // top 24 bits of vx_vni.
-    let (Some(flags), Some(vni)) = (buf.first(), be32_at(buf, 4)) else {
+    let Ok(vxh) = vxlan::Packet::new_checked(buf) else {
         return truncated(out, "VXLAN", VXLAN_HLEN, buf.len());
     };
-    part!(out, "VXLAN vni {}", vni >> 8);
-    if flags & VXLAN_HF_VNI == 0 {
+    part!(out, "VXLAN vni {}", vxh.vni());
+    if !vxh.vni_valid() {
         out.push_str(" (I flag clear)");
     }
-    inner(out, depth, buf.get(VXLAN_HLEN..).unwrap_or(&[]), ethernet);
+    inner(out, depth, vxh.payload(), ethernet);
 }
 
 fn gre(buf: &[u8], depth: usize, out: &mut String) {

@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use super::{ethernet, ipv4, ipv6, tcp, udp, vlan};
+use super::{ethernet, ipv4, ipv6, tcp, udp, vlan, vxlan};
 
 /// xorshift64*: a fixed seed, so a failure reproduces.
 struct Rng(u64);
@@ -53,6 +53,18 @@ fn views_never_panic_on_random_bytes() {
                 v.vid(),
                 v.ethertype(),
                 v.payload(),
+            );
+        }
+        let x = vxlan::Packet::new_unchecked(b);
+        if x.check_len().is_ok() {
+            let _ = (
+                x.flags_word(),
+                x.flags(),
+                x.vni_valid(),
+                x.vni_word(),
+                x.vni(),
+                x.payload(),
+                vxlan::Repr::parse(&x),
             );
         }
 
