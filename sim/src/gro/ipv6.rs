@@ -6,8 +6,13 @@
 //! before 6.x), as many as there are; they become part of the network header, and held
 //! skbs must carry the same bytes there (the memcmp after the address checks). A fragment
 //! header, ICMPv6, UDP and every other next header end GRO for the frame.
+//!
+//! GRE over IPv6 (ip6gretap): net/ipv4/gre_offload.c: gre_offload_init registers the one
+//! gre_offload for inet6_offloads[IPPROTO_GRE] too, so an IPv6 outer header hands GRE to
+//! the same gre_gro_receive / gre_gro_complete as IPv4 (docs/gro.md#gre-over-ipv6).
 
-use super::{reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
+use super::ipv4::IPPROTO_GRE;
+use super::{gre, reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
 
 /// NEXTHDR_TCP.
 pub const NEXTHDR_TCP: u8 = 6;
@@ -69,11 +74,13 @@ pub fn ipv6_gro_receive(
         return None;
     };
     let iph: [u8; IPV6_HLEN] = iph.try_into().unwrap_or([0; IPV6_HLEN]);
+    // ops = inet6_offloads[proto]: TCP and GRE have gro_receive themselves; anything
+    // else is walked over as extension headers first.
     let (proto, ext_len) = match iph[6] {
-        NEXTHDR_TCP => (NEXTHDR_TCP, 0),
+        p if has_l4(cfg, p) => (p, 0),
         first => walk_exthdrs(skb.linear().get(off + IPV6_HLEN..).unwrap_or(&[]), first),
     };
-    if proto != NEXTHDR_TCP {
+    if !has_l4(cfg, proto) {
         skb.flush(reason::IPV6_NO_L4);
         return None;
     }
@@ -143,7 +150,20 @@ pub fn ipv6_gro_receive(
         return None;
     }
     skb.cb.depth += 1;
-    tcp::tcp6_gro_receive(cfg, head, skb)
+    match proto {
+        IPPROTO_GRE => gre::gre_gro_receive(cfg, head, skb),
+        _ => tcp::tcp6_gro_receive(cfg, head, skb),
+    }
+}
+
+/// inet6_offloads[proto]->gro_receive exists in this kernel: tcpv6_offload, and the
+/// gre_offload gre_offload_init adds for IPv6 too (with GRE GRO at all).
+fn has_l4(cfg: &GroConfig, proto: u8) -> bool {
+    match proto {
+        NEXTHDR_TCP => true,
+        IPPROTO_GRE => cfg.rules.gre_gro,
+        _ => false,
+    }
 }
 
 /// ip6_gro_compute_pseudo for the innermost IP header seen so far.
@@ -188,8 +208,12 @@ pub fn ipv6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     // nhoff += sizeof(*iph) + ipv6_exthdrs_len(iph, &ops).
     let (proto, ext_len) =
         walk_exthdrs(&skb.linear()[nhoff + IPV6_HLEN..], skb.linear()[nhoff + 6]);
-    if proto == NEXTHDR_TCP {
-        tcp::tcp6_gro_complete(cfg, skb, nhoff, nhoff + IPV6_HLEN + ext_len);
+    match proto {
+        NEXTHDR_TCP => tcp::tcp6_gro_complete(cfg, skb, nhoff, nhoff + IPV6_HLEN + ext_len),
+        // gre_gro_complete: encapsulation = 1, gso_type = SKB_GSO_GRE; nothing marks the
+        // outer header as IPv6 (no SKB_GSO_IPXIP6: that is ip6ip6/ip4ip6's).
+        IPPROTO_GRE => gre::gre_gro_complete(cfg, skb, nhoff + IPV6_HLEN + ext_len),
+        _ => {}
     }
 }
 

@@ -22,10 +22,12 @@
 //! named [`Reason`].
 
 pub mod cells;
+pub mod cells6;
 pub mod core;
 pub mod csum;
 pub mod eth;
 pub mod frames;
+pub mod frames6;
 pub mod gre;
 pub mod ipv4;
 pub mod ipv6;
@@ -347,6 +349,10 @@ impl GroConfig {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tunnel6_tests.rs"]
+mod tunnel6_tests;
 
 #[cfg(test)]
 mod tests {

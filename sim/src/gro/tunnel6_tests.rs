@@ -1,0 +1,184 @@
+//! Tunnels with an IPv6 outer header through the tap's GRO and the tunnel device's
+//! gro_cells (docs/gro.md#tunnels-over-ipv6). Expected values are worked out from the
+//! kernel rules named in each test, not read back from the model.
+
+use super::cells::{TapObserver, TunnelDev};
+use super::frames::Tcp4;
+use super::frames6::Outer6;
+use super::plan::GroPlan;
+use super::reason;
+use crate::pipeline::tap_gro::TapGroRun;
+use crate::profile::{KernelProfile, LINUX_6_1, LINUX_6_18};
+use crate::skb::gso;
+
+/// 14 + 40 + 8 (GRE with K) in front of each inner 1454-byte frame.
+const GRE6: usize = 62;
+const INNER: usize = 14 + 20 + 20 + 1400;
+
+/// Four inner segments of one flow, segment k wrapped by `wrap(k, segment)`, one burst.
+fn run(
+    p: &KernelProfile,
+    observer: TapObserver,
+    wrap: impl Fn(usize, &[u8]) -> Vec<u8>,
+) -> TapGroRun {
+    run_with(p, observer, false, wrap)
+}
+
+/// `run`, written non-blocking when `nonblocking` (tun_build_skb heads: merged segments
+/// become frags, not frag_list skbs, which the cell's dev_gro_receive would flush).
+fn run_with(
+    p: &KernelProfile,
+    observer: TapObserver,
+    nonblocking: bool,
+    wrap: impl Fn(usize, &[u8]) -> Vec<u8>,
+) -> TapGroRun {
+    let plan = GroPlan {
+        burst: 4,
+        tap_observer: observer,
+        tunnel_trace: true,
+        ..GroPlan::defaults(&p.gro)
+    };
+    let mut r = TapGroRun::new(p, &plan);
+    r.nonblocking = nonblocking;
+    for (k, f) in Tcp4::default().stream(4).iter().enumerate() {
+        r.write(k as u64, 1_000_000_000 + k as u64 * 1000, wrap(k, f));
+    }
+    r.finish();
+    r
+}
+
+fn tap_lens(r: &TapGroRun) -> Vec<usize> {
+    r.delivered.iter().map(|d| d.skb.len()).collect()
+}
+
+fn cell_lens(r: &TapGroRun) -> Vec<(TunnelDev, usize)> {
+    r.cells
+        .as_ref()
+        .map(|c| c.deliveries().map(|(d, x)| (*d, x.skb.len())).collect())
+        .unwrap_or_default()
+}
+
+fn gre6(o: Outer6, f: &[u8]) -> Vec<u8> {
+    o.gre_teb(Some(42), None, f)
+}
+
+fn hop(h: u8) -> Outer6 {
+    Outer6 {
+        hop_limit: h,
+        ..Outer6::default()
+    }
+}
+
+fn ip6gretap() -> TunnelDev {
+    TunnelDev::Ip6gretap {
+        remote: Outer6::default().saddr.octets(),
+        local: Outer6::default().daddr.octets(),
+        key: Some(42u32.to_be_bytes()),
+    }
+}
+
+#[test]
+fn gre_over_ipv6_merges_through_gre_gro_receive_and_completes_as_gre() {
+    let r = run(&LINUX_6_18, TapObserver::AfPacket, |_, f| {
+        gre6(Outer6::default(), f)
+    });
+    assert_eq!(tap_lens(&r), vec![GRE6 + INNER + 3 * 1400]);
+    let skb = &r.delivered[0].skb;
+    // gre_gro_complete assigns SKB_GSO_GRE, tcp4_gro_complete adds TCPV4; nothing
+    // names the IPv6 outer header.
+    assert_eq!(skb.gso_type & !(gso::TCP_FIXEDID | gso::TCP_FIXEDID_INNER), gso::GRE | gso::TCPV4);
+    assert!(skb.encapsulation);
+    assert_eq!((skb.gso_size, skb.gso_segs), (1400, 4));
+    // ipv6_gro_complete rewrote the outer payload_len: everything after the 40 bytes.
+    let b = skb.to_vec();
+    assert_eq!(usize::from(u16::from_be_bytes([b[18], b[19]])), b.len() - 54);
+    // The inner headers start after the GRE header: inner_mac_header at 62.
+    assert_eq!(skb.offset_from_data(skb.inner_mac_header), Some(GRE6));
+}
+
+#[test]
+fn outer_hop_limit_flushes_on_6_10_rules_and_splits_the_flow_before() {
+    // 6.18: ipv6_gro_flush from tcp_gro_receive at the outer level: every frame flushes
+    // the one before.
+    let r = run(&LINUX_6_18, TapObserver::AfPacket, |k, f| {
+        gre6(hop(64 - (k % 2) as u8), f)
+    });
+    assert_eq!(tap_lens(&r), vec![GRE6 + INNER; 4]);
+    assert_eq!(r.delivered[1].skb.model.start, Some(reason::IPV6_HOPLIMIT));
+    // 6.1: the hop limit is compared with the next header (*(u16 *)&iph->nexthdr): frames
+    // 0 and 2 are one outer flow, 1 and 3 another, and each pair's inner sequence has a
+    // gap: tcp:seq flushes the held one. Four skbs again, frame 1 a new flow.
+    let r = run(&LINUX_6_1, TapObserver::AfPacket, |k, f| {
+        gre6(hop(64 - (k % 2) as u8), f)
+    });
+    assert_eq!(r.delivered.len(), 4);
+    let f1 = r.delivered.iter().find(|d| d.skb.model.frame == 1).unwrap();
+    assert_eq!(f1.skb.model.start, Some(reason::FLOW_NEW));
+}
+
+#[test]
+fn the_ip6gretap_cell_merges_one_inner_flow_under_alternating_hop_limits() {
+    // No observer on the tap: __ip6_tnl_rcv pulls the outer headers and ignores the hop
+    // limit, so the four inner frames are one flow for the cell: 54 + 4 * 1400.
+    let r = run(&LINUX_6_18, TapObserver::None, |k, f| {
+        gre6(hop(64 - (k % 2) as u8), f)
+    });
+    assert_eq!(tap_lens(&r), vec![GRE6 + INNER; 4]);
+    assert_eq!(cell_lens(&r), vec![(ip6gretap(), 54 + 4 * 1400)]);
+    // With the packet socket each skb is a clone: netif_rx, four skbs.
+    let r = run(&LINUX_6_18, TapObserver::AfPacket, |k, f| {
+        gre6(hop(64 - (k % 2) as u8), f)
+    });
+    assert_eq!(cell_lens(&r), vec![(ip6gretap(), INNER); 4]);
+}
+
+#[test]
+fn a_new_outer_flow_label_splits_the_tap_and_the_cell_remerges_the_two_gso_skbs() {
+    // Frames 2 and 3 carry flow label 7: another flow for ipv6_gro_receive (0xF00FFFFF of
+    // the first word). The tap delivers two GSO skbs of gso_size 1400; the cell takes
+    // a TCP GSO skb in (dev_gro_receive, GroRules::gso_skbs) and merges the second
+    // (written non-blocking: no frag_list).
+    let r = run_with(&LINUX_6_18, TapObserver::None, true, |k, f| {
+        let o = Outer6 {
+            flow_label: if k >= 2 { 7 } else { 0 },
+            ..Outer6::default()
+        };
+        gre6(o, f)
+    });
+    assert_eq!(tap_lens(&r), vec![GRE6 + INNER + 1400; 2]);
+    assert_eq!(r.delivered[1].skb.model.start, Some(reason::FLOW_NEW));
+    assert_eq!(cell_lens(&r), vec![(ip6gretap(), 54 + 4 * 1400)]);
+}
+
+#[test]
+fn a_traffic_class_change_flushes_on_every_profile() {
+    for p in [&LINUX_6_18, &LINUX_6_1] {
+        let r = run(p, TapObserver::AfPacket, |k, f| {
+            let o = Outer6 {
+                tc: if k >= 2 { 0x20 } else { 0 },
+                ..Outer6::default()
+            };
+            gre6(o, f)
+        });
+        assert_eq!(tap_lens(&r), vec![GRE6 + INNER + 1400; 2], "{}", p.name);
+        assert_eq!(
+            r.delivered[1].skb.model.start,
+            Some(reason::IPV6_TC),
+            "{}",
+            p.name
+        );
+    }
+}
+
+#[test]
+fn vxlan_over_ipv6_without_udp6_gro_is_not_a_tunnel_for_the_tap_but_reaches_the_cell() {
+    // The vxlan6 device's cell sees every frame whatever the tap's GRO did.
+    let r = run(&LINUX_6_18, TapObserver::None, |k, f| {
+        Outer6::default().vxlan(50000 + k as u16, 42, true, f)
+    });
+    let dev = TunnelDev::Vxlan6 {
+        port: 4789,
+        vni: 42,
+    };
+    assert_eq!(cell_lens(&r), vec![(dev, 54 + 4 * 1400)]);
+}
