@@ -99,6 +99,7 @@ mod bench;
 mod capture;
 mod expressible;
 mod gretap;
+mod ip6gretap;
 mod sched;
 mod tunnel_obs;
 mod vxlan;
@@ -109,6 +110,7 @@ pub use capture::VnetCapture;
 pub use expressible::{expressible, kernel_config};
 use expressible::{expressible_with, load_frames};
 use gretap::*;
+use ip6gretap::*;
 use sched::*;
 pub use sched::{jiffy_now, NapiThread, RealtimeWriter};
 use tunnel_obs::*;
@@ -305,13 +307,21 @@ fn replay(
     };
     let vx = vxlan_setup(frames, &plan.vxlan_ports);
     let gt = gretap_setup(frames);
-    if let Some(mac) = vx.tap_mac.or(gt.tap_mac) {
+    let gt6 = ip6gretap_setup(frames);
+    if let Some(mac) = vx.tap_mac.or(gt.tap_mac).or(gt6.tap_mac) {
         ns.rtnl().set_address(tap.ifindex(), mac)?;
     }
     let mut addrs = vx.addrs.clone();
     addrs.extend(gt.addrs.iter().filter(|a| !vx.addrs.contains(a)));
     for a in &addrs {
         add_ipv4(tap.ifindex(), *a, 32)?;
+    }
+    let addrs6: Vec<[u8; 16]> = gt6.addrs.clone();
+    if !addrs6.is_empty() {
+        no_ipv6_autoconf(&name)?;
+    }
+    for a in &addrs6 {
+        add_ipv6(tap.ifindex(), *a)?;
     }
     ns.rtnl().set_up(tap.ifindex(), true)?;
     let mut et = Ethtool::new()?;
@@ -321,6 +331,7 @@ fn replay(
     let feature = et.get_feature(&name, "rx-gro")?;
     let vx_devs = create_vxlans(ns, &vx, tap.ifindex())?;
     let gt_devs = create_gretaps(ns, &gt, tap.ifindex())?;
+    let gt6_devs = create_ip6gretaps(ns, &gt6, tap.ifindex())?;
     set_gro_flush_timeout(&name, plan.flush_timeout_ns)?;
     let timeout = gro_flush_timeout(&name)?;
     let hz = host_hz()?;
@@ -336,8 +347,10 @@ fn replay(
         .iter()
         .map(|(_, idx, _, _)| VnetCapture::bind(*idx))
         .collect::<Result<Vec<_>, _>>()?;
+    // gretap devices, then ip6gretap ones: the model's TunnelDev order.
     let mut gcaps = gt_devs
         .iter()
+        .chain(&gt6_devs)
         .map(|(_, idx)| VnetCapture::bind(*idx))
         .collect::<Result<Vec<_>, _>>()?;
     let mut napi = if plan.burst > 1 {
@@ -395,6 +408,20 @@ fn replay(
     for t in &gt.mixed_csum {
         notes.push(format!(
             "gretap {}: the frames mix GRE checksums and none; ip_tunnel_rcv drops the plain ones",
+            t.describe()
+        ));
+    }
+    if !gt6_devs.is_empty() {
+        let list: Vec<String> = gt6_devs
+            .iter()
+            .zip(&gt6.tunnels)
+            .map(|((n, _), t)| format!("{n} {}", t.describe()))
+            .collect();
+        notes.push(format!("ip6gretap devices: {}", list.join(", ")));
+    }
+    for t in &gt6.mixed_csum {
+        notes.push(format!(
+            "ip6gretap {}: the frames mix GRE checksums and none; __ip6_tnl_rcv drops the plain ones",
             t.describe()
         ));
     }
@@ -502,7 +529,7 @@ fn replay(
     };
     let (vx_frames, gt_frames) = (untag(&vx_captured), untag(&gt_captured));
     let tunnel = if plan.cells() {
-        tunnel_deliveries(&vx_devs, &vx_captured, &gt, &gt_captured, &mut notes)
+        tunnel_deliveries(&vx_devs, &vx_captured, &gt, &gt6, &gt_captured, &mut notes)
     } else {
         Vec::new()
     };
@@ -540,9 +567,12 @@ fn replay(
                         "delivery {n} (GSO, VXLAN) has no byte-identical inner frame on a vxlan device"
                     ));
                 }
-            } else if let Some(g) = gre_teb_of(&skb.bytes) {
+            } else if let Some(inner) = gre_teb_of(&skb.bytes)
+                .map(|g| g.inner)
+                .or_else(|| gre6_teb_of(&skb.bytes).map(|g| g.inner))
+            {
                 skb.gretap_dev_len =
-                    take_identical(&gt_frames, &mut gt_used, &skb.bytes[g.inner..]);
+                    take_identical(&gt_frames, &mut gt_used, &skb.bytes[inner..]);
                 if skb.gretap_dev_len.is_none() {
                     notes.push(format!(
                         "delivery {n} (GSO, GRE-TEB) has no byte-identical inner frame on a gretap device"
@@ -575,9 +605,9 @@ fn replay(
         ));
     }
     let gt_matched = gt_used.iter().filter(|u| **u).count();
-    if !gt_devs.is_empty() {
+    if !gt_devs.is_empty() || !gt6_devs.is_empty() {
         let mut counters = Vec::new();
-        for (dname, idx) in &gt_devs {
+        for (dname, idx) in gt_devs.iter().chain(&gt6_devs) {
             let st = ns.rtnl().stats(*idx)?;
             counters.push(format!(
                 "{dname} rx_packets {} rx_errors {} rx_crc_errors {} rx_dropped {}",

@@ -33,6 +33,7 @@ pub(super) fn tunnel_deliveries(
     vx_devs: &[(String, u32, u16, u32)],
     vx: &[(usize, Captured)],
     gt: &GretapSetup,
+    gt6: &Ip6gretapSetup,
     gts: &[(usize, Captured)],
     notes: &mut Vec<String>,
 ) -> Vec<(String, ObservedSkb)> {
@@ -41,14 +42,15 @@ pub(super) fn tunnel_deliveries(
         let (_, _, port, vni) = vx_devs[k];
         TunnelDev::Vxlan { port, vni }.describe()
     };
-    let gt_name = |k: usize| {
-        let t = gt.tunnels[k];
-        TunnelDev::Gretap {
+    // gcaps holds the gretap devices, then the ip6gretap ones.
+    let gt_name = |k: usize| match gt.tunnels.get(k) {
+        Some(t) => TunnelDev::Gretap {
             remote: t.remote,
             local: t.local,
             key: t.key,
         }
-        .describe()
+        .describe(),
+        None => gt6.tunnels[k - gt.tunnels.len()].dev().describe(),
     };
     let all = vx
         .iter()
