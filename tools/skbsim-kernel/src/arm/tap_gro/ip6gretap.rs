@@ -12,9 +12,9 @@
 //! (`fb_tunnels_only_for_init_net`, or the arm's namespace is new and gets none when the
 //! sysctl is 1; when 0 it is created down, and a down tunnel is not looked up).
 //!
-//! The tap gets each outer destination as a /128 with IFA_F_NODAD (no duplicate address
-//! detection: a tentative address drops what arrives for it) and no link-local address
-//! of its own (`addr_gen_mode` 1, IN6_ADDR_GEN_MODE_NONE), so no neighbour or router
+//! The tap gets IPv6 ([`enable_ipv6_without_autoconf`]) and each outer destination as a
+//! /128 with IFA_F_NODAD (no duplicate address detection: a tentative address drops what
+//! arrives for it), but no link-local address of its own, so no neighbour or router
 //! solicitation of the kernel's crosses the tap during a run.
 
 #[allow(unused_imports)]
@@ -191,23 +191,30 @@ pub(super) fn create_ip6gretaps(
         let idx = ns
             .rtnl()
             .create_link(&name, "ip6gretap", &t.info_data(link))?;
-        no_ipv6_autoconf(&name)?;
         ns.rtnl().set_up(idx, true)?;
         devs.push((name, idx));
     }
     Ok(devs)
 }
 
-/// `addr_gen_mode` = 1 (IN6_ADDR_GEN_MODE_NONE) on `dev` before it goes up: no
-/// link-local address, so no DAD or router solicitation from it.
-pub(super) fn no_ipv6_autoconf(dev: &str) -> Result<(), KernelError> {
-    let path = format!("/proc/sys/net/ipv6/conf/{dev}/addr_gen_mode");
-    std::fs::write(&path, "1").map_err(|e| {
-        KernelError::new(
-            format!("write 1 to {path}"),
-            Cause::Protocol(e.to_string()),
-        )
-    })
+/// IPv6 on the (still down) tap `dev` of the arm's namespace, which [`Netns`] created with
+/// `disable_ipv6` = 1 for every device: first `addr_gen_mode` = 1
+/// (IN6_ADDR_GEN_MODE_NONE: no link-local address, so no DAD or router solicitation
+/// from it), then `disable_ipv6` = 0 (net/ipv6/ip6_input.c: ip6_rcv_core drops
+/// everything on a device with IPv6 disabled). The tunnel devices keep IPv6 off: what
+/// they receive is the inner frame, for their packet sockets.
+pub(super) fn enable_ipv6_without_autoconf(dev: &str) -> Result<(), KernelError> {
+    for (attr, v) in [("addr_gen_mode", "1"), ("disable_ipv6", "0")] {
+        // /proc/sys/net resolves through the calling thread's namespace (crate::netns).
+        let path = format!("/proc/sys/net/ipv6/conf/{dev}/{attr}");
+        std::fs::write(&path, v).map_err(|e| {
+            KernelError::new(
+                format!("write {v} to {path}"),
+                Cause::Protocol(e.to_string()),
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// `ip -6 addr add A/128 dev ifindex nodad` (RTM_NEWADDR, IFA_F_NODAD).

@@ -103,6 +103,7 @@ mod ip6gretap;
 mod sched;
 mod tunnel_obs;
 mod vxlan;
+mod vxlan6;
 
 pub use bench::*;
 use capture::Captured;
@@ -115,6 +116,7 @@ use sched::*;
 pub use sched::{jiffy_now, NapiThread, RealtimeWriter};
 use tunnel_obs::*;
 use vxlan::*;
+use vxlan6::*;
 
 use crate::packet::SOL_PACKET;
 // include/uapi/linux/if_packet.h, from libc.
@@ -308,7 +310,8 @@ fn replay(
     let vx = vxlan_setup(frames, &plan.vxlan_ports);
     let gt = gretap_setup(frames);
     let gt6 = ip6gretap_setup(frames);
-    if let Some(mac) = vx.tap_mac.or(gt.tap_mac).or(gt6.tap_mac) {
+    let vx6 = vxlan6_setup(frames, &plan.vxlan_ports);
+    if let Some(mac) = vx.tap_mac.or(gt.tap_mac).or(vx6.tap_mac).or(gt6.tap_mac) {
         ns.rtnl().set_address(tap.ifindex(), mac)?;
     }
     let mut addrs = vx.addrs.clone();
@@ -316,9 +319,10 @@ fn replay(
     for a in &addrs {
         add_ipv4(tap.ifindex(), *a, 32)?;
     }
-    let addrs6: Vec<[u8; 16]> = gt6.addrs.clone();
+    let mut addrs6: Vec<[u8; 16]> = vx6.addrs.clone();
+    addrs6.extend(gt6.addrs.iter().filter(|a| !vx6.addrs.contains(a)));
     if !addrs6.is_empty() {
-        no_ipv6_autoconf(&name)?;
+        enable_ipv6_without_autoconf(&name)?;
     }
     for a in &addrs6 {
         add_ipv6(tap.ifindex(), *a)?;
@@ -330,6 +334,7 @@ fn replay(
     }
     let feature = et.get_feature(&name, "rx-gro")?;
     let vx_devs = create_vxlans(ns, &vx, tap.ifindex())?;
+    let vx6_devs = create_vxlan6s(ns, &vx6, tap.ifindex())?;
     let gt_devs = create_gretaps(ns, &gt, tap.ifindex())?;
     let gt6_devs = create_ip6gretaps(ns, &gt6, tap.ifindex())?;
     set_gro_flush_timeout(&name, plan.flush_timeout_ns)?;
@@ -343,8 +348,10 @@ fn replay(
     } else {
         None
     };
+    // IPv4 vxlan devices, then IPv6 ones: the model's TunnelDev order.
     let mut vcaps = vx_devs
         .iter()
+        .chain(&vx6_devs)
         .map(|(_, idx, _, _)| VnetCapture::bind(*idx))
         .collect::<Result<Vec<_>, _>>()?;
     // gretap devices, then ip6gretap ones: the model's TunnelDev order.
@@ -386,6 +393,7 @@ fn replay(
     };
     let vxlan_ports: Vec<u16> = vx_devs
         .iter()
+        .chain(&vx6_devs)
         .map(|d| d.2)
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -396,6 +404,13 @@ fn replay(
             .map(|(n, _, p, v)| format!("{n} port {p} vni {v}"))
             .collect();
         notes.push(format!("vxlan devices: {}", list.join(", ")));
+    }
+    if !vx6_devs.is_empty() {
+        let list: Vec<String> = vx6_devs
+            .iter()
+            .map(|(n, _, p, v)| format!("{n} port {p} vni {v}"))
+            .collect();
+        notes.push(format!("vxlan devices over IPv6: {}", list.join(", ")));
     }
     if !gt_devs.is_empty() {
         let list: Vec<String> = gt_devs
@@ -529,7 +544,13 @@ fn replay(
     };
     let (vx_frames, gt_frames) = (untag(&vx_captured), untag(&gt_captured));
     let tunnel = if plan.cells() {
-        tunnel_deliveries(&vx_devs, &vx_captured, &gt, &gt6, &gt_captured, &mut notes)
+        tunnel_deliveries(
+            (&vx_devs, &vx6_devs),
+            &vx_captured,
+            (&gt, &gt6),
+            &gt_captured,
+            &mut notes,
+        )
     } else {
         Vec::new()
     };
@@ -560,7 +581,10 @@ fn replay(
             }
         }
         if skb.vnet.is_some_and(|v| v.gso_type != 0) {
-            if let Some(VxlanFrame { inner, .. }) = vxlan_of(&skb.bytes, &vxlan_ports) {
+            if let Some(inner) = vxlan_of(&skb.bytes, &vxlan_ports)
+                .map(|v| v.inner)
+                .or_else(|| vxlan6_of(&skb.bytes, &vxlan_ports).map(|v| v.inner))
+            {
                 skb.vxlan_dev_len = take_identical(&vx_frames, &mut used, &skb.bytes[inner..]);
                 if skb.vxlan_dev_len.is_none() {
                     notes.push(format!(

@@ -30,17 +30,20 @@ pub(super) fn drain_tunnels(
 /// The tunnel deliveries as the trace lists them: vxlan devices, then gretap devices,
 /// each described as the model describes its [`TunnelDev`].
 pub(super) fn tunnel_deliveries(
-    vx_devs: &[(String, u32, u16, u32)],
+    (vx_devs, vx6_devs): (&[(String, u32, u16, u32)], &[(String, u32, u16, u32)]),
     vx: &[(usize, Captured)],
-    gt: &GretapSetup,
-    gt6: &Ip6gretapSetup,
+    (gt, gt6): (&GretapSetup, &Ip6gretapSetup),
     gts: &[(usize, Captured)],
     notes: &mut Vec<String>,
 ) -> Vec<(String, ObservedSkb)> {
     let mut out = Vec::new();
-    let vx_name = |k: usize| {
-        let (_, _, port, vni) = vx_devs[k];
-        TunnelDev::Vxlan { port, vni }.describe()
+    // vcaps holds the IPv4 vxlan devices, then the IPv6 ones.
+    let vx_name = |k: usize| match vx_devs.get(k) {
+        Some(&(_, _, port, vni)) => TunnelDev::Vxlan { port, vni }.describe(),
+        None => {
+            let (_, _, port, vni) = vx6_devs[k - vx_devs.len()];
+            TunnelDev::Vxlan6 { port, vni }.describe()
+        }
     };
     // gcaps holds the gretap devices, then the ip6gretap ones.
     let gt_name = |k: usize| match gt.tunnels.get(k) {
