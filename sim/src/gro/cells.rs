@@ -104,10 +104,23 @@ impl TunnelDev {
         match self {
             TunnelDev::Vxlan { port, vni } => format!("vxlan port {port} vni {vni}"),
             TunnelDev::Vxlan6 { port, vni } => format!("vxlan6 port {port} vni {vni}"),
-            TunnelDev::Gretap { remote, local, key: k } => {
-                format!("gretap remote {} local {}{}", ip(*remote), ip(*local), key(k))
+            TunnelDev::Gretap {
+                remote,
+                local,
+                key: k,
+            } => {
+                format!(
+                    "gretap remote {} local {}{}",
+                    ip(*remote),
+                    ip(*local),
+                    key(k)
+                )
             }
-            TunnelDev::Ip6gretap { remote, local, key: k } => format!(
+            TunnelDev::Ip6gretap {
+                remote,
+                local,
+                key: k,
+            } => format!(
                 "ip6gretap remote {} local {}{}",
                 super::cells6::ip6(*remote),
                 super::cells6::ip6(*local),

@@ -86,12 +86,18 @@ fn gre_over_ipv6_merges_through_gre_gro_receive_and_completes_as_gre() {
     let skb = &r.delivered[0].skb;
     // gre_gro_complete assigns SKB_GSO_GRE, tcp4_gro_complete adds TCPV4; nothing
     // names the IPv6 outer header.
-    assert_eq!(skb.gso_type & !(gso::TCP_FIXEDID | gso::TCP_FIXEDID_INNER), gso::GRE | gso::TCPV4);
+    assert_eq!(
+        skb.gso_type & !(gso::TCP_FIXEDID | gso::TCP_FIXEDID_INNER),
+        gso::GRE | gso::TCPV4
+    );
     assert!(skb.encapsulation);
     assert_eq!((skb.gso_size, skb.gso_segs), (1400, 4));
     // ipv6_gro_complete rewrote the outer payload_len: everything after the 40 bytes.
     let b = skb.to_vec();
-    assert_eq!(usize::from(u16::from_be_bytes([b[18], b[19]])), b.len() - 54);
+    assert_eq!(
+        usize::from(u16::from_be_bytes([b[18], b[19]])),
+        b.len() - 54
+    );
     // The inner headers start after the GRE header: inner_mac_header at 62.
     assert_eq!(skb.offset_from_data(skb.inner_mac_header), Some(GRE6));
 }

@@ -595,8 +595,7 @@ fn replay(
                 .map(|g| g.inner)
                 .or_else(|| gre6_teb_of(&skb.bytes).map(|g| g.inner))
             {
-                skb.gretap_dev_len =
-                    take_identical(&gt_frames, &mut gt_used, &skb.bytes[inner..]);
+                skb.gretap_dev_len = take_identical(&gt_frames, &mut gt_used, &skb.bytes[inner..]);
                 if skb.gretap_dev_len.is_none() {
                     notes.push(format!(
                         "delivery {n} (GSO, GRE-TEB) has no byte-identical inner frame on a gretap device"
