@@ -13,6 +13,9 @@ use super::*;
 
 use sim::gro::cells::TunnelDev;
 
+/// A created vxlan device: name, ifindex, port, VNI.
+pub(super) type VxlanDev = (String, u32, u16, u32);
+
 /// Every frame the tunnel devices' sockets hold (the device's position first, with its
 /// virtio-net header), until quiet.
 pub(super) fn drain_tunnels(
@@ -30,7 +33,7 @@ pub(super) fn drain_tunnels(
 /// The tunnel deliveries as the trace lists them: vxlan devices, then gretap devices,
 /// each described as the model describes its [`TunnelDev`].
 pub(super) fn tunnel_deliveries(
-    (vx_devs, vx6_devs): (&[(String, u32, u16, u32)], &[(String, u32, u16, u32)]),
+    (vx_devs, vx6_devs): (&[VxlanDev], &[VxlanDev]),
     vx: &[(usize, Captured)],
     (gt, gt6): (&GretapSetup, &Ip6gretapSetup),
     gts: &[(usize, Captured)],
