@@ -1,17 +1,19 @@
 //! IPv6 GRO: net/ipv6/ip6_offload.c: ipv6_gro_receive / ipv6_gro_complete, and the IPv6
-//! half of gro_receive_network_flush (include/net/gro.h: ipv6_gro_flush). Only TCP is
-//! carried past the IPv6 header (net/ipv6/tcpv6_offload.c). Extension headers with
+//! half of gro_receive_network_flush (include/net/gro.h: ipv6_gro_flush). TCP
+//! (net/ipv6/tcpv6_offload.c) and UDP (net/ipv6/udp_offload.c, `udp6`) are carried past
+//! the IPv6 header. Extension headers with
 //! INET6_PROTO_GSO_EXTHDR (net/ipv6/exthdrs_offload.c: hop-by-hop, routing, destination
 //! options) are walked first (ip6_offload.c: ipv6_gro_pull_exthdrs; ipv6_gso_pull_exthdrs
 //! before 6.x), as many as there are; they become part of the network header, and held
 //! skbs must carry the same bytes there (the memcmp after the address checks). A fragment
-//! header, ICMPv6, UDP and every other next header end GRO for the frame.
+//! header, ICMPv6 and every other next header end GRO for the frame.
 //!
 //! GRE over IPv6 (ip6gretap): net/ipv4/gre_offload.c: gre_offload_init registers the one
 //! gre_offload for inet6_offloads[IPPROTO_GRE] too, so an IPv6 outer header hands GRE to
-//! the same gre_gro_receive / gre_gro_complete as IPv4 (docs/gro.md#gre-over-ipv6).
+//! the same gre_gro_receive / gre_gro_complete as IPv4 (docs/gro.md#tunnels-over-ipv6).
 
 use super::ipv4::IPPROTO_GRE;
+use super::udp6::{self, NEXTHDR_UDP};
 use super::{gre, reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
 
 /// NEXTHDR_TCP.
@@ -152,15 +154,18 @@ pub fn ipv6_gro_receive(
     skb.cb.depth += 1;
     match proto {
         IPPROTO_GRE => gre::gre_gro_receive(cfg, head, skb),
+        NEXTHDR_UDP => udp6::udp6_gro_receive(cfg, head, skb),
         _ => tcp::tcp6_gro_receive(cfg, head, skb),
     }
 }
 
-/// inet6_offloads[proto]->gro_receive exists in this kernel: tcpv6_offload, and the
-/// gre_offload gre_offload_init adds for IPv6 too (with GRE GRO at all).
+/// inet6_offloads[proto]->gro_receive exists in this kernel: tcpv6_offload, udpv6_offload
+/// (where it has a gro_receive), and the gre_offload gre_offload_init adds for IPv6 too
+/// (with GRE GRO at all).
 fn has_l4(cfg: &GroConfig, proto: u8) -> bool {
     match proto {
         NEXTHDR_TCP => true,
+        NEXTHDR_UDP => cfg.rules.udp_tunnel_gro,
         IPPROTO_GRE => cfg.rules.gre_gro,
         _ => false,
     }
@@ -210,6 +215,7 @@ pub fn ipv6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
         walk_exthdrs(&skb.linear()[nhoff + IPV6_HLEN..], skb.linear()[nhoff + 6]);
     match proto {
         NEXTHDR_TCP => tcp::tcp6_gro_complete(cfg, skb, nhoff, nhoff + IPV6_HLEN + ext_len),
+        NEXTHDR_UDP => udp6::udp6_gro_complete(cfg, skb, nhoff + IPV6_HLEN + ext_len),
         // gre_gro_complete: encapsulation = 1, gso_type = SKB_GSO_GRE; nothing marks the
         // outer header as IPv6 (no SKB_GSO_IPXIP6: that is ip6ip6/ip4ip6's).
         IPPROTO_GRE => gre::gre_gro_complete(cfg, skb, nhoff + IPV6_HLEN + ext_len),

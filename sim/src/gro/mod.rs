@@ -4,7 +4,8 @@
 //! and one file per offload with its receive and complete: `eth` (net/ethernet/eth.c,
 //! ETH_P_TEB; plus net/8021q/vlan_core.c), `ipv4` (net/ipv4/af_inet.c and gro.h:
 //! inet_gro_flush), `gre` (net/ipv4/gre_offload.c), `udp` (net/ipv4/udp_offload.c and
-//! drivers/net/vxlan/vxlan_core.c), `tcp` (net/ipv4/tcp_offload.c).
+//! drivers/net/vxlan/vxlan_core.c), `udp6` (net/ipv6/udp_offload.c), `tcp`
+//! (net/ipv4/tcp_offload.c).
 //!
 //! GRO works on the one [`SkBuff`] type: its GRO state is `skb.cb` ([`GroCb`], as
 //! NAPI_GRO_CB lives in skb->cb), merged segments become the held skb's own frags or
@@ -36,6 +37,9 @@ pub mod plan;
 pub mod rules;
 pub mod tcp;
 pub mod udp;
+pub mod udp6;
+#[cfg(test)]
+mod udp_tests;
 
 use crate::skb::SkBuff;
 pub use crate::skb::ETH_HLEN;
@@ -109,7 +113,7 @@ reasons! {
     IPV4_DF "ipv4:df" false "include/net/gro.h: inet_gro_flush: DF differs ([3.12]: DF must be set)";
     IPV4_ID "ipv4:id" false "include/net/gro.h: inet_gro_flush: ID neither fixed nor held id + count";
     IPV6_HDR "ipv6:truncated" false "net/ipv6/ip6_offload.c: ipv6_gro_receive: skb_gro_header fails";
-    IPV6_NO_L4 "ipv6:no-l4-handler" false "net/ipv6/ip6_offload.c: ipv6_gro_receive: not TCP after the hop-by-hop, routing and destination options headers ipv6_gro_pull_exthdrs walks (a fragment header, ICMPv6, UDP are not merged here)";
+    IPV6_NO_L4 "ipv6:no-l4-handler" false "net/ipv6/ip6_offload.c: ipv6_gro_receive: not TCP or UDP after the hop-by-hop, routing and destination options headers ipv6_gro_pull_exthdrs walks (a fragment header, ICMPv6 are not merged here)";
     IPV6_EXTHDR "ipv6:exthdr" true "net/ipv6/ip6_offload.c: ipv6_gro_receive: the extension headers differ (memcmp of nlen - sizeof(struct ipv6hdr) bytes; same_flow = 0)";
     IPV6_LEN "ipv6:len" false "net/ipv6/ip6_offload.c: ipv6_gro_receive: payload_len != the rest of the packet (soft flush)";
     IPV6_FLOW "ipv6:flow" true "net/ipv6/ip6_offload.c: ipv6_gro_receive: version, flow label, next header or an address differ (same_flow = 0; before 6.10 the hop limit too)";
@@ -130,6 +134,14 @@ reasons! {
     UDP_NO_GRO "udp:no-gro" false "net/ipv4/udp_offload.c: udp_gro_receive: no tunnel socket, no UDP GRO feature: flush";
     UDP_PORTS "udp:ports" true "net/ipv4/udp_offload.c: udp_gro_receive: ports differ or one checksum is zero (same_flow = 0)";
     UDP_ENCAP "udp:encap" false "net/ipv4/udp_offload.c: udp_gro_receive: encap_mark already set";
+    UDP_ENCAPSULATION "udp:encapsulation" false "net/ipv4/udp_offload.c: udp_gro_receive: skb->encapsulation set and no tunnel socket (locally encapsulated): flush";
+    UDP_ZERO_CSUM "udp:zero-csum" false "net/ipv4/udp_offload.c: udp_gro_receive_segment: uh->check == 0 (a non-zero checksum is required, for symmetry with GSO): flush";
+    UDP_LEN "udp:len" false "net/ipv4/udp_offload.c: udp_gro_receive_segment: uh->len <= sizeof(struct udphdr) or != skb_gro_len (padded or malicious): flush";
+    UDP_BIGGER "udp:bigger" false "net/ipv4/udp_offload.c: udp_gro_receive_segment: uh->len > the held skb's uh->len: the held skb completes, this one is held anew";
+    UDP_SHORT "udp:short" false "net/ipv4/udp_offload.c: udp_gro_receive_segment: merged with uh->len < the held skb's: the shorter segment ends the train";
+    UDP_CNT_MAX "udp:count-max" false "net/ipv4/udp_offload.c: udp_gro_receive_segment: merged, NAPI_GRO_CB(p)->count >= UDP_GRO_CNT_MAX (64): the held skb completes";
+    UDP_FLIST "udp:flist-mode" false "net/ipv4/udp_offload.c: udp_gro_receive_segment: is_flist differs from the held skb's: flush";
+    UDP_FLIST_CSUM "udp:flist-csum" false "net/ipv4/udp_offload.c: udp_gro_receive_segment: fraglist, ip_summed or csum_level differ from the held skb's: flush";
     VXLAN_VNI "vxlan:vni" false "drivers/net/vxlan/vxlan_core.c: vxlan_gro_prepare_receive: flags or VNI differ (same_flow = 0)";
     TCP_CSUM "tcp:csum" false "net/ipv4/tcp_offload.c: tcp4_gro_receive: skb_gro_checksum_validate fails";
     TCP_DOFF "tcp:doff" false "net/ipv4/tcp_offload.c: tcp_gro_pull_header: doff < 5 or header past the data";
@@ -198,6 +210,8 @@ pub struct GroCb {
     pub depth: u8,
     /// Set by tcp_gro_receive when this skb merged and forced the flush of p.
     pub merged_flush: Option<Reason>,
+    /// udp_gro_receive: this UDP flow merges as a frag_list (NETIF_F_GRO_FRAGLIST).
+    pub is_flist: bool,
 }
 
 /// What only the model tracks about an skb in GRO (no kernel field): which input
@@ -335,6 +349,12 @@ pub struct GroConfig {
     pub vxlan_ports: Vec<u16>,
     /// A generic (xdpgeneric) XDP program is attached: dev->xdp_prog, so netif_elide_gro.
     pub xdp_generic: bool,
+    /// UDP ports with a local socket that set UDP_GRO (udp_sk(sk)->gro_enabled).
+    pub udp_gro_ports: Vec<u16>,
+    /// NETIF_F_GRO_UDP_FWD (ethtool -K rx-udp-gro-forwarding).
+    pub gro_udp_fwd: bool,
+    /// NETIF_F_GRO_FRAGLIST (ethtool -K rx-gro-list).
+    pub gro_fraglist: bool,
 }
 
 impl GroConfig {
@@ -346,6 +366,9 @@ impl GroConfig {
             vlan_gro: false,
             vxlan_ports: vec![4789],
             xdp_generic: false,
+            udp_gro_ports: Vec::new(),
+            gro_udp_fwd: false,
+            gro_fraglist: false,
         }
     }
 }

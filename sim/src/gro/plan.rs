@@ -20,6 +20,10 @@
 //!                            # to netif_rx unmerged) or "none" (docs/gro.md#gro-cells)
 //! tunnel_trace = false       # trace what each vxlan/gretap device's stack receives after
 //!                            # gro_cells (always on with tap_observer = "none")
+//! udp_gro_socket = [6001]    # UDP ports with a local socket that set UDP_GRO (bound to
+//!                            # the wildcard address in the namespace; docs/gro.md#udp-gro)
+//! rx_udp_gro_forwarding = false # ethtool -K TAP rx-udp-gro-forwarding (NETIF_F_GRO_UDP_FWD)
+//! rx_gro_list = false        # ethtool -K TAP rx-gro-list (NETIF_F_GRO_FRAGLIST)
 //! ```
 //!
 //! How each frame is written (PI, vnet header, O_NONBLOCK) and any XDP program are the
@@ -50,6 +54,9 @@ pub struct RawGro {
     pub vxlan_ports: Option<Vec<u16>>,
     pub tap_observer: Option<String>,
     pub tunnel_trace: Option<bool>,
+    pub udp_gro_socket: Option<Vec<u16>>,
+    pub rx_udp_gro_forwarding: Option<bool>,
+    pub rx_gro_list: Option<bool>,
 }
 
 /// `[gro]` resolved against the profile.
@@ -66,6 +73,12 @@ pub struct GroPlan {
     pub tap_observer: super::cells::TapObserver,
     /// Trace the tunnel devices' deliveries after gro_cells.
     pub tunnel_trace: bool,
+    /// Ports with a local UDP_GRO socket (`[gro] udp_gro_socket`).
+    pub udp_gro_ports: Vec<u16>,
+    /// NETIF_F_GRO_UDP_FWD (`[gro] rx_udp_gro_forwarding`).
+    pub gro_udp_fwd: bool,
+    /// NETIF_F_GRO_FRAGLIST (`[gro] rx_gro_list`).
+    pub gro_fraglist: bool,
 }
 
 impl GroPlan {
@@ -81,6 +94,9 @@ impl GroPlan {
             vxlan_ports: vec![4789],
             tap_observer: super::cells::TapObserver::AfPacket,
             tunnel_trace: false,
+            udp_gro_ports: Vec::new(),
+            gro_udp_fwd: false,
+            gro_fraglist: false,
         }
     }
 
@@ -98,6 +114,9 @@ impl GroPlan {
             vlan_gro: self.vlan_gro,
             vxlan_ports: self.vxlan_ports.clone(),
             xdp_generic: false,
+            udp_gro_ports: self.udp_gro_ports.clone(),
+            gro_udp_fwd: self.gro_udp_fwd,
+            gro_fraglist: self.gro_fraglist,
         }
     }
 }
@@ -158,7 +177,55 @@ pub fn gro_plan(
     if let Some(t) = r.tunnel_trace {
         plan.tunnel_trace = t;
     }
+    udp_gro_settings(r, rules, profile, &mut plan)?;
     Ok(plan)
+}
+
+/// `[gro] udp_gro_socket`, `rx_udp_gro_forwarding`, `rx_gro_list`: plain UDP GRO
+/// (udp_gro_receive_segment), which `rules` must have.
+fn udp_gro_settings(
+    r: &RawGro,
+    rules: &GroRules,
+    profile: &str,
+    plan: &mut GroPlan,
+) -> Result<(), String> {
+    let asked = [
+        (
+            "gro.udp_gro_socket",
+            r.udp_gro_socket.as_ref().is_some_and(|p| !p.is_empty()),
+        ),
+        (
+            "gro.rx_udp_gro_forwarding",
+            r.rx_udp_gro_forwarding == Some(true),
+        ),
+        ("gro.rx_gro_list", r.rx_gro_list == Some(true)),
+    ];
+    if let Some((key, _)) = asked.iter().find(|(_, on)| *on && !rules.udp_gro_segment) {
+        return Err(format!(
+            "{key}: {profile} has no plain UDP GRO (udp_gro_receive_segment, v5.0)"
+        ));
+    }
+    if let Some(ports) = &r.udp_gro_socket {
+        let mut seen = Vec::new();
+        for &p in ports {
+            if p == 0 {
+                return Err("gro.udp_gro_socket: port 0 is not a port a socket binds to".into());
+            }
+            if seen.contains(&p) {
+                return Err(format!("gro.udp_gro_socket: port {p} is listed twice"));
+            }
+            if plan.vxlan_ports.contains(&p) {
+                return Err(format!(
+                    "gro.udp_gro_socket: port {p} is a VXLAN port (gro.vxlan_ports): one socket per port (bind fails with EADDRINUSE)"
+                ));
+            }
+            seen.push(p);
+        }
+        plan.udp_gro_ports = seen;
+    }
+    plan.gro_udp_fwd = r.rx_udp_gro_forwarding.unwrap_or(false);
+    plan.gro_fraglist = r.rx_gro_list.unwrap_or(false);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -110,6 +110,14 @@ pub struct GroRules {
     /// skb_is_gso(skb) || skb_has_frag_list(skb)` ([4.19]), and [3.12] passed a GSO skb up
     /// unheld. Only gro_cells feeds GRO a GSO skb here (docs/gro.md#gro-cells).
     pub gso_skbs: bool,
+    /// udp_gro_receive merges plain UDP (udp_gro_receive_segment) for a socket with
+    /// UDP_GRO (e20cf8d3f1f7 "udp: implement GRO for plain UDP sockets.", v5.0), as a
+    /// frag_list with NETIF_F_GRO_FRAGLIST ("udp: Support UDP fraglist GRO/GSO.", v5.6)
+    /// and for forwarding with NETIF_F_GRO_UDP_FWD ("net: add GRO UDP forwarding
+    /// feature", Paolo Abeni, v5.12). Every profile from 6.1 on has all three; 4.19 and
+    /// 3.12 have only the tunnel branch. How the held skb's IP header is checked follows
+    /// `ip_id` (docs/gro.md#udp-gro).
+    pub udp_gro_segment: bool,
 }
 
 /// Linux 6.18 (this machine's kernel).
@@ -129,6 +137,7 @@ pub const GRO_LINUX_6_18: GroRules = GroRules {
     tun_napi: true,
     udp_complete_iph: UdpCompleteIph::NetworkOffsets,
     gso_skbs: true,
+    udp_gro_segment: true,
 };
 
 /// Linux 4.19 ([4.19]).
@@ -140,6 +149,7 @@ pub const GRO_LINUX_4_19: GroRules = GroRules {
     tun_build_skb_max: Some(3712),
     udp_complete_iph: UdpCompleteIph::SkbNetworkHeader,
     gso_skbs: false,
+    udp_gro_segment: false,
     ..GRO_LINUX_6_18
 };
 
@@ -191,4 +201,5 @@ pub const GRO_LINUX_3_12: GroRules = GroRules {
     tun_napi: false,
     udp_complete_iph: UdpCompleteIph::SkbNetworkHeader,
     gso_skbs: false,
+    udp_gro_segment: false,
 };

@@ -205,6 +205,11 @@ pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
         flush_timeout_ns: p.flush_timeout_ns,
         hz: p.hz,
         weight: 64,
+        udp_gro: super::gro_observed::UdpGroSetup {
+            sockets: p.udp_gro_ports.clone(),
+            forwarding: p.gro_udp_fwd,
+            gro_list: p.gro_fraglist,
+        },
     };
     let napi_note = if run.cfg.rules.tun_napi {
         ""

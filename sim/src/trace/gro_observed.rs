@@ -91,6 +91,18 @@ pub struct ObservedSetup {
     pub flush_timeout_ns: u64,
     pub hz: u32,
     pub weight: usize,
+    /// Plain UDP GRO: ports with a UDP_GRO socket, rx-udp-gro-forwarding, rx-gro-list
+    /// (the `udp_gro:` line, written only when one is set).
+    pub udp_gro: UdpGroSetup,
+}
+
+/// The plain UDP GRO settings of a run (`[gro] udp_gro_socket`, `rx_udp_gro_forwarding`,
+/// `rx_gro_list`), as set (sim) or read back from the device (real).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UdpGroSetup {
+    pub sockets: Vec<u16>,
+    pub forwarding: bool,
+    pub gro_list: bool,
 }
 
 /// A whole real run.
@@ -110,16 +122,36 @@ pub struct ObservedGro {
 }
 
 /// gso_segs of a GRO skb: the TCP payload (after the innermost TCP header, through
-/// VXLAN on `vxlan_ports`) over gso_size, rounded up. `None` when there is no TCP header
-/// to find.
+/// VXLAN on `vxlan_ports`), or else the plain UDP payload, over gso_size, rounded up.
+/// `None` when there is neither header to find.
 pub fn derived_segs(bytes: &[u8], gso_size: u16, vxlan_ports: &[u16]) -> Option<usize> {
     if gso_size == 0 {
         return None;
     }
-    let th = innermost_tcp(bytes, vxlan_ports)?;
-    let doff = usize::from(*bytes.get(th + 12)? >> 4) * 4;
-    let payload = bytes.len().checked_sub(th + doff)?;
+    let payload = match innermost_tcp(bytes, vxlan_ports) {
+        Some(th) => {
+            let doff = usize::from(*bytes.get(th + 12)? >> 4) * 4;
+            bytes.len().checked_sub(th + doff)?
+        }
+        // Plain UDP GRO (SKB_GSO_UDP_L4): the payload after the UDP header.
+        None => bytes.len().checked_sub(plain_udp(bytes)? + 8)?,
+    };
     Some(payload.div_ceil(usize::from(gso_size)))
+}
+
+/// The UDP header offset of an Ethernet/IPv4 or IPv6 (past the extension headers GRO
+/// walks) frame carrying UDP.
+fn plain_udp(f: &[u8]) -> Option<usize> {
+    let ip = crate::skb::ETH_HLEN;
+    let (l4, proto) = match f.get(12..14)? {
+        [0x08, 0x00] => (ip + usize::from(*f.get(ip)? & 0x0f) * 4, *f.get(ip + 9)?),
+        [0x86, 0xdd] => {
+            let (proto, ext) = crate::gro::ipv6::walk_exthdrs(f.get(ip + 40..)?, *f.get(ip + 6)?);
+            (ip + 40 + ext, proto)
+        }
+        _ => return None,
+    };
+    (proto == 17).then_some(l4)
 }
 
 fn gso_text(s: &ObservedSkb, v: &VirtioNetHdrRepr, ports: &[u16]) -> String {
@@ -163,6 +195,17 @@ pub(crate) fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup, device_
         on(o.vlan_gro),
         ports.join(", ")
     );
+    let u = &o.udp_gro;
+    if u != &UdpGroSetup::default() {
+        let socks: Vec<String> = u.sockets.iter().map(|x| x.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "udp_gro: sockets [{}] rx-udp-gro-forwarding {} rx-gro-list {}",
+            socks.join(", "),
+            on(u.forwarding),
+            on(u.gro_list)
+        );
+    }
     let _ = writeln!(
         out,
         "napi: burst {} gro_flush_timeout {} ns HZ {} weight {}",

@@ -15,6 +15,9 @@
 //!   run's.
 //! - `rx-gro` per `[gro] feature` (ethtool), `gro_flush_timeout` per
 //!   `[gro] flush_timeout_ns` (sysfs in a private mount namespace), both read back.
+//! - Plain UDP GRO ([`udp_gro`]): `rx-udp-gro-forwarding` and `rx-gro-list` per
+//!   `[gro] rx_udp_gro_forwarding` / `rx_gro_list` (ethtool, read back), and a UDP_GRO
+//!   socket on `[::]` for each port of `[gro] udp_gro_socket`.
 //! - VXLAN: one vxlan device per port of `[gro] vxlan_ports` and VNI seen in the frames
 //!   (VNI 1 for a port no frame uses), so that every listed port has a VXLAN socket with a
 //!   `gro_receive`. When frames carry VXLAN, the tap takes the first such frame's outer
@@ -102,6 +105,7 @@ mod gretap;
 mod ip6gretap;
 mod sched;
 mod tunnel_obs;
+mod udp_gro;
 mod vxlan;
 mod vxlan6;
 
@@ -333,6 +337,7 @@ fn replay(
         et.set_feature(&name, "rx-gro", plan.feature)?;
     }
     let feature = et.get_feature(&name, "rx-gro")?;
+    let (_udp_socks, udp_gro) = udp_gro::udp_gro_setup(&mut et, &name, plan)?;
     let vx_devs = create_vxlans(ns, &vx, tap.ifindex())?;
     let vx6_devs = create_vxlan6s(ns, &vx6, tap.ifindex())?;
     let gt_devs = create_gretaps(ns, &gt, tap.ifindex())?;
@@ -653,6 +658,7 @@ fn replay(
         flush_timeout_ns: timeout,
         hz,
         weight: NAPI_POLL_WEIGHT,
+        udp_gro,
     };
     let real = RealTapGro {
         observed: ObservedGro {
