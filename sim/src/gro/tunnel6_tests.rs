@@ -188,3 +188,41 @@ fn vxlan_over_ipv6_without_udp6_gro_is_not_a_tunnel_for_the_tap_but_reaches_the_
     };
     assert_eq!(cell_lens(&r), vec![(dev, 54 + 4 * 1400)]);
 }
+
+/// The outer UDP checksum udp6_gro_complete writes: the folded (not complemented) sum of
+/// an RFC 8200 pseudo header whose 32 address bytes are `addrs`.
+fn seeded(addrs: &[u8], len: usize) -> u16 {
+    use crate::wire::checksum::{fold, ones_complement_sum};
+    let mut p = addrs.to_vec();
+    p.extend_from_slice(&(len as u32).to_be_bytes());
+    p.extend_from_slice(&[0, 0, 0, 17]);
+    fold(ones_complement_sum(&p, 0))
+}
+
+#[test]
+fn udp6_gro_complete_seeds_the_outer_checksum_from_the_outer_header_only_since_6_8() {
+    let wrap = |_: usize, f: &[u8]| Outer6::default().vxlan(50000, 42, true, f);
+    let first = wrap(0, &Tcp4::default().stream(1)[0]);
+    for (p, from_inner) in [(&LINUX_6_18, false), (&LINUX_6_1, true)] {
+        let r = run(p, TapObserver::AfPacket, wrap);
+        assert_eq!(tap_lens(&r), vec![70 + INNER + 3 * 1400], "{}", p.name);
+        let b = r.delivered[0].skb.to_vec();
+        let len = b.len() - 54;
+        // 6.8+: network_offsets[encapsulation], the outer IPv6 addresses at 22..54. 6.1:
+        // ipv6_hdr(skb) is the inner IPv4 header (at 14 + 40 + 8 + 8 + 14 = 84), read as
+        // an IPv6 one: its "addresses" are its bytes 8..40 (TTL on, into the TCP header),
+        // as they were before the inner completes rewrote the IPv4 and TCP checksums:
+        // the first frame's.
+        let addrs = if from_inner {
+            &first[92..124]
+        } else {
+            &b[22..54]
+        };
+        assert_eq!(
+            u16::from_be_bytes([b[60], b[61]]),
+            seeded(addrs, len),
+            "{}",
+            p.name
+        );
+    }
+}
