@@ -155,7 +155,8 @@ pub fn ipv6_gro_receive(
     match proto {
         IPPROTO_GRE => gre::gre_gro_receive(cfg, head, skb),
         NEXTHDR_UDP => udp6::udp6_gro_receive(cfg, head, skb),
-        _ => tcp::tcp6_gro_receive(cfg, head, skb),
+        NEXTHDR_TCP => tcp::tcp6_gro_receive(cfg, head, skb),
+        p => super::ipip::ipxip_gro_receive(cfg, head, skb, p),
     }
 }
 
@@ -167,7 +168,7 @@ fn has_l4(cfg: &GroConfig, proto: u8) -> bool {
         NEXTHDR_TCP => true,
         NEXTHDR_UDP => cfg.rules.udp_tunnel_gro,
         IPPROTO_GRE => cfg.rules.gre_gro,
-        _ => false,
+        p => super::ipip::is_ipxip(cfg, p),
     }
 }
 
@@ -219,6 +220,9 @@ pub fn ipv6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
         // gre_gro_complete: encapsulation = 1, gso_type = SKB_GSO_GRE; nothing marks the
         // outer header as IPv6 (no SKB_GSO_IPXIP6: that is ip6ip6/ip4ip6's).
         IPPROTO_GRE => gre::gre_gro_complete(cfg, skb, nhoff + IPV6_HLEN + ext_len),
+        p if super::ipip::is_ipxip(cfg, p) => {
+            super::ipip::ipxip_gro_complete(cfg, skb, nhoff + IPV6_HLEN + ext_len, p, true)
+        }
         _ => {}
     }
 }

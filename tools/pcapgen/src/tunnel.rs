@@ -17,6 +17,8 @@
 //! # IPv6 addresses (default fd00:1::1 -> fd00:1::2), outer_ttl is the hop limit,
 //! # outer_tos the Traffic Class, outer_flow_label = 0x12345 (20 bits):
 //! # tunnel = { kind = "gre", key = 42, outer_ip = 6, outer_flow_label = 7 }
+//! # IP in IP (ipip, sit, ip6tnl): the inner IP packet without its Ethernet header:
+//! # tunnel = { kind = "ipip", outer_ip = 6 }
 //! ```
 //! With `count`, the outer IPv4 ID and the GRE sequence number advance by one per copy.
 
@@ -32,6 +34,9 @@ use crate::desc::Mac;
 pub enum TunnelKind {
     Gre,
     Vxlan,
+    /// IP in IP: the inner frame's IP packet (its Ethernet header dropped) behind the
+    /// outer IP header, protocol 4 (IPv4 inside) or 41 (IPv6 inside): ipip, sit, ip6tnl.
+    Ipip,
 }
 
 /// `tunnel = { ... }` as written.
@@ -145,6 +150,21 @@ pub fn resolve(
             return Err((
                 "tunnel",
                 "vni, sport, dport and udp_csum belong to kind = \"vxlan\"".into(),
+            ));
+        }
+        if t.kind == TunnelKind::Ipip
+            && (t.key.is_some()
+                || t.seq.is_some()
+                || t.csum.is_some()
+                || t.gre_flags.is_some()
+                || t.vni.is_some()
+                || t.sport.is_some()
+                || t.dport.is_some()
+                || t.udp_csum.is_some())
+        {
+            return Err((
+                "tunnel",
+                "kind = \"ipip\" has no GRE or VXLAN fields (only the outer ones)".into(),
             ));
         }
         if t.kind == TunnelKind::Vxlan
@@ -337,6 +357,16 @@ pub fn wrap(t: &Tunnel, out: &mut Vec<u8>) -> Result<(), String> {
             };
             l4[6..8].copy_from_slice(&csum_value(t.udp_csum, good).to_be_bytes());
             17u8
+        }
+        TunnelKind::Ipip => {
+            // IPPROTO_IPIP for an inner IPv4 packet, IPPROTO_IPV6 for an inner IPv6 one.
+            let proto = match inner.get(12..14) {
+                Some([0x08, 0x00]) => 4u8,
+                Some([0x86, 0xdd]) => 41u8,
+                _ => return Err("kind = \"ipip\" needs an inner IPv4 or IPv6 frame".into()),
+            };
+            l4.extend_from_slice(&inner[14..]);
+            proto
         }
     };
     out.extend_from_slice(&t.dst_mac);
