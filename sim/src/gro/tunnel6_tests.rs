@@ -1,5 +1,5 @@
 //! Tunnels with an IPv6 outer header through the tap's GRO and the tunnel device's
-//! gro_cells (docs/gro.md#tunnels-over-ipv6). Expected values are worked out from the
+//! gro_cells (docs/gro.md#tunnels-over-ipv6), and IP in IP (docs/gro.md#ipip). Expected values are worked out from the
 //! kernel rules named in each test, not read back from the model.
 
 use super::cells::{TapObserver, TunnelDev};
@@ -225,4 +225,59 @@ fn udp6_gro_complete_seeds_the_outer_checksum_from_the_outer_header_only_since_6
             p.name
         );
     }
+}
+
+/// IPv4 in IPv4 (protocol 4): the inner frame's IP packet behind an outer IPv4 header
+/// with ID `id`, built here from the Ethernet/IPv4 frame of `Outer`.
+fn ipip(id: u16, inner: &[u8]) -> Vec<u8> {
+    let o = super::frames::Outer {
+        id,
+        ..super::frames::Outer::default()
+    };
+    // Outer::gre_teb builds Ethernet + IPv4(proto 47) + GRE: take its Ethernet and IPv4
+    // header, then set protocol 4, the length and the checksum for the bare inner packet.
+    let g = o.gre_teb(None, None, &[]);
+    let mut f = g[..34].to_vec();
+    f.extend_from_slice(&inner[14..]);
+    let tot = (f.len() - 14) as u16;
+    f[16..18].copy_from_slice(&tot.to_be_bytes());
+    f[23] = 4;
+    f[24..26].copy_from_slice(&[0, 0]);
+    let c = crate::wire::checksum::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&c.to_be_bytes());
+    f
+}
+
+#[test]
+fn ipip_merges_as_the_inner_flow_and_completes_with_ipxip4() {
+    let r = run(&LINUX_6_18, TapObserver::AfPacket, |k, f| {
+        ipip(100 + k as u16, f)
+    });
+    // 14 + 20 outer + 20 inner IPv4 + 20 TCP + 4 * 1400.
+    assert_eq!(tap_lens(&r), vec![74 + 4 * 1400]);
+    let skb = &r.delivered[0].skb;
+    assert!(skb.encapsulation);
+    assert_eq!(
+        skb.gso_type & !(gso::TCP_FIXEDID | gso::TCP_FIXEDID_INNER),
+        gso::IPXIP4 | gso::TCPV4
+    );
+    // inet_gro_complete ran for both levels: both tot_len fields count to the end.
+    let b = skb.to_vec();
+    assert_eq!(usize::from(u16::from_be_bytes([b[16], b[17]])), b.len() - 14);
+    assert_eq!(usize::from(u16::from_be_bytes([b[36], b[37]])), b.len() - 34);
+    assert_eq!(skb.offset_from_data(skb.inner_network_header), Some(34));
+}
+
+#[test]
+fn ipip_outer_id_jumps_flush_at_the_outer_level_and_3_12_has_no_ipip_gro() {
+    let r = run(&LINUX_6_18, TapObserver::AfPacket, |k, f| {
+        ipip(100 * (k as u16 + 1), f)
+    });
+    assert_eq!(tap_lens(&r), vec![74 + 1400; 4]);
+    assert_eq!(r.delivered[1].skb.model.start, Some(reason::IPV4_ID));
+    let r = run(&crate::profile::LINUX_3_12, TapObserver::AfPacket, |k, f| {
+        ipip(100 + k as u16, f)
+    });
+    assert_eq!(tap_lens(&r), vec![74 + 1400; 4]);
+    assert_eq!(r.delivered[0].skb.model.start, Some(reason::IPV4_NO_L4));
 }
