@@ -263,8 +263,14 @@ fn ipip_merges_as_the_inner_flow_and_completes_with_ipxip4() {
     );
     // inet_gro_complete ran for both levels: both tot_len fields count to the end.
     let b = skb.to_vec();
-    assert_eq!(usize::from(u16::from_be_bytes([b[16], b[17]])), b.len() - 14);
-    assert_eq!(usize::from(u16::from_be_bytes([b[36], b[37]])), b.len() - 34);
+    assert_eq!(
+        usize::from(u16::from_be_bytes([b[16], b[17]])),
+        b.len() - 14
+    );
+    assert_eq!(
+        usize::from(u16::from_be_bytes([b[36], b[37]])),
+        b.len() - 34
+    );
     assert_eq!(skb.offset_from_data(skb.inner_network_header), Some(34));
 }
 
@@ -275,9 +281,11 @@ fn ipip_outer_id_jumps_flush_at_the_outer_level_and_3_12_has_no_ipip_gro() {
     });
     assert_eq!(tap_lens(&r), vec![74 + 1400; 4]);
     assert_eq!(r.delivered[1].skb.model.start, Some(reason::IPV4_ID));
-    let r = run(&crate::profile::LINUX_3_12, TapObserver::AfPacket, |k, f| {
-        ipip(100 + k as u16, f)
-    });
+    let r = run(
+        &crate::profile::LINUX_3_12,
+        TapObserver::AfPacket,
+        |k, f| ipip(100 + k as u16, f),
+    );
     assert_eq!(tap_lens(&r), vec![74 + 1400; 4]);
     assert_eq!(r.delivered[0].skb.model.start, Some(reason::IPV4_NO_L4));
 }
