@@ -317,6 +317,14 @@ impl GroCells {
     /// What the tap's stack received in its polls since the last call (`rx`, in order):
     /// each tap poll's tunnel skbs go to netif_rx or the cells, then those NAPIs run.
     pub fn after_tap_polls(&mut self, cfg: &GroConfig, rx: &[Delivered]) {
+        // NETIF_F_GRO_UDP_FWD / NETIF_F_GRO_FRAGLIST are the tap's (`ethtool -K` on the
+        // tap), not the tunnel device's.
+        let dev_cfg = GroConfig {
+            gro_udp_fwd: false,
+            gro_fraglist: false,
+            ..cfg.clone()
+        };
+        let cfg = &dev_cfg;
         let mut i = 0;
         while i < rx.len() {
             let poll = rx[i].poll;

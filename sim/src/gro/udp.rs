@@ -418,3 +418,95 @@ fn udp_gro_complete_segment(skb: &mut SkBuff, thoff: usize) {
         skb.set_inner_transport_header(thoff);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::frames::{Encapsulate, Outer, Tcp4};
+    use super::super::reason;
+    use super::super::testutil::{lens, run};
+    use crate::profile::{LINUX_3_12, LINUX_6_18};
+
+    fn vx(vni: impl Fn(usize) -> u32, dport_ok: bool) -> Vec<Vec<u8>> {
+        Tcp4 {
+            payload: 1350,
+            ..Tcp4::default()
+        }
+        .stream(4)
+        .iter()
+        .enumerate()
+        .map(|(k, f)| {
+            let mut v = Outer {
+                id: 1 + k as u16,
+                ..Outer::default()
+            }
+            .vxlan(50000, vni(k), false, f);
+            if !dport_ok {
+                v[36..38].copy_from_slice(&4790u16.to_be_bytes());
+            }
+            v
+        })
+        .collect()
+    }
+
+    #[test]
+    fn vni_mismatch_and_unknown_port() {
+        let d = run(&LINUX_6_18, vx(|k| if k == 2 { 43 } else { 42 }, true));
+        assert_eq!(d[1].skb.model.start, Some(reason::VXLAN_VNI));
+        let d = run(&LINUX_6_18, vx(|_| 42, false));
+        assert_eq!(lens(&d), vec![1454; 4]);
+        assert_eq!(d[0].skb.model.start, Some(reason::UDP_NO_GRO));
+        // 3.12 had no UDP GRO handler at all.
+        let d = run(&LINUX_3_12, vx(|_| 42, true));
+        assert_eq!(d[0].skb.model.start, Some(reason::IPV4_NO_L4));
+    }
+
+    #[test]
+    fn bad_outer_udp_checksum_flushes() {
+        let mut f: Vec<Vec<u8>> = Tcp4 {
+            payload: 1350,
+            ..Tcp4::default()
+        }
+        .stream(3)
+        .encapsulated(1, |_, o, x| o.vxlan(50000, 42, true, x));
+        f[1][40] ^= 0x01;
+        let d = run(&LINUX_6_18, f);
+        assert_eq!(d[0].skb.model.start, Some(reason::UDP_CSUM));
+    }
+
+    /// udp4_gro_complete writes ~udp_v4_check(len, saddr, daddr, 0) into a non-zero outer
+    /// UDP checksum: 6.18 takes the addresses from the outer header (network_offsets),
+    /// 6.1 from ip_hdr(skb), which inet_gro_receive left on the inner header. The guest
+    /// showed exactly this difference (tap-gro/vxlan-udp-csum).
+    #[test]
+    fn outer_udp_checksum_seed_comes_from_the_outer_header_only_since_6_8() {
+        use super::super::csum;
+        use crate::profile::LINUX_6_1;
+        let inner = Tcp4 {
+            payload: 1350,
+            ..Tcp4::default()
+        };
+        let outer = Outer::default();
+        assert_ne!(inner.saddr, outer.saddr);
+        let f: Vec<Vec<u8>> = inner
+            .stream(4)
+            .encapsulated(1, |_, o, x| o.vxlan(50000, 42, true, x));
+        for (profile, from) in [
+            (&LINUX_6_18, (outer.saddr, outer.daddr)),
+            (&LINUX_6_1, (inner.saddr, inner.daddr)),
+        ] {
+            let d = run(profile, f.clone());
+            assert_eq!(d.len(), 1, "{}: one merged skb", profile.name);
+            let bytes = d[0].skb.to_vec();
+            // Outer Ethernet 14 + IPv4 20: UDP at 34, its length at 38, checksum at 40.
+            let udp_len = usize::from(u16::from_be_bytes([bytes[38], bytes[39]]));
+            assert_eq!(udp_len, bytes.len() - 34);
+            let want = csum::fold(csum::pseudo_v4(from.0, from.1, 17, udp_len));
+            assert_eq!(
+                u16::from_be_bytes([bytes[40], bytes[41]]),
+                want,
+                "{}",
+                profile.name
+            );
+        }
+    }
+}

@@ -441,3 +441,50 @@ fn plan_rejects_bad_sockets() {
     assert!(g(vec![4789]).unwrap_err().contains("VXLAN"));
     assert_eq!(g(vec![6001, 6002]).unwrap().udp_gro_ports, vec![6001, 6002]);
 }
+
+/// VXLAN over an IPv6 outer header: an IPv4-outer frame of `frames::Outer::vxlan` (zero
+/// UDP checksum) with its Ethernet and IPv4 headers replaced by Ethernet and IPv6.
+fn vxlan6(k: usize) -> Vec<u8> {
+    use super::frames::{Outer, Tcp4};
+    let inner = Tcp4 {
+        seq: 1000 + 1350 * k as u32,
+        id: 1 + k as u16,
+        payload: 1350,
+        ..Tcp4::default()
+    }
+    .build();
+    let v4 = Outer::default().vxlan(50000, 42, false, &inner);
+    let udp = &v4[34..];
+    let mut f = v4[..12].to_vec();
+    f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+    f.extend_from_slice(&(udp.len() as u16).to_be_bytes());
+    f.extend_from_slice(&[17, 64]);
+    f.extend_from_slice(&addr6(1));
+    f.extend_from_slice(&addr6(2));
+    f.extend_from_slice(udp);
+    f
+}
+
+#[test]
+fn udp6_gro_receive_finds_the_vxlan_socket_and_merges_the_inner_flow() {
+    let frames: Vec<Vec<u8>> = (0..4).map(vxlan6).collect();
+    let one = frames[0].len();
+    let d = go(&LINUX_6_18, Feat::default(), frames);
+    assert_eq!(lens(&d), vec![one + 3 * 1350]);
+    let skb = &d[0].skb;
+    assert_eq!(skb.gso_type & gso::UDP_TUNNEL, gso::UDP_TUNNEL);
+    assert_eq!(skb.gso_type & gso::TCPV4, gso::TCPV4);
+    assert!(skb.encapsulation);
+    let b = skb.to_vec();
+    // ipv6_gro_complete and udp_gro_complete rewrote the outer lengths.
+    assert_eq!(usize::from(be16(&b, 18)), b.len() - 54);
+    assert_eq!(usize::from(be16(&b, 58)), b.len() - 54);
+    // The same frames to a port with no VXLAN socket are plain UDP: not merged.
+    let mut frames: Vec<Vec<u8>> = (0..4).map(vxlan6).collect();
+    for f in &mut frames {
+        f[56..58].copy_from_slice(&4790u16.to_be_bytes());
+    }
+    let d = go(&LINUX_6_18, Feat::default(), frames);
+    assert_eq!(d.len(), 4);
+    assert_eq!(d[0].skb.model.start, Some(reason::UDP_NO_GRO));
+}

@@ -486,6 +486,14 @@ impl Scenario {
                 "gro.flush_timeout_ns: not modelled for vhost-tx (only tap-gro fires the hrtimer at the end)".to_string(),
             ));
         }
+        if raw.pipeline == Pipeline::VhostTx
+            && (!gro.udp_gro_ports.is_empty() || gro.gro_udp_fwd || gro.gro_fraglist)
+        {
+            // Only the tap-gro arm sets the features and opens the sockets.
+            return Err(err(
+                "gro.udp_gro_socket, rx_udp_gro_forwarding, rx_gro_list: plain UDP GRO is a tap-gro setting".to_string(),
+            ));
+        }
         Ok(Scenario {
             path: path.to_path_buf(),
             name: format!("{area}/{stem}"),

@@ -333,6 +333,13 @@ fn tables_a_pipeline_does_not_read_are_errors() {
     assert!(msg.contains("writes into a tap"), "{msg}");
     // [gro] for vhost-tx (an IFF_NAPI tap under vhost); not for tap-write.
     parse_as("vhost-tx", "[vhost]\n[gro]\nburst = 2\n").unwrap();
+    let msg = parse_as("vhost-tx", "[vhost]\n[gro]\nrx_gro_list = true\n").unwrap_err();
+    assert!(msg.contains("plain UDP GRO is a tap-gro setting"), "{msg}");
+    parse_as(
+        "tap-gro",
+        "[gro]\nudp_gro_socket = [6001]\nrx_gro_list = true\n",
+    )
+    .unwrap();
     let msg = parse_as("tap-write", "[gro]\n").unwrap_err();
     assert!(msg.contains("[gro] is not used"), "{msg}");
     parse_as("tun-read", "[device]\n[reader]\n[skb]\n").unwrap();

@@ -511,6 +511,8 @@ pub fn tap_gro_header_json(sc: &Scenario, run: &TapGroRun) -> Value {
             "vxlan_ports": p.vxlan_ports, "burst": p.burst,
             "flush_timeout_ns": p.flush_timeout_ns, "hz": p.hz,
             "nonblocking": sc.writer.nonblocking, "vnet_hdr": sc.device.vnet_hdr,
+            "udp_gro_socket": p.udp_gro_ports, "rx_udp_gro_forwarding": p.gro_udp_fwd,
+            "rx_gro_list": p.gro_fraglist,
         },
     })
 }

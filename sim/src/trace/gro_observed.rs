@@ -388,6 +388,8 @@ pub fn observed_json(sc: &Scenario, o: &ObservedGro) -> Value {
             "vxlan_ports": p.vxlan_ports, "burst": p.burst,
             "flush_timeout_ns": p.flush_timeout_ns, "hz": p.hz,
             "nonblocking": sc.writer.nonblocking, "vnet_hdr": sc.device.vnet_hdr,
+            "udp_gro_socket": p.udp_gro.sockets, "rx_udp_gro_forwarding": p.udp_gro.forwarding,
+            "rx_gro_list": p.udp_gro.gro_list,
         },
         "write_errors": o.write_errors.iter().map(|e| json!({"frame": e.frame, "ts_ns": e.ts_ns, "len": e.len, "errno": e.errno})).collect::<Vec<_>>(),
         "deliveries": deliveries,

@@ -94,6 +94,15 @@ pub fn required(scenario: &Scenario) -> Vec<KernelFeature> {
     if o.uso4 || o.uso6 {
         out.push(KernelFeature::TunUso);
     }
+    let g = &scenario.gro;
+    let udp_gro = !g.udp_gro_ports.is_empty() || g.gro_udp_fwd || g.gro_fraglist;
+    if scenario.pipeline == Pipeline::TapGro && udp_gro && !out.contains(&KernelFeature::TunUso) {
+        // A merged plain UDP skb is SKB_GSO_UDP_L4, which virtio_net_hdr_from_skb (the
+        // capture socket's PACKET_VNET_HDR) knows from the same v6.2 series as TUN_F_USO
+        // ("linux/virtio_net.h: Support USO offload in vnet header."); before it the
+        // packet socket drops the skb, so the 6.1 guest could not show it.
+        out.push(KernelFeature::TunUso);
+    }
     if scenario.pipeline == Pipeline::TapGro && scenario.gro.vlan_gro {
         out.push(KernelFeature::VlanGro);
     }

@@ -91,6 +91,20 @@ pub struct ReplayArgs {
         help_heading = "tap-gro"
     )]
     pub vxlan_ports: Vec<u16>,
+    /// tap-gro: UDP ports with a local socket that set UDP_GRO (comma separated).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "PORTS",
+        help_heading = "tap-gro"
+    )]
+    pub udp_gro_socket: Vec<u16>,
+    /// tap-gro: rx-udp-gro-forwarding on (NETIF_F_GRO_UDP_FWD).
+    #[arg(long, help_heading = "tap-gro")]
+    pub rx_udp_gro_forwarding: bool,
+    /// tap-gro: rx-gro-list on (NETIF_F_GRO_FRAGLIST).
+    #[arg(long, help_heading = "tap-gro")]
+    pub rx_gro_list: bool,
     /// Source MAC of the Ethernet header put in front of raw IP or loopback frames.
     #[arg(long, value_name = "MAC")]
     pub src_mac: Option<String>,
@@ -125,7 +139,7 @@ fn pipeline_names() -> clap::builder::PossibleValuesParser {
 /// The scenario keys the flags set, each with its flag, longest key first where one is
 /// a prefix of another. Errors from the scenario validator name the key; the user gave
 /// a flag.
-const FLAG_OF_KEY: [(&str, &str); 22] = [
+const FLAG_OF_KEY: [(&str, &str); 25] = [
     ("device.kind", "--tun"),
     ("device.no_pi", "--no-pi"),
     ("device.vnet_hdr_sz", "--vnet-hdr-sz"),
@@ -149,6 +163,9 @@ const FLAG_OF_KEY: [(&str, &str); 22] = [
     ("gro.flush_timeout_ns", "--gro-flush-timeout"),
     ("gro.teb_gro", "--no-teb-gro"),
     ("gro.vxlan_ports", "--vxlan-ports"),
+    ("gro.udp_gro_socket", "--udp-gro-socket"),
+    ("gro.rx_udp_gro_forwarding", "--rx-udp-gro-forwarding"),
+    ("gro.rx_gro_list", "--rx-gro-list"),
     ("link.src_mac", "--src-mac"),
     ("link.dst_mac", "--dst-mac"),
 ];
@@ -267,6 +284,16 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
     if !a.vxlan_ports.is_empty() {
         let p: Vec<String> = a.vxlan_ports.iter().map(u16::to_string).collect();
         let _ = writeln!(gro, "vxlan_ports = [{}]", p.join(", "));
+    }
+    if !a.udp_gro_socket.is_empty() {
+        let p: Vec<String> = a.udp_gro_socket.iter().map(u16::to_string).collect();
+        let _ = writeln!(gro, "udp_gro_socket = [{}]", p.join(", "));
+    }
+    if a.rx_udp_gro_forwarding {
+        let _ = writeln!(gro, "rx_udp_gro_forwarding = true");
+    }
+    if a.rx_gro_list {
+        let _ = writeln!(gro, "rx_gro_list = true");
     }
     if !gro.is_empty() {
         let _ = write!(t, "[gro]\n{gro}");

@@ -35,6 +35,11 @@ pub(super) fn udp_gro_setup(
     ifname: &str,
     plan: &GroPlan,
 ) -> Result<(UdpGroSockets, UdpGroSetup), KernelError> {
+    if plan.udp_gro_ports.is_empty() && !plan.gro_udp_fwd && !plan.gro_fraglist {
+        // A new device has both features off (they are only in hw_features), and a
+        // scenario without the settings leaves ethtool alone, as before they existed.
+        return Ok((UdpGroSockets { _socks: Vec::new() }, UdpGroSetup::default()));
+    }
     for (name, want) in [(UDP_FWD, plan.gro_udp_fwd), (FRAGLIST, plan.gro_fraglist)] {
         if et.get_feature(ifname, name)? != want {
             et.set_feature(ifname, name, want)?;
