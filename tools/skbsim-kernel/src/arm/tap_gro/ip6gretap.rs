@@ -234,3 +234,33 @@ pub(super) fn add_ipv6(ifindex: u32, addr: [u8; 16]) -> Result<(), KernelError> 
     m.header(&hdr).attr(IFA_ADDRESS, &addr);
     sock.request(&op, m).map(|_| ())
 }
+
+/// The arm's notes on the IPv6 tunnel devices it created (vxlan over IPv6, ip6gretap).
+pub(super) fn ipv6_tunnel_notes(
+    vx6_devs: &[VxlanDev],
+    gt6_devs: &[(String, u32)],
+    gt6: &Ip6gretapSetup,
+    notes: &mut Vec<String>,
+) {
+    if !vx6_devs.is_empty() {
+        let list: Vec<String> = vx6_devs
+            .iter()
+            .map(|(n, _, p, v)| format!("{n} port {p} vni {v}"))
+            .collect();
+        notes.push(format!("vxlan devices over IPv6: {}", list.join(", ")));
+    }
+    if !gt6_devs.is_empty() {
+        let list: Vec<String> = gt6_devs
+            .iter()
+            .zip(&gt6.tunnels)
+            .map(|((n, _), t)| format!("{n} {}", t.describe()))
+            .collect();
+        notes.push(format!("ip6gretap devices: {}", list.join(", ")));
+    }
+    for t in &gt6.mixed_csum {
+        notes.push(format!(
+            "ip6gretap {}: the frames mix GRE checksums and none; __ip6_tnl_rcv drops the plain ones",
+            t.describe()
+        ));
+    }
+}

@@ -410,13 +410,6 @@ fn replay(
             .collect();
         notes.push(format!("vxlan devices: {}", list.join(", ")));
     }
-    if !vx6_devs.is_empty() {
-        let list: Vec<String> = vx6_devs
-            .iter()
-            .map(|(n, _, p, v)| format!("{n} port {p} vni {v}"))
-            .collect();
-        notes.push(format!("vxlan devices over IPv6: {}", list.join(", ")));
-    }
     if !gt_devs.is_empty() {
         let list: Vec<String> = gt_devs
             .iter()
@@ -431,20 +424,7 @@ fn replay(
             t.describe()
         ));
     }
-    if !gt6_devs.is_empty() {
-        let list: Vec<String> = gt6_devs
-            .iter()
-            .zip(&gt6.tunnels)
-            .map(|((n, _), t)| format!("{n} {}", t.describe()))
-            .collect();
-        notes.push(format!("ip6gretap devices: {}", list.join(", ")));
-    }
-    for t in &gt6.mixed_csum {
-        notes.push(format!(
-            "ip6gretap {}: the frames mix GRE checksums and none; __ip6_tnl_rcv drops the plain ones",
-            t.describe()
-        ));
-    }
+    ipv6_tunnel_notes(&vx6_devs, &gt6_devs, &gt6, &mut notes);
 
     let mut captured: Vec<Captured> = Vec::new();
     let mut captured_ts: Vec<u64> = Vec::new();
