@@ -84,6 +84,10 @@ pub const IPPROTO_UDP: u8 = 17;
 pub const IPPROTO_ROUTING: u8 = 43;
 /// IPPROTO_FRAGMENT (include/uapi/linux/in6.h): IPv6 fragment header.
 pub const IPPROTO_FRAGMENT: u8 = 44;
+/// IPPROTO_IPIP (include/uapi/linux/in.h): IPv4 in IPv4 or IPv6.
+pub const IPPROTO_IPIP: u8 = 4;
+/// IPPROTO_IPV6 (include/uapi/linux/in.h): IPv6 in IPv4 (SIT) or IPv6.
+pub const IPPROTO_IPV6: u8 = 41;
 /// IPPROTO_GRE (include/uapi/linux/in.h).
 pub const IPPROTO_GRE: u8 = 47;
 /// IPPROTO_AH (include/uapi/linux/in.h).

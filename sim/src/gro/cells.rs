@@ -65,10 +65,17 @@ pub const CELLS_CLONED: Reason = &ReasonDef {
     identity: false,
 };
 /// The tunnel device a decapsulated skb belongs to, ordered as the real arm creates them
-/// (vxlan devices by port and VNI, then gretap devices by remote, local, key).
+/// (vxlan devices by port and VNI, IPv4 ones before IPv6 ones, then gretap devices by
+/// remote, local, key, then ip6gretap devices).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum TunnelDev {
     Vxlan {
+        port: u16,
+        vni: u32,
+    },
+    /// A vxlan device with an IPv6 local address: its socket is IPv6 only
+    /// (vxlan_core.c: vxlan_sock_add with VXLAN_F_IPV6).
+    Vxlan6 {
         port: u16,
         vni: u32,
     },
@@ -77,20 +84,48 @@ pub enum TunnelDev {
         local: [u8; 4],
         key: Option<[u8; 4]>,
     },
+    Ip6gretap {
+        remote: [u8; 16],
+        local: [u8; 16],
+        key: Option<[u8; 4]>,
+    },
 }
 
 impl TunnelDev {
-    /// "vxlan port 4789 vni 42", "gretap remote 192.168.0.1 local 192.168.0.2 key 0x2a".
+    /// "vxlan port 4789 vni 42", "gretap remote 192.168.0.1 local 192.168.0.2 key 0x2a",
+    /// "vxlan6 port 4789 vni 42", "ip6gretap remote fd00:1::1 local fd00:1::2 key 0x2a".
     pub fn describe(&self) -> String {
         let ip = |a: [u8; 4]| format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]);
+        let key = |k: &Option<[u8; 4]>| {
+            k.map_or(String::new(), |k| {
+                format!(" key {:#x}", u32::from_be_bytes(k))
+            })
+        };
         match self {
             TunnelDev::Vxlan { port, vni } => format!("vxlan port {port} vni {vni}"),
-            TunnelDev::Gretap { remote, local, key } => {
-                let key = key.map_or(String::new(), |k| {
-                    format!(" key {:#x}", u32::from_be_bytes(k))
-                });
-                format!("gretap remote {} local {}{key}", ip(*remote), ip(*local))
+            TunnelDev::Vxlan6 { port, vni } => format!("vxlan6 port {port} vni {vni}"),
+            TunnelDev::Gretap {
+                remote,
+                local,
+                key: k,
+            } => {
+                format!(
+                    "gretap remote {} local {}{}",
+                    ip(*remote),
+                    ip(*local),
+                    key(k)
+                )
             }
+            TunnelDev::Ip6gretap {
+                remote,
+                local,
+                key: k,
+            } => format!(
+                "ip6gretap remote {} local {}{}",
+                super::cells6::ip6(*remote),
+                super::cells6::ip6(*local),
+                key(k)
+            ),
         }
     }
 }
@@ -116,10 +151,14 @@ const ETH_P_TEB: u16 = 0x6558;
 const VXLAN_HF_VNI: u8 = 0x08;
 
 /// The outer IPv4/UDP/VXLAN (to a port in `ports`) or IPv4/GRE/TEB headers of `f`, as
-/// vxlan_rcv and gre_parse_header accept them.
+/// vxlan_rcv and gre_parse_header accept them; an IPv6 outer header as
+/// [`super::cells6::outer_of_v6`] reads it.
 pub fn outer_of(f: &[u8], ports: &[u16]) -> Option<Outer> {
     let be16 = |o: usize| f.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
     let addr = |o: usize| -> Option<[u8; 4]> { f.get(o..o + 4)?.try_into().ok() };
+    if be16(12)? == crate::consts::ETH_P_IPV6 {
+        return super::cells6::outer_of_v6(f, ports);
+    }
     if be16(12)? != 0x0800 {
         return None;
     }

@@ -20,7 +20,7 @@ fn has_l4(cfg: &GroConfig, proto: u8) -> bool {
         IPPROTO_TCP => true,
         IPPROTO_UDP => cfg.rules.udp_tunnel_gro,
         IPPROTO_GRE => cfg.rules.gre_gro,
-        _ => false,
+        p => super::ipip::is_ipxip(cfg, p),
     }
 }
 
@@ -177,7 +177,8 @@ pub fn inet_gro_receive(
     match proto {
         IPPROTO_TCP => tcp::tcp4_gro_receive(cfg, head, skb),
         IPPROTO_UDP => udp::udp4_gro_receive(cfg, head, skb),
-        _ => gre::gre_gro_receive(cfg, head, skb),
+        IPPROTO_GRE => gre::gre_gro_receive(cfg, head, skb),
+        p => super::ipip::ipxip_gro_receive(cfg, head, skb, p),
     }
 }
 
@@ -294,6 +295,9 @@ pub fn inet_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
         IPPROTO_TCP => tcp::tcp4_gro_complete(cfg, skb, thoff),
         IPPROTO_UDP => udp::udp4_gro_complete(cfg, skb, thoff),
         IPPROTO_GRE => gre::gre_gro_complete(cfg, skb, thoff),
+        p if super::ipip::is_ipxip(cfg, p) => {
+            super::ipip::ipxip_gro_complete(cfg, skb, thoff, p, false)
+        }
         _ => {}
     }
 }

@@ -7,9 +7,14 @@
 //! before 6.x), as many as there are; they become part of the network header, and held
 //! skbs must carry the same bytes there (the memcmp after the address checks). A fragment
 //! header, ICMPv6 and every other next header end GRO for the frame.
+//!
+//! GRE over IPv6 (ip6gretap): net/ipv4/gre_offload.c: gre_offload_init registers the one
+//! gre_offload for inet6_offloads[IPPROTO_GRE] too, so an IPv6 outer header hands GRE to
+//! the same gre_gro_receive / gre_gro_complete as IPv4 (docs/gro.md#tunnels-over-ipv6).
 
+use super::ipv4::IPPROTO_GRE;
 use super::udp6::{self, NEXTHDR_UDP};
-use super::{reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
+use super::{gre, reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
 use crate::wire::{Ipv6ExtHeader, Ipv6Packet};
 
 /// NEXTHDR_TCP.
@@ -73,14 +78,13 @@ pub fn ipv6_gro_receive(
     };
     // A copy, so the skb's control block can change while the header is read.
     let iph = Ipv6Packet::new_unchecked(<[u8; IPV6_HLEN]>::try_from(iph).unwrap_or([0; IPV6_HLEN]));
+    // ops = inet6_offloads[proto]: TCP, UDP and GRE have gro_receive themselves; anything
+    // else is walked over as extension headers first.
     let (proto, ext_len) = match iph.next_header() {
-        NEXTHDR_TCP => (NEXTHDR_TCP, 0),
-        NEXTHDR_UDP => (NEXTHDR_UDP, 0),
+        p if has_l4(cfg, p) => (p, 0),
         first => walk_exthdrs(skb.hdr_from(off + IPV6_HLEN), first),
     };
-    // inet6_offloads[]: TCP, and UDP where udpv6_offload has a gro_receive.
-    let udp = proto == NEXTHDR_UDP && cfg.rules.udp_tunnel_gro;
-    if proto != NEXTHDR_TCP && !udp {
+    if !has_l4(cfg, proto) {
         skb.flush(reason::IPV6_NO_L4);
         return None;
     }
@@ -152,10 +156,24 @@ pub fn ipv6_gro_receive(
         return None;
     }
     skb.cb.depth += 1;
-    if udp {
-        return udp6::udp6_gro_receive(cfg, head, skb);
+    match proto {
+        IPPROTO_GRE => gre::gre_gro_receive(cfg, head, skb),
+        NEXTHDR_UDP => udp6::udp6_gro_receive(cfg, head, skb),
+        NEXTHDR_TCP => tcp::tcp6_gro_receive(cfg, head, skb),
+        p => super::ipip::ipxip_gro_receive(cfg, head, skb, p),
     }
-    tcp::tcp6_gro_receive(cfg, head, skb)
+}
+
+/// inet6_offloads[proto]->gro_receive exists in this kernel: tcpv6_offload, udpv6_offload
+/// (where it has a gro_receive), and the gre_offload gre_offload_init adds for IPv6 too
+/// (with GRE GRO at all).
+fn has_l4(cfg: &GroConfig, proto: u8) -> bool {
+    match proto {
+        NEXTHDR_TCP => true,
+        NEXTHDR_UDP => cfg.rules.udp_tunnel_gro,
+        IPPROTO_GRE => cfg.rules.gre_gro,
+        p => super::ipip::is_ipxip(cfg, p),
+    }
 }
 
 /// ip6_gro_compute_pseudo for the innermost IP header seen so far.
@@ -212,6 +230,12 @@ pub fn ipv6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     match proto {
         NEXTHDR_TCP => tcp::tcp6_gro_complete(cfg, skb, nhoff, nhoff + IPV6_HLEN + ext_len),
         NEXTHDR_UDP => udp6::udp6_gro_complete(cfg, skb, nhoff + IPV6_HLEN + ext_len),
+        // gre_gro_complete: encapsulation = 1, gso_type = SKB_GSO_GRE; nothing marks the
+        // outer header as IPv6 (no SKB_GSO_IPXIP6: that is ip6ip6/ip4ip6's).
+        IPPROTO_GRE => gre::gre_gro_complete(cfg, skb, nhoff + IPV6_HLEN + ext_len),
+        p if super::ipip::is_ipxip(cfg, p) => {
+            super::ipip::ipxip_gro_complete(cfg, skb, nhoff + IPV6_HLEN + ext_len, p, true)
+        }
         _ => {}
     }
 }

@@ -24,11 +24,14 @@
 
 pub mod bigtcp;
 pub mod cells;
+pub mod cells6;
 pub mod core;
 pub mod csum;
 pub mod eth;
 pub mod frames;
+pub mod frames6;
 pub mod gre;
+pub mod ipip;
 pub mod ipv4;
 pub mod ipv6;
 pub mod napi;
@@ -121,6 +124,7 @@ reasons! {
     IPV6_FLOW "ipv6:flow" true "net/ipv6/ip6_offload.c: ipv6_gro_receive: version, flow label, next header or an address differ (same_flow = 0; before 6.10 the hop limit too)";
     IPV6_TC "ipv6:tc" false "include/net/gro.h: ipv6_gro_flush: Traffic Class differs (before 6.10: ipv6_gro_receive)";
     IPV6_HOPLIMIT "ipv6:hop-limit" false "include/net/gro.h: ipv6_gro_flush: hop limit differs";
+    IPIP_ENCAP "ipip:encap" false "net/ipv4/af_inet.c: ipip_gro_receive (and net/ipv6/ip6_offload.c: sit_gro_receive, ip4ip6_gro_receive, ip6ip6_gro_receive): encap_mark already set (one tunnel only)";
     GRE_ENCAP "gre:encap" false "net/ipv4/gre_offload.c: gre_gro_receive: encap_mark already set (one tunnel only)";
     GRE_FLAGS "gre:flags" false "net/ipv4/gre_offload.c: gre_gro_receive: flags other than C and K, or version != 0";
     GRE_HDR "gre:hdr" false "net/ipv4/gre_offload.c: gre_gro_receive: flags word or protocol differ (same_flow = 0)";
@@ -374,6 +378,10 @@ impl GroConfig {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tunnel6_tests.rs"]
+mod tunnel6_tests;
 
 #[cfg(test)]
 mod tests {

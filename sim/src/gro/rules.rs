@@ -106,6 +106,13 @@ pub struct GroRules {
     pub fixedid_on_complete: bool,
     /// gre_offload.c has gro_receive (v3.14 "net-gre-gro: Add GRE support to the GRO stack").
     pub gre_gro: bool,
+    /// IP-in-IP offloads with gro_receive: af_inet.c's ipip_offload (IPPROTO_IPIP over
+    /// IPv4) and ip6_offload.c's sit_offload, ip4ip6_offload, ip6ip6_offload (Tom
+    /// Herbert's "ipip: Add gro callbacks to ipip offload" and "sit: Add gro callbacks to
+    /// sit_offload", 2014; "ip6ip6: Support for GSO/GRO" and "ip4ip6: Support for
+    /// GSO/GRO", v4.7; releases of the first two not pinned down here, all before 4.19);
+    /// none in the 3.12 tree.
+    pub ipip_gro: bool,
     /// udp_offload.c dispatches to a UDP tunnel socket's gro_receive (vxlan, v3.14).
     pub udp_tunnel_gro: bool,
     /// An ETH_P_TEB packet offload exists (9b174d88c257 "net: Add Transparent Ethernet
@@ -157,6 +164,7 @@ pub const GRO_LINUX_6_18: GroRules = GroRules {
     cwr_gso: CwrGso::AccEcn,
     fixedid_on_complete: true,
     gre_gro: true,
+    ipip_gro: true,
     udp_tunnel_gro: true,
     teb_gro: true,
     gro_flush_timeout: true,
@@ -227,6 +235,7 @@ pub const GRO_LINUX_3_12: GroRules = GroRules {
     cwr_gso: CwrGso::TcpEcn,
     fixedid_on_complete: false,
     gre_gro: false,
+    ipip_gro: false,
     udp_tunnel_gro: false,
     teb_gro: false,
     gro_flush_timeout: false,

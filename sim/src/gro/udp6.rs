@@ -5,6 +5,7 @@
 //! fraglist), and udp_gro_complete.
 
 use super::ipv6;
+use super::rules::UdpCompleteIph;
 use super::udp::{
     udp_gro_complete, udp_gro_complete_fraglist, udp_gro_receive, udp_gro_validate, udp_hdr,
     UdpSock,
@@ -45,7 +46,14 @@ pub fn udp6_gro_complete(cfg: &GroConfig, skb: &mut SkBuff, nhoff: usize) {
     if skb.headlen() < nhoff + UDP_HLEN || udp_gro_complete_fraglist(skb, nhoff) {
         return;
     }
-    let nh = skb.cb.network_offsets[usize::from(skb.encapsulation)];
+    // Before v6.8 ("net: gro: use cb instead of skb->network_header") ipv6_hdr(skb):
+    // skb->network_header, which the innermost IP level's receive set last, so an
+    // IPv4-in-VXLAN-over-IPv6 flow's outer checksum is seeded with 40 bytes from the
+    // inner IPv4 header on (as udp4_gro_complete, `GroRules::udp_complete_iph`).
+    let nh = match cfg.rules.udp_complete_iph {
+        UdpCompleteIph::NetworkOffsets => skb.cb.network_offsets[usize::from(skb.encapsulation)],
+        UdpCompleteIph::SkbNetworkHeader => skb.offset_from_data(skb.network_header).unwrap_or(0),
+    };
     let addrs = skb
         .hdr(nh, ipv6::IPV6_HLEN)
         .map(Ipv6View::new_unchecked)

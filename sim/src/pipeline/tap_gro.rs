@@ -285,18 +285,25 @@ impl TapGroRun {
 
 /// The innermost TCP header (NEEDS_CSUM's csum_start): Ethernet (with up to two VLAN
 /// tags), IPv4 or IPv6 (no extension headers), then through GRE-TEB or VXLAN (to a VXLAN port) to the inner
-/// Ethernet/IP/TCP.
+/// Ethernet/IP/TCP, or through IP in IP (protocol 4 or 41) to the inner IP/TCP.
 pub fn innermost_tcp(f: &[u8], vxlan_ports: &[u16]) -> Option<usize> {
     let be16 = |o: usize| f.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
     let mut off = 0;
+    // An IP-in-IP inner header: (its offset, its EtherType), no Ethernet header before it.
+    let mut bare: Option<(usize, u16)> = None;
     for _ in 0..2 {
-        // 802.1Q / 802.1ad tags between the MAC addresses and the EtherType.
-        let mut tags = 0;
-        while matches!(be16(off + 12 + tags)?, 0x8100 | 0x88a8) && tags < 8 {
-            tags += 4;
-        }
-        let ip = off + ETH_HLEN + tags;
-        let (l4, proto) = match be16(off + 12 + tags)? {
+        let (ip, ethertype) = match bare.take() {
+            Some(b) => b,
+            None => {
+                // 802.1Q / 802.1ad tags between the MAC addresses and the EtherType.
+                let mut tags = 0;
+                while matches!(be16(off + 12 + tags)?, 0x8100 | 0x88a8) && tags < 8 {
+                    tags += 4;
+                }
+                (off + ETH_HLEN + tags, be16(off + 12 + tags)?)
+            }
+        };
+        let (l4, proto) = match ethertype {
             0x0800 => (ip + usize::from(*f.get(ip)? & 0x0f) * 4, *f.get(ip + 9)?),
             0x86dd => {
                 // Past the extension headers GRO walks (hop-by-hop, routing, dest opts).
@@ -317,6 +324,9 @@ pub fn innermost_tcp(f: &[u8], vxlan_ports: &[u16]) -> Option<usize> {
                         + usize::from(flags & 0x2000 != 0)
                         + usize::from(flags & 0x1000 != 0));
             }
+            // IP in IP (ipip, sit, ip6tnl).
+            4 => bare = Some((l4, 0x0800)),
+            41 => bare = Some((l4, 0x86dd)),
             _ => return None,
         }
     }

@@ -13,10 +13,16 @@
 //! # outer fields (all optional): outer_src_mac, outer_dst_mac, outer_src = "192.168.0.1",
 //! # outer_dst = "192.168.0.2", outer_ttl = 64, outer_tos = 0, outer_id = 100, outer_df = false,
 //! # gre_flags = 0x3000 (the raw flags/version word, replacing the computed one)
+//! # An IPv6 outer header instead (ip6gretap, VXLAN over IPv6): outer_src/outer_dst as
+//! # IPv6 addresses (default fd00:1::1 -> fd00:1::2), outer_ttl is the hop limit,
+//! # outer_tos the Traffic Class, outer_flow_label = 0x12345 (20 bits):
+//! # tunnel = { kind = "gre", key = 42, outer_ip = 6, outer_flow_label = 7 }
+//! # IP in IP (ipip, sit, ip6tnl): the inner IP packet without its Ethernet header:
+//! # tunnel = { kind = "ipip", outer_ip = 6 }
 //! ```
 //! With `count`, the outer IPv4 ID and the GRE sequence number advance by one per copy.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::Deserialize;
 
@@ -28,6 +34,9 @@ use crate::desc::Mac;
 pub enum TunnelKind {
     Gre,
     Vxlan,
+    /// IP in IP: the inner frame's IP packet (its Ethernet header dropped) behind the
+    /// outer IP header, protocol 4 (IPv4 inside) or 41 (IPv6 inside): ipip, sit, ip6tnl.
+    Ipip,
 }
 
 /// `tunnel = { ... }` as written.
@@ -45,12 +54,15 @@ pub struct TunnelDesc {
     pub udp_csum: Option<Csum>,
     pub outer_src_mac: Option<Mac>,
     pub outer_dst_mac: Option<Mac>,
-    pub outer_src: Option<Ipv4Addr>,
-    pub outer_dst: Option<Ipv4Addr>,
+    pub outer_src: Option<IpAddr>,
+    pub outer_dst: Option<IpAddr>,
     pub outer_ttl: Option<u8>,
     pub outer_tos: Option<u8>,
     pub outer_id: Option<u16>,
     pub outer_df: Option<bool>,
+    /// 4 (default) or 6.
+    pub outer_ip: Option<u8>,
+    pub outer_flow_label: Option<u32>,
 }
 
 /// `ipv4_frag = { ... }`.
@@ -86,12 +98,14 @@ pub struct Tunnel {
     pub udp_csum: Csum,
     pub src_mac: [u8; 6],
     pub dst_mac: [u8; 6],
-    pub src: Ipv4Addr,
-    pub dst: Ipv4Addr,
+    /// Both of one family (the outer header's).
+    pub src: IpAddr,
+    pub dst: IpAddr,
     pub ttl: u8,
     pub tos: u8,
     pub id: u16,
     pub df: bool,
+    pub flow_label: u32,
 }
 
 /// Resolve the extension keys of one frame; errors are (key, message).
@@ -138,6 +152,21 @@ pub fn resolve(
                 "vni, sport, dport and udp_csum belong to kind = \"vxlan\"".into(),
             ));
         }
+        if t.kind == TunnelKind::Ipip
+            && (t.key.is_some()
+                || t.seq.is_some()
+                || t.csum.is_some()
+                || t.gre_flags.is_some()
+                || t.vni.is_some()
+                || t.sport.is_some()
+                || t.dport.is_some()
+                || t.udp_csum.is_some())
+        {
+            return Err((
+                "tunnel",
+                "kind = \"ipip\" has no GRE or VXLAN fields (only the outer ones)".into(),
+            ));
+        }
         if t.kind == TunnelKind::Vxlan
             && (t.key.is_some() || t.seq.is_some() || t.csum.is_some() || t.gre_flags.is_some())
         {
@@ -156,6 +185,46 @@ pub fn resolve(
         if vni > 0xff_ffff {
             return Err(("tunnel", format!("vni {vni} is wider than 24 bits")));
         }
+        let v6 = match t.outer_ip.unwrap_or(4) {
+            4 => false,
+            6 => true,
+            v => return Err(("tunnel", format!("outer_ip = {v}: 4 or 6"))),
+        };
+        if !v6 && (t.outer_flow_label.is_some()) {
+            return Err(("tunnel", "outer_flow_label needs outer_ip = 6".into()));
+        }
+        if v6 && (t.outer_id.is_some() || t.outer_df.is_some()) {
+            return Err((
+                "tunnel",
+                "outer_id and outer_df belong to an IPv4 outer header".into(),
+            ));
+        }
+        let flow_label = t.outer_flow_label.unwrap_or(0);
+        if flow_label > 0xf_ffff {
+            return Err((
+                "tunnel",
+                format!("outer_flow_label {flow_label:#x} is wider than 20 bits"),
+            ));
+        }
+        let (dsrc, ddst): (IpAddr, IpAddr) = if v6 {
+            let a = |n| IpAddr::V6(Ipv6Addr::new(0xfd00, 1, 0, 0, 0, 0, 0, n));
+            (a(1), a(2))
+        } else {
+            (
+                Ipv4Addr::new(192, 168, 0, 1).into(),
+                Ipv4Addr::new(192, 168, 0, 2).into(),
+            )
+        };
+        let (src, dst) = (t.outer_src.unwrap_or(dsrc), t.outer_dst.unwrap_or(ddst));
+        if src.is_ipv6() != v6 || dst.is_ipv6() != v6 {
+            return Err((
+                "tunnel",
+                format!(
+                    "outer_src {src} / outer_dst {dst}: an IPv{} outer header (outer_ip)",
+                    if v6 { 6 } else { 4 }
+                ),
+            ));
+        }
         ext.tunnel = Some(Tunnel {
             kind: t.kind,
             key: t.key,
@@ -165,15 +234,20 @@ pub fn resolve(
             vni,
             sport: t.sport.unwrap_or(50000),
             dport: t.dport.unwrap_or(4789),
-            udp_csum: t.udp_csum.unwrap_or(Csum::Zero),
+            // RFC 8200 8.1: over IPv6 a zero UDP checksum is dropped unless the socket
+            // allows it (vxlan's udp6zerocsumrx), so the default there is a good one.
+            udp_csum: t
+                .udp_csum
+                .unwrap_or(if v6 { Csum::Good } else { Csum::Zero }),
             src_mac: t.outer_src_mac.map_or([2, 0, 0, 0, 1, 1], |m| m.0),
             dst_mac: t.outer_dst_mac.map_or([2, 0, 0, 0, 1, 2], |m| m.0),
-            src: t.outer_src.unwrap_or(Ipv4Addr::new(192, 168, 0, 1)),
-            dst: t.outer_dst.unwrap_or(Ipv4Addr::new(192, 168, 0, 2)),
+            src,
+            dst,
             ttl: t.outer_ttl.unwrap_or(64),
             tos: t.outer_tos.unwrap_or(0),
             id: t.outer_id.unwrap_or(100),
             df: t.outer_df.unwrap_or(false),
+            flow_label,
         });
     }
     Ok(ext)
@@ -205,6 +279,14 @@ fn csum_value(c: Csum, good: u16) -> u16 {
             0 => good ^ 0x0200,
             b => b,
         },
+    }
+}
+
+/// The address bytes (4 for IPv4, 16 for IPv6).
+fn octets(a: IpAddr) -> Vec<u8> {
+    match a {
+        IpAddr::V4(a) => a.octets().to_vec(),
+        IpAddr::V6(a) => a.octets().to_vec(),
     }
 }
 
@@ -253,11 +335,22 @@ pub fn wrap(t: &Tunnel, out: &mut Vec<u8>) -> Result<(), String> {
             l4.extend_from_slice(&[0, 0, 0x08, 0, 0, 0]);
             l4.extend_from_slice(&(t.vni << 8).to_be_bytes());
             l4.extend_from_slice(&inner);
-            let mut pseudo = Vec::with_capacity(12);
-            pseudo.extend_from_slice(&t.src.octets());
-            pseudo.extend_from_slice(&t.dst.octets());
-            pseudo.extend_from_slice(&[0, 17]);
-            pseudo.extend_from_slice(&(len as u16).to_be_bytes());
+            let mut pseudo = Vec::with_capacity(40);
+            match (t.src, t.dst) {
+                (IpAddr::V6(s), IpAddr::V6(d)) => {
+                    // RFC 8200 8.1: addresses, 32-bit length, 3 zero bytes, next header.
+                    pseudo.extend_from_slice(&s.octets());
+                    pseudo.extend_from_slice(&d.octets());
+                    pseudo.extend_from_slice(&(len as u32).to_be_bytes());
+                    pseudo.extend_from_slice(&[0, 0, 0, 17]);
+                }
+                _ => {
+                    pseudo.extend_from_slice(&octets(t.src));
+                    pseudo.extend_from_slice(&octets(t.dst));
+                    pseudo.extend_from_slice(&[0, 17]);
+                    pseudo.extend_from_slice(&(len as u16).to_be_bytes());
+                }
+            }
             let good = match !(ones(&l4, ones(&pseudo, 0)) as u16) {
                 0 => 0xffff,
                 c => c,
@@ -265,15 +358,42 @@ pub fn wrap(t: &Tunnel, out: &mut Vec<u8>) -> Result<(), String> {
             l4[6..8].copy_from_slice(&csum_value(t.udp_csum, good).to_be_bytes());
             17u8
         }
+        TunnelKind::Ipip => {
+            // IPPROTO_IPIP for an inner IPv4 packet, IPPROTO_IPV6 for an inner IPv6 one.
+            let proto = match inner.get(12..14) {
+                Some([0x08, 0x00]) => 4u8,
+                Some([0x86, 0xdd]) => 41u8,
+                _ => return Err("kind = \"ipip\" needs an inner IPv4 or IPv6 frame".into()),
+            };
+            l4.extend_from_slice(&inner[14..]);
+            proto
+        }
     };
+    out.extend_from_slice(&t.dst_mac);
+    out.extend_from_slice(&t.src_mac);
+    if let (IpAddr::V6(src), IpAddr::V6(dst)) = (t.src, t.dst) {
+        if l4.len() > 0xffff {
+            return Err(format!(
+                "outer IPv6 payload length {} does not fit in 16 bits",
+                l4.len()
+            ));
+        }
+        out.extend_from_slice(&[0x86, 0xdd]);
+        let word = (6u32 << 28) | (u32::from(t.tos) << 20) | t.flow_label;
+        out.extend_from_slice(&word.to_be_bytes());
+        out.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+        out.extend_from_slice(&[proto, t.ttl]);
+        out.extend_from_slice(&src.octets());
+        out.extend_from_slice(&dst.octets());
+        out.extend_from_slice(&l4);
+        return Ok(());
+    }
     let tot = 20 + l4.len();
     if tot > 0xffff {
         return Err(format!(
             "outer IPv4 total length {tot} does not fit in 16 bits"
         ));
     }
-    out.extend_from_slice(&t.dst_mac);
-    out.extend_from_slice(&t.src_mac);
     out.extend_from_slice(&[0x08, 0x00]);
     let mut ip = [0u8; 20];
     ip[0] = 0x45;
@@ -283,8 +403,8 @@ pub fn wrap(t: &Tunnel, out: &mut Vec<u8>) -> Result<(), String> {
     ip[6] = if t.df { 0x40 } else { 0 };
     ip[8] = t.ttl;
     ip[9] = proto;
-    ip[12..16].copy_from_slice(&t.src.octets());
-    ip[16..20].copy_from_slice(&t.dst.octets());
+    ip[12..16].copy_from_slice(&octets(t.src));
+    ip[16..20].copy_from_slice(&octets(t.dst));
     let c = !(ones(&ip, 0) as u16);
     ip[10..12].copy_from_slice(&c.to_be_bytes());
     out.extend_from_slice(&ip);
@@ -309,13 +429,53 @@ mod tests {
             udp_csum: Csum::Good,
             src_mac: [2, 0, 0, 0, 1, 1],
             dst_mac: [2, 0, 0, 0, 1, 2],
-            src: Ipv4Addr::new(192, 168, 0, 1),
-            dst: Ipv4Addr::new(192, 168, 0, 2),
+            src: Ipv4Addr::new(192, 168, 0, 1).into(),
+            dst: Ipv4Addr::new(192, 168, 0, 2).into(),
             ttl: 64,
             tos: 0,
             id: 100,
             df: false,
+            flow_label: 0,
         }
+    }
+
+    fn v6(kind: TunnelKind) -> Tunnel {
+        Tunnel {
+            src: "fd00:1::1".parse().unwrap(),
+            dst: "fd00:1::2".parse().unwrap(),
+            tos: 0x20,
+            flow_label: 0x12345,
+            ttl: 63,
+            ..tunnel(kind)
+        }
+    }
+
+    #[test]
+    fn gre_over_ipv6_has_the_fixed_header_and_payload_length() {
+        let mut out = vec![0xabu8; 60];
+        wrap(&v6(TunnelKind::Gre), &mut out).unwrap();
+        // 14 + 40 + 12 (C, K) + 60.
+        assert_eq!(out.len(), 126);
+        assert_eq!(&out[12..14], &[0x86, 0xdd]);
+        // Version 6, Traffic Class 0x20, flow label 0x12345.
+        assert_eq!(&out[14..18], &[0x62, 0x01, 0x23, 0x45]);
+        assert_eq!(u16::from_be_bytes([out[18], out[19]]), 12 + 60);
+        assert_eq!((out[20], out[21]), (47, 63));
+        assert_eq!(&out[54..58], &[0xa0, 0x00, 0x65, 0x58]);
+        assert_eq!(ones(&out[54..], 0), 0xffff, "GRE checksum");
+    }
+
+    #[test]
+    fn vxlan_over_ipv6_udp_checksum_verifies_with_the_rfc8200_pseudo_header() {
+        let mut out = vec![0x11u8; 61];
+        wrap(&v6(TunnelKind::Vxlan), &mut out).unwrap();
+        assert_eq!(out.len(), 61 + 70);
+        assert_eq!(out[20], 17);
+        let mut pseudo = Vec::new();
+        pseudo.extend_from_slice(&out[22..54]);
+        pseudo.extend_from_slice(&((61 + 16) as u32).to_be_bytes());
+        pseudo.extend_from_slice(&[0, 0, 0, 17]);
+        assert_eq!(ones(&out[54..], ones(&pseudo, 0)), 0xffff);
     }
 
     #[test]

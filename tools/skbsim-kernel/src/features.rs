@@ -25,6 +25,8 @@ use crate::tap::{tun_f, TapConfig};
 pub enum KernelFeature {
     /// gretap devices and gre_offload (CONFIG_NET_IPGRE, CONFIG_NET_IPGRE_DEMUX).
     Gre,
+    /// ip6gretap devices (CONFIG_IPV6_GRE); gre_offload registers for IPv6 as well.
+    Ip6Gre,
     /// /dev/vhost-net (CONFIG_VHOST_NET).
     VhostNet,
     /// TUN_F_USO4|TUN_F_USO6 in TUNSETOFFLOAD (v6.2, "tun: support UDP segmentation
@@ -41,6 +43,7 @@ impl KernelFeature {
     pub fn name(self) -> &'static str {
         match self {
             KernelFeature::Gre => "gre",
+            KernelFeature::Ip6Gre => "ip6gre",
             KernelFeature::VhostNet => "vhost_net",
             KernelFeature::TunUso => "tun-uso",
             KernelFeature::BrNetfilter => "br_netfilter",
@@ -52,6 +55,7 @@ impl KernelFeature {
     pub fn module(self) -> Option<&'static str> {
         match self {
             KernelFeature::Gre => Some("ip_gre"),
+            KernelFeature::Ip6Gre => Some("ip6_gre"),
             KernelFeature::VhostNet => Some("vhost_net"),
             KernelFeature::TunUso => None,
             KernelFeature::BrNetfilter => Some("br_netfilter"),
@@ -69,6 +73,11 @@ impl fmt::Display for KernelFeature {
 /// Whether a frame is IPv4 carrying GRE (protocol 47).
 pub fn is_gre_frame(f: &[u8]) -> bool {
     f.get(12..14) == Some(&[0x08, 0x00]) && f.get(23) == Some(&47)
+}
+
+/// Whether a frame is IPv6 whose next header is GRE (47), no extension headers between.
+pub fn is_gre6_frame(f: &[u8]) -> bool {
+    f.get(12..14) == Some(&[0x86, 0xdd]) && f.get(20) == Some(&47)
 }
 
 /// The features `scenario`'s real arm needs, from its pipeline, device and input frames.
@@ -99,15 +108,19 @@ pub fn required(scenario: &Scenario) -> Vec<KernelFeature> {
     }
     if scenario.pipeline == Pipeline::TapGro {
         if let Ok(mut reader) = sim::pcap::EthernetInput::open(&scenario.input, scenario.link) {
-            let mut gre = false;
+            let (mut gre, mut gre6) = (false, false);
             while let Some(Ok(f)) = reader.next_frame() {
-                if is_gre_frame(f.data) {
-                    gre = true;
+                gre |= is_gre_frame(f.data);
+                gre6 |= is_gre6_frame(f.data);
+                if gre && gre6 {
                     break;
                 }
             }
             if gre {
                 out.push(KernelFeature::Gre);
+            }
+            if gre6 {
+                out.push(KernelFeature::Ip6Gre);
             }
         }
     }
@@ -126,6 +139,7 @@ pub fn probe(feature: KernelFeature) -> Result<(), String> {
     }
     let r = match feature {
         KernelFeature::Gre => probe_gre(),
+        KernelFeature::Ip6Gre => probe_ip6gre(),
         KernelFeature::VhostNet => probe_vhost_net(),
         KernelFeature::TunUso => probe_tun_uso(),
         KernelFeature::BrNetfilter => probe_br_netfilter(),
@@ -204,4 +218,24 @@ fn probe_tun_uso() -> Result<(), String> {
         t.set_offload(tun_f::CSUM | tun_f::USO4 | tun_f::USO6)
     });
     r.map_err(|e| e.to_string())
+}
+
+fn probe_ip6gre() -> Result<(), String> {
+    let r = Netns::run(|ns| {
+        // ip6_gre.c: ip6gre_tap_ops. IFLA_GRE_LOCAL (include/uapi/linux/if_tunnel.h).
+        const IFLA_GRE_LOCAL: u16 = 6;
+        let mut a = [0u8; 16];
+        a[..4].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+        a[15] = 1;
+        ns.rtnl()
+            .create_link("skbprobeg6", "ip6gretap", &[Nla::bytes(IFLA_GRE_LOCAL, &a)])
+            .map(|_| ())
+    });
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_errno(Errno::EOPNOTSUPP) => {
+            Err("RTM_NEWLINK ip6gretap: EOPNOTSUPP, no ip6gretap link type".into())
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }

@@ -117,6 +117,35 @@ fn a_packet_socket_on_the_tap_keeps_the_vxlan_device_from_merging() {
     );
 }
 
+#[test]
+fn the_vxlan6_device_merges_one_inner_flow_under_alternating_outer_hop_limits() {
+    require_privileges!();
+    // VXLAN over IPv6, outer hop limit 64, 63, 64, 63: from 6.10 ipv6_gro_flush flushes
+    // each at the tap (docs/gro.md#tunnels-over-ipv6); vxlan_rcv never looks at the hop
+    // limit, so the IPv6 vxlan device's cell merges the four inner segments: 54 + 4 *
+    // 1350 = 5454 bytes from the inner MAC.
+    let real = run_tap(&load("cells-vxlan6-hop-limit")).expect("real kernel");
+    for part in [
+        "  dev: vxlan6 port 4789 vni 42\n",
+        "  gso: TCPV4 size 1350 segs 4\n",
+        "tunnel-totals: packets 1 bytes 5454 segs 4\n",
+    ] {
+        assert!(
+            real.trace.contains(part),
+            "{part:?} missing:\n{}",
+            real.trace
+        );
+    }
+    // With the tap's packet socket: four 14 + 40 + 8 + 8 + 1404 = 1474-byte frames on the
+    // tap, each cloned, so the cell passes them up one by one.
+    let real = run_tap(&load("cells-vxlan6-hop-limit-af-packet")).expect("real kernel");
+    assert!(
+        real.trace.contains("  lengths: [1474, 1474, 1474, 1474]\n"),
+        "{}",
+        real.trace
+    );
+}
+
 fn with_trace(out: &ScenarioOutput, trace: String) -> ScenarioOutput {
     ScenarioOutput {
         trace,

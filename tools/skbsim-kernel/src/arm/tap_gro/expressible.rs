@@ -3,7 +3,7 @@
 
 #[allow(unused_imports)]
 use super::*;
-use crate::features::{is_gre_frame, KernelFeature};
+use crate::features::{is_gre6_frame, is_gre_frame, KernelFeature};
 
 /// Whether this kernel was built with `symbol` (`=y` or `=m`), from `/proc/config.gz`
 /// (through `zcat`); `None` when the configuration cannot be read.
@@ -71,6 +71,13 @@ pub(super) fn expressible_with(
         crate::features::probe(KernelFeature::Gre).map_err(|why| {
             ArmError::Unsupported(format!(
                 "frame {index} is GRE and this kernel has no GRE ({why}): no gre_gro_receive"
+            ))
+        })?;
+    }
+    if let Some((index, _, _)) = frames.iter().find(|f| is_gre6_frame(&f.2)) {
+        crate::features::probe(KernelFeature::Ip6Gre).map_err(|why| {
+            ArmError::Unsupported(format!(
+                "frame {index} is GRE over IPv6 and this kernel has no ip6gretap ({why})"
             ))
         })?;
     }

@@ -102,10 +102,12 @@ mod bench;
 mod capture;
 mod expressible;
 mod gretap;
+mod ip6gretap;
 mod sched;
 mod tunnel_obs;
 mod udp_gro;
 mod vxlan;
+mod vxlan6;
 
 pub use bench::*;
 use capture::Captured;
@@ -113,10 +115,12 @@ pub use capture::VnetCapture;
 pub use expressible::{expressible, kernel_config};
 use expressible::{expressible_with, load_frames};
 use gretap::*;
+use ip6gretap::*;
 use sched::*;
 pub use sched::{jiffy_now, NapiThread, RealtimeWriter};
 use tunnel_obs::*;
 use vxlan::*;
+use vxlan6::*;
 
 use crate::packet::SOL_PACKET;
 // include/uapi/linux/if_packet.h, from libc.
@@ -328,13 +332,23 @@ fn replay(
     };
     let vx = vxlan_setup(frames, &plan.vxlan_ports);
     let gt = gretap_setup(frames);
-    if let Some(mac) = vx.tap_mac.or(gt.tap_mac) {
+    let gt6 = ip6gretap_setup(frames);
+    let vx6 = vxlan6_setup(frames, &plan.vxlan_ports);
+    if let Some(mac) = vx.tap_mac.or(gt.tap_mac).or(vx6.tap_mac).or(gt6.tap_mac) {
         ns.rtnl().set_address(tap.ifindex(), mac)?;
     }
     let mut addrs = vx.addrs.clone();
     addrs.extend(gt.addrs.iter().filter(|a| !vx.addrs.contains(a)));
     for a in &addrs {
         add_ipv4(tap.ifindex(), *a, 32)?;
+    }
+    let mut addrs6: Vec<[u8; 16]> = vx6.addrs.clone();
+    addrs6.extend(gt6.addrs.iter().filter(|a| !vx6.addrs.contains(a)));
+    if !addrs6.is_empty() {
+        enable_ipv6_without_autoconf(&name)?;
+    }
+    for a in &addrs6 {
+        add_ipv6(tap.ifindex(), *a)?;
     }
     ns.rtnl().set_up(tap.ifindex(), true)?;
     let mut et = Ethtool::new()?;
@@ -344,7 +358,9 @@ fn replay(
     let feature = et.get_feature(&name, "rx-gro")?;
     let (_udp_socks, udp_gro) = udp_gro::udp_gro_setup(&mut et, &name, plan)?;
     let vx_devs = create_vxlans(ns, &vx, tap.ifindex())?;
+    let vx6_devs = create_vxlan6s(ns, &vx6, tap.ifindex())?;
     let gt_devs = create_gretaps(ns, &gt, tap.ifindex())?;
+    let gt6_devs = create_ip6gretaps(ns, &gt6, tap.ifindex())?;
     set_gro_flush_timeout(&name, plan.flush_timeout_ns)?;
     let timeout = gro_flush_timeout(&name)?;
     let (gro_max_size, gro_ipv4_max_size) = set_gro_sizes(ns, tap.ifindex(), plan)?;
@@ -357,12 +373,16 @@ fn replay(
     } else {
         None
     };
+    // IPv4 vxlan devices, then IPv6 ones: the model's TunnelDev order.
     let mut vcaps = vx_devs
         .iter()
+        .chain(&vx6_devs)
         .map(|(_, idx, _, _)| VnetCapture::bind(*idx))
         .collect::<Result<Vec<_>, _>>()?;
+    // gretap devices, then ip6gretap ones: the model's TunnelDev order.
     let mut gcaps = gt_devs
         .iter()
+        .chain(&gt6_devs)
         .map(|(_, idx)| VnetCapture::bind(*idx))
         .collect::<Result<Vec<_>, _>>()?;
     let mut napi = if plan.burst > 1 {
@@ -398,6 +418,7 @@ fn replay(
     };
     let vxlan_ports: Vec<u16> = vx_devs
         .iter()
+        .chain(&vx6_devs)
         .map(|d| d.2)
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -423,6 +444,7 @@ fn replay(
             t.describe()
         ));
     }
+    ipv6_tunnel_notes(&vx6_devs, &gt6_devs, &gt6, &mut notes);
 
     let mut captured: Vec<Captured> = Vec::new();
     let mut captured_ts: Vec<u64> = Vec::new();
@@ -527,7 +549,13 @@ fn replay(
     };
     let (vx_frames, gt_frames) = (untag(&vx_captured), untag(&gt_captured));
     let tunnel = if plan.cells() {
-        tunnel_deliveries(&vx_devs, &vx_captured, &gt, &gt_captured, &mut notes)
+        tunnel_deliveries(
+            (&vx_devs, &vx6_devs),
+            &vx_captured,
+            (&gt, &gt6),
+            &gt_captured,
+            &mut notes,
+        )
     } else {
         Vec::new()
     };
@@ -558,16 +586,21 @@ fn replay(
             }
         }
         if skb.vnet.is_some_and(|v| v.gso_type != 0) {
-            if let Some(VxlanFrame { inner, .. }) = vxlan_of(&skb.bytes, &vxlan_ports) {
+            if let Some(inner) = vxlan_of(&skb.bytes, &vxlan_ports)
+                .map(|v| v.inner)
+                .or_else(|| vxlan6_of(&skb.bytes, &vxlan_ports).map(|v| v.inner))
+            {
                 skb.vxlan_dev_len = take_identical(&vx_frames, &mut used, &skb.bytes[inner..]);
                 if skb.vxlan_dev_len.is_none() {
                     notes.push(format!(
                         "delivery {n} (GSO, VXLAN) has no byte-identical inner frame on a vxlan device"
                     ));
                 }
-            } else if let Some(g) = gre_teb_of(&skb.bytes) {
-                skb.gretap_dev_len =
-                    take_identical(&gt_frames, &mut gt_used, &skb.bytes[g.inner..]);
+            } else if let Some(inner) = gre_teb_of(&skb.bytes)
+                .map(|g| g.inner)
+                .or_else(|| gre6_teb_of(&skb.bytes).map(|g| g.inner))
+            {
+                skb.gretap_dev_len = take_identical(&gt_frames, &mut gt_used, &skb.bytes[inner..]);
                 if skb.gretap_dev_len.is_none() {
                     notes.push(format!(
                         "delivery {n} (GSO, GRE-TEB) has no byte-identical inner frame on a gretap device"
@@ -600,9 +633,9 @@ fn replay(
         ));
     }
     let gt_matched = gt_used.iter().filter(|u| **u).count();
-    if !gt_devs.is_empty() {
+    if !gt_devs.is_empty() || !gt6_devs.is_empty() {
         let mut counters = Vec::new();
-        for (dname, idx) in &gt_devs {
+        for (dname, idx) in gt_devs.iter().chain(&gt6_devs) {
             let st = ns.rtnl().stats(*idx)?;
             counters.push(format!(
                 "{dname} rx_packets {} rx_errors {} rx_crc_errors {} rx_dropped {}",

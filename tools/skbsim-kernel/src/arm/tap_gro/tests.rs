@@ -85,3 +85,38 @@ fn gre_teb_frames_give_one_gretap_tunnel_per_remote_local_key() {
     assert_eq!(mixed.tunnels.len(), 1);
     assert_eq!(mixed.mixed_csum.len(), 1);
 }
+
+#[test]
+fn ipv6_outer_frames_give_ip6gretap_tunnels_and_vxlan6_devices() {
+    use sim::gro::frames6::Outer6;
+    let inner = sim::gro::frames::Tcp4::default().stream(1).remove(0);
+    let o = Outer6::default();
+    let g = o.gre_teb(Some(42), Some(true), &inner);
+    let t = gre6_teb_of(&g).expect("GRE-TEB over IPv6");
+    // 14 + 40 + 12 (C and K).
+    assert_eq!(t.inner, 66);
+    assert_eq!(&g[t.inner..], &inner[..]);
+    assert_eq!((t.key, t.csum), (Some(42u32.to_be_bytes()), true));
+    let s = ip6gretap_setup(&[(0, 0, g.clone())]);
+    assert_eq!(s.addrs, vec![o.daddr.octets()]);
+    assert_eq!(
+        s.tunnels[0].describe(),
+        "remote fd00:1::1 local fd00:1::2 key 0x2a csum"
+    );
+    // An IPv4 GRE frame and an IPv6 VXLAN frame are not ip6gretap frames.
+    let v4 = sim::gro::frames::Outer::default().gre_teb(Some(42), None, &inner);
+    assert!(gre6_teb_of(&v4).is_none());
+    let vx = o.vxlan(50000, 42, true, &inner);
+    assert!(gre6_teb_of(&vx).is_none());
+    let v = vxlan6_of(&vx, &[4789]).expect("VXLAN over IPv6");
+    assert_eq!((v.port, v.vni, v.inner), (4789, 42, 70));
+    assert_eq!(&vx[v.inner..], &inner[..]);
+    assert!(vxlan6_of(&vx, &[8472]).is_none());
+    assert!(
+        vxlan_of(&vx, &[4789]).is_none(),
+        "the IPv4 view takes no IPv6 frame"
+    );
+    let s = vxlan6_setup(&[(0, 0, vx)], &[4789]);
+    assert_eq!(s.devices, vec![(4789, 42)]);
+    assert_eq!(s.addrs, vec![o.daddr.octets()]);
+}

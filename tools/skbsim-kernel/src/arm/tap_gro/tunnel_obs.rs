@@ -13,6 +13,9 @@ use super::*;
 
 use sim::gro::cells::TunnelDev;
 
+/// A created vxlan device: name, ifindex, port, VNI.
+pub(super) type VxlanDev = (String, u32, u16, u32);
+
 /// Every frame the tunnel devices' sockets hold (the device's position first, with its
 /// virtio-net header), until quiet.
 pub(super) fn drain_tunnels(
@@ -30,25 +33,30 @@ pub(super) fn drain_tunnels(
 /// The tunnel deliveries as the trace lists them: vxlan devices, then gretap devices,
 /// each described as the model describes its [`TunnelDev`].
 pub(super) fn tunnel_deliveries(
-    vx_devs: &[(String, u32, u16, u32)],
+    (vx_devs, vx6_devs): (&[VxlanDev], &[VxlanDev]),
     vx: &[(usize, Captured)],
-    gt: &GretapSetup,
+    (gt, gt6): (&GretapSetup, &Ip6gretapSetup),
     gts: &[(usize, Captured)],
     notes: &mut Vec<String>,
 ) -> Vec<(String, ObservedSkb)> {
     let mut out = Vec::new();
-    let vx_name = |k: usize| {
-        let (_, _, port, vni) = vx_devs[k];
-        TunnelDev::Vxlan { port, vni }.describe()
+    // vcaps holds the IPv4 vxlan devices, then the IPv6 ones.
+    let vx_name = |k: usize| match vx_devs.get(k) {
+        Some(&(_, _, port, vni)) => TunnelDev::Vxlan { port, vni }.describe(),
+        None => {
+            let (_, _, port, vni) = vx6_devs[k - vx_devs.len()];
+            TunnelDev::Vxlan6 { port, vni }.describe()
+        }
     };
-    let gt_name = |k: usize| {
-        let t = gt.tunnels[k];
-        TunnelDev::Gretap {
+    // gcaps holds the gretap devices, then the ip6gretap ones.
+    let gt_name = |k: usize| match gt.tunnels.get(k) {
+        Some(t) => TunnelDev::Gretap {
             remote: t.remote,
             local: t.local,
             key: t.key,
         }
-        .describe()
+        .describe(),
+        None => gt6.tunnels[k - gt.tunnels.len()].dev().describe(),
     };
     let all = vx
         .iter()
