@@ -18,6 +18,7 @@
 
 pub mod background;
 pub mod capture;
+pub mod drive;
 pub mod tap_gro;
 pub mod tap_write;
 pub mod tun_read;
