@@ -76,11 +76,15 @@ pub trait Pipeline {
         events: &mut impl FnMut(Self::Event),
     ) -> Result<(), PipelineError>;
 
-    /// Give a rendered event's buffers back for later inputs (a streamed run renders
-    /// each event and then returns it, so a long replay allocates nothing per frame).
-    fn recycle(&mut self, event: Self::Event) {
-        drop(event);
-    }
+    /// What of an event can serve again (a frame's buffer, an skb).
+    type Spare;
+
+    /// The reusable part of a rendered event, if it has one.
+    fn spare(event: Self::Event) -> Option<Self::Spare>;
+
+    /// Give it back for later inputs (a streamed run renders each event and then returns
+    /// its buffers, so a long replay allocates nothing per frame).
+    fn recycle(&mut self, spare: Self::Spare);
 }
 
 /// Feed input frame `index` and then the inputs the schedule says follow it.
@@ -96,3 +100,7 @@ pub fn feed_frame<P: Pipeline>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "shape_tests.rs"]
+mod shape_tests;

@@ -228,7 +228,8 @@ impl TapGro {
         Ok(())
     }
 
-    /// The NAPI clock moves to `ts_ns` (never back): the next poll sees what is due.
+    /// The NAPI clock moves to `ts_ns` (never back) for the write at that time: its poll
+    /// sees what is due.
     fn advance_to(&mut self, ts_ns: u64) {
         if let Some(n) = self.net.napi_mut(IFINDEX_DUT) {
             n.now_ns = n.now_ns.max(ts_ns);
@@ -300,8 +301,14 @@ impl Pipeline for TapGro {
                     why: e.0,
                 }),
             Input::AdvanceTo { ts_ns } => {
-                self.advance_to(ts_ns);
-                Ok(())
+                let r = self
+                    .net
+                    .tun_napi_advance(IFINDEX_DUT, ts_ns, &self.profile.tun_write);
+                self.collect(events);
+                r.map_err(|e| PipelineError {
+                    frame: None,
+                    why: e.0,
+                })
             }
             Input::End => {
                 self.finish(events);
@@ -312,10 +319,18 @@ impl Pipeline for TapGro {
         }
     }
 
-    fn recycle(&mut self, event: GroEvent) {
-        if let GroEvent::Deliver(d) = event {
-            self.recycle_delivered(d);
+    type Spare = Delivered;
+
+    #[inline]
+    fn spare(event: GroEvent) -> Option<Delivered> {
+        match event {
+            GroEvent::Deliver(d) => Some(d),
+            _ => None,
         }
+    }
+
+    fn recycle(&mut self, d: Delivered) {
+        self.recycle_delivered(d);
     }
 }
 
@@ -423,16 +438,16 @@ pub fn bench_run(
                 ts_ns: 1_000_000_000 + i * 1000,
                 bytes: f,
             };
-            let r = run.handle(frame, &mut |e| spare.push(e));
+            let r = run.handle(frame, &mut |e| spare.extend(TapGro::spare(e)));
             debug_assert!(r.is_ok(), "{r:?}");
-            for e in spare.drain(..) {
-                run.recycle(e);
+            for d in spare.drain(..) {
+                run.recycle(d);
             }
             i += 1;
         }
-        let _ = run.handle(Input::End, &mut |e| spare.push(e));
-        for e in spare.drain(..) {
-            run.recycle(e);
+        let _ = run.handle(Input::End, &mut |e| spare.extend(TapGro::spare(e)));
+        for d in spare.drain(..) {
+            run.recycle(d);
         }
     }
     run.counts

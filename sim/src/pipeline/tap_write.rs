@@ -343,10 +343,18 @@ impl Pipeline for TapWriteRun<'_> {
         }
     }
 
-    fn recycle(&mut self, event: WriteEvent) {
-        if let WriteEvent::Stack { delivery, .. } = event {
-            self.net.recycle_frame(delivery.frame);
+    type Spare = Vec<u8>;
+
+    #[inline]
+    fn spare(event: WriteEvent) -> Option<Vec<u8>> {
+        match event {
+            WriteEvent::Stack { delivery, .. } => Some(delivery.frame),
+            _ => None,
         }
+    }
+
+    fn recycle(&mut self, frame: Vec<u8>) {
+        self.net.recycle_frame(frame);
     }
 }
 

@@ -319,9 +319,17 @@ impl Pipeline for TunReadRun<'_> {
         }
     }
 
-    fn recycle(&mut self, event: Event) {
-        if let Event::Read(r) = event {
-            self.recycle_data(r.data);
+    type Spare = Vec<u8>;
+
+    #[inline]
+    fn spare(event: Event) -> Option<Vec<u8>> {
+        match event {
+            Event::Read(r) => Some(r.data),
+            _ => None,
         }
+    }
+
+    fn recycle(&mut self, data: Vec<u8>) {
+        self.recycle_data(data);
     }
 }

@@ -172,9 +172,17 @@ impl Pipeline for VhostTxRun<'_> {
         }
     }
 
-    fn recycle(&mut self, event: VhostTxEvent) {
-        if let VhostTxEvent::Host(WriteEvent::Stack { delivery, .. }) = event {
-            self.recycle_frame(delivery.frame);
+    type Spare = Vec<u8>;
+
+    #[inline]
+    fn spare(event: VhostTxEvent) -> Option<Vec<u8>> {
+        match event {
+            VhostTxEvent::Host(h) => TapWriteRun::spare(h),
+            VhostTxEvent::Worker(_) => None,
         }
+    }
+
+    fn recycle(&mut self, frame: Vec<u8>) {
+        self.recycle_frame(frame);
     }
 }

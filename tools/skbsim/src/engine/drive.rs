@@ -37,7 +37,7 @@ pub fn drive<P: Pipeline>(
     let mut schedule = Schedule::for_scenario(scenario);
     let mut failed: Option<CliError> = None;
     // Rendered events, handed back to the pipeline after each input.
-    let mut spare: Vec<P::Event> = Vec::new();
+    let mut spare: Vec<P::Spare> = Vec::new();
     let mut frames = 0u64;
     while let Some(frame) = reader.next_frame() {
         let frame = frame?;
@@ -51,10 +51,10 @@ pub fn drive<P: Pipeline>(
             if failed.is_none() {
                 failed = render.event(sinks, &e).err();
             }
-            spare.push(e);
+            spare.extend(P::spare(e));
         });
-        for e in spare.drain(..) {
-            run.recycle(e);
+        for s in spare.drain(..) {
+            run.recycle(s);
         }
         r.map_err(&err)?;
         if let Some(e) = failed.take() {

@@ -13,8 +13,11 @@
 //!   memory.
 //!
 //! A sink nobody asked for does not run: the renderers check [`TraceOut::on`] and
-//! [`JsonOut::on`] before formatting anything. Pipelines ([`tun_read`], [`tap_write`],
-//! [`vhost_tx`], [`tap_gro`]) only produce events; a new stage adds events, not sinks.
+//! [`JsonOut::on`] before formatting anything. Every pipeline runs in the one loop of
+//! [`drive`] (`sim::pipeline::Pipeline`: inputs in, events out); the modules
+//! [`tun_read`], [`tap_write`], [`vhost_tx`] and [`tap_gro`] hold the renderer of each
+//! pipeline's events (a [`drive::Render`]), used by the simulator and the real arms
+//! alike. A new stage adds events, not sinks.
 
 pub mod background;
 pub mod capture;
