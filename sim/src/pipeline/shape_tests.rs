@@ -143,7 +143,7 @@ fn the_flush_timeout_fires_when_time_advances_without_a_write() {
     let got: Vec<_> = events
         .iter()
         .map(|e| match e {
-            GroEvent::Deliver(d) => (d.skb.len(), d.end.clone(), d.ts_ns),
+            GroEvent::Deliver(d) => (d.skb.len(), d.end, d.ts_ns),
             other => panic!("{other:?}"),
         })
         .collect();
