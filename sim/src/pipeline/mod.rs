@@ -88,6 +88,7 @@ pub trait Pipeline {
 }
 
 /// Feed input frame `index` and then the inputs the schedule says follow it.
+#[inline]
 pub fn feed_frame<P: Pipeline>(
     pipeline: &mut P,
     schedule: &mut Schedule,

@@ -284,6 +284,7 @@ impl TapGro {
 impl Pipeline for TapGro {
     type Event = GroEvent;
 
+    #[inline]
     fn handle(
         &mut self,
         input: Input<'_>,

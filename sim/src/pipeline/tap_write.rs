@@ -317,6 +317,7 @@ impl<'s> TapWriteRun<'s> {
 impl Pipeline for TapWriteRun<'_> {
     type Event = WriteEvent;
 
+    #[inline]
     fn handle(
         &mut self,
         input: Input<'_>,

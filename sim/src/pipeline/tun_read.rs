@@ -292,6 +292,7 @@ impl<'s> TunReadRun<'s> {
 impl Pipeline for TunReadRun<'_> {
     type Event = Event;
 
+    #[inline]
     fn handle(
         &mut self,
         input: Input<'_>,

@@ -143,6 +143,7 @@ impl<'s> VhostTxRun<'s> {
 impl Pipeline for VhostTxRun<'_> {
     type Event = VhostTxEvent;
 
+    #[inline]
     fn handle(
         &mut self,
         input: Input<'_>,
