@@ -318,6 +318,26 @@ impl Sinks {
         }
     }
 
+    /// A trace's header, in each sink that wants one: `text` writes the text trace's
+    /// lines, `json` makes the JSON header line (tagged `"event": "header"` here).
+    /// Formatted only for a sink that is on.
+    pub fn header(
+        &mut self,
+        text: impl FnOnce(&mut String),
+        json: impl FnOnce() -> Value,
+    ) -> Result<(), CliError> {
+        if self.trace.on() {
+            text(&mut self.trace.buf);
+            self.trace.flush()?;
+        }
+        if self.json.on() {
+            let mut h = json();
+            h["event"] = Value::from("header");
+            self.json.line(&h)?;
+        }
+        Ok(())
+    }
+
     pub fn finish(self) -> Result<Finished, CliError> {
         let (trace, trace_verdict) = self.trace.finish()?;
         let json = self.json.finish()?;

@@ -88,16 +88,13 @@ pub fn run_sim(
 ) -> Result<RunSummary, CliError> {
     let mut run = TapGro::for_scenario(scenario)
         .map_err(|e| CliError(format!("{}: {}", scenario.name, e.0)))?;
-    if sinks.trace.on() {
-        tap_gro_header(&mut sinks.trace.buf, scenario, &run);
-        gro_cells::cells_header(&mut sinks.trace.buf, &run.plan);
-        sinks.trace.flush()?;
-    }
-    if sinks.json.on() {
-        let mut h = tap_gro_header_json(scenario, &run);
-        h["event"] = json!("header");
-        sinks.json.line(&h)?;
-    }
+    sinks.header(
+        |out| {
+            tap_gro_header(out, scenario, &run);
+            gro_cells::cells_header(out, &run.plan);
+        },
+        || tap_gro_header_json(scenario, &run),
+    )?;
     sinks.capture.begin(&[STACK])?;
     let mut render = GroRender {
         observed: gro_cells::tap_observed(&run.plan),

@@ -39,16 +39,13 @@ impl<'s> HostRender<'s> {
         extra: impl FnOnce(&mut String),
     ) -> Result<HostRender<'s>, CliError> {
         let header = TraceHeader::for_scenario(scenario, backend);
-        if sinks.trace.on() {
-            render_header(&mut sinks.trace.buf, &header, scenario);
-            extra(&mut sinks.trace.buf);
-            sinks.trace.flush()?;
-        }
-        if sinks.json.on() {
-            let mut h = header_json(&header);
-            h["event"] = json!("header");
-            sinks.json.line(&h)?;
-        }
+        sinks.header(
+            |out| {
+                render_header(out, &header, scenario);
+                extra(out);
+            },
+            || header_json(&header),
+        )?;
         let mut points = vec![
             Point::for_device("stack", &scenario.device),
             Point::for_device("read A", &scenario.device),

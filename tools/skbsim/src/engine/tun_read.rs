@@ -31,15 +31,7 @@ impl<'s> TunReadRender<'s> {
         sinks: &mut Sinks,
     ) -> Result<TunReadRender<'s>, CliError> {
         let header = TraceHeader::for_scenario(scenario, backend);
-        if sinks.trace.on() {
-            tun_read_header(&mut sinks.trace.buf, &header);
-            sinks.trace.flush()?;
-        }
-        if sinks.json.on() {
-            let mut h = header_json(&header);
-            h["event"] = json!("header");
-            sinks.json.line(&h)?;
-        }
+        sinks.header(|out| tun_read_header(out, &header), || header_json(&header))?;
         sinks
             .capture
             .begin(&[Point::for_device("read", &scenario.device)])?;
