@@ -219,6 +219,7 @@ fn attach_key_defaults_and_errors() {
 #[test]
 fn the_pipeline_reports_undelivered_frames_and_reads_carry_the_right_index() {
     use crate::pipeline::tun_read::{Event, TunReadRun};
+    use crate::pipeline::{feed_frame, Input, Pipeline, Schedule};
     let s = scenario("[device]\nno_pi = true\n").unwrap();
     let mut run = TunReadRun::new(&s);
     let mut events = Vec::new();
@@ -227,11 +228,16 @@ fn the_pipeline_reports_undelivered_frames_and_reads_carry_the_right_index() {
         frame(A, B, 0x88b5, &[0; 46]),
         frame([0xff; 6], B, 0x88b5, &[0; 46]),
     ];
+    let mut schedule = Schedule::for_scenario(&s);
     for (i, f) in frames.iter().enumerate() {
-        run.frame(i as u64, 10 + i as u64, f, &mut |e| events.push(e))
-            .unwrap();
+        let input = Input::Frame {
+            index: i as u64,
+            ts_ns: 10 + i as u64,
+            bytes: f,
+        };
+        feed_frame(&mut run, &mut schedule, input, &mut |e| events.push(e)).unwrap();
     }
-    run.finish(&mut |e| events.push(e));
+    run.handle(Input::End, &mut |e| events.push(e)).unwrap();
     let shape: Vec<String> = events
         .iter()
         .map(|e| match e {
@@ -259,10 +265,18 @@ fn the_pipeline_reports_undelivered_frames_and_reads_carry_the_right_index() {
 #[test]
 fn bridge_nf_trims_the_skb_the_tap_reads() {
     use crate::pipeline::tun_read::{Event, TunReadRun};
+    use crate::pipeline::{feed_frame, Input, Schedule};
     let s = scenario("attach = \"bridge-nf\"\n[device]\nno_pi = true\n").unwrap();
     let mut run = TunReadRun::new(&s);
     let mut lens = Vec::new();
-    run.frame(0, 0, &igmp_report(false), &mut |e| {
+    let frame = igmp_report(false);
+    let input = Input::Frame {
+        index: 0,
+        ts_ns: 0,
+        bytes: &frame,
+    };
+    let mut schedule = Schedule::for_scenario(&s);
+    feed_frame(&mut run, &mut schedule, input, &mut |e| {
         if let Event::Read(r) = e {
             lens.push(r.result);
         }

@@ -24,15 +24,10 @@ use crate::tun::write::{Fate, ModelError, WriteOpts, XdpReport};
 use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats};
 use crate::xdp::XdpAttachment;
 
-use super::frame_meta::RecipeError;
 use super::tap_write::{compose_write_into, fill_devmaps, load_program, IFINDEX_DUT};
+use super::{Input, Pipeline, PipelineError};
 
-/// What `run_tap_gro` returns: the text trace and the frames as the stack sees them.
-#[derive(Debug, Clone)]
-pub struct GroRunOutput {
-    pub trace: String,
-    pub delivered: Vec<(u64, Vec<u8>)>,
-}
+pub use super::tap_gro_record::{run_tap_gro, GroRunOutput, TapGroRun};
 
 /// A write() that tun_get_user refused (EINVAL: shorter than ETH_HLEN, a bad vnet
 /// header, ...).
@@ -63,9 +58,23 @@ pub struct BenchCounts {
     pub segs: u64,
 }
 
+/// What happened, in order.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum GroEvent {
+    /// tun_get_user refused a write.
+    WriteError(WriteError),
+    /// An XDP verdict before GRO kept the frame from the stack (model only).
+    XdpBeforeGro(XdpBeforeGro),
+    /// A core xdpgeneric program ran on an skb GRO completed (model only).
+    AfterGro(AfterGro),
+    /// The stack received an skb GRO completed (AF_PACKET on the tap sees it).
+    Deliver(Delivered),
+}
+
 /// One run of the pipeline.
 #[derive(Debug)]
-pub struct TapGroRun {
+pub struct TapGro {
     pub cfg: GroConfig,
     pub plan: GroPlan,
     profile: KernelProfile,
@@ -78,12 +87,6 @@ pub struct TapGroRun {
     pub nonblocking: bool,
     /// The tap's counters after the last write.
     pub stats: TunStats,
-    pub write_errors: Vec<WriteError>,
-    pub xdp_before: Vec<XdpBeforeGro>,
-    /// Keep every delivered skb (trace and pcap); off for the bench.
-    pub record: bool,
-    pub delivered: Vec<Delivered>,
-    pub after_gro: Vec<AfterGro>,
     pub counts: BenchCounts,
     wbuf: Vec<u8>,
     /// The tunnel devices' gro_cells after the stack ([`GroPlan::cells`]).
@@ -100,13 +103,13 @@ fn plain_tap() -> TunConfig {
     }
 }
 
-impl TapGroRun {
-    pub fn new(profile: &KernelProfile, plan: &GroPlan) -> TapGroRun {
-        TapGroRun::with_device(profile, plan, TunDevice::new(plain_tap()), None)
+impl TapGro {
+    pub fn new(profile: &KernelProfile, plan: &GroPlan) -> TapGro {
+        TapGro::with_device(profile, plan, TunDevice::new(plain_tap()), None)
     }
 
     /// A run of `scenario`: its device (IFF_NAPI), writer and XDP program.
-    pub fn for_scenario(scenario: &Scenario) -> Result<TapGroRun, ModelError> {
+    pub fn for_scenario(scenario: &Scenario) -> Result<TapGro, ModelError> {
         let mut dut = TunDevice::new(scenario.device.clone());
         if let Some(spec) = &scenario.xdp {
             let (prog, mut maps) = load_program(spec).map_err(ModelError)?;
@@ -116,7 +119,7 @@ impl TapGroRun {
             let env = crate::bpf::BasicEnv::new(maps);
             dut.xdp = Some(XdpAttachment::new(prog, spec.mode, env));
         }
-        let mut run = TapGroRun::with_device(
+        let mut run = TapGro::with_device(
             &scenario.profile,
             &scenario.gro,
             dut,
@@ -136,14 +139,14 @@ impl TapGroRun {
         plan: &GroPlan,
         dut: TunDevice,
         scenario: Option<Box<Scenario>>,
-    ) -> TapGroRun {
+    ) -> TapGro {
         let mut net = Net::new();
         net.add(IFINDEX_DUT, dut);
         let mut napi = TunNapi::new(profile, plan);
         // The run's record of the stack is the GRO skbs themselves (`delivered`).
         napi.stack_copies = false;
         net.enable_napi(IFINDEX_DUT, napi);
-        TapGroRun {
+        TapGro {
             cfg: plan.config(profile.gro),
             plan: plan.clone(),
             profile: *profile,
@@ -151,11 +154,6 @@ impl TapGroRun {
             scenario,
             nonblocking: false,
             stats: TunStats::default(),
-            write_errors: Vec::new(),
-            xdp_before: Vec::new(),
-            record: true,
-            delivered: Vec::new(),
-            after_gro: Vec::new(),
             counts: BenchCounts::default(),
             wbuf: Vec::new(),
             cells: plan
@@ -173,22 +171,16 @@ impl TapGroRun {
             .napi
     }
 
-    /// write(fd, frame) at `ts_ns` for a run without a program ([`TapGroRun::new`]: the
-    /// GRO tests, the bench), where tun_write has no model error to report.
-    pub fn write(&mut self, index: u64, ts_ns: u64, frame: Vec<u8>) {
-        self.write_plain(index, ts_ns, &frame);
-    }
-
-    /// [`TapGroRun::write`] from a borrowed frame.
-    fn write_plain(&mut self, index: u64, ts_ns: u64, frame: &[u8]) {
-        let r = self.write_slice(index, ts_ns, frame);
-        debug_assert!(r.is_ok(), "{r:?}");
-    }
-
-    /// [`TapGroRun::write`] from a borrowed frame (composed into a reused buffer with
-    /// the scenario's PI and vnet header, as userspace writes it).
-    /// An `Err` is the scenario's (a program the VM cannot run), not the kernel's.
-    pub fn write_slice(&mut self, index: u64, ts_ns: u64, frame: &[u8]) -> Result<(), ModelError> {
+    /// write(fd, frame) at `ts_ns`, composed into a reused buffer with the scenario's PI
+    /// and vnet header as userspace writes it. An `Err` is the scenario's (a program the
+    /// VM cannot run), not the kernel's.
+    fn write(
+        &mut self,
+        index: u64,
+        ts_ns: u64,
+        frame: &[u8],
+        events: &mut impl FnMut(GroEvent),
+    ) -> Result<(), ModelError> {
         let mut bytes = std::mem::take(&mut self.wbuf);
         let nonblocking = match &self.scenario {
             Some(sc) => compose_write_into(&mut bytes, sc, index, frame),
@@ -198,9 +190,9 @@ impl TapGroRun {
                 self.nonblocking
             }
         };
+        self.advance_to(ts_ns);
         if let Some(n) = self.net.napi_mut(IFINDEX_DUT) {
             n.frame = index;
-            n.now_ns = n.now_ns.max(ts_ns);
         }
         let p = &self.profile;
         let out = self.net.tun_write(
@@ -213,46 +205,47 @@ impl TapGroRun {
         self.wbuf = bytes;
         let o = out?;
         match o.result {
-            Err(errno) => self.write_errors.push(WriteError {
+            Err(errno) => events(GroEvent::WriteError(WriteError {
                 frame: index,
                 ts_ns,
                 len: frame.len(),
                 errno,
-            }),
+            })),
             Ok(_) => {
                 self.counts.frames += 1;
                 if o.fate != Fate::Stack {
                     if let Some(report) = o.xdp.last() {
-                        self.xdp_before.push(XdpBeforeGro {
+                        events(GroEvent::XdpBeforeGro(XdpBeforeGro {
                             frame: index,
                             report: report.clone(),
                             fate: o.fate.clone(),
-                        });
+                        }));
                     }
                 }
             }
         }
-        self.collect();
+        self.collect(events);
         Ok(())
     }
 
-    /// End of input: the last burst is polled and a pending hrtimer fires.
-    pub fn finish(&mut self) {
-        let _ = self
-            .net
-            .tun_napi_finish(IFINDEX_DUT, &self.profile.tun_write);
-        self.collect();
-    }
-
-    /// Give a delivered skb's buffers back for later writes (a streamed run renders each
-    /// delivery, then recycles it).
-    pub fn recycle(&mut self, d: Delivered) {
+    /// The NAPI clock moves to `ts_ns` (never back) for the write at that time: its poll
+    /// sees what is due.
+    fn advance_to(&mut self, ts_ns: u64) {
         if let Some(n) = self.net.napi_mut(IFINDEX_DUT) {
-            n.recycle(d);
+            n.now_ns = n.now_ns.max(ts_ns);
         }
     }
 
-    fn collect(&mut self) {
+    /// End of input: the last burst is polled and a pending hrtimer fires.
+    fn finish(&mut self, events: &mut impl FnMut(GroEvent)) {
+        let _ = self
+            .net
+            .tun_napi_finish(IFINDEX_DUT, &self.profile.tun_write);
+        self.collect(events);
+    }
+
+    /// What GRO handed to the stack since the last call, as events.
+    fn collect(&mut self, events: &mut impl FnMut(GroEvent)) {
         if let Some(d) = self.net.dev(IFINDEX_DUT) {
             self.stats = d.stats;
         }
@@ -265,7 +258,9 @@ impl TapGroRun {
         let Some(n) = self.net.napi_mut(IFINDEX_DUT) else {
             return;
         };
-        self.after_gro.append(&mut n.after_gro);
+        for a in n.after_gro.drain(..) {
+            events(GroEvent::AfterGro(a));
+        }
         let rx = std::mem::take(&mut n.rx);
         if let Some(c) = &mut self.cells {
             c.after_tap_polls(&n.cfg, &rx);
@@ -274,12 +269,69 @@ impl TapGroRun {
             self.counts.skbs += 1;
             self.counts.bytes += d.skb.len() as u64;
             self.counts.segs += crate::trace::gro::segs_of(&d.skb);
-            if self.record {
-                self.delivered.push(d);
-            } else {
-                self.recycle(d);
-            }
+            events(GroEvent::Deliver(d));
         }
+    }
+
+    /// Give a delivered skb's buffers back for later writes.
+    pub fn recycle_delivered(&mut self, d: Delivered) {
+        if let Some(n) = self.net.napi_mut(IFINDEX_DUT) {
+            n.recycle(d);
+        }
+    }
+}
+
+impl Pipeline for TapGro {
+    type Event = GroEvent;
+
+    #[inline]
+    fn handle(
+        &mut self,
+        input: Input<'_>,
+        events: &mut impl FnMut(GroEvent),
+    ) -> Result<(), PipelineError> {
+        match input {
+            Input::Frame {
+                index,
+                ts_ns,
+                bytes,
+            } => self
+                .write(index, ts_ns, bytes, events)
+                .map_err(|e| PipelineError {
+                    frame: Some(index),
+                    why: e.0,
+                }),
+            Input::AdvanceTo { ts_ns } => {
+                let r = self
+                    .net
+                    .tun_napi_advance(IFINDEX_DUT, ts_ns, &self.profile.tun_write);
+                self.collect(events);
+                r.map_err(|e| PipelineError {
+                    frame: None,
+                    why: e.0,
+                })
+            }
+            Input::End => {
+                self.finish(events);
+                Ok(())
+            }
+            // The tap's reader is AF_PACKET (the deliveries); no guest.
+            Input::Read | Input::Kick => Ok(()),
+        }
+    }
+
+    type Spare = Delivered;
+
+    #[inline]
+    fn spare(event: GroEvent) -> Option<Delivered> {
+        match event {
+            GroEvent::Deliver(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    fn recycle(&mut self, d: Delivered) {
+        self.recycle_delivered(d);
     }
 }
 
@@ -331,26 +383,6 @@ pub fn innermost_tcp(f: &[u8], vxlan_ports: &[u16]) -> Option<usize> {
         }
     }
     None
-}
-
-/// Replay `frames` (input index, timestamp, bytes) through the scenario's tap-gro path.
-pub fn run_tap_gro(
-    scenario: &Scenario,
-    frames: impl Iterator<Item = (u64, u64, Vec<u8>)>,
-) -> Result<GroRunOutput, RecipeError> {
-    let mut run = TapGroRun::for_scenario(scenario).map_err(|e| RecipeError(e.0))?;
-    for (index, ts, data) in frames {
-        run.write_slice(index, ts, &data)
-            .map_err(|e| RecipeError(format!("frame {index}: {}", e.0)))?;
-    }
-    run.finish();
-    let trace = crate::trace::gro::render_tap_gro(scenario, &run);
-    let delivered = run
-        .delivered
-        .iter()
-        .map(|d| (d.ts_ns, d.skb.to_vec()))
-        .collect();
-    Ok(GroRunOutput { trace, delivered })
 }
 
 /// The bench's input streams.
@@ -406,15 +438,28 @@ pub fn bench_run(
     frames: &[Vec<u8>],
     rounds: usize,
 ) -> BenchCounts {
-    let mut run = TapGroRun::new(profile, plan);
-    run.record = false;
+    let mut run = TapGro::new(profile, plan);
+    // Each event is handed back as soon as it comes: nothing is recorded.
+    let mut spare = Vec::new();
     let mut i = 0u64;
     for _ in 0..rounds {
         for f in frames {
-            run.write_plain(i, 1_000_000_000 + i * 1000, f);
+            let frame = Input::Frame {
+                index: i,
+                ts_ns: 1_000_000_000 + i * 1000,
+                bytes: f,
+            };
+            let r = run.handle(frame, &mut |e| spare.extend(TapGro::spare(e)));
+            debug_assert!(r.is_ok(), "{r:?}");
+            for d in spare.drain(..) {
+                run.recycle(d);
+            }
             i += 1;
         }
-        run.finish();
+        let _ = run.handle(Input::End, &mut |e| spare.extend(TapGro::spare(e)));
+        for d in spare.drain(..) {
+            run.recycle(d);
+        }
     }
     run.counts
 }

@@ -20,6 +20,7 @@ use crate::wire::TunPiRepr;
 use crate::xdp::XdpAttachment;
 
 use super::tun_read::{header_len, ReadRecord};
+use super::{Input, Pipeline, PipelineError};
 
 /// The device written to.
 pub const IFINDEX_DUT: u32 = 2;
@@ -148,6 +149,8 @@ pub struct TapWriteRun<'s> {
     buf: Vec<u8>,
     /// The bytes of the current write, reused.
     wbuf: Vec<u8>,
+    /// The last input frame written (index, timestamp): the frame a read is after.
+    last: (u64, u64),
 }
 
 impl<'s> TapWriteRun<'s> {
@@ -180,11 +183,13 @@ impl<'s> TapWriteRun<'s> {
             reads_b: 0,
             buf: Vec::new(),
             wbuf: Vec::new(),
+            last: (0, 0),
         })
     }
 
-    /// Write input frame `index`, then drain the readers.
-    pub fn frame(
+    /// Write input frame `index`: the write, then what the stack received (the reads
+    /// are [`Input::Read`]s).
+    fn frame(
         &mut self,
         index: u64,
         ts_ns: u64,
@@ -216,25 +221,24 @@ impl<'s> TapWriteRun<'s> {
             redirect_stats: self.net.dev(IFINDEX_REDIRECT).map(|d| d.stats),
             model: Some(out),
         }));
-        self.after(write, index, ts_ns, sink);
+        self.last = (index, ts_ns);
+        self.stack(write, sink);
         Ok(())
     }
 
-    /// After a write (or a vhost kick): what the stack received since the last call,
-    /// then the readers of A and B drained.
-    pub fn after(
-        &mut self,
-        write: usize,
-        frame: u64,
-        ts_ns: u64,
-        sink: &mut impl FnMut(WriteEvent),
-    ) {
+    /// After a write (or a vhost kick, `write` then being the kick's number): what the
+    /// stack received since the last call.
+    pub(crate) fn stack(&mut self, write: usize, sink: &mut impl FnMut(WriteEvent)) {
         // Handed on and forgotten: a long replay holds no delivered frames.
         let mut stack = std::mem::take(&mut self.net.stack);
         for delivery in stack.drain(..) {
             sink(WriteEvent::Stack { write, delivery });
         }
         self.net.stack = stack;
+    }
+
+    /// The readers of A and B drained, after input frame `frame` (at `ts_ns`).
+    pub(crate) fn read(&mut self, frame: u64, ts_ns: u64, sink: &mut impl FnMut(WriteEvent)) {
         self.drain(false, frame, ts_ns, sink);
         if self.net.dev(IFINDEX_REDIRECT).is_some() {
             self.drain(true, frame, ts_ns, sink);
@@ -307,6 +311,51 @@ impl<'s> TapWriteRun<'s> {
             .dev(IFINDEX_DUT)
             .and_then(|d| d.xdp.as_ref())
             .map(|a| &a.env.maps)
+    }
+}
+
+impl Pipeline for TapWriteRun<'_> {
+    type Event = WriteEvent;
+
+    #[inline]
+    fn handle(
+        &mut self,
+        input: Input<'_>,
+        events: &mut impl FnMut(WriteEvent),
+    ) -> Result<(), PipelineError> {
+        match input {
+            Input::Frame {
+                index,
+                ts_ns,
+                bytes,
+            } => self
+                .frame(index, ts_ns, bytes, events)
+                .map_err(|e| PipelineError {
+                    frame: Some(index),
+                    why: e.0,
+                }),
+            Input::Read => {
+                let (frame, ts_ns) = self.last;
+                self.read(frame, ts_ns, events);
+                Ok(())
+            }
+            // The reader drained after the last write; nothing is timed or kicked.
+            Input::End | Input::Kick | Input::AdvanceTo { .. } => Ok(()),
+        }
+    }
+
+    type Spare = Vec<u8>;
+
+    #[inline]
+    fn spare(event: WriteEvent) -> Option<Vec<u8>> {
+        match event {
+            WriteEvent::Stack { delivery, .. } => Some(delivery.frame),
+            _ => None,
+        }
+    }
+
+    fn recycle(&mut self, frame: Vec<u8>) {
+        self.net.recycle_frame(frame);
     }
 }
 

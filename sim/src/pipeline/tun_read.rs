@@ -13,6 +13,7 @@ use crate::tun::read::ReadOutcome;
 use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats, TUN_PI_LEN};
 
 use super::frame_meta::{build_skb, RecipeError};
+use super::{Input, Pipeline, PipelineError};
 
 /// One read() by userspace: what the simulator and the real kernel can both show, plus
 /// what only the model knows.
@@ -89,7 +90,6 @@ pub struct TunReadRun<'s> {
     queued: VecDeque<(u64, u64)>,
     buf: Vec<u8>,
     reads: usize,
-    since_read: usize,
     /// Op counts of every skb that has left the ring.
     pub ops: OpCounters,
     /// Whether to keep the returned bytes in each record (off for benchmarks).
@@ -111,7 +111,6 @@ impl<'s> TunReadRun<'s> {
             queued: VecDeque::new(),
             buf: Vec::new(),
             reads: 0,
-            since_read: 0,
             ops: OpCounters::default(),
             record_bytes: true,
             spare_data: Pool::default(),
@@ -127,8 +126,8 @@ impl<'s> TunReadRun<'s> {
         self.dev.stats
     }
 
-    /// Transmit input frame `index` to the tap, then read if the plan says so.
-    pub fn frame(
+    /// Transmit input frame `index` to the tap (the reads are [`Input::Read`]s).
+    fn frame(
         &mut self,
         index: u64,
         ts_ns: u64,
@@ -189,11 +188,6 @@ impl<'s> TunReadRun<'s> {
                 self.xmit(index, ts_ns, skb, sink);
             }
         }
-        self.since_read += 1;
-        if self.since_read >= self.scenario.reader.read_every {
-            self.since_read = 0;
-            self.drain(sink);
-        }
         Ok(())
     }
 
@@ -208,11 +202,6 @@ impl<'s> TunReadRun<'s> {
                 stats: self.dev.stats,
             });
         }
-    }
-
-    /// Read until the ring is empty.
-    pub fn finish(&mut self, sink: &mut impl FnMut(Event)) {
-        self.drain(sink);
     }
 
     fn drain(&mut self, sink: &mut impl FnMut(Event)) {
@@ -297,5 +286,51 @@ impl<'s> TunReadRun<'s> {
             }
         }
         Ok(())
+    }
+}
+
+impl Pipeline for TunReadRun<'_> {
+    type Event = Event;
+
+    #[inline]
+    fn handle(
+        &mut self,
+        input: Input<'_>,
+        events: &mut impl FnMut(Event),
+    ) -> Result<(), PipelineError> {
+        match input {
+            Input::Frame {
+                index,
+                ts_ns,
+                bytes,
+            } => self.frame(index, ts_ns, bytes, events).map_err(|e| {
+                // The recipe's message already names the frame.
+                PipelineError {
+                    frame: None,
+                    why: e.0,
+                }
+            }),
+            // Userspace reads until the ring is empty; at the end it reads what is left.
+            Input::Read | Input::End => {
+                self.drain(events);
+                Ok(())
+            }
+            // Nothing here is timed, and there is no guest.
+            Input::Kick | Input::AdvanceTo { .. } => Ok(()),
+        }
+    }
+
+    type Spare = Vec<u8>;
+
+    #[inline]
+    fn spare(event: Event) -> Option<Vec<u8>> {
+        match event {
+            Event::Read(r) => Some(r.data),
+            _ => None,
+        }
+    }
+
+    fn recycle(&mut self, data: Vec<u8>) {
+        self.recycle_data(data);
     }
 }

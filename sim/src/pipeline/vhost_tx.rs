@@ -8,6 +8,7 @@ use crate::vhost::{TxDesc, VhostEvent, VhostNetTx, VhostOps};
 use crate::wire::virtio_net_hdr::{Endian, VirtioNetHdr, VnetHdrLayout};
 
 use super::tap_write::{TapWriteRun, WriteEvent, IFINDEX_DUT};
+use super::{Input, Pipeline, PipelineError};
 
 /// The bytes of TX descriptor chain `index` as the guest writes them: its virtio_net_hdr
 /// (`hdr_len` bytes) then the frame. The real arm's userspace vhost client writes the
@@ -64,6 +65,8 @@ pub struct VhostTxRun<'s> {
     pending: Vec<TxDesc>,
     kicks: usize,
     next_head: u16,
+    /// The last input frame queued (index, timestamp): the frame a kick is after.
+    last: (u64, u64),
 }
 
 impl<'s> VhostTxRun<'s> {
@@ -79,18 +82,13 @@ impl<'s> VhostTxRun<'s> {
             pending: Vec::new(),
             kicks: 0,
             next_head: 0,
+            last: (0, 0),
         })
     }
 
-    /// The guest queues input frame `index` (header + frame) and kicks when its fill
-    /// plan says so.
-    pub fn frame(
-        &mut self,
-        index: u64,
-        ts_ns: u64,
-        frame: &[u8],
-        sink: &mut impl FnMut(VhostTxEvent),
-    ) -> Result<(), ModelError> {
+    /// The guest queues input frame `index` (header + frame) on its TX ring; the kick
+    /// is an [`Input::Kick`].
+    fn frame(&mut self, index: u64, ts_ns: u64, frame: &[u8]) -> Result<(), ModelError> {
         let Some(guest) = self.scenario.guest.as_ref() else {
             return Err(ModelError("vhost-tx without [vhost]".into()));
         };
@@ -103,30 +101,13 @@ impl<'s> VhostTxRun<'s> {
             bytes,
         });
         self.next_head = self.next_head.wrapping_add(1);
-        if kicks_now(guest, self.pending.len()) {
-            self.kick(index, ts_ns, sink)?;
-        }
+        self.last = (index, ts_ns);
         Ok(())
     }
 
-    /// The last kick for whatever the guest still holds.
-    pub fn finish(
-        &mut self,
-        last: (u64, u64),
-        sink: &mut impl FnMut(VhostTxEvent),
-    ) -> Result<(), ModelError> {
-        if !self.pending.is_empty() {
-            self.kick(last.0, last.1, sink)?;
-        }
-        Ok(())
-    }
-
-    fn kick(
-        &mut self,
-        frame: u64,
-        ts_ns: u64,
-        sink: &mut impl FnMut(VhostTxEvent),
-    ) -> Result<(), ModelError> {
+    /// vhost_net's worker runs handle_tx over what the guest queued; then what the
+    /// host's stack received.
+    fn kick(&mut self, sink: &mut impl FnMut(VhostTxEvent)) -> Result<(), ModelError> {
         self.worker.add_avail(std::mem::take(&mut self.pending));
         let profile = self.scenario.profile;
         self.worker.kick(&mut self.host.net, &profile, &mut |e| {
@@ -134,9 +115,15 @@ impl<'s> VhostTxRun<'s> {
         })?;
         let k = self.kicks;
         self.kicks += 1;
-        self.host
-            .after(k, frame, ts_ns, &mut |e| sink(VhostTxEvent::Host(e)));
+        self.host.stack(k, &mut |e| sink(VhostTxEvent::Host(e)));
         Ok(())
+    }
+
+    /// The host's readers, after the last kick.
+    fn read(&mut self, sink: &mut impl FnMut(VhostTxEvent)) {
+        let (frame, ts_ns) = self.last;
+        self.host
+            .read(frame, ts_ns, &mut |e| sink(VhostTxEvent::Host(e)));
     }
 
     pub fn ops(&self) -> VhostOps {
@@ -150,5 +137,53 @@ impl<'s> VhostTxRun<'s> {
 
     pub fn host(&self) -> &TapWriteRun<'s> {
         &self.host
+    }
+}
+
+impl Pipeline for VhostTxRun<'_> {
+    type Event = VhostTxEvent;
+
+    #[inline]
+    fn handle(
+        &mut self,
+        input: Input<'_>,
+        events: &mut impl FnMut(VhostTxEvent),
+    ) -> Result<(), PipelineError> {
+        let model = |frame: Option<u64>| move |e: ModelError| PipelineError { frame, why: e.0 };
+        match input {
+            Input::Frame {
+                index,
+                ts_ns,
+                bytes,
+            } => self.frame(index, ts_ns, bytes).map_err(model(Some(index))),
+            Input::Kick => self.kick(events).map_err(model(Some(self.last.0))),
+            Input::Read => {
+                self.read(events);
+                Ok(())
+            }
+            // The guest's last kick, for whatever it still holds, then the readers.
+            Input::End => {
+                if !self.pending.is_empty() {
+                    self.kick(events).map_err(model(None))?;
+                    self.read(events);
+                }
+                Ok(())
+            }
+            Input::AdvanceTo { .. } => Ok(()),
+        }
+    }
+
+    type Spare = Vec<u8>;
+
+    #[inline]
+    fn spare(event: VhostTxEvent) -> Option<Vec<u8>> {
+        match event {
+            VhostTxEvent::Host(h) => TapWriteRun::spare(h),
+            VhostTxEvent::Worker(_) => None,
+        }
+    }
+
+    fn recycle(&mut self, frame: Vec<u8>) {
+        self.recycle_frame(frame);
     }
 }

@@ -13,10 +13,11 @@ use super::render::ts;
 use serde_json::{json, Value};
 
 use crate::gro::napi::{Delivered, End};
-use crate::pipeline::tap_gro::{TapGroRun, WriteError};
+use crate::pipeline::tap_gro::{TapGro, TapGroRun, WriteError, XdpBeforeGro};
 use crate::scenario::Scenario;
 use crate::skb::{gso, IpSummed, SkBuff};
 use crate::text;
+use crate::tun::napi::AfterGro;
 use crate::wire::summary::describe;
 
 /// Trace fields only the model knows; a comparison with the real kernel skips them.
@@ -196,7 +197,7 @@ pub(crate) fn gretap_dev_len(s: &SkBuff) -> Option<usize> {
 }
 
 /// The header lines of a tap-gro trace.
-pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGroRun) {
+pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGro) {
     let p = &run.plan;
     let (gro_max_size, gro_ipv4_max_size) =
         crate::gro::bigtcp::device_sizes(&run.cfg.rules, p.gro_max_size, p.gro_ipv4_max_size);
@@ -347,6 +348,10 @@ pub struct GroTotals {
     pub delivered: u64,
     /// The first [`TOTALS_LENGTHS_MAX`] delivered lengths.
     pub lengths: Vec<usize>,
+    /// The XDP verdicts that kept frames from GRO or the stack (model only; the totals'
+    /// `xdp` line).
+    pub xdp_before: Vec<XdpBeforeGro>,
+    pub after_gro: Vec<AfterGro>,
 }
 
 impl GroTotals {
@@ -359,7 +364,7 @@ impl GroTotals {
 }
 
 /// The totals block (with its separator line).
-pub fn render_gro_totals(out: &mut String, run: &TapGroRun, t: &GroTotals) {
+pub fn render_gro_totals(out: &mut String, run: &TapGro, t: &GroTotals) {
     out.push('\n');
     let c = &run.counts;
     let _ = writeln!(
@@ -395,10 +400,10 @@ pub fn render_gro_totals(out: &mut String, run: &TapGroRun, t: &GroTotals) {
         run.napi().normal,
         run.napi().polls
     );
-    if !run.xdp_before.is_empty() || !run.after_gro.is_empty() {
+    if !t.xdp_before.is_empty() || !t.after_gro.is_empty() {
         // Model only: the XDP verdicts that kept frames from GRO or the stack.
         let mut line = String::new();
-        for x in &run.xdp_before {
+        for x in &t.xdp_before {
             let _ = write!(
                 line,
                 " frame {} {} {};",
@@ -407,7 +412,7 @@ pub fn render_gro_totals(out: &mut String, run: &TapGroRun, t: &GroTotals) {
                 xdp_action_name(x.report.action)
             );
         }
-        for x in &run.after_gro {
+        for x in &t.after_gro {
             let _ = write!(
                 line,
                 " frames {} {} {};",
@@ -435,6 +440,8 @@ pub fn render_tap_gro(sc: &Scenario, run: &TapGroRun) -> String {
         render_delivered(&mut out, n, d);
         t.delivered(d.skb.len());
     }
+    t.xdp_before.clone_from(&run.xdp_before);
+    t.after_gro.clone_from(&run.after_gro);
     render_gro_totals(&mut out, run, &t);
     out
 }
@@ -508,7 +515,7 @@ pub fn delivered_comment(d: &Delivered) -> String {
 }
 
 /// The JSON header of a tap-gro trace.
-pub fn tap_gro_header_json(sc: &Scenario, run: &TapGroRun) -> Value {
+pub fn tap_gro_header_json(sc: &Scenario, run: &TapGro) -> Value {
     let p = &run.plan;
     let (gro_max_size, gro_ipv4_max_size) =
         crate::gro::bigtcp::device_sizes(&run.cfg.rules, p.gro_max_size, p.gro_ipv4_max_size);

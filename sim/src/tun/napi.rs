@@ -277,6 +277,28 @@ impl Net {
         self.gro_to_stack(ifindex, rules)
     }
 
+    /// Time reaches `t_ns` with nothing written: the clock moves (never back) and a
+    /// gro_flush_timeout hrtimer due by then fires (napi_watchdog, a poll with an empty
+    /// queue), what it flushes going to the stack.
+    pub fn tun_napi_advance(
+        &mut self,
+        ifindex: u32,
+        t_ns: u64,
+        rules: &TunWriteRules,
+    ) -> Result<(), ModelError> {
+        let Some(n) = self.napi.get_mut(&ifindex) else {
+            return Ok(());
+        };
+        n.now_ns = n.now_ns.max(t_ns);
+        let now = n.now_ns;
+        let cfg = n.cfg.clone();
+        let cfg = self.gro_config(ifindex, cfg, rules);
+        if let Some(n) = self.napi.get_mut(&ifindex) {
+            n.napi.run_timer_until(&cfg, now);
+        }
+        self.gro_to_stack(ifindex, rules)
+    }
+
     /// The device has an xdpgeneric program the core runs (do_xdp_generic in
     /// netif_receive_skb), and the profile has XDP at all.
     fn core_generic_xdp(&self, ifindex: u32, rules: &TunWriteRules) -> bool {

@@ -24,6 +24,7 @@ use clap::Args;
 use serde_json::json;
 use sim::pcap::PcapReader;
 use sim::pipeline::tun_read::{Event, TunReadRun};
+use sim::pipeline::{feed_frame, Input, Pipeline, PipelineError, Schedule};
 use sim::scenario::Scenario;
 use sim::skb::OpCounters;
 
@@ -113,12 +114,18 @@ fn sim_read(s: &Scenario) -> Result<(u64, OpCounters), CliError> {
             reads += 1;
         }
     };
+    let mut schedule = Schedule::for_scenario(s);
+    let err = |e: PipelineError| CliError(format!("{}: {e}", s.input.display()));
     while let Some(f) = r.next_frame() {
         let f = f?;
-        run.frame(f.index, f.ts_ns, f.data, &mut sink)
-            .map_err(|e| CliError(format!("{}: {}", s.input.display(), e.0)))?;
+        let input = Input::Frame {
+            index: f.index,
+            ts_ns: f.ts_ns,
+            bytes: f.data,
+        };
+        feed_frame(&mut run, &mut schedule, input, &mut sink).map_err(err)?;
     }
-    run.finish(&mut sink);
+    run.handle(Input::End, &mut sink).map_err(err)?;
     Ok((reads, run.ops))
 }
 
@@ -131,13 +138,19 @@ fn sim_in_memory(s: &Scenario, frames: &[sim::pcap::Frame], total: u64) -> Resul
     let mut run = TunReadRun::new(s);
     run.record_bytes = false;
     let mut sink = |_e: Event| {};
+    let mut schedule = Schedule::for_scenario(s);
+    let err = |e: PipelineError| CliError(format!("{}: {e}", s.input.display()));
     let t = Instant::now();
     for i in 0..total {
         let f = &frames[(i % frames.len() as u64) as usize];
-        run.frame(i, f.ts_ns, &f.data, &mut sink)
-            .map_err(|e| CliError(format!("{}: {}", s.input.display(), e.0)))?;
+        let input = Input::Frame {
+            index: i,
+            ts_ns: f.ts_ns,
+            bytes: &f.data,
+        };
+        feed_frame(&mut run, &mut schedule, input, &mut sink).map_err(err)?;
     }
-    run.finish(&mut sink);
+    run.handle(Input::End, &mut sink).map_err(err)?;
     Ok(total as f64 / t.elapsed().as_secs_f64())
 }
 

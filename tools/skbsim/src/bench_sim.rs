@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use sim::pipeline::tap_write::{TapWriteRun, WriteEvent};
 use sim::pipeline::vhost_tx::{VhostTxEvent, VhostTxRun};
+use sim::pipeline::{feed_frame, Input, Pipeline, Schedule};
 use sim::scenario::Scenario;
 use sim::vhost::VhostOps;
 
@@ -51,9 +52,15 @@ pub fn xdp_write_fps(repo: &Path, prog: &str, frames: u64, runs: usize) -> Resul
         let mut run = TapWriteRun::new(&s).map_err(|e| CliError(e.0))?;
         let mut n = 0u64;
         let mut sink = |_e: WriteEvent| n += 1;
+        let mut schedule = Schedule::for_scenario(&s);
         let t = Instant::now();
         for i in 0..frames {
-            run.frame(i, i, &f, &mut sink).map_err(|e| CliError(e.0))?;
+            let input = Input::Frame {
+                index: i,
+                ts_ns: i,
+                bytes: &f,
+            };
+            feed_frame(&mut run, &mut schedule, input, &mut sink).map_err(|e| CliError(e.why))?;
         }
         rates.push(frames as f64 / t.elapsed().as_secs_f64());
     }
@@ -80,12 +87,18 @@ pub fn vhost_drop(
     for _ in 0..runs {
         let mut run = VhostTxRun::new(&s).map_err(|e| CliError(e.0))?;
         let mut sink = |_e: VhostTxEvent| {};
+        let mut schedule = Schedule::for_scenario(&s);
         let t = Instant::now();
         for i in 0..packets {
-            run.frame(i, i, &f, &mut sink).map_err(|e| CliError(e.0))?;
+            let input = Input::Frame {
+                index: i,
+                ts_ns: i,
+                bytes: &f,
+            };
+            feed_frame(&mut run, &mut schedule, input, &mut sink).map_err(|e| CliError(e.why))?;
         }
-        run.finish((packets, packets), &mut sink)
-            .map_err(|e| CliError(e.0))?;
+        run.handle(Input::End, &mut sink)
+            .map_err(|e| CliError(e.why))?;
         rates.push(packets as f64 / t.elapsed().as_secs_f64());
         ops = run.ops();
     }

@@ -24,7 +24,7 @@
 //!
 //! # Per write
 //! `O_NONBLOCK` on A as the write plan says, one `write(2)`, the result (or errno) and
-//! A's and B's `IFLA_STATS64`. Then, like `TapWriteRun::after`: the AF_PACKET socket is
+//! A's and B's `IFLA_STATS64`. Then, as the model does: the AF_PACKET socket is
 //! drained into `Stack` events (frames with `PACKET_OUTGOING` are left out: they are A
 //! transmitting, not the stack receiving), A's fd is read (non-blocking) until `EAGAIN`
 //! with the scenario's buffer sizes and fill byte, then B's. Everything here is

@@ -13,11 +13,15 @@
 //!   memory.
 //!
 //! A sink nobody asked for does not run: the renderers check [`TraceOut::on`] and
-//! [`JsonOut::on`] before formatting anything. Pipelines ([`tun_read`], [`tap_write`],
-//! [`vhost_tx`], [`tap_gro`]) only produce events; a new stage adds events, not sinks.
+//! [`JsonOut::on`] before formatting anything. Every pipeline runs in the one loop of
+//! [`drive`] (`sim::pipeline::Pipeline`: inputs in, events out); the modules
+//! [`tun_read`], [`tap_write`], [`vhost_tx`] and [`tap_gro`] hold the renderer of each
+//! pipeline's events (a [`drive::Render`]), used by the simulator and the real arms
+//! alike. A new stage adds events, not sinks.
 
 pub mod background;
 pub mod capture;
+pub mod drive;
 pub mod tap_gro;
 pub mod tap_write;
 pub mod tun_read;
@@ -312,6 +316,26 @@ impl Sinks {
             json: JsonOut::to(Dest::Memory(Vec::new())),
             capture: CaptureOut::to(Dest::Memory(Vec::new()), sim::pcap::PcapFormat::Pcap),
         }
+    }
+
+    /// A trace's header, in each sink that wants one: `text` writes the text trace's
+    /// lines, `json` makes the JSON header line (tagged `"event": "header"` here).
+    /// Formatted only for a sink that is on.
+    pub fn header(
+        &mut self,
+        text: impl FnOnce(&mut String),
+        json: impl FnOnce() -> Value,
+    ) -> Result<(), CliError> {
+        if self.trace.on() {
+            text(&mut self.trace.buf);
+            self.trace.flush()?;
+        }
+        if self.json.on() {
+            let mut h = json();
+            h["event"] = Value::from("header");
+            self.json.line(&h)?;
+        }
+        Ok(())
     }
 
     pub fn finish(self) -> Result<Finished, CliError> {

@@ -3,7 +3,7 @@
 //! buffers recycled, so a long replay holds only what GRO itself holds.
 
 use serde_json::json;
-use sim::pipeline::tap_gro::TapGroRun;
+use sim::pipeline::tap_gro::{GroEvent, TapGro};
 use sim::scenario::Scenario;
 use sim::trace::gro::{
     delivered_comment, delivered_json, render_delivered, render_gro_totals, render_write_error,
@@ -12,7 +12,7 @@ use sim::trace::gro::{
 use sim::trace::gro_cells;
 
 use super::capture::Point;
-use super::tap_write::for_each_frame;
+use super::drive::{drive, Render};
 use super::{RunSummary, Sinks};
 use crate::cli_error::CliError;
 
@@ -22,54 +22,62 @@ const STACK: Point = Point {
     link_type: sim::pcap::LINKTYPE_ETHERNET,
 };
 
-/// Render what the run produced since the last call, then recycle it.
-fn drain(run: &mut TapGroRun, sinks: &mut Sinks, t: &mut GroTotals) -> Result<(), CliError> {
-    for e in std::mem::take(&mut run.write_errors) {
-        t.write_errors += 1;
-        if sinks.trace.on() {
-            sinks.trace.buf.push('\n');
-            render_write_error(&mut sinks.trace.buf, &e);
-            sinks.trace.flush()?;
-        }
-        if sinks.json.on() {
-            sinks
-                .json
-                .line(&json!({"event": "write-error", "frame": e.frame,
-                "ts_ns": e.ts_ns, "len": e.len, "errno": e.errno.name()}))?;
-        }
-    }
-    let mut delivered = std::mem::take(&mut run.delivered);
-    let observed = gro_cells::tap_observed(&run.plan);
-    for d in delivered.drain(..) {
-        if !observed {
+/// Renders tap-gro's events: write errors and deliveries as they come; the XDP verdicts
+/// are kept for the totals' `xdp` line.
+#[derive(Debug, Default)]
+struct GroRender {
+    t: GroTotals,
+    /// Whether anything reads the tap (`[gro] tap_observer`).
+    observed: bool,
+}
+
+impl Render<GroEvent> for GroRender {
+    #[inline]
+    fn event(&mut self, sinks: &mut Sinks, e: &GroEvent) -> Result<(), CliError> {
+        let t = &mut self.t;
+        match e {
+            GroEvent::WriteError(e) => {
+                t.write_errors += 1;
+                if sinks.trace.on() {
+                    sinks.trace.buf.push('\n');
+                    render_write_error(&mut sinks.trace.buf, e);
+                    sinks.trace.flush()?;
+                }
+                if sinks.json.on() {
+                    sinks
+                        .json
+                        .line(&json!({"event": "write-error", "frame": e.frame,
+                        "ts_ns": e.ts_ns, "len": e.len, "errno": e.errno.name()}))?;
+                }
+            }
+            GroEvent::XdpBeforeGro(x) => t.xdp_before.push(x.clone()),
+            GroEvent::AfterGro(a) => t.after_gro.push(a.clone()),
             // Nothing reads the tap (`[gro] tap_observer = "none"`).
-            run.recycle(d);
-            continue;
+            GroEvent::Deliver(_) if !self.observed => {}
+            GroEvent::Deliver(d) => {
+                let n = t.delivered as usize;
+                t.delivered(d.skb.len());
+                if sinks.trace.on() {
+                    sinks.trace.buf.push('\n');
+                    render_delivered(&mut sinks.trace.buf, n, d);
+                    sinks.trace.flush()?;
+                }
+                if sinks.json.on() {
+                    let mut v = delivered_json(n, d);
+                    v["event"] = json!("deliver");
+                    sinks.json.line(&v)?;
+                }
+                if sinks.capture.on() {
+                    let comment = sinks.capture.comments.then(|| delivered_comment(d));
+                    let bytes = d.skb.bytes();
+                    sinks
+                        .capture
+                        .frame(0, d.ts_ns, &bytes, bytes.len(), comment.as_deref())?;
+                }
+            }
         }
-        let n = t.delivered as usize;
-        t.delivered(d.skb.len());
-        if sinks.trace.on() {
-            sinks.trace.buf.push('\n');
-            render_delivered(&mut sinks.trace.buf, n, &d);
-            sinks.trace.flush()?;
-        }
-        if sinks.json.on() {
-            let mut v = delivered_json(n, &d);
-            v["event"] = json!("deliver");
-            sinks.json.line(&v)?;
-        }
-        if sinks.capture.on() {
-            let comment = sinks.capture.comments.then(|| delivered_comment(&d));
-            let bytes = d.skb.bytes();
-            sinks
-                .capture
-                .frame(0, d.ts_ns, &bytes, bytes.len(), comment.as_deref())?;
-        }
-        run.recycle(d);
+        Ok(())
     }
-    // Empty; its capacity serves the next writes' deliveries (no regrowth per frame).
-    run.delivered = delivered;
-    Ok(())
 }
 
 /// Replay a tap-gro scenario on the simulator into `sinks`.
@@ -78,27 +86,24 @@ pub fn run_sim(
     sinks: &mut Sinks,
     progress: Option<&indicatif::ProgressBar>,
 ) -> Result<RunSummary, CliError> {
-    let mut run = TapGroRun::for_scenario(scenario)
+    let mut run = TapGro::for_scenario(scenario)
         .map_err(|e| CliError(format!("{}: {}", scenario.name, e.0)))?;
-    if sinks.trace.on() {
-        tap_gro_header(&mut sinks.trace.buf, scenario, &run);
-        gro_cells::cells_header(&mut sinks.trace.buf, &run.plan);
-        sinks.trace.flush()?;
-    }
-    if sinks.json.on() {
-        let mut h = tap_gro_header_json(scenario, &run);
-        h["event"] = json!("header");
-        sinks.json.line(&h)?;
-    }
+    sinks.header(
+        |out| {
+            tap_gro_header(out, scenario, &run);
+            gro_cells::cells_header(out, &run.plan);
+        },
+        || tap_gro_header_json(scenario, &run),
+    )?;
     sinks.capture.begin(&[STACK])?;
-    let mut t = GroTotals::default();
-    let (frames, _) = for_each_frame(scenario, progress, |i, ts, data| {
-        run.write_slice(i, ts, data)
-            .map_err(|e| CliError(format!("{}: frame {i}: {}", scenario.name, e.0)))?;
-        drain(&mut run, sinks, &mut t)
+    let mut render = GroRender {
+        observed: gro_cells::tap_observed(&run.plan),
+        ..GroRender::default()
+    };
+    let frames = drive(scenario, &mut run, sinks, &mut render, progress, |e| {
+        CliError(format!("{}: {e}", scenario.name))
     })?;
-    run.finish();
-    drain(&mut run, sinks, &mut t)?;
+    let t = render.t;
     if sinks.trace.on() {
         if gro_cells::tap_observed(&run.plan) {
             render_gro_totals(&mut sinks.trace.buf, &run, &t);

@@ -5,15 +5,16 @@
 use indicatif::ProgressBar;
 use serde_json::json;
 use sim::bpf::Maps;
-use sim::pcap::EthernetInput;
 use sim::pipeline::tap_write::{TapWriteRun, WriteEvent};
+use sim::pipeline::PipelineError;
 use sim::scenario::Scenario;
 use sim::trace::write::{render_header, render_host_event, render_totals, tap_write_event_json};
 use sim::trace::{header_json, read_comment, TraceHeader};
 use sim::tun::TunStats;
 
 use super::capture::Point;
-use super::{RunSummary, Sinks, PROGRESS_EVERY};
+use super::drive::{drive, render_all, Render};
+use super::{RunSummary, Sinks};
 use crate::cli_error::CliError;
 
 /// Renders host-side events (tap-write, and vhost-tx's host) into the sinks.
@@ -38,16 +39,13 @@ impl<'s> HostRender<'s> {
         extra: impl FnOnce(&mut String),
     ) -> Result<HostRender<'s>, CliError> {
         let header = TraceHeader::for_scenario(scenario, backend);
-        if sinks.trace.on() {
-            render_header(&mut sinks.trace.buf, &header, scenario);
-            extra(&mut sinks.trace.buf);
-            sinks.trace.flush()?;
-        }
-        if sinks.json.on() {
-            let mut h = header_json(&header);
-            h["event"] = json!("header");
-            sinks.json.line(&h)?;
-        }
+        sinks.header(
+            |out| {
+                render_header(out, &header, scenario);
+                extra(out);
+            },
+            || header_json(&header),
+        )?;
         let mut points = vec![
             Point::for_device("stack", &scenario.device),
             Point::for_device("read A", &scenario.device),
@@ -165,43 +163,16 @@ impl<'s> HostRender<'s> {
     }
 }
 
-/// Feed every frame of the scenario's pcap to `step` (which names the pcap and frame in
-/// a model error: see [`model_error`]). Returns the frame count and the last (index, ts).
-pub fn for_each_frame(
-    scenario: &Scenario,
-    progress: Option<&ProgressBar>,
-    mut step: impl FnMut(u64, u64, &[u8]) -> Result<(), CliError>,
-) -> Result<(u64, (u64, u64)), CliError> {
-    let mut reader = EthernetInput::open(&scenario.input, scenario.link)?;
-    let (mut frames, mut last) = (0u64, (0, 0));
-    while let Some(frame) = reader.next_frame() {
-        let frame = frame?;
-        last = (frame.index, frame.ts_ns);
-        step(frame.index, frame.ts_ns, frame.data)?;
-        frames += 1;
-        if frames & (PROGRESS_EVERY - 1) == 0 {
-            if let Some(pb) = progress {
-                pb.set_message(format!("{frames} frames"));
-            }
-        }
+impl Render<WriteEvent> for HostRender<'_> {
+    #[inline]
+    fn event(&mut self, sinks: &mut Sinks, e: &WriteEvent) -> Result<(), CliError> {
+        HostRender::event(self, sinks, e)
     }
-    Ok((frames, last))
 }
 
-/// A model error on input frame `index`, naming the scenario's pcap.
-pub fn model_error(scenario: &Scenario, index: u64, why: &str) -> CliError {
-    CliError(format!(
-        "{}: frame {index}: {why}",
-        scenario.input.display()
-    ))
-}
-
-/// A rendered event's frame buffer, for the model to reuse.
-#[inline]
-pub fn keep_buffer(e: WriteEvent, spare: &mut Vec<Vec<u8>>) {
-    if let WriteEvent::Stack { delivery, .. } = e {
-        spare.push(delivery.frame);
-    }
+/// A pipeline error of the host side, naming the scenario's pcap.
+pub fn model_error(scenario: &Scenario) -> impl Fn(PipelineError) -> CliError + '_ {
+    |e| CliError(format!("{}: {e}", scenario.input.display()))
 }
 
 /// Replay a tap-write scenario on the simulator into `sinks`.
@@ -213,21 +184,14 @@ pub fn run_sim(
     let mut run = TapWriteRun::new(scenario)
         .map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
     let mut render = HostRender::begin(scenario, "sim", sinks, |_| {})?;
-    let mut spare = Vec::new();
-    let (frames, _) = for_each_frame(scenario, progress, |i, ts, data| {
-        let mut failed = None;
-        run.frame(i, ts, data, &mut |e| {
-            if failed.is_none() {
-                failed = render.event(sinks, &e).err();
-            }
-            keep_buffer(e, &mut spare);
-        })
-        .map_err(|e| model_error(scenario, i, &e.0))?;
-        for f in spare.drain(..) {
-            run.net.recycle_frame(f);
-        }
-        failed.map_or(Ok(()), Err)
-    })?;
+    let frames = drive(
+        scenario,
+        &mut run,
+        sinks,
+        &mut render,
+        progress,
+        model_error(scenario),
+    )?;
     render.end(sinks, None, run.maps(), |_| {})?;
     Ok(RunSummary {
         frames,
@@ -240,9 +204,7 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
     let real = skbsim_kernel::arm::run_tap_write(scenario)
         .map_err(|e| CliError(format!("{}: {e}", scenario.name)))?;
     let mut render = HostRender::begin(scenario, "tap", sinks, |_| {})?;
-    for e in &real.events {
-        render.event(sinks, e)?;
-    }
+    render_all(sinks, &mut render, &real.events)?;
     render.end(sinks, None, real.maps.as_ref(), |_| {})?;
     Ok(RunSummary {
         frames: real.frames,

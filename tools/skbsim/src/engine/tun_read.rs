@@ -3,7 +3,6 @@
 
 use indicatif::ProgressBar;
 use serde_json::json;
-use sim::pcap::EthernetInput;
 use sim::pipeline::tun_read::{Event, TunReadRun};
 use sim::scenario::Scenario;
 use sim::skb::OpCounters;
@@ -14,7 +13,8 @@ use sim::trace::{
 use sim::tun::TunStats;
 
 use super::capture::Point;
-use super::{RunSummary, Sinks, PROGRESS_EVERY};
+use super::drive::{drive, render_all, Render};
+use super::{RunSummary, Sinks};
 use crate::cli_error::CliError;
 
 /// Renders tun-read events into the sinks.
@@ -31,15 +31,7 @@ impl<'s> TunReadRender<'s> {
         sinks: &mut Sinks,
     ) -> Result<TunReadRender<'s>, CliError> {
         let header = TraceHeader::for_scenario(scenario, backend);
-        if sinks.trace.on() {
-            tun_read_header(&mut sinks.trace.buf, &header);
-            sinks.trace.flush()?;
-        }
-        if sinks.json.on() {
-            let mut h = header_json(&header);
-            h["event"] = json!("header");
-            sinks.json.line(&h)?;
-        }
+        sinks.header(|out| tun_read_header(out, &header), || header_json(&header))?;
         sinks
             .capture
             .begin(&[Point::for_device("read", &scenario.device)])?;
@@ -100,51 +92,24 @@ impl<'s> TunReadRender<'s> {
     }
 }
 
+impl Render<Event> for TunReadRender<'_> {
+    #[inline]
+    fn event(&mut self, sinks: &mut Sinks, e: &Event) -> Result<(), CliError> {
+        TunReadRender::event(self, sinks, e)
+    }
+}
+
 /// Replay a tun-read scenario on the simulator into `sinks`.
 pub fn run_sim(
     scenario: &Scenario,
     sinks: &mut Sinks,
     progress: Option<&ProgressBar>,
 ) -> Result<RunSummary, CliError> {
-    let mut reader = EthernetInput::open(&scenario.input, scenario.link)?;
     let mut run = TunReadRun::new(scenario);
     let mut render = TunReadRender::begin(scenario, "sim", sinks)?;
-    let mut failed: Option<CliError> = None;
-    let mut frames = 0u64;
-    // Rendered reads' byte buffers, handed back to the run after each frame.
-    let mut spare = Vec::new();
-    while let Some(frame) = reader.next_frame() {
-        let frame = frame?;
-        run.frame(frame.index, frame.ts_ns, frame.data, &mut |e| {
-            if failed.is_none() {
-                failed = render.event(sinks, &e).err();
-            }
-            if let Event::Read(r) = e {
-                spare.push(r.data);
-            }
-        })
-        .map_err(|e| CliError(format!("{}: {}", scenario.input.display(), e.0)))?;
-        for d in spare.drain(..) {
-            run.recycle_data(d);
-        }
-        if let Some(e) = failed.take() {
-            return Err(e);
-        }
-        frames += 1;
-        if frames & (PROGRESS_EVERY - 1) == 0 {
-            if let Some(pb) = progress {
-                pb.set_message(format!("{frames} frames"));
-            }
-        }
-    }
-    run.finish(&mut |e| {
-        if failed.is_none() {
-            failed = render.event(sinks, &e).err();
-        }
-    });
-    if let Some(e) = failed {
-        return Err(e);
-    }
+    let frames = drive(scenario, &mut run, sinks, &mut render, progress, |e| {
+        CliError(format!("{}: {e}", scenario.input.display()))
+    })?;
     render.end(sinks, &run.stats(), Some(&run.ops))?;
     Ok(RunSummary {
         frames,
@@ -160,9 +125,7 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
         other => CliError(format!("{}: {other}", scenario.name)),
     })?;
     let mut render = TunReadRender::begin(scenario, "tap", sinks)?;
-    for e in &real.events {
-        render.event(sinks, e)?;
-    }
+    render_all(sinks, &mut render, &real.events)?;
     render.end(sinks, &real.stats, None)?;
     Ok(RunSummary {
         frames: real.frames,
