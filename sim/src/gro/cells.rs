@@ -29,7 +29,11 @@ use std::collections::BTreeMap;
 use super::core::dev_gro_receive;
 use super::napi::{Delivered, End, Napi};
 use super::{GroConfig, GroResult, Reason, ReasonDef, SkBuff, ETH_HLEN, NAPI_POLL_WEIGHT};
+use crate::consts::{ETH_P_IP, ETH_P_IPV6, ETH_P_TEB, IPPROTO_GRE, IPPROTO_UDP, VXLAN_HLEN};
 use crate::skb::{gso, IpSummed};
+use crate::wire::gre::{Gre, GRE_BASE_LEN, GRE_ROUTING, GRE_VERSION};
+use crate::wire::vxlan::VXLAN_HF_VNI;
+use crate::wire::{ethernet, ipv4, udp, VxlanPacket};
 
 /// Who reads the tap (`[gro] tap_observer`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -141,74 +145,74 @@ pub struct Outer {
     pub outer_csum: bool,
 }
 
-const GRE_CSUM: u16 = 0x8000;
-const GRE_ROUTING: u16 = 0x4000;
-const GRE_KEY: u16 = 0x2000;
-const GRE_SEQ: u16 = 0x1000;
-const GRE_VERSION: u16 = 0x0007;
-const ETH_P_TEB: u16 = 0x6558;
-/// VXLAN_HF_VNI: vxlan_rcv drops a header without the I flag.
-const VXLAN_HF_VNI: u8 = 0x08;
+/// The bytes gre_parse_header pulls (include/net/gre.h: gre_calc_hlen): the base word,
+/// then checksum, key and sequence words as flagged. Not [`Gre::header_len`], which also
+/// counts the ACK word of version 1 (PPTP); a version-0 header with the ACK bit set has no
+/// such word for the receive path.
+pub(super) fn gre_calc_hlen(g: &Gre<&[u8]>) -> usize {
+    let word = |present: bool| if present { 4 } else { 0 };
+    GRE_BASE_LEN + word(g.checksum_present()) + word(g.key_present()) + word(g.sequence_present())
+}
 
 /// The outer IPv4/UDP/VXLAN (to a port in `ports`) or IPv4/GRE/TEB headers of `f`, as
 /// vxlan_rcv and gre_parse_header accept them; an IPv6 outer header as
 /// [`super::cells6::outer_of_v6`] reads it.
 pub fn outer_of(f: &[u8], ports: &[u16]) -> Option<Outer> {
-    let be16 = |o: usize| f.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
-    let addr = |o: usize| -> Option<[u8; 4]> { f.get(o..o + 4)?.try_into().ok() };
-    if be16(12)? == crate::consts::ETH_P_IPV6 {
-        return super::cells6::outer_of_v6(f, ports);
+    let eth = ethernet::Packet::new_checked(f).ok()?;
+    match eth.ethertype() {
+        ETH_P_IPV6 => return super::cells6::outer_of_v6(f, ports),
+        ETH_P_IP => {}
+        _ => return None,
     }
-    if be16(12)? != 0x0800 {
+    // The header as far as it goes (tot_len is not checked: the tap's skb is the frame).
+    let ip_bytes = eth.payload();
+    let ip = ipv4::Packet::new_unchecked(ip_bytes);
+    let ihl = ip_bytes.first().map(|_| ip.header_len())?;
+    if ihl < ipv4::HEADER_LEN || ip_bytes.len() < ihl || ip.is_fragment() {
         return None;
     }
-    let ihl = usize::from(*f.get(ETH_HLEN)? & 0x0f) * 4;
-    if ihl < 20 || be16(ETH_HLEN + 6)? & 0x3fff != 0 {
-        return None;
-    }
-    let l4 = ETH_HLEN + ihl;
-    let out = match *f.get(ETH_HLEN + 9)? {
-        17 => {
-            let port = be16(l4 + 2)?;
-            if !ports.contains(&port) || *f.get(l4 + 8)? & VXLAN_HF_VNI == 0 {
+    let l4 = &ip_bytes[ihl..];
+    let l4_off = ETH_HLEN + ihl;
+    let out = match ip.protocol() {
+        IPPROTO_UDP => {
+            let u = udp::Packet::new_checked(l4).ok()?;
+            if !ports.contains(&u.dst_port()) {
                 return None;
             }
-            let v = f.get(l4 + 12..l4 + 15)?;
+            let v = VxlanPacket::new_checked(u.payload()).ok()?;
+            if v.flags() & VXLAN_HF_VNI == 0 {
+                return None;
+            }
             Outer {
                 dev: TunnelDev::Vxlan {
-                    port,
-                    vni: u32::from_be_bytes([0, v[0], v[1], v[2]]),
+                    port: u.dst_port(),
+                    vni: v.vni(),
                 },
-                inner: l4 + 16,
+                inner: l4_off + udp::HEADER_LEN + VXLAN_HLEN,
                 outer_csum: true,
             }
         }
-        47 => {
-            let flags = be16(l4)?;
-            if flags & (GRE_VERSION | GRE_ROUTING) != 0 || be16(l4 + 2)? != ETH_P_TEB {
+        IPPROTO_GRE => {
+            let g = Gre::new_checked(l4).ok()?;
+            // gre_parse_header: version 0 (1 is PPTP), no routing; gretap: ETH_P_TEB.
+            if g.flags_word() & (GRE_VERSION | GRE_ROUTING) != 0 || g.protocol() != ETH_P_TEB {
                 return None;
             }
-            let mut o = l4 + 4;
-            if flags & GRE_CSUM != 0 {
-                o += 4;
-            }
-            let key = if flags & GRE_KEY != 0 {
-                o += 4;
-                Some(addr(o - 4)?)
+            let hlen = gre_calc_hlen(&g);
+            let key = if g.key_present() {
+                Some(g.key()?.to_be_bytes())
             } else {
                 None
             };
-            if flags & GRE_SEQ != 0 {
-                o += 4;
-            }
+            (l4.len() >= hlen).then_some(())?;
             Outer {
                 dev: TunnelDev::Gretap {
-                    remote: addr(ETH_HLEN + 12)?,
-                    local: addr(ETH_HLEN + 16)?,
+                    remote: ip.src_addr().octets(),
+                    local: ip.dst_addr().octets(),
                     key,
                 },
-                inner: o,
-                outer_csum: flags & GRE_CSUM != 0,
+                inner: l4_off + hlen,
+                outer_csum: g.checksum_present(),
             }
         }
         _ => return None,

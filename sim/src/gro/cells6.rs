@@ -20,10 +20,9 @@ use super::cells::{Outer, TunnelDev};
 use super::ETH_HLEN;
 use crate::consts::{ETH_P_IPV6, ETH_P_TEB, IPPROTO_GRE, IPPROTO_UDP, VXLAN_HLEN};
 use crate::wire::gre::{Gre, GRE_ROUTING, GRE_VERSION};
+use crate::wire::vxlan::VXLAN_HF_VNI;
 use crate::wire::{ethernet, ipv6, udp};
 
-/// VXLAN_HF_VNI: vxlan_rcv drops a header without the I flag.
-const VXLAN_HF_VNI: u8 = 0x08;
 /// INET_ECN_MASK (include/net/inet_ecn.h).
 const INET_ECN_MASK: u8 = 3;
 /// INET_ECN_CE.
@@ -76,7 +75,7 @@ pub fn outer_of_v6(f: &[u8], ports: &[u16]) -> Option<Outer> {
                     local: ip.dst_addr().octets(),
                     key: g.key().map(u32::to_be_bytes),
                 },
-                inner: l4_off + g.header_len(),
+                inner: l4_off + super::cells::gre_calc_hlen(&g),
                 outer_csum: g.checksum_present(),
             }
         }
