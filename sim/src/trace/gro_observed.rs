@@ -135,9 +135,7 @@ pub fn derived_segs(bytes: &[u8], gso_size: u16, vxlan_ports: &[u16]) -> Option<
     let payload = match innermost_tcp(bytes, vxlan_ports) {
         Some(th) => {
             let tcph = TcpPacket::new_unchecked(bytes.get(th..th + tcp::HEADER_LEN)?);
-            bytes
-                .len()
-                .checked_sub(th + usize::from(tcph.header_len()))?
+            bytes.len().checked_sub(th + tcph.header_len())?
         }
         // Plain UDP GRO (SKB_GSO_UDP_L4): the payload after the UDP header.
         None => bytes

@@ -103,6 +103,7 @@ mod capture;
 mod expressible;
 mod gretap;
 mod ip6gretap;
+mod link;
 mod sched;
 mod tunnel_obs;
 mod udp_gro;
@@ -116,8 +117,9 @@ pub use expressible::{expressible, kernel_config};
 use expressible::{expressible_with, load_frames};
 use gretap::*;
 use ip6gretap::*;
+use link::*;
 use sched::*;
-pub use sched::{jiffy_now, NapiThread, RealtimeWriter};
+pub use sched::{align_to_tick, host_hz, jiffy_now, NapiThread, RealtimeWriter};
 use tunnel_obs::*;
 use vxlan::*;
 use vxlan6::*;
@@ -154,48 +156,6 @@ pub struct RealTapGro {
     pub notes: Vec<String>,
 }
 
-/// This kernel's HZ: `CLOCK_MONOTONIC_COARSE` advances once per tick.
-pub fn host_hz() -> Result<u32, KernelError> {
-    let mut res = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_getres writes one timespec through the pointer, which lives for the call.
-    let ret = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) };
-    cvt(ret).op(|| "clock_getres(CLOCK_MONOTONIC_COARSE)".to_string())?;
-    let ns = res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64;
-    if ns == 0 {
-        return Err(KernelError::new(
-            "clock_getres(CLOCK_MONOTONIC_COARSE)",
-            Cause::Protocol("resolution 0".into()),
-        ));
-    }
-    Ok(((1_000_000_000 + ns / 2) / ns) as u32)
-}
-
-fn coarse_now() -> Duration {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec through the pointer; a valid clock id.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut t) };
-    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
-}
-
-/// Return right after the next tick (jiffies advanced), then `phase` into the jiffy.
-pub fn align_to_tick(phase: Duration, jiffy: Duration) {
-    let start = coarse_now();
-    let give_up = Instant::now() + jiffy * 3;
-    while coarse_now() == start && Instant::now() < give_up {
-        std::hint::spin_loop();
-    }
-    let tick = Instant::now();
-    while tick.elapsed() < phase {
-        std::hint::spin_loop();
-    }
-}
-
 /// Replay `scenario` through the real kernel in a fresh namespace.
 ///
 /// With a `gro_flush_timeout`, what GRO delivers depends on when the writes happen
@@ -230,25 +190,6 @@ pub fn run_tap_gro(scenario: &Scenario) -> Result<RealTapGro, ArmError> {
     }
 }
 
-/// A tap name no other run uses at the same time: "gro" and five hex digits (so that
-/// `napi/<name>-0` fits the 15 characters of a task's comm).
-fn unique_tap_name() -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let mut x = u64::from(std::process::id()) << 32 | u64::from(n) << 20 | u64::from(nanos);
-    // splitmix64 finaliser: spread every input bit over the 20 kept.
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^= x >> 31;
-    format!("gro{:05x}", x & 0xf_ffff)
-}
-
 /// Take what `cap` has queued now; each new capture gets the input time `last`.
 fn collect(
     cap: &mut Option<VnetCapture>,
@@ -269,25 +210,6 @@ fn take_identical(pool: &[(usize, Vec<u8>)], used: &mut [bool], want: &[u8]) -> 
     let i = (0..pool.len()).find(|&i| !used[i] && pool[i].1 == want)?;
     used[i] = true;
     Some(pool[i].1.len())
-}
-
-/// `[gro] gro_max_size` / `gro_ipv4_max_size` on the tap through rtnetlink (only those
-/// other than GRO_LEGACY_MAX_SIZE), read back: what the kernel reports (65536 for an
-/// attribute it does not report).
-fn set_gro_sizes(
-    ns: &mut Netns,
-    ifindex: u32,
-    plan: &sim::gro::plan::GroPlan,
-) -> Result<(usize, usize), KernelError> {
-    let legacy = sim::gro::GRO_LEGACY_MAX_SIZE;
-    let want = |v: usize| (v != legacy).then_some(v as u32);
-    let (v6, v4) = (want(plan.gro_max_size), want(plan.gro_ipv4_max_size));
-    if v6.is_some() || v4.is_some() {
-        ns.rtnl().set_gro_max_sizes(ifindex, v6, v4)?;
-    }
-    let link = ns.rtnl().link(ifindex)?;
-    let read = |v: Option<u32>| v.map_or(legacy, |v| v as usize);
-    Ok((read(link.gro_max_size), read(link.gro_ipv4_max_size)))
 }
 
 /// One attempt; the second value says why its timing did not follow the input's, if it

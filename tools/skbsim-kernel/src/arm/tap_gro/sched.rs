@@ -303,3 +303,45 @@ pub(super) fn poll_burst(
     }
     Ok(())
 }
+
+/// This kernel's HZ: `CLOCK_MONOTONIC_COARSE` advances once per tick.
+pub fn host_hz() -> Result<u32, KernelError> {
+    let mut res = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_getres writes one timespec through the pointer, which lives for the call.
+    let ret = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) };
+    cvt(ret).op(|| "clock_getres(CLOCK_MONOTONIC_COARSE)".to_string())?;
+    let ns = res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64;
+    if ns == 0 {
+        return Err(KernelError::new(
+            "clock_getres(CLOCK_MONOTONIC_COARSE)",
+            Cause::Protocol("resolution 0".into()),
+        ));
+    }
+    Ok(((1_000_000_000 + ns / 2) / ns) as u32)
+}
+
+pub(super) fn coarse_now() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through the pointer; a valid clock id.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Return right after the next tick (jiffies advanced), then `phase` into the jiffy.
+pub fn align_to_tick(phase: Duration, jiffy: Duration) {
+    let start = coarse_now();
+    let give_up = Instant::now() + jiffy * 3;
+    while coarse_now() == start && Instant::now() < give_up {
+        std::hint::spin_loop();
+    }
+    let tick = Instant::now();
+    while tick.elapsed() < phase {
+        std::hint::spin_loop();
+    }
+}
