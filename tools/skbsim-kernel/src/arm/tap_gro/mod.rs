@@ -464,8 +464,19 @@ fn replay(
         cap.drain_quiet(quiet, &mut captured)?;
     }
     captured_ts.resize(captured.len(), last_ts);
-    let vx_captured = drain_tunnels(&mut vcaps)?;
-    let gt_captured = drain_tunnels(&mut gcaps)?;
+    let mut received = |idx: u32| ns.rtnl().stats(idx).map(|st| st.rx_packets > 0);
+    let vx_received = vx_devs
+        .iter()
+        .chain(&vx6_devs)
+        .map(|(_, idx, _, _)| received(*idx))
+        .collect::<Result<Vec<_>, _>>()?;
+    let gt_received = gt_devs
+        .iter()
+        .chain(&gt6_devs)
+        .map(|(_, idx)| received(*idx))
+        .collect::<Result<Vec<_>, _>>()?;
+    let vx_captured = drain_tunnels(&mut vcaps, &vx_received)?;
+    let gt_captured = drain_tunnels(&mut gcaps, &gt_received)?;
     let untag = |v: &[(usize, Captured)]| -> Vec<(usize, Vec<u8>)> {
         v.iter().map(|(k, (_, b))| (*k, b.clone())).collect()
     };

@@ -16,14 +16,27 @@ use sim::gro::cells::TunnelDev;
 /// A created vxlan device: name, ifindex, port, VNI.
 pub(super) type VxlanDev = (String, u32, u16, u32);
 
+/// How long the arm waits for the first frame of a tunnel device that counted a received
+/// skb: the cell's NAPI runs in a softirq that a busy machine defers (ksoftirqd) well past
+/// the quiet period (a cells-vxlan6 run under two spinners once read nothing).
+const FIRST_FRAME_WAIT: Duration = Duration::from_secs(2);
+
 /// Every frame the tunnel devices' sockets hold (the device's position first, with its
-/// virtio-net header), until quiet.
+/// virtio-net header), until quiet. `received[k]`: device `k`'s rx_packets is non-zero;
+/// vxlan_rcv, ip_tunnel_rcv and __ip6_tnl_rcv count the skb (dev_sw_netstats_rx_add)
+/// before gro_cells_receive, so its socket will see at least one frame: wait for it.
 pub(super) fn drain_tunnels(
     caps: &mut [VnetCapture],
+    received: &[bool],
 ) -> Result<Vec<(usize, Captured)>, KernelError> {
     let mut frames = Vec::new();
     for (k, c) in caps.iter_mut().enumerate() {
         let mut got = Vec::new();
+        if received.get(k).copied().unwrap_or(false) {
+            if let Some(first) = c.recv(FIRST_FRAME_WAIT)? {
+                got.push(first);
+            }
+        }
         c.drain_quiet(Duration::from_millis(5), &mut got)?;
         frames.extend(got.into_iter().map(|c| (k, c)));
     }
