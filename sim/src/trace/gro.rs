@@ -5,6 +5,8 @@
 //! Observable by a real arm: `len`, `bytes`, `summary` (AF_PACKET on the tap), `gso` and
 //! `csum` (a TSO/vnet reader behind a bridge), `vxlan_dev` / `gretap_dev` (AF_PACKET on
 //! the vxlan or gretap device), the totals' `lengths`/`stack`/`tap`. Model-only: [`GRO_MODEL_ONLY_FIELDS`].
+//! A `deliver` block is the delivery event of [`super::gro_delivery`] (the real arm's
+//! too) with the model's own lines added by the same renderer.
 
 use std::fmt::Write as _;
 
@@ -15,7 +17,7 @@ use serde_json::{json, Value};
 use crate::gro::napi::{Delivered, End};
 use crate::pipeline::tap_gro::{TapGro, TapGroRun, WriteError, XdpBeforeGro};
 use crate::scenario::Scenario;
-use crate::skb::{gso, IpSummed, SkBuff};
+use crate::skb::{gso, SkBuff};
 use crate::text;
 use crate::tun::napi::AfterGro;
 
@@ -485,15 +487,8 @@ pub fn delivered_json(n: usize, d: &Delivered) -> Value {
 /// A delivered skb's metadata for a pcapng packet comment.
 pub fn delivered_comment(d: &Delivered) -> String {
     let s = &d.skb;
-    let csum = if s.ip_summed == IpSummed::Partial {
-        format!(
-            "CHECKSUM_PARTIAL start {} offset {}",
-            s.checksum_start_offset(),
-            s.csum_offset
-        )
-    } else {
-        format!("{} level {}", s.ip_summed.kernel_name(), s.csum_level)
-    };
+    let mut csum = String::new();
+    super::gro_delivery::csum_value(&mut csum, super::gro_delivery::model_csum(s), Some(s));
     format!(
         "skb: len {} protocol {:#06x} gso {} {csum}; frames {}",
         s.len(),

@@ -110,21 +110,25 @@ impl Delivery<'_> {
 /// The model's skb as a packet socket on the tap would show it (`csum_start` unshifted:
 /// the tap's skbs carry no accelerated VLAN tag).
 pub fn project(s: &SkBuff) -> Delivery<'_> {
-    let csum = match s.ip_summed {
+    Delivery {
+        bytes: s.bytes(),
+        gso: model_gso(s),
+        csum: model_csum(s),
+        hdr_len: if s.is_gso() { s.headlen() as u16 } else { 0 },
+        vxlan_dev_len: super::gro::vxlan_dev_len(s),
+        gretap_dev_len: super::gro::gretap_dev_len(s),
+    }
+}
+
+/// The model's ip_summed as the vnet flags would show it.
+pub fn model_csum(s: &SkBuff) -> Csum {
+    match s.ip_summed {
         IpSummed::Partial => Csum::Partial {
             start: s.checksum_start_offset(),
             offset: s.csum_offset,
         },
         IpSummed::Unnecessary => Csum::Unnecessary,
         IpSummed::None | IpSummed::Complete => Csum::NoneOrComplete,
-    };
-    Delivery {
-        bytes: s.bytes(),
-        gso: model_gso(s),
-        csum,
-        hdr_len: if s.is_gso() { s.headlen() as u16 } else { 0 },
-        vxlan_dev_len: super::gro::vxlan_dev_len(s),
-        gretap_dev_len: super::gro::gretap_dev_len(s),
     }
 }
 
@@ -135,6 +139,29 @@ pub fn model_gso(s: &SkBuff) -> Option<Gso> {
         size: s.gso_size,
         segs: Some(super::gro::segs_of(s)),
     })
+}
+
+/// The checksum field's value (its key is `csum` for CHECKSUM_PARTIAL, else
+/// `ip_summed`): "CHECKSUM_PARTIAL start 34 offset 16", or what the vnet flags say, or
+/// the model's exact ip_summed and csum_level where `model` has them.
+pub fn csum_value(out: &mut String, c: Csum, model: Option<&SkBuff>) {
+    match (c, model) {
+        (Csum::Partial { start, offset }, _) => {
+            out.push_str("CHECKSUM_PARTIAL start ");
+            text::dec(out, start);
+            out.push_str(" offset ");
+            text::dec(out, offset);
+        }
+        (_, Some(s)) => {
+            out.push_str(s.ip_summed.kernel_name());
+            out.push_str(" level ");
+            text::dec(out, s.csum_level);
+        }
+        (Csum::Unnecessary, None) => out.push_str("CHECKSUM_UNNECESSARY (vnet DATA_VALID)"),
+        (Csum::NoneOrComplete, None) => {
+            out.push_str("CHECKSUM_NONE or CHECKSUM_COMPLETE (vnet flags 0)")
+        }
+    }
 }
 
 /// "TCPV4 size 1400 segs 10", "none".
@@ -169,28 +196,13 @@ pub fn render_delivery(out: &mut String, n: usize, d: &Delivery<'_>, model: Opti
     out.push_str("  gso: ");
     out.push_str(&gso_text(d.gso.as_ref()));
     out.push('\n');
-    match (d.csum, model) {
-        (Csum::Partial { start, offset }, _) => {
-            let _ = writeln!(
-                out,
-                "  csum: CHECKSUM_PARTIAL start {start} offset {offset}"
-            );
-        }
-        // The model knows the exact ip_summed and csum_level.
-        (_, Some(m)) => {
-            out.push_str("  ip_summed: ");
-            out.push_str(m.skb.ip_summed.kernel_name());
-            out.push_str(" level ");
-            text::dec(out, m.skb.csum_level);
-            out.push('\n');
-        }
-        (Csum::Unnecessary, None) => {
-            out.push_str("  ip_summed: CHECKSUM_UNNECESSARY (vnet DATA_VALID)\n")
-        }
-        (Csum::NoneOrComplete, None) => {
-            out.push_str("  ip_summed: CHECKSUM_NONE or CHECKSUM_COMPLETE (vnet flags 0)\n")
-        }
-    }
+    out.push_str(if matches!(d.csum, Csum::Partial { .. }) {
+        "  csum: "
+    } else {
+        "  ip_summed: "
+    });
+    csum_value(out, d.csum, model.map(|m| &*m.skb));
+    out.push('\n');
     if let Some(m) = model {
         super::gro::model_encap_line(out, &m.skb);
     }
@@ -280,5 +292,63 @@ mod tests {
             "\n  gso: none\n  ip_summed: CHECKSUM_UNNECESSARY (vnet DATA_VALID)\n  summary: "
         ));
         assert_eq!(delivery_json(0, &d)["data_valid"], json!(true));
+    }
+
+    #[test]
+    fn a_model_block_and_the_kernel_s_view_of_the_same_skb_compare_equal() {
+        use crate::gro::plan::GroPlan;
+        use crate::pipeline::tap_gro::TapGroRun;
+        use crate::profile::LINUX_6_18;
+        use crate::trace::gro_observed::{observable, ObservedSkb, GRO_UNOBSERVED_FIELDS};
+        use crate::wire::virtio_net_hdr::{VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4};
+        // Ten 1400-byte segments held by a 1 ms gro_flush_timeout merge into one skb.
+        let plan = GroPlan {
+            burst: 1,
+            flush_timeout_ns: 1_000_000,
+            ..GroPlan::defaults(&LINUX_6_18.gro)
+        };
+        let mut r = TapGroRun::new(&LINUX_6_18, &plan);
+        for (i, f) in crate::gro::frames::Tcp4::default()
+            .stream(10)
+            .into_iter()
+            .enumerate()
+        {
+            r.write(i as u64, 1_000_000_000 + i as u64 * 1000, f);
+        }
+        r.finish();
+        let d = &r.delivered[0];
+        let mut model = String::new();
+        crate::trace::gro::render_delivered(&mut model, 0, d);
+        // What tcp_gro_complete and virtio_net_hdr_from_skb give a packet socket:
+        // TCPV4, gso_size 1400, NEEDS_CSUM at the TCP header (34, checksum at 16).
+        let seen = ObservedSkb {
+            bytes: d.skb.to_vec(),
+            vnet: Some(VirtioNetHdrRepr {
+                flags: VIRTIO_NET_HDR_F_NEEDS_CSUM,
+                gso_type: VIRTIO_NET_HDR_GSO_TCPV4,
+                hdr_len: d.skb.headlen() as u16,
+                gso_size: 1400,
+                csum_start: 34,
+                csum_offset: 16,
+                ..VirtioNetHdrRepr::default()
+            }),
+            ..ObservedSkb::default()
+        };
+        let real = |s: &ObservedSkb| {
+            let mut t = String::new();
+            crate::trace::gro_observed::render_skb(&mut t, 0, s, &[]);
+            observable(&t)
+        };
+        let mut skip = crate::trace::gro::GRO_MODEL_ONLY_FIELDS.to_vec();
+        skip.extend(GRO_UNOBSERVED_FIELDS);
+        let cmp = |t: &str| crate::trace::diff::first_divergence(&observable(&model), t, &skip);
+        assert_eq!(cmp(&real(&seen)), None, "{model}");
+        assert!(real(&seen).contains("  gso: TCPV4 size 1400 segs 10\n"));
+        let mut other = seen.clone();
+        other.vnet.as_mut().unwrap().csum_start = 54;
+        assert_eq!(
+            cmp(&real(&other)).map(|d| d.field),
+            Some("csum".to_string())
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! The tap-gro trace of a real-kernel run: skbs as an AF_PACKET socket with
 //! `PACKET_VNET_HDR` saw them on the tap (and on a vxlan or gretap device), with no model
-//! information. Same layout and field names as [`super::gro::render_delivered`], so
+//! information. Each [`ObservedSkb`] becomes the delivery event both arms give
+//! ([`ObservedSkb::delivery`]) and is written by the model's renderer
+//! ([`super::gro_delivery::render_delivery`], without the model's lines), so
 //! `first_divergence` compares the two field by field once both went through
 //! [`observable`] and the model-only fields ([`super::gro::GRO_MODEL_ONLY_FIELDS`]) and the
 //! fields no socket shows ([`GRO_UNOBSERVED_FIELDS`]) are skipped.
