@@ -5,6 +5,8 @@
 //! Observable by a real arm: `len`, `bytes`, `summary` (AF_PACKET on the tap), `gso` and
 //! `csum` (a TSO/vnet reader behind a bridge), `vxlan_dev` / `gretap_dev` (AF_PACKET on
 //! the vxlan or gretap device), the totals' `lengths`/`stack`/`tap`. Model-only: [`GRO_MODEL_ONLY_FIELDS`].
+//! A `deliver` block is the delivery event of [`super::gro_delivery`] (the real arm's
+//! too) with the model's own lines added by the same renderer.
 
 use std::fmt::Write as _;
 
@@ -15,10 +17,9 @@ use serde_json::{json, Value};
 use crate::gro::napi::{Delivered, End};
 use crate::pipeline::tap_gro::{TapGro, TapGroRun, WriteError, XdpBeforeGro};
 use crate::scenario::Scenario;
-use crate::skb::{gso, IpSummed, SkBuff};
+use crate::skb::{gso, SkBuff};
 use crate::text;
 use crate::tun::napi::AfterGro;
-use crate::wire::summary::describe;
 
 /// Trace fields only the model knows; a comparison with the real kernel skips them.
 /// `encap` (tunnel offsets and the UDP_TUNNEL_CSUM bit) is not in a virtio header either.
@@ -116,19 +117,6 @@ fn end_into(out: &mut String, e: &End) {
     }
 }
 
-fn gso_text(s: &SkBuff) -> String {
-    if s.gso_size == 0 {
-        "none".into()
-    } else {
-        format!(
-            "{} size {} segs {}",
-            gso::names(s.gso_type),
-            s.gso_size,
-            segs_of(s)
-        )
-    }
-}
-
 /// The segments an skb stands for: GRO's count, or for a GSO skb from a vnet header
 /// (SKB_GSO_DODGY, gso_segs 0 until the stack recounts it: tcp_gso_segment) its TCP
 /// payload over gso_size, as a reader's virtio_net_hdr implies (outer TCP only).
@@ -177,7 +165,7 @@ fn encap_text(s: &SkBuff) -> String {
 }
 
 /// The decapsulated length a vxlan device sees (outer Ethernet, IPv4, UDP, VXLAN off).
-fn vxlan_dev_len(s: &SkBuff) -> Option<usize> {
+pub(crate) fn vxlan_dev_len(s: &SkBuff) -> Option<usize> {
     if s.gso_type & (gso::UDP_TUNNEL | gso::UDP_TUNNEL_CSUM) != 0 {
         return s.offset_from_data(s.inner_mac_header).map(|m| s.len() - m);
     }
@@ -196,12 +184,12 @@ pub(crate) fn gretap_dev_len(s: &SkBuff) -> Option<usize> {
     None
 }
 
-/// The header lines of a tap-gro trace.
-pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGro) {
+/// The model's run settings in the header's terms (those the real arm reads back).
+fn sim_setup(run: &TapGro) -> super::gro_observed::ObservedSetup {
     let p = &run.plan;
     let (gro_max_size, gro_ipv4_max_size) =
         crate::gro::bigtcp::device_sizes(&run.cfg.rules, p.gro_max_size, p.gro_ipv4_max_size);
-    let setup = super::gro_observed::ObservedSetup {
+    super::gro_observed::ObservedSetup {
         backend: "sim".to_string(),
         feature: p.feature,
         teb_gro: p.teb_gro,
@@ -218,7 +206,12 @@ pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGro) {
         },
         gro_max_size,
         gro_ipv4_max_size,
-    };
+    }
+}
+
+/// The header lines of a tap-gro trace.
+pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGro) {
+    let setup = sim_setup(run);
     let napi_note = if run.cfg.rules.tun_napi {
         ""
     } else {
@@ -227,21 +220,18 @@ pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGro) {
     super::gro_observed::header(out, sc, &setup, napi_note);
 }
 
-/// One delivered skb's block (without the separator line). The lines every skb has are
-/// written by hand (see crate::text): a traced replay renders one block per frame.
+/// One delivered skb's block (without the separator line): its observable part
+/// ([`super::gro_delivery::project`]) with the model's own lines.
 pub fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
+    super::gro_delivery::render_delivery(out, n, &super::gro_delivery::project(&d.skb), Some(d));
+}
+
+/// The model-only lines after a delivery's first: frames, start and rule (for the frame
+/// that started the skb), end.
+pub(crate) fn model_head_lines(out: &mut String, d: &Delivered) {
     let s = &d.skb;
-    // "deliver {n} (poll {}, ts {}): len {}"
-    out.push_str("deliver ");
-    text::dec(out, n);
-    out.push_str(" (poll ");
-    text::dec(out, d.poll);
-    out.push_str(", ts ");
-    text::ts(out, d.ts_ns);
-    out.push_str("): len ");
-    text::dec(out, s.len());
     // "  frames: {ranges} ({count})"
-    out.push_str("\n  frames: ");
+    out.push_str("  frames: ");
     let count = ranges_into(out, s.frames());
     out.push_str(" (");
     text::dec(out, count);
@@ -265,27 +255,11 @@ pub fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
     }
     out.push_str("  end: ");
     end_into(out, &d.end);
-    out.push_str("\n  gso: ");
-    if s.gso_size == 0 {
-        out.push_str("none");
-    } else {
-        out.push_str(&gso_text(s));
-    }
     out.push('\n');
-    if s.ip_summed == IpSummed::Partial {
-        let _ = writeln!(
-            out,
-            "  csum: CHECKSUM_PARTIAL start {} offset {}",
-            s.checksum_start_offset(),
-            s.csum_offset
-        );
-    } else {
-        out.push_str("  ip_summed: ");
-        out.push_str(s.ip_summed.kernel_name());
-        out.push_str(" level ");
-        text::dec(out, s.csum_level);
-        out.push('\n');
-    }
+}
+
+/// The model-only `encap` line (no socket shows the inner header offsets).
+pub(crate) fn model_encap_line(out: &mut String, s: &SkBuff) {
     out.push_str("  encap: ");
     if s.encapsulation {
         out.push_str(&encap_text(s));
@@ -293,21 +267,13 @@ pub fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
         out.push_str("none");
     }
     out.push('\n');
-    if let Some(v) = vxlan_dev_len(s) {
-        let _ = writeln!(out, "  vxlan_dev: len {v}");
-    }
-    if let Some(v) = gretap_dev_len(s) {
-        let _ = writeln!(out, "  gretap_dev: len {v}");
-    }
+}
+
+/// The model's `layout` line (head, frags, frag_list; a socket shows only hdr_len).
+pub(crate) fn model_layout_line(out: &mut String, s: &SkBuff) {
     out.push_str("  layout: ");
     layout_into(out, s);
     out.push('\n');
-    let bytes = s.bytes();
-    out.push_str("  summary: ");
-    crate::wire::summary::describe_into(out, &bytes);
-    out.push('\n');
-    out.push_str("  bytes:\n");
-    super::render::hexdump(out, &bytes);
 }
 
 /// An XDP verdict's name ("XDP_DROP"; an unknown value as a number).
@@ -327,14 +293,17 @@ pub fn write_error_why(len: usize) -> &'static str {
 
 /// One write tun_get_user refused (without the separator line).
 pub fn render_write_error(out: &mut String, e: &WriteError) {
+    write_error_lines(out, e.frame, e.ts_ns, e.len, e.errno.name());
+}
+
+/// A refused write's block, either arm (`errno` by its name: "EINVAL").
+pub(crate) fn write_error_lines(out: &mut String, frame: u64, ts_ns: u64, len: usize, errno: &str) {
     let _ = writeln!(
         out,
-        "write-error (frame {}, ts {}): {}",
-        e.frame,
-        ts(e.ts_ns),
-        e.errno.name()
+        "write-error (frame {frame}, ts {}): {errno}",
+        ts(ts_ns)
     );
-    let _ = writeln!(out, "  len: {} ({})", e.len, write_error_why(e.len));
+    let _ = writeln!(out, "  len: {len} ({})", write_error_why(len));
 }
 
 /// Delivered lengths listed in the totals; a longer run lists its count instead (each
@@ -363,35 +332,62 @@ impl GroTotals {
     }
 }
 
-/// The totals block (with its separator line).
-pub fn render_gro_totals(out: &mut String, run: &TapGro, t: &GroTotals) {
+/// The totals' lines both arms have (`totals`, `tap`, `stack`, `lengths`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TotalsHead<'a> {
+    pub written: u64,
+    pub write_errors: u64,
+    pub delivered: u64,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    /// What the stack received: skbs, bytes, segments.
+    pub stack: (u64, u64, u64),
+    /// The first [`TOTALS_LENGTHS_MAX`] delivered lengths.
+    pub lengths: &'a [usize],
+}
+
+/// The totals block's first lines (with its separator line).
+pub(crate) fn totals_head(out: &mut String, h: &TotalsHead<'_>) {
     out.push('\n');
-    let c = &run.counts;
     let _ = writeln!(
         out,
         "totals: written {} write_errors {} delivered {}",
-        c.frames, t.write_errors, t.delivered
+        h.written, h.write_errors, h.delivered
     );
     let _ = writeln!(
         out,
         "  tap: rx_packets {} rx_bytes {}",
-        run.stats.rx_packets, run.stats.rx_bytes
+        h.rx_packets, h.rx_bytes
     );
-    let _ = writeln!(
-        out,
-        "  stack: packets {} bytes {} segs {}",
-        c.skbs, c.bytes, c.segs
-    );
-    if t.delivered as usize <= TOTALS_LENGTHS_MAX {
-        let lens: Vec<String> = t.lengths.iter().map(|l| l.to_string()).collect();
+    let (packets, bytes, segs) = h.stack;
+    let _ = writeln!(out, "  stack: packets {packets} bytes {bytes} segs {segs}");
+    if h.delivered as usize <= TOTALS_LENGTHS_MAX {
+        let lens: Vec<String> = h.lengths.iter().map(|l| l.to_string()).collect();
         let _ = writeln!(out, "  lengths: [{}]", lens.join(", "));
     } else {
         let _ = writeln!(
             out,
             "  lengths: {} skbs (each in its deliver block)",
-            t.delivered
+            h.delivered
         );
     }
+}
+
+/// The totals block (with its separator line).
+pub fn render_gro_totals(out: &mut String, run: &TapGro, t: &GroTotals) {
+    let c = &run.counts;
+    totals_head(
+        out,
+        &TotalsHead {
+            written: c.frames,
+            write_errors: t.write_errors,
+            delivered: t.delivered,
+            rx_packets: run.stats.rx_packets,
+            rx_bytes: run.stats.rx_bytes,
+            stack: (c.skbs, c.bytes, c.segs),
+            lengths: &t.lengths,
+        },
+    );
     let _ = writeln!(
         out,
         "  held: merged {} held {} normal {} polls {}",
@@ -465,72 +461,44 @@ fn end_json(e: &End) -> Value {
     }
 }
 
-/// The JSON of one delivered skb.
+/// The JSON of one delivered skb: the observable fields
+/// ([`super::gro_delivery::delivery_json`]) and the model's own.
 pub fn delivered_json(n: usize, d: &Delivered) -> Value {
     let s = &d.skb;
-    let bytes = s.to_vec();
-    json!({
-        "deliver": n,
+    let mut v = super::gro_delivery::delivery_json(n, &super::gro_delivery::project(s));
+    let model = json!({
         "poll": d.poll,
         "ts_ns": d.ts_ns,
-        "len": s.len(),
         "frames": s.frames().collect::<Vec<u64>>(),
         "start": s.model.start.map(|r| json!({"frame": s.model.frame, "reason": r.name,
             "also": s.model.start_also.iter().map(|a| a.name).collect::<Vec<_>>()})),
         "end": end_json(&d.end),
-        "gso_type": gso::names(s.gso_type),
-        "gso_size": s.gso_size,
-        "gso_segs": s.gso_segs,
         "ip_summed": s.ip_summed.kernel_name(),
-        "csum_start": (s.ip_summed == IpSummed::Partial).then_some(s.checksum_start_offset()),
-        "csum_offset": (s.ip_summed == IpSummed::Partial).then_some(s.csum_offset),
+        "csum_level": s.csum_level,
         "encapsulation": s.encapsulation,
-        "vxlan_dev_len": vxlan_dev_len(s),
-        "gretap_dev_len": gretap_dev_len(s),
         "layout": {"head": s.headlen(), "frags": s.nr_frags(), "frag_list": s.layout().frag_list},
-        "summary": describe(&bytes),
-        "bytes": super::render::hex_string(&bytes),
-    })
+    });
+    if let (Some(v), Value::Object(m)) = (v.as_object_mut(), model) {
+        v.extend(m);
+    }
+    v
 }
 
 /// A delivered skb's metadata for a pcapng packet comment.
 pub fn delivered_comment(d: &Delivered) -> String {
     let s = &d.skb;
-    let csum = if s.ip_summed == IpSummed::Partial {
-        format!(
-            "CHECKSUM_PARTIAL start {} offset {}",
-            s.checksum_start_offset(),
-            s.csum_offset
-        )
-    } else {
-        format!("{} level {}", s.ip_summed.kernel_name(), s.csum_level)
-    };
+    let mut csum = String::new();
+    super::gro_delivery::csum_value(&mut csum, super::gro_delivery::model_csum(s), Some(s));
     format!(
         "skb: len {} protocol {:#06x} gso {} {csum}; frames {}",
         s.len(),
         s.protocol,
-        gso_text(s),
+        super::gro_delivery::gso_text(super::gro_delivery::model_gso(s).as_ref()),
         s.cb.count
     )
 }
 
 /// The JSON header of a tap-gro trace.
 pub fn tap_gro_header_json(sc: &Scenario, run: &TapGro) -> Value {
-    let p = &run.plan;
-    let (gro_max_size, gro_ipv4_max_size) =
-        crate::gro::bigtcp::device_sizes(&run.cfg.rules, p.gro_max_size, p.gro_ipv4_max_size);
-    json!({
-        "scenario": sc.name,
-        "backend": "sim",
-        "profile": sc.profile.name,
-        "gro": {
-            "feature": p.feature, "teb_gro": p.teb_gro, "vlan_gro": p.vlan_gro,
-            "vxlan_ports": p.vxlan_ports, "burst": p.burst,
-            "flush_timeout_ns": p.flush_timeout_ns, "hz": p.hz,
-            "nonblocking": sc.writer.nonblocking, "vnet_hdr": sc.device.vnet_hdr,
-            "udp_gro_socket": p.udp_gro_ports, "rx_udp_gro_forwarding": p.gro_udp_fwd,
-            "rx_gro_list": p.gro_fraglist,
-            "gro_max_size": gro_max_size, "gro_ipv4_max_size": gro_ipv4_max_size,
-        },
-    })
+    super::gro_observed::header_json(sc, &sim_setup(run))
 }

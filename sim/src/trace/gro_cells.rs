@@ -13,7 +13,7 @@ use crate::gro::cells::{segs, GroCells, TapObserver, TunnelDev, Unlisted, TUNNEL
 use crate::gro::napi::Delivered;
 use crate::gro::plan::GroPlan;
 
-use super::gro_observed::{derived_segs, ObservedSkb};
+use super::gro_observed::ObservedSkb;
 
 /// The header line (only when the plan runs gro_cells).
 pub fn cells_header(out: &mut String, plan: &GroPlan) {
@@ -116,10 +116,7 @@ pub fn render_cells(out: &mut String, cells: &GroCells) {
 pub fn render_cells_observed(out: &mut String, tunnel: &[(String, ObservedSkb)], ports: &[u16]) {
     let (mut lens, mut n_segs, mut more) = (Vec::new(), 0, Unlisted::default());
     for (n, (dev, s)) in tunnel.iter().enumerate() {
-        let segs = match &s.vnet {
-            Some(v) if v.gso_type != 0 => derived_segs(&s.bytes, v.gso_size, ports).unwrap_or(1),
-            _ => 1,
-        };
+        let segs = s.delivery(ports).segs();
         if n >= TUNNEL_LISTED_MAX {
             more.packets += 1;
             more.bytes += s.bytes.len();

@@ -1,6 +1,8 @@
 //! The tap-gro trace of a real-kernel run: skbs as an AF_PACKET socket with
 //! `PACKET_VNET_HDR` saw them on the tap (and on a vxlan or gretap device), with no model
-//! information. Same layout and field names as [`super::gro::render_delivered`], so
+//! information. Each [`ObservedSkb`] becomes the delivery event both arms give
+//! ([`ObservedSkb::delivery`]) and is written by the model's renderer
+//! ([`super::gro_delivery::render_delivery`], without the model's lines), so
 //! `first_divergence` compares the two field by field once both went through
 //! [`observable`] and the model-only fields ([`super::gro::GRO_MODEL_ONLY_FIELDS`]) and the
 //! fields no socket shows ([`GRO_UNOBSERVED_FIELDS`]) are skipped.
@@ -15,16 +17,16 @@
 
 use std::fmt::Write as _;
 
-use super::render::ts;
+use std::borrow::Cow;
 
 use serde_json::{json, Value};
 
+use super::gro_delivery::{delivery_json, render_delivery, Csum, Delivery, Gso, GsoType};
+
 use crate::pipeline::tap_gro::innermost_tcp;
 use crate::scenario::Scenario;
-use crate::wire::summary::describe;
 use crate::wire::virtio_net_hdr::{
-    VirtioNetHdrRepr, VIRTIO_NET_HDR_F_DATA_VALID, VIRTIO_NET_HDR_F_NEEDS_CSUM,
-    VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_GSO_TCPV4,
+    VirtioNetHdrRepr, VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_GSO_TCPV4,
     VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4,
 };
 use crate::wire::{tcp, udp, TcpPacket};
@@ -160,13 +162,25 @@ fn plain_udp(f: &[u8]) -> Option<usize> {
     (proto == 17).then_some(l4)
 }
 
-fn gso_text(s: &ObservedSkb, v: &VirtioNetHdrRepr, ports: &[u16]) -> String {
-    if v.gso_type == 0 {
-        return "none".into();
+impl ObservedSkb {
+    /// What it shows as a delivery event (flags 0 and no GSO when the read failed);
+    /// `ports` are the VXLAN ports the segment count looks through.
+    pub fn delivery(&self, ports: &[u16]) -> Delivery<'_> {
+        let v = self.vnet.unwrap_or_default();
+        let gso = (v.gso_type != 0).then(|| Gso {
+            gso_type: GsoType::Vnet(v.gso_type),
+            size: v.gso_size,
+            segs: derived_segs(&self.bytes, v.gso_size, ports).map(|n| n as u64),
+        });
+        Delivery {
+            bytes: Cow::Borrowed(&self.bytes),
+            gso,
+            csum: Csum::of_vnet(&v),
+            hdr_len: v.hdr_len,
+            vxlan_dev_len: self.vxlan_dev_len,
+            gretap_dev_len: self.gretap_dev_len,
+        }
     }
-    let segs = derived_segs(&s.bytes, v.gso_size, ports)
-        .map_or_else(|| "?".to_string(), |n| n.to_string());
-    format!("{} size {} segs {segs}", gso_names(v), v.gso_size)
 }
 
 /// The header lines of a tap-gro trace, real or simulated; `device_note` qualifies the
@@ -251,8 +265,10 @@ pub(crate) fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup, device_
     let _ = writeln!(out, "input: {input}");
 }
 
+/// One delivery a packet socket read (without the separator line): the delivery block,
+/// or why the skb could not be read.
 pub(crate) fn render_skb(out: &mut String, n: usize, s: &ObservedSkb, ports: &[u16]) {
-    let Some(v) = &s.vnet else {
+    if s.vnet.is_none() {
         let _ = writeln!(out, "deliver {n}: unreadable");
         let _ = writeln!(
             out,
@@ -260,35 +276,8 @@ pub(crate) fn render_skb(out: &mut String, n: usize, s: &ObservedSkb, ports: &[u
             s.error.as_deref().unwrap_or("no virtio-net header")
         );
         return;
-    };
-    let _ = writeln!(out, "deliver {n}: len {}", s.bytes.len());
-    let _ = writeln!(out, "  gso: {}", gso_text(s, v, ports));
-    if v.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
-        let _ = writeln!(
-            out,
-            "  csum: CHECKSUM_PARTIAL start {} offset {}",
-            v.csum_start, v.csum_offset
-        );
-    } else if v.flags & VIRTIO_NET_HDR_F_DATA_VALID != 0 {
-        let _ = writeln!(out, "  ip_summed: CHECKSUM_UNNECESSARY (vnet DATA_VALID)");
-    } else {
-        let _ = writeln!(
-            out,
-            "  ip_summed: CHECKSUM_NONE or CHECKSUM_COMPLETE (vnet flags 0)"
-        );
     }
-    if let Some(l) = s.vxlan_dev_len {
-        let _ = writeln!(out, "  vxlan_dev: len {l}");
-    }
-    if let Some(l) = s.gretap_dev_len {
-        let _ = writeln!(out, "  gretap_dev: len {l}");
-    }
-    if v.gso_type != 0 {
-        let _ = writeln!(out, "  layout: head {} (vnet hdr_len)", v.hdr_len);
-    }
-    let _ = writeln!(out, "  summary: {}", describe(&s.bytes));
-    out.push_str("  bytes:\n");
-    super::render::hexdump(out, &s.bytes);
+    render_delivery(out, n, &s.delivery(ports), None);
 }
 
 /// The text trace of a real run, in the simulator's layout.
@@ -298,19 +287,7 @@ pub fn render_observed(sc: &Scenario, o: &ObservedGro) -> String {
     super::gro_cells::cells_header(&mut out, &sc.gro);
     for e in &o.write_errors {
         out.push('\n');
-        let _ = writeln!(
-            out,
-            "write-error (frame {}, ts {}): {}",
-            e.frame,
-            ts(e.ts_ns),
-            e.errno
-        );
-        let _ = writeln!(
-            out,
-            "  len: {} ({})",
-            e.len,
-            super::gro::write_error_why(e.len)
-        );
+        super::gro::write_error_lines(&mut out, e.frame, e.ts_ns, e.len, &e.errno);
     }
     let ports = &o.setup.vxlan_ports;
     if !super::gro_cells::tap_observed(&sc.gro) {
@@ -328,75 +305,34 @@ pub fn render_observed(sc: &Scenario, o: &ObservedGro) -> String {
         out.push('\n');
         render_skb(&mut out, n, s, ports);
     }
-    out.push('\n');
-    let lens: Vec<String> = o
+    let lengths: Vec<usize> = o
         .deliveries
         .iter()
-        .map(|d| d.bytes.len().to_string())
+        .take(super::gro::TOTALS_LENGTHS_MAX)
+        .map(|d| d.bytes.len())
         .collect();
     let bytes: usize = o.deliveries.iter().map(|d| d.bytes.len()).sum();
-    let segs: usize = o
-        .deliveries
-        .iter()
-        .map(|d| match &d.vnet {
-            Some(v) if v.gso_type != 0 => derived_segs(&d.bytes, v.gso_size, ports).unwrap_or(1),
-            _ => 1,
-        })
-        .sum();
-    let _ = writeln!(
-        out,
-        "totals: written {} write_errors {} delivered {}",
-        o.written,
-        o.write_errors.len(),
-        o.deliveries.len()
+    let segs: usize = o.deliveries.iter().map(|d| d.delivery(ports).segs()).sum();
+    super::gro::totals_head(
+        &mut out,
+        &super::gro::TotalsHead {
+            written: o.written,
+            write_errors: o.write_errors.len() as u64,
+            delivered: o.deliveries.len() as u64,
+            rx_packets: o.rx_packets,
+            rx_bytes: o.rx_bytes,
+            stack: (o.deliveries.len() as u64, bytes as u64, segs as u64),
+            lengths: &lengths,
+        },
     );
-    let _ = writeln!(
-        out,
-        "  tap: rx_packets {} rx_bytes {}",
-        o.rx_packets, o.rx_bytes
-    );
-    let _ = writeln!(
-        out,
-        "  stack: packets {} bytes {bytes} segs {segs}",
-        o.deliveries.len()
-    );
-    let _ = writeln!(out, "  lengths: [{}]", lens.join(", "));
     if sc.gro.cells() {
         super::gro_cells::render_cells_observed(&mut out, &o.tunnel, ports);
     }
     out
 }
 
-/// The same for machines.
-pub fn observed_json(sc: &Scenario, o: &ObservedGro) -> Value {
-    let p = &o.setup;
-    let ports = &p.vxlan_ports;
-    let deliveries: Vec<Value> = o
-        .deliveries
-        .iter()
-        .enumerate()
-        .map(|(n, s)| {
-            let v = s.vnet.unwrap_or_default();
-            let partial = v.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
-            json!({
-                "deliver": n,
-                "len": s.bytes.len(),
-                "error": s.error,
-                "gso_type": gso_names(&v),
-                "gso_size": v.gso_size,
-                "gso_segs": derived_segs(&s.bytes, v.gso_size, ports),
-                "vnet": s.vnet.map(|v| json!({"flags": v.flags, "gso_type": v.gso_type,
-                    "hdr_len": v.hdr_len, "gso_size": v.gso_size,
-                    "csum_start": v.csum_start, "csum_offset": v.csum_offset})),
-                "csum_start": partial.then_some(v.csum_start),
-                "csum_offset": partial.then_some(v.csum_offset),
-                "vxlan_dev_len": s.vxlan_dev_len,
-                "gretap_dev_len": s.gretap_dev_len,
-                "summary": describe(&s.bytes),
-                "bytes": super::render::hex_string(&s.bytes),
-            })
-        })
-        .collect();
+/// The JSON header of a tap-gro trace, real or simulated.
+pub(crate) fn header_json(sc: &Scenario, p: &ObservedSetup) -> Value {
     json!({
         "scenario": sc.name,
         "backend": p.backend,
@@ -410,17 +346,44 @@ pub fn observed_json(sc: &Scenario, o: &ObservedGro) -> Value {
             "rx_gro_list": p.udp_gro.gro_list,
             "gro_max_size": p.gro_max_size, "gro_ipv4_max_size": p.gro_ipv4_max_size,
         },
-        "write_errors": o.write_errors.iter().map(|e| json!({"frame": e.frame, "ts_ns": e.ts_ns, "len": e.len, "errno": e.errno})).collect::<Vec<_>>(),
-        "deliveries": deliveries,
-        "totals": {
-            "written": o.written,
-            "rx_packets": o.rx_packets,
-            "rx_bytes": o.rx_bytes,
-            "stack_packets": o.deliveries.len(),
-            "stack_bytes": o.deliveries.iter().map(|d| d.bytes.len()).sum::<usize>(),
-            "lengths": o.deliveries.iter().map(|d| d.bytes.len()).collect::<Vec<_>>(),
-        },
     })
+}
+
+/// The same for machines: the header, and the deliveries as
+/// [`super::gro_delivery::delivery_json`] writes them with the raw vnet header.
+pub fn observed_json(sc: &Scenario, o: &ObservedGro) -> Value {
+    let ports = &o.setup.vxlan_ports;
+    let deliveries: Vec<Value> = o
+        .deliveries
+        .iter()
+        .enumerate()
+        .map(|(n, s)| {
+            let mut d = delivery_json(n, &s.delivery(ports));
+            d["error"] = json!(s.error);
+            d["vnet"] = json!(s
+                .vnet
+                .map(|v| json!({"flags": v.flags, "gso_type": v.gso_type,
+                    "hdr_len": v.hdr_len, "gso_size": v.gso_size,
+                    "csum_start": v.csum_start, "csum_offset": v.csum_offset})));
+            d
+        })
+        .collect();
+    let mut v = header_json(sc, &o.setup);
+    v["write_errors"] = o
+        .write_errors
+        .iter()
+        .map(|e| json!({"frame": e.frame, "ts_ns": e.ts_ns, "len": e.len, "errno": e.errno}))
+        .collect();
+    v["deliveries"] = Value::Array(deliveries);
+    v["totals"] = json!({
+        "written": o.written,
+        "rx_packets": o.rx_packets,
+        "rx_bytes": o.rx_bytes,
+        "stack_packets": o.deliveries.len(),
+        "stack_bytes": o.deliveries.iter().map(|d| d.bytes.len()).sum::<usize>(),
+        "lengths": o.deliveries.iter().map(|d| d.bytes.len()).collect::<Vec<_>>(),
+    });
+    v
 }
 
 /// The part of a gso type name list (`TCPV4|UDP_TUNNEL`) a `virtio_net_hdr` can carry:

@@ -9,6 +9,7 @@ pub mod diff;
 pub mod diff_stream;
 pub mod gro;
 pub mod gro_cells;
+pub mod gro_delivery;
 pub mod gro_observed;
 mod render;
 pub mod vhost;

@@ -159,8 +159,8 @@ pub fn run_sim(
     })
 }
 
-/// The real kernel's tap-gro run into `sinks`: the observed trace in the simulator's
-/// layout (its own renderer until the datapath has one skb type), the frames the
+/// The real kernel's tap-gro run into `sinks`: the observed trace, its deliveries
+/// written by the model's delivery renderer (`sim::trace::gro_delivery`), the frames the
 /// AF_PACKET socket saw.
 pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, CliError> {
     use sim::trace::gro_observed::{observed_json, render_observed};

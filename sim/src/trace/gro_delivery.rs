@@ -1,0 +1,354 @@
+//! A tap-gro delivery: the one event both arms give for each skb the stack received, and
+//! its one renderer (text and JSON).
+//!
+//! [`Delivery`] is what a packet socket with `PACKET_VNET_HDR` on the tap shows of an skb:
+//! its bytes, the gso type, size and segment count, the checksum state as far as the
+//! `virtio_net_hdr` flags tell it, `hdr_len`, and the lengths the vxlan or gretap device's
+//! socket saw. The real arm reads it ([`super::gro_observed::ObservedSkb::delivery`]); the
+//! model projects its skb onto it ([`project`]). [`render_delivery`] writes the block from
+//! it; the model passes its [`Delivered`] along as the extras, whose lines (poll and time,
+//! frames, start, rule, end, the exact ip_summed and csum_level, encap, layout) go where
+//! the model's trace has them. Those are the fields a comparison skips
+//! ([`super::gro::GRO_MODEL_ONLY_FIELDS`]).
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::gro::napi::Delivered;
+use crate::skb::{gso, IpSummed, SkBuff};
+use crate::text;
+use crate::wire::summary::describe;
+use crate::wire::virtio_net_hdr::{
+    VirtioNetHdrRepr, VIRTIO_NET_HDR_F_DATA_VALID, VIRTIO_NET_HDR_F_NEEDS_CSUM,
+};
+
+/// The gso type as the arm knows it: the model the skb's SKB_GSO_* bits, the real arm the
+/// `virtio_net_hdr`'s VIRTIO_NET_HDR_GSO_* value (`observable` reduces the former to the
+/// latter: [`super::gro_observed::virtio_gso_names`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GsoType {
+    Skb(u32),
+    Vnet(u8),
+}
+
+/// The GSO part of a delivery (a GSO skb only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gso {
+    pub gso_type: GsoType,
+    pub size: u16,
+    /// gso_segs, or for the real arm derived from the length (`None`: no TCP or UDP
+    /// header to count from).
+    pub segs: Option<u64>,
+}
+
+impl Gso {
+    /// "TCPV4|UDP_TUNNEL", "TCPV4|TCP_ECN".
+    pub fn names(&self) -> String {
+        match self.gso_type {
+            GsoType::Skb(bits) => gso::names(bits),
+            GsoType::Vnet(t) => super::gro_observed::gso_names(&VirtioNetHdrRepr {
+                gso_type: t,
+                ..VirtioNetHdrRepr::default()
+            }),
+        }
+    }
+}
+
+/// The checksum state as `virtio_net_hdr_from_skb` (has_data_valid) reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Csum {
+    /// CHECKSUM_PARTIAL: VIRTIO_NET_HDR_F_NEEDS_CSUM with the csum start and offset.
+    Partial { start: usize, offset: u16 },
+    /// CHECKSUM_UNNECESSARY: VIRTIO_NET_HDR_F_DATA_VALID.
+    Unnecessary,
+    /// CHECKSUM_NONE or CHECKSUM_COMPLETE: flags 0.
+    NoneOrComplete,
+}
+
+impl Csum {
+    /// From a `virtio_net_hdr`'s flags.
+    pub fn of_vnet(v: &VirtioNetHdrRepr) -> Csum {
+        if v.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
+            Csum::Partial {
+                start: usize::from(v.csum_start),
+                offset: v.csum_offset,
+            }
+        } else if v.flags & VIRTIO_NET_HDR_F_DATA_VALID != 0 {
+            Csum::Unnecessary
+        } else {
+            Csum::NoneOrComplete
+        }
+    }
+}
+
+/// One skb the stack received, as a packet socket on the tap shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery<'a> {
+    /// The frame (Ethernet header first).
+    pub bytes: Cow<'a, [u8]>,
+    pub gso: Option<Gso>,
+    pub csum: Csum,
+    /// The vnet header's hdr_len (skb_headlen for a GSO skb, else 0).
+    pub hdr_len: u16,
+    /// The matching decapsulated frame's length on the vxlan device (a VXLAN GSO skb).
+    pub vxlan_dev_len: Option<usize>,
+    /// The same on the gretap device (a GRE-TEB GSO skb).
+    pub gretap_dev_len: Option<usize>,
+}
+
+impl Delivery<'_> {
+    /// The segments it stands for in the totals (1 for a non-GSO skb or an uncountable one).
+    pub fn segs(&self) -> usize {
+        self.gso
+            .and_then(|g| g.segs)
+            .map_or(1, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
+/// The model's skb as a packet socket on the tap would show it (`csum_start` unshifted:
+/// the tap's skbs carry no accelerated VLAN tag).
+pub fn project(s: &SkBuff) -> Delivery<'_> {
+    Delivery {
+        bytes: s.bytes(),
+        gso: model_gso(s),
+        csum: model_csum(s),
+        hdr_len: if s.is_gso() { s.headlen() as u16 } else { 0 },
+        vxlan_dev_len: super::gro::vxlan_dev_len(s),
+        gretap_dev_len: super::gro::gretap_dev_len(s),
+    }
+}
+
+/// The model's ip_summed as the vnet flags would show it.
+pub fn model_csum(s: &SkBuff) -> Csum {
+    match s.ip_summed {
+        IpSummed::Partial => Csum::Partial {
+            start: s.checksum_start_offset(),
+            offset: s.csum_offset,
+        },
+        IpSummed::Unnecessary => Csum::Unnecessary,
+        IpSummed::None | IpSummed::Complete => Csum::NoneOrComplete,
+    }
+}
+
+/// The GSO part of the model's skb.
+pub fn model_gso(s: &SkBuff) -> Option<Gso> {
+    s.is_gso().then(|| Gso {
+        gso_type: GsoType::Skb(s.gso_type),
+        size: s.gso_size,
+        segs: Some(super::gro::segs_of(s)),
+    })
+}
+
+/// The checksum field's value (its key is `csum` for CHECKSUM_PARTIAL, else
+/// `ip_summed`): "CHECKSUM_PARTIAL start 34 offset 16", or what the vnet flags say, or
+/// the model's exact ip_summed and csum_level where `model` has them.
+pub fn csum_value(out: &mut String, c: Csum, model: Option<&SkBuff>) {
+    match (c, model) {
+        (Csum::Partial { start, offset }, _) => {
+            out.push_str("CHECKSUM_PARTIAL start ");
+            text::dec(out, start);
+            out.push_str(" offset ");
+            text::dec(out, offset);
+        }
+        (_, Some(s)) => {
+            out.push_str(s.ip_summed.kernel_name());
+            out.push_str(" level ");
+            text::dec(out, s.csum_level);
+        }
+        (Csum::Unnecessary, None) => out.push_str("CHECKSUM_UNNECESSARY (vnet DATA_VALID)"),
+        (Csum::NoneOrComplete, None) => {
+            out.push_str("CHECKSUM_NONE or CHECKSUM_COMPLETE (vnet flags 0)")
+        }
+    }
+}
+
+/// "TCPV4 size 1400 segs 10", "none".
+pub fn gso_text(g: Option<&Gso>) -> String {
+    let Some(g) = g else {
+        return "none".into();
+    };
+    let segs = g.segs.map_or_else(|| "?".to_string(), |n| n.to_string());
+    format!("{} size {} segs {segs}", g.names(), g.size)
+}
+
+/// One delivery's block (without the separator line): the observable fields of `d`, and
+/// where the model has them, the lines of `model` only it knows. The lines every skb has
+/// are written by hand (see crate::text): a traced replay renders one block per frame.
+pub fn render_delivery(out: &mut String, n: usize, d: &Delivery<'_>, model: Option<&Delivered>) {
+    // "deliver {n} (poll {}, ts {}): len {}"
+    out.push_str("deliver ");
+    text::dec(out, n);
+    if let Some(m) = model {
+        out.push_str(" (poll ");
+        text::dec(out, m.poll);
+        out.push_str(", ts ");
+        text::ts(out, m.ts_ns);
+        out.push(')');
+    }
+    out.push_str(": len ");
+    text::dec(out, d.bytes.len());
+    out.push('\n');
+    if let Some(m) = model {
+        super::gro::model_head_lines(out, m);
+    }
+    out.push_str("  gso: ");
+    out.push_str(&gso_text(d.gso.as_ref()));
+    out.push('\n');
+    out.push_str(if matches!(d.csum, Csum::Partial { .. }) {
+        "  csum: "
+    } else {
+        "  ip_summed: "
+    });
+    csum_value(out, d.csum, model.map(|m| &*m.skb));
+    out.push('\n');
+    if let Some(m) = model {
+        super::gro::model_encap_line(out, &m.skb);
+    }
+    if let Some(v) = d.vxlan_dev_len {
+        let _ = writeln!(out, "  vxlan_dev: len {v}");
+    }
+    if let Some(v) = d.gretap_dev_len {
+        let _ = writeln!(out, "  gretap_dev: len {v}");
+    }
+    if let Some(m) = model {
+        super::gro::model_layout_line(out, &m.skb);
+    } else if d.gso.is_some() {
+        let _ = writeln!(out, "  layout: head {} (vnet hdr_len)", d.hdr_len);
+    }
+    out.push_str("  summary: ");
+    crate::wire::summary::describe_into(out, &d.bytes);
+    out.push('\n');
+    out.push_str("  bytes:\n");
+    super::render::hexdump(out, &d.bytes);
+}
+
+/// The JSON of one delivery's observable fields; each arm adds its own (the model's
+/// extras, the real arm's raw vnet header).
+pub fn delivery_json(n: usize, d: &Delivery<'_>) -> Value {
+    let (csum_start, csum_offset) = match d.csum {
+        Csum::Partial { start, offset } => (Some(start), Some(offset)),
+        _ => (None, None),
+    };
+    json!({
+        "deliver": n,
+        "len": d.bytes.len(),
+        "gso_type": d.gso.map_or_else(|| "none".to_string(), |g| g.names()),
+        "gso_size": d.gso.map_or(0, |g| g.size),
+        "gso_segs": d.gso.and_then(|g| g.segs),
+        "data_valid": d.csum == Csum::Unnecessary,
+        "csum_start": csum_start,
+        "csum_offset": csum_offset,
+        "vxlan_dev_len": d.vxlan_dev_len,
+        "gretap_dev_len": d.gretap_dev_len,
+        "summary": describe(&d.bytes),
+        "bytes": super::render::hex_string(&d.bytes),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_real_arm_block_shows_the_vnet_view_only() {
+        let frame = crate::gro::frames::Tcp4::default().stream(1).remove(0);
+        let d = Delivery {
+            bytes: Cow::Owned(frame),
+            gso: Some(Gso {
+                gso_type: GsoType::Vnet(1),
+                size: 700,
+                segs: Some(2),
+            }),
+            csum: Csum::Partial {
+                start: 34,
+                offset: 16,
+            },
+            hdr_len: 1454,
+            vxlan_dev_len: None,
+            gretap_dev_len: None,
+        };
+        let mut t = String::new();
+        render_delivery(&mut t, 3, &d, None);
+        let head: Vec<&str> = t.lines().take(4).collect();
+        assert_eq!(
+            head,
+            [
+                "deliver 3: len 1454",
+                "  gso: TCPV4 size 700 segs 2",
+                "  csum: CHECKSUM_PARTIAL start 34 offset 16",
+                "  layout: head 1454 (vnet hdr_len)",
+            ]
+        );
+        let d = Delivery {
+            gso: None,
+            csum: Csum::Unnecessary,
+            ..d
+        };
+        let mut t = String::new();
+        render_delivery(&mut t, 0, &d, None);
+        assert!(t.contains(
+            "\n  gso: none\n  ip_summed: CHECKSUM_UNNECESSARY (vnet DATA_VALID)\n  summary: "
+        ));
+        assert_eq!(delivery_json(0, &d)["data_valid"], json!(true));
+    }
+
+    #[test]
+    fn a_model_block_and_the_kernel_s_view_of_the_same_skb_compare_equal() {
+        use crate::gro::plan::GroPlan;
+        use crate::pipeline::tap_gro::TapGroRun;
+        use crate::profile::LINUX_6_18;
+        use crate::trace::gro_observed::{observable, ObservedSkb, GRO_UNOBSERVED_FIELDS};
+        use crate::wire::virtio_net_hdr::{VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4};
+        // Ten 1400-byte segments held by a 1 ms gro_flush_timeout merge into one skb.
+        let plan = GroPlan {
+            burst: 1,
+            flush_timeout_ns: 1_000_000,
+            ..GroPlan::defaults(&LINUX_6_18.gro)
+        };
+        let mut r = TapGroRun::new(&LINUX_6_18, &plan);
+        for (i, f) in crate::gro::frames::Tcp4::default()
+            .stream(10)
+            .into_iter()
+            .enumerate()
+        {
+            r.write(i as u64, 1_000_000_000 + i as u64 * 1000, f);
+        }
+        r.finish();
+        let d = &r.delivered[0];
+        let mut model = String::new();
+        crate::trace::gro::render_delivered(&mut model, 0, d);
+        // What tcp_gro_complete and virtio_net_hdr_from_skb give a packet socket:
+        // TCPV4, gso_size 1400, NEEDS_CSUM at the TCP header (34, checksum at 16).
+        let seen = ObservedSkb {
+            bytes: d.skb.to_vec(),
+            vnet: Some(VirtioNetHdrRepr {
+                flags: VIRTIO_NET_HDR_F_NEEDS_CSUM,
+                gso_type: VIRTIO_NET_HDR_GSO_TCPV4,
+                hdr_len: d.skb.headlen() as u16,
+                gso_size: 1400,
+                csum_start: 34,
+                csum_offset: 16,
+                ..VirtioNetHdrRepr::default()
+            }),
+            ..ObservedSkb::default()
+        };
+        let real = |s: &ObservedSkb| {
+            let mut t = String::new();
+            crate::trace::gro_observed::render_skb(&mut t, 0, s, &[]);
+            observable(&t)
+        };
+        let mut skip = crate::trace::gro::GRO_MODEL_ONLY_FIELDS.to_vec();
+        skip.extend(GRO_UNOBSERVED_FIELDS);
+        let cmp = |t: &str| crate::trace::diff::first_divergence(&observable(&model), t, &skip);
+        assert_eq!(cmp(&real(&seen)), None, "{model}");
+        assert!(real(&seen).contains("  gso: TCPV4 size 1400 segs 10\n"));
+        let mut other = seen.clone();
+        other.vnet.as_mut().unwrap().csum_start = 54;
+        assert_eq!(
+            cmp(&real(&other)).map(|d| d.field),
+            Some("csum".to_string())
+        );
+    }
+}
