@@ -199,14 +199,22 @@ impl NapiThread {
     /// [`NapiThread::let_poll`] for a burst that may have queued nothing (an XDP program
     /// consumed every frame before tun_get_user reached the NAPI queue, so nothing called
     /// napi_schedule): `Ok(false)` when the kthread stayed asleep for `IDLE_WAIT`.
+    ///
+    /// Asleep with no new switch after `IDLE_WAIT` means nothing woke it (napi_schedule
+    /// makes it runnable at once). Any other state means it was woken and a busy machine
+    /// has not let it finish yet: wait for that poll as for a queued burst, up to
+    /// POLL_WAIT in all (a conform_gro run under two spinners and a second test process
+    /// once gave up here after 200 ms).
     pub fn let_poll_if_queued(&mut self) -> Result<bool, KernelError> {
-        match self.let_poll_within(IDLE_WAIT) {
-            Ok(()) => Ok(true),
-            Err(_) if matches!(task_status(self.pid)?, (s, v) if v == self.mark && matches!(s, 'S' | 'I')) => {
-                Ok(false)
-            }
-            Err(e) => Err(e),
+        if self.let_poll_within(IDLE_WAIT).is_ok() {
+            return Ok(true);
         }
+        let (state, vol) = task_status(self.pid)?;
+        if vol == self.mark && matches!(state, 'S' | 'I') {
+            return Ok(false);
+        }
+        self.let_poll_within(POLL_WAIT.saturating_sub(IDLE_WAIT))?;
+        Ok(true)
     }
 
     fn let_poll_within(&mut self, wait: Duration) -> Result<(), KernelError> {
