@@ -221,43 +221,12 @@ impl Outer {
 
     /// Outer IPv4 + GRE (protocol ETH_P_TEB, optional key and checksum) + `inner`.
     pub fn gre_teb(&self, key: Option<u32>, csum: Option<bool>, inner: &[u8]) -> Vec<u8> {
-        let mut flags = 0u16;
-        if csum.is_some() {
-            flags |= 0x8000;
-        }
-        if key.is_some() {
-            flags |= 0x2000;
-        }
-        let mut g = Vec::new();
-        g.extend_from_slice(&flags.to_be_bytes());
-        g.extend_from_slice(&0x6558u16.to_be_bytes());
-        if csum.is_some() {
-            g.extend_from_slice(&[0, 0, 0, 0]);
-        }
-        if let Some(k) = key {
-            g.extend_from_slice(&k.to_be_bytes());
-        }
-        g.extend_from_slice(inner);
-        if let Some(good) = csum {
-            let mut c = checksum(&g);
-            if !good {
-                c ^= 0x0100;
-            }
-            g[4..6].copy_from_slice(&c.to_be_bytes());
-        }
-        self.wrap(47, &g)
+        self.wrap(47, &gre_teb_header_and(key, csum, inner))
     }
 
     /// Outer IPv4 + UDP to 4789 + VXLAN (I flag, `vni`) + `inner`.
     pub fn vxlan(&self, sport: u16, vni: u32, udp_csum: bool, inner: &[u8]) -> Vec<u8> {
-        let mut u = Vec::new();
-        u.extend_from_slice(&sport.to_be_bytes());
-        u.extend_from_slice(&4789u16.to_be_bytes());
-        u.extend_from_slice(&((16 + inner.len()) as u16).to_be_bytes());
-        u.extend_from_slice(&[0, 0]);
-        u.extend_from_slice(&[0x08, 0, 0, 0]);
-        u.extend_from_slice(&(vni << 8).to_be_bytes());
-        u.extend_from_slice(inner);
+        let mut u = vxlan_udp_and(sport, vni, inner);
         if udp_csum {
             let c = match l4_checksum(self.saddr, self.daddr, 17, &u) {
                 0 => 0xffff,
@@ -267,6 +236,51 @@ impl Outer {
         }
         self.wrap(17, &u)
     }
+}
+
+/// A GRE header (protocol ETH_P_TEB; the C bit and a checksum when `csum` is `Some`, a
+/// wrong one for `Some(false)`; the K bit and `key`) followed by `inner`: the GRE part
+/// of [`Outer::gre_teb`] and [`super::frames6::Outer6::gre_teb`].
+pub(crate) fn gre_teb_header_and(key: Option<u32>, csum: Option<bool>, inner: &[u8]) -> Vec<u8> {
+    let mut flags = 0u16;
+    if csum.is_some() {
+        flags |= 0x8000;
+    }
+    if key.is_some() {
+        flags |= 0x2000;
+    }
+    let mut g = Vec::new();
+    g.extend_from_slice(&flags.to_be_bytes());
+    g.extend_from_slice(&crate::consts::ETH_P_TEB.to_be_bytes());
+    if csum.is_some() {
+        g.extend_from_slice(&[0, 0, 0, 0]);
+    }
+    if let Some(k) = key {
+        g.extend_from_slice(&k.to_be_bytes());
+    }
+    g.extend_from_slice(inner);
+    if let Some(good) = csum {
+        let mut c = checksum(&g);
+        if !good {
+            c ^= 0x0100;
+        }
+        g[4..6].copy_from_slice(&c.to_be_bytes());
+    }
+    g
+}
+
+/// A UDP header to 4789 (checksum zero, for the caller's pseudo header) and a VXLAN
+/// header (I flag, `vni`), followed by `inner`.
+pub(crate) fn vxlan_udp_and(sport: u16, vni: u32, inner: &[u8]) -> Vec<u8> {
+    let mut u = Vec::new();
+    u.extend_from_slice(&sport.to_be_bytes());
+    u.extend_from_slice(&4789u16.to_be_bytes());
+    u.extend_from_slice(&((16 + inner.len()) as u16).to_be_bytes());
+    u.extend_from_slice(&[0, 0]);
+    u.extend_from_slice(&[0x08, 0, 0, 0]);
+    u.extend_from_slice(&(vni << 8).to_be_bytes());
+    u.extend_from_slice(inner);
+    u
 }
 
 /// Test streams in a tunnel: segment k wrapped by `wrap(k, outer, segment)`, the outer

@@ -5,8 +5,9 @@
 
 use std::net::Ipv6Addr;
 
-use crate::consts::{ETH_P_IPV6, ETH_P_TEB, IPPROTO_GRE, IPPROTO_UDP};
-use crate::wire::checksum::{checksum, fold, ones_complement_sum};
+use super::frames::{gre_teb_header_and, vxlan_udp_and};
+use crate::consts::{ETH_P_IPV6, IPPROTO_GRE, IPPROTO_UDP};
+use crate::wire::checksum::{fold, ones_complement_sum};
 use crate::wire::ipv6;
 
 /// The outer Ethernet + IPv6 of a tunnel (fd00:1::1 -> fd00:1::2).
@@ -59,44 +60,13 @@ impl Outer6 {
 
     /// Outer IPv6 + GRE (protocol ETH_P_TEB, optional key and checksum) + `inner`.
     pub fn gre_teb(&self, key: Option<u32>, csum: Option<bool>, inner: &[u8]) -> Vec<u8> {
-        let mut flags = 0u16;
-        if csum.is_some() {
-            flags |= 0x8000;
-        }
-        if key.is_some() {
-            flags |= 0x2000;
-        }
-        let mut g = Vec::new();
-        g.extend_from_slice(&flags.to_be_bytes());
-        g.extend_from_slice(&ETH_P_TEB.to_be_bytes());
-        if csum.is_some() {
-            g.extend_from_slice(&[0, 0, 0, 0]);
-        }
-        if let Some(k) = key {
-            g.extend_from_slice(&k.to_be_bytes());
-        }
-        g.extend_from_slice(inner);
-        if let Some(good) = csum {
-            let mut c = checksum(&g);
-            if !good {
-                c ^= 0x0100;
-            }
-            g[4..6].copy_from_slice(&c.to_be_bytes());
-        }
-        self.wrap(IPPROTO_GRE, &g)
+        self.wrap(IPPROTO_GRE, &gre_teb_header_and(key, csum, inner))
     }
 
     /// Outer IPv6 + UDP to 4789 + VXLAN (I flag, `vni`) + `inner`; the UDP checksum over
     /// the RFC 8200 pseudo header when `udp_csum`, else zero.
     pub fn vxlan(&self, sport: u16, vni: u32, udp_csum: bool, inner: &[u8]) -> Vec<u8> {
-        let mut u = Vec::new();
-        u.extend_from_slice(&sport.to_be_bytes());
-        u.extend_from_slice(&4789u16.to_be_bytes());
-        u.extend_from_slice(&((16 + inner.len()) as u16).to_be_bytes());
-        u.extend_from_slice(&[0, 0]);
-        u.extend_from_slice(&[0x08, 0, 0, 0]);
-        u.extend_from_slice(&(vni << 8).to_be_bytes());
-        u.extend_from_slice(inner);
+        let mut u = vxlan_udp_and(sport, vni, inner);
         if udp_csum {
             let mut pseudo = Vec::with_capacity(40);
             pseudo.extend_from_slice(&self.saddr.octets());

@@ -64,6 +64,14 @@ impl std::fmt::Display for PipelineError {
 
 impl std::error::Error for PipelineError {}
 
+impl PipelineError {
+    /// The model's refusal as the pipeline's error, about input frame `frame` (or none):
+    /// for `map_err` in a [`Pipeline::handle`].
+    pub fn at(frame: Option<u64>) -> impl Fn(crate::tun::write::ModelError) -> PipelineError {
+        move |e| PipelineError { frame, why: e.0 }
+    }
+}
+
 /// What every pipeline implements.
 pub trait Pipeline {
     /// What happened, in order.

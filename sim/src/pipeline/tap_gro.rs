@@ -297,19 +297,13 @@ impl Pipeline for TapGro {
                 bytes,
             } => self
                 .write(index, ts_ns, bytes, events)
-                .map_err(|e| PipelineError {
-                    frame: Some(index),
-                    why: e.0,
-                }),
+                .map_err(PipelineError::at(Some(index))),
             Input::AdvanceTo { ts_ns } => {
                 let r = self
                     .net
                     .tun_napi_advance(IFINDEX_DUT, ts_ns, &self.profile.tun_write);
                 self.collect(events);
-                r.map_err(|e| PipelineError {
-                    frame: None,
-                    why: e.0,
-                })
+                r.map_err(PipelineError::at(None))
             }
             Input::End => {
                 self.finish(events);

@@ -330,10 +330,7 @@ impl Pipeline for TapWriteRun<'_> {
                 bytes,
             } => self
                 .frame(index, ts_ns, bytes, events)
-                .map_err(|e| PipelineError {
-                    frame: Some(index),
-                    why: e.0,
-                }),
+                .map_err(PipelineError::at(Some(index))),
             Input::Read => {
                 let (frame, ts_ns) = self.last;
                 self.read(frame, ts_ns, events);

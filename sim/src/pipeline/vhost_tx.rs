@@ -149,7 +149,7 @@ impl Pipeline for VhostTxRun<'_> {
         input: Input<'_>,
         events: &mut impl FnMut(VhostTxEvent),
     ) -> Result<(), PipelineError> {
-        let model = |frame: Option<u64>| move |e: ModelError| PipelineError { frame, why: e.0 };
+        let model = PipelineError::at;
         match input {
             Input::Frame {
                 index,

@@ -28,7 +28,7 @@ pub mod tp_status {
 
 /// The `struct tpacket_auxdata` of a message that `recvmsg` filled on a socket with
 /// `PACKET_AUXDATA` on (and a control buffer in `msg`), if the kernel put one there.
-pub(crate) fn auxdata_of(msg: &libc::msghdr) -> Option<libc::tpacket_auxdata> {
+fn auxdata_of(msg: &libc::msghdr) -> Option<libc::tpacket_auxdata> {
     let mut found = None;
     // SAFETY: msg was filled by recvmsg; CMSG_FIRSTHDR/NXTHDR stay within msg_control.
     let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(msg) };
@@ -48,6 +48,51 @@ pub(crate) fn auxdata_of(msg: &libc::msghdr) -> Option<libc::tpacket_auxdata> {
         cmsg = unsafe { libc::CMSG_NXTHDR(msg, cmsg) };
     }
     found
+}
+
+/// What one `recvmsg` on an AF_PACKET socket gave.
+pub(crate) struct Received {
+    /// The packet's length (more than the buffer when MSG_TRUNC says it was cut).
+    pub(crate) len: usize,
+    /// The sender's address: `sll_pkttype`, `sll_protocol`, `sll_ifindex`.
+    pub(crate) from: libc::sockaddr_ll,
+    /// The PACKET_AUXDATA control message, when the socket asked for it.
+    pub(crate) auxdata: Option<libc::tpacket_auxdata>,
+}
+
+/// One non-blocking `recvmsg(MSG_TRUNC)` into `buf` (the caller polled first). libc, not
+/// rustix: rustix's ancillary-message parser has no PACKET_AUXDATA.
+pub(crate) fn recv_packet(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<Received, Errno> {
+    // SAFETY: an all-zero sockaddr_ll is a valid value to be overwritten.
+    let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    let mut cbuf = [0u64; 16];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid; the pointers are filled in below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut from as *mut libc::sockaddr_ll).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&cbuf);
+    // SAFETY: msg points at live buffers (name, one iovec into buf, control) whose sizes
+    // are recorded in msg. MSG_DONTWAIT: the caller's poll said a frame is ready.
+    let n = unsafe {
+        libc::recvmsg(
+            fd.as_raw_fd(),
+            &mut msg,
+            libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+        )
+    };
+    let len = cvt_len(n)?;
+    Ok(Received {
+        len,
+        from,
+        auxdata: auxdata_of(&msg),
+    })
 }
 
 /// `frame` (from its MAC header) with the tag the kernel held out of band put back after
@@ -178,32 +223,12 @@ impl PacketSocket {
         if !poll_one(self.fd.as_fd(), libc::POLLIN, timeout).op(op)? {
             return Ok(None);
         }
-        // SAFETY: an all-zero sockaddr_ll is a valid value to be overwritten.
-        let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        let mut cbuf = [0u64; 16];
-        let mut iov = libc::iovec {
-            iov_base: self.buf.as_mut_ptr().cast(),
-            iov_len: self.buf.len(),
-        };
-        // SAFETY: an all-zero msghdr is valid; the pointers are filled in below.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_name = (&mut from as *mut libc::sockaddr_ll).cast();
-        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cbuf.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&cbuf);
-        // SAFETY: msg points at live buffers (name, one iovec into self.buf, control) whose
-        // sizes are recorded in msg. MSG_DONTWAIT: poll said a frame is ready.
-        let n = unsafe {
-            libc::recvmsg(
-                self.fd.as_raw_fd(),
-                &mut msg,
-                libc::MSG_TRUNC | libc::MSG_DONTWAIT,
-            )
-        };
-        let n = match cvt_len(n) {
-            Ok(n) => n,
+        let Received {
+            len: n,
+            from,
+            auxdata,
+        } = match recv_packet(self.fd.as_fd(), &mut self.buf) {
+            Ok(r) => r,
             Err(Errno::EAGAIN) => return Ok(None),
             Err(e) => return Err(KernelError::sys(op(), e)),
         };
@@ -214,7 +239,7 @@ impl PacketSocket {
             truncated: n > self.buf.len(),
             ..AuxData::default()
         };
-        if let Some(a) = auxdata_of(&msg) {
+        if let Some(a) = auxdata {
             aux.status = a.tp_status;
             aux.len = a.tp_len;
             aux.snaplen = a.tp_snaplen;

@@ -152,6 +152,70 @@ fn kernel_dir_from_debian_package_files_boots_and_conforms() {
     assert_eq!(v["results"][0]["verdict"], "same", "{v}");
 }
 
+/// A kernel developer's loop: rebuild one module, `make modules_install` again (the
+/// bzImage untouched), run again. The guest must boot the new module, not the archive the
+/// cache built from the old one. The "rebuild" is tun.ko with
+/// scenarios/kernel-patches/tun-zero-vnet-pad-6.1.patch (it applies to 6.12's tun.c as
+/// well), built by `lab conform --kernel 6.12 --patch`: vnet12-pad then passes under
+/// linux-6.18 (padding zeroed) where the stock tree passes it under linux-6.12 (skipped).
+#[test]
+fn kernel_dir_module_rebuilt_in_place_is_what_the_guest_loads() {
+    if !root_or_skip() {
+        return;
+    }
+    let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let (tree, release) = tree_from_debian_612("kdir-612-rebuilt");
+    let conform = |extra: &[&str]| -> Value {
+        let mut args = vec!["lab", "conform", "--json"];
+        args.extend_from_slice(extra);
+        args.push("scenarios/tun-read/vnet12-pad.toml");
+        let out = skbsim(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "lab conform {extra:?}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&stdout).expect("conform --json")
+    };
+    let dir = tree.to_str().unwrap();
+    let stock = conform(&["--kernel-dir", dir]);
+    assert_eq!(stock["passed"], 1, "stock tree under linux-6.12: {stock}");
+
+    let patched = conform(&[
+        "--kernel",
+        "6.12",
+        "--patch",
+        "scenarios/kernel-patches/tun-zero-vnet-pad-6.1.patch",
+        "--profile",
+        "linux-6.18",
+    ]);
+    assert_eq!(
+        patched["passed"], 1,
+        "patched 6.12 under linux-6.18: {patched}"
+    );
+    let built = patched["setup"]["patch"]["built"][0]
+        .as_str()
+        .expect("the rebuilt tun.ko");
+    let net = tree
+        .join("lib/modules")
+        .join(&release)
+        .join("kernel/drivers/net");
+    fs::remove_file(net.join("tun.ko.xz")).unwrap();
+    fs::copy(built, net.join("tun.ko")).unwrap();
+
+    let rebuilt = conform(&["--kernel-dir", dir, "--profile", "linux-6.18"]);
+    assert_eq!(
+        rebuilt["passed"], 1,
+        "the rebuilt tun.ko zeroes the padding: {rebuilt}"
+    );
+    let stale = conform(&["--kernel-dir", dir]);
+    assert_eq!(
+        stale["failed"], 1,
+        "and linux-6.12's skipped padding no longer holds: {stale}"
+    );
+}
+
 #[test]
 fn kernel_dir_without_matching_modules_is_a_one_line_error() {
     if !root_or_skip() {
@@ -314,4 +378,51 @@ fn lab_kernels_lists_both_series_and_the_cache() {
         .map(|k| k["release"].as_str().unwrap())
         .collect();
     assert!(cached.iter().any(|r| r.starts_with("6.12.")), "{cached:?}");
+}
+
+/// `lab run`: the script finds this skbsim at /usr/bin/skbsim (what the help says) and the
+/// `--file`s at their host paths, so a script can loop over the real arms in the guest.
+#[test]
+fn lab_run_has_this_skbsim_and_the_named_files() {
+    if !root_or_skip() {
+        return;
+    }
+    let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let data = dir.join("lab-run-data.txt");
+    fs::write(&data, "carried into the guest\n").unwrap();
+    let script = dir.join("lab-run.sh");
+    fs::write(
+        &script,
+        format!(
+            "skbsim --version\ncat {}\nskbsim conform scenarios/tun-read/vnet10.toml | tail -n 1\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    let out = skbsim(&[
+        "lab",
+        "run",
+        "--kernel",
+        "6.1",
+        "--file",
+        data.to_str().unwrap(),
+        "--file",
+        "scenarios/tun-read/vnet10.toml",
+        "--file",
+        "scenarios/pcaps/untagged-tcp4.pcap",
+        script.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "lab run: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(concat!("skbsim ", env!("CARGO_PKG_VERSION"))),
+        "{stdout}"
+    );
+    assert!(stdout.contains("carried into the guest"), "{stdout}");
+    assert!(stdout.contains("1 passed, 0 failed"), "{stdout}");
 }

@@ -20,7 +20,7 @@ use std::process::Command;
 
 use super::cpio::CpioWriter;
 use super::fetch::Tools;
-use super::kernel::GuestKernel;
+use super::kernel::{GuestKernel, KernelSource};
 use super::LabError;
 
 /// The modules the base archive holds (with their dependencies): tun/tap, vhost_net,
@@ -83,10 +83,13 @@ done < /lab/modules
 cd "$(cat /lab/cwd)" 2>/dev/null || cd /
 echo "=== skbsim-lab begin ===" > $data
 echo "skbsim-lab: begin"
-sh /lab/cmd > $data
-rc=$?
+# The command's stderr through a pipe to the console: not a terminal, so a skbsim in a
+# `lab run` script draws no progress bar over the console lines the host parses.
+{ sh /lab/cmd 2>&1 > $data; echo $? > /run/lab-rc; } | cat
+rc=$(cat /run/lab-rc)
 echo "=== skbsim-lab end rc=$rc ===" > $data
-echo "skbsim-lab: end rc=$rc"
+# On a line of its own, whatever the command left unterminated.
+printf '\nskbsim-lab: end rc=%s\n' "$rc"
 sync
 poweroff -f
 "#;
@@ -432,34 +435,60 @@ fn fnv(data: &[u8], mut h: u64) -> u64 {
     h
 }
 
-/// The base archive, built once per (kernel, /init, iproute2 binary) into the cache.
-/// Returns its path and the index of the modules it holds.
+/// A file's size and modification time, as key material (zeros when it cannot be read).
+fn stat_key(path: &Path, h: u64) -> u64 {
+    let (len, mtime) = fs::metadata(path).map_or((0, 0), |md| {
+        let mtime = md
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as u64);
+        (md.len(), mtime)
+    });
+    fnv(&mtime.to_le_bytes(), fnv(&len.to_le_bytes(), h))
+}
+
+/// The key of a kernel's base archive: /init, the release, the module list, the bzImage
+/// and every module file of the index (size and mtime), and the iproute2 binary's size.
+/// A local build changes in place, and a developer who rebuilds only tun.ko and runs
+/// `make modules_install` again leaves the bzImage as it was: keying on the bzImage alone
+/// would boot the old tun.ko. Stat-ing a Debian tree's few thousand modules takes a few
+/// milliseconds; reading them would take seconds.
+fn base_key(kernel: &GuestKernel, index: &ModuleIndex, ip: Option<&Path>) -> u64 {
+    let mut key = fnv(INIT.as_bytes(), 0xcbf2_9ce4_8422_2325);
+    key = fnv(kernel.kver.as_bytes(), key);
+    key = fnv(LAB_MODULES.join(",").as_bytes(), key);
+    key = stat_key(&kernel.vmlinuz, key);
+    // Sorted: the index is a HashMap, and the key must not depend on its order.
+    let mut files: Vec<&(String, PathBuf)> = index.files.values().collect();
+    files.sort();
+    for (rel, host) in files {
+        key = stat_key(host, fnv(rel.as_bytes(), key));
+    }
+    for f in ["modules.builtin", "modules.order"] {
+        key = stat_key(&kernel.modules.join(f), key);
+    }
+    if let Some(ip) = ip {
+        let len = fs::metadata(ip).map(|m| m.len()).unwrap_or(0);
+        key = fnv(&len.to_le_bytes(), key);
+    }
+    key
+}
+
+/// The base archive, built once per key ([`base_key`]) into the kernel's cache directory.
+/// Returns its path and the index of the modules it holds. A local build's older archives
+/// are removed when a new one is written: they hold a state of the tree that is gone.
 pub fn base_archive(
     tools: &Tools,
     kernel: &GuestKernel,
 ) -> Result<(PathBuf, ModuleIndex), LabError> {
     let index = ModuleIndex::load(&kernel.modules)?;
     let ip = host_iproute2();
-    let mut key = fnv(INIT.as_bytes(), 0xcbf2_9ce4_8422_2325);
-    key = fnv(kernel.kver.as_bytes(), key);
-    // A local build changes in place: its image's size and mtime are part of the key.
-    if let Ok(md) = fs::metadata(&kernel.vmlinuz) {
-        let mtime = md
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as u64);
-        key = fnv(&md.len().to_le_bytes(), key);
-        key = fnv(&mtime.to_le_bytes(), key);
-    }
-    key = fnv(LAB_MODULES.join(",").as_bytes(), key);
-    if let Some(ip) = &ip {
-        let len = fs::metadata(ip).map(|m| m.len()).unwrap_or(0);
-        key = fnv(&len.to_le_bytes(), key);
-    }
+    let key = base_key(kernel, &index, ip.as_deref());
     fs::create_dir_all(&kernel.cache_dir)
         .map_err(|e| LabError::new("initramfs", format!("{}: {e}", kernel.cache_dir.display())))?;
-    let path = kernel.cache_dir.join(format!("base-{key:016x}.cpio"));
+    let name = format!("base-{key:016x}.cpio");
+    let path = kernel.cache_dir.join(&name);
     if path.exists() {
         return Ok((path, index));
     }
@@ -504,7 +533,21 @@ pub fn base_archive(
     }
     cpio.finish().map_err(io)?;
     fs::rename(&tmp, &path).map_err(io)?;
+    if matches!(kernel.source, KernelSource::Dir(_)) {
+        remove_other_archives(&kernel.cache_dir, &name);
+    }
     Ok((path, index))
+}
+
+/// Remove the `base-*.cpio` files in `dir` other than `keep` (best effort: a file that
+/// cannot be removed is only space).
+fn remove_other_archives(dir: &Path, keep: &str) {
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n != keep && n.starts_with("base-") && n.ends_with(".cpio") {
+            let _ = fs::remove_file(e.path());
+        }
+    }
 }
 
 /// What one guest run does.
@@ -598,6 +641,65 @@ mod tests {
             modules_dep(&mods),
             "kernel/llc.ko:\nkernel/stp.ko: kernel/llc.ko\nkernel/bridge.ko: kernel/stp.ko kernel/llc.ko\n"
         );
+    }
+
+    /// A rebuilt module in a local tree (`make modules_install` again, the bzImage left as
+    /// it was) must give a new base archive, or the guest boots the old module.
+    #[test]
+    fn base_key_follows_the_module_files() {
+        let root = std::env::temp_dir().join(format!("skbsim-base-key-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let modules = root.join("lib/modules/6.12.0-test");
+        fs::create_dir_all(modules.join("kernel/drivers/net")).unwrap();
+        let tun = modules.join("kernel/drivers/net/tun.ko");
+        fs::write(&tun, b"stock tun").unwrap();
+        fs::write(modules.join("kernel/drivers/net/veth.ko"), b"veth").unwrap();
+        fs::write(root.join("bzImage"), b"image").unwrap();
+        let kernel = GuestKernel {
+            vmlinuz: root.join("bzImage"),
+            modules: modules.clone(),
+            cache_dir: root.join("cache"),
+            kver: "6.12.0-test".into(),
+            source: KernelSource::Dir(root.clone()),
+            fetched: false,
+            fetch_time: std::time::Duration::ZERO,
+        };
+        let key = || base_key(&kernel, &ModuleIndex::load(&modules).unwrap(), None);
+        let stock = key();
+        assert_eq!(key(), stock, "the same tree, the same key");
+        // Same size, a later mtime (a rebuild of the same length).
+        let later =
+            fs::metadata(&tun).unwrap().modified().unwrap() + std::time::Duration::from_secs(5);
+        fs::write(&tun, b"patch tun").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&tun)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        let rebuilt = key();
+        assert_ne!(rebuilt, stock, "a rebuilt tun.ko");
+        fs::write(&tun, b"patched tun, longer").unwrap();
+        assert_ne!(key(), rebuilt, "a module of another size");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn remove_other_archives_keeps_the_named_one() {
+        let dir = std::env::temp_dir().join(format!("skbsim-archives-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        for f in ["base-1.cpio", "base-2.cpio", "source", "base-3.cpio.tmp"] {
+            fs::write(dir.join(f), b"x").unwrap();
+        }
+        remove_other_archives(&dir, "base-2.cpio");
+        let mut left: Vec<String> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["base-2.cpio", "base-3.cpio.tmp", "source"]);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

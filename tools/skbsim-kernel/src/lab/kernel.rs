@@ -268,6 +268,14 @@ pub fn prepare_dir(cache: &Path, dir: &Path) -> Result<GuestKernel, LabError> {
         h = h.wrapping_mul(0x100_0000_01b3);
     }
     let cache_dir = local_dir(cache).join(format!("{kver}-{h:016x}"));
+    // Each tree gets its own entry, so a CI that builds a tree in a fresh clone each run
+    // would fill the cache: an entry whose tree is gone (or was never recorded, by an
+    // older skbsim) can never be used again and goes now.
+    for stale in cached_local(cache) {
+        if !stale.tree_present && stale.cache_dir != cache_dir {
+            let _ = fs::remove_dir_all(&stale.cache_dir);
+        }
+    }
     // The tree this cache entry belongs to, for `skbsim lab kernels` (the name is a hash).
     fs::create_dir_all(&cache_dir)
         .and_then(|()| {

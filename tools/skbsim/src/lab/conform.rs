@@ -413,7 +413,7 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
     });
     let _ = std::fs::create_dir_all(&out_dir);
     let _ = std::fs::write(out_dir.join("summary.json"), format!("{summary_json:#}\n"));
-    if opts.json {
+    if opts.guest.json {
         println!("{summary_json}");
     } else {
         for t in &text {

@@ -27,7 +27,7 @@ use skbsim::suite::load_scenarios;
 use super::conform::{guest_profile, guest_traces, real_output};
 use skbsim_kernel::lab::kernel::DEFAULT_KERNEL;
 
-use super::{AccelArg, LabOpts};
+use super::{GuestOpts, LabOpts};
 
 #[derive(Debug, Args)]
 pub struct LabDiffArgs {
@@ -52,18 +52,8 @@ pub struct LabDiffArgs {
     /// The profile for the first side (default: the one of its series).
     #[arg(long, value_name = "NAME")]
     pub profile_a: Option<String>,
-    /// The cache (as for the other lab commands).
-    #[arg(long, value_name = "DIR")]
-    pub cache: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "auto")]
-    pub accel: AccelArg,
-    #[arg(long, default_value_t = 1024)]
-    pub memory: u32,
-    #[arg(long, default_value_t = 1800)]
-    pub timeout: u64,
-    /// Print the result as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub guest: GuestOpts,
 }
 
 /// One side of the diff: a Debian kernel or a local build.
@@ -104,11 +94,7 @@ fn side_opts(a: &LabDiffArgs, side: &DiffSide) -> LabOpts {
     LabOpts {
         kernel,
         kernel_dir,
-        cache: a.cache.clone(),
-        accel: a.accel,
-        memory: a.memory,
-        timeout: a.timeout,
-        json: a.json,
+        guest: a.guest.clone(),
     }
 }
 
@@ -300,7 +286,7 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
         "elsewhere": elsewhere,
         "skipped": skipped,
     });
-    if a.json {
+    if a.guest.json {
         println!("{summary}");
     } else {
         println!("A: {} (model {})", ga.kernel, pa.name);
@@ -400,11 +386,13 @@ mod tests {
             patch: patch.then(|| PathBuf::from("p.patch")),
             profile_b: None,
             profile_a: None,
-            cache: None,
-            accel: AccelArg::Auto,
-            memory: 1024,
-            timeout: 1,
-            json: false,
+            guest: GuestOpts {
+                cache: None,
+                accel: super::super::AccelArg::Auto,
+                memory: 1024,
+                timeout: 1,
+                json: false,
+            },
         }
     }
 

@@ -94,6 +94,13 @@ pub struct LabOpts {
     /// INSTALL_MOD_PATH=DIR` leaves, under DIR.
     #[arg(long, value_name = "DIR")]
     pub kernel_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub guest: GuestOpts,
+}
+
+/// How the guest runs and reports: the same for every lab command, `lab diff` too.
+#[derive(Debug, Clone, Args)]
+pub struct GuestOpts {
     /// The cache (default $SKBSIM_LAB_CACHE, else $XDG_CACHE_HOME/skbsim-lab, else
     /// ~/.cache/skbsim-lab).
     #[arg(long, value_name = "DIR")]
@@ -152,6 +159,10 @@ pub struct LabRunArgs {
     /// Rebuild and load the modules this kernel patch touches (see `lab conform --patch`).
     #[arg(long, value_name = "FILE")]
     pub patch: Option<PathBuf>,
+    /// Host files the script needs (scenarios, pcaps, XDP objects), copied into the guest
+    /// at the same absolute paths; the guest starts in this directory, mirrored.
+    #[arg(long = "file", value_name = "PATH")]
+    pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub opts: LabOpts,
 }
@@ -175,18 +186,21 @@ fn spinner(json: bool) -> ProgressBar {
 }
 
 pub(super) fn cache_of(opts: &LabOpts) -> PathBuf {
-    opts.cache.clone().unwrap_or_else(lab::default_cache_dir)
+    opts.guest
+        .cache
+        .clone()
+        .unwrap_or_else(lab::default_cache_dir)
 }
 
 fn run_options(opts: &LabOpts, name: &str) -> RunOptions {
     RunOptions {
-        accel: match opts.accel {
+        accel: match opts.guest.accel {
             AccelArg::Auto => Accel::Auto,
             AccelArg::Kvm => Accel::Kvm,
             AccelArg::Tcg => Accel::Tcg,
         },
-        memory_mb: opts.memory,
-        run_timeout: Duration::from_secs(opts.timeout),
+        memory_mb: opts.guest.memory,
+        run_timeout: Duration::from_secs(opts.guest.timeout),
         name: name.to_string(),
         ..RunOptions::default()
     }
@@ -306,12 +320,12 @@ pub(super) fn boot_report(run: &LabRun) -> (Value, String) {
 }
 
 fn fetch(opts: &LabOpts) -> Result<ExitCode, CliError> {
-    let pb = spinner(opts.json);
+    let pb = spinner(opts.guest.json);
     let lab = open_lab(opts, &pb)?;
     pb.finish_and_clear();
     let size = lab::fetch::dir_size(&lab.cache);
     let (setup, line) = setup_report(&lab);
-    if opts.json {
+    if opts.guest.json {
         println!(
             "{}",
             json!({"setup": setup, "cache_bytes": size, "packages": lab.tools.packages})
@@ -342,7 +356,7 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
         .iter()
         .map(|s| (s.clone(), lab::kernel::resolve_package(s).ok()))
         .collect();
-    if opts.json {
+    if opts.guest.json {
         println!(
             "{}",
             json!({
@@ -372,8 +386,11 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
     for k in &local {
         let tree = match (&k.tree, k.tree_present) {
             (Some(t), true) => format!("--kernel-dir {}", t.display()),
-            (Some(t), false) => format!("{} (gone; the entry can be removed)", t.display()),
-            (None, _) => "(tree not recorded)".to_string(),
+            (Some(t), false) => format!(
+                "{} (gone; removed at the next --kernel-dir run)",
+                t.display()
+            ),
+            (None, _) => "(tree not recorded; removed at the next --kernel-dir run)".to_string(),
         };
         println!("  {}  {}  {}", k.kver, mib(k.bytes), tree);
     }
@@ -412,13 +429,29 @@ fn run_script(a: &LabRunArgs) -> Result<ExitCode, CliError> {
     } else {
         a.modules.clone()
     };
+    let files = a
+        .files
+        .iter()
+        .map(|f| {
+            std::fs::canonicalize(f)
+                .ok()
+                .filter(|p| p.is_file())
+                .ok_or_else(|| {
+                    CliError(format!(
+                        "lab run --file {}: not a readable file",
+                        f.display()
+                    ))
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // This skbsim as /usr/bin/skbsim, as the help says: a script can run the arms.
     let (run, _) = boot_with(
         &a.opts,
         "script",
         script,
         modules,
-        Vec::new(),
-        false,
+        files,
+        true,
         a.patch.as_deref(),
     )?;
     print!("{}", run.boot.output);
@@ -441,7 +474,7 @@ pub(super) fn boot_with(
     skbsim: bool,
     patch: Option<&Path>,
 ) -> Result<(LabRun, (Value, String)), CliError> {
-    let pb = spinner(opts.json);
+    let pb = spinner(opts.guest.json);
     let mut lab = open_lab(opts, &pb)?;
     let mut setup = setup_report(&lab);
     if let Some(patch) = patch {
@@ -449,15 +482,17 @@ pub(super) fn boot_with(
         let built =
             lab::patch::rebuild(&lab.cache, &lab.kernel, patch, &progress).map_err(lab_err)?;
         let names: Vec<String> = built.modules.iter().map(|m| m.0.clone()).collect();
-        for (name, file) in built.modules {
-            lab.replace_module(&name, file).map_err(lab_err)?;
-        }
+        let files: Vec<&Path> = built.modules.iter().map(|m| m.1.as_path()).collect();
         setup.0["patch"] = json!({
             "file": patch,
             "modules": names,
+            "built": files,
             "cached": built.cached,
             "build_s": built.time.as_secs_f64(),
         });
+        for (name, file) in built.modules {
+            lab.replace_module(&name, file).map_err(lab_err)?;
+        }
         setup.1.push_str(&format!(
             "; patch {}: rebuilt {} ({})",
             patch.display(),
@@ -537,7 +572,7 @@ fn gre(opts: &LabOpts) -> Result<ExitCode, CliError> {
         .and_then(|l| l.split("gretap").nth(1).map(|r| format!("gretap{r}")))
         .unwrap_or_default();
     let (boot, line) = boot_report(&run);
-    if opts.json {
+    if opts.guest.json {
         println!(
             "{}",
             json!({"ok": ok, "rc": run.boot.rc, "output": out, "stderr": run.boot.stderr, "setup": setup.0, "boot": boot})

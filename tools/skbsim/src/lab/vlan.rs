@@ -122,7 +122,7 @@ pub(super) fn vlan(opts: &LabOpts) -> Result<ExitCode, CliError> {
     ];
     let ok = run.boot.rc == 0 && checks.iter().all(|c| c.1);
     let (boot, line) = boot_report(&run);
-    if opts.json {
+    if opts.guest.json {
         println!(
             "{}",
             json!({"ok": ok, "observations": obs, "checks": checks.iter().map(|c| json!({"check": c.0, "ok": c.1})).collect::<Vec<_>>(),

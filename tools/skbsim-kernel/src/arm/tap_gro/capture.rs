@@ -58,33 +58,12 @@ impl VnetCapture {
             if !poll_one(self.fd.as_fd(), libc::POLLIN, Some(timeout)).op(op)? {
                 return Ok(None);
             }
-            // SAFETY: an all-zero sockaddr_ll is a valid value to be overwritten.
-            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            let mut cbuf = [0u64; 16];
-            let mut iov = libc::iovec {
-                iov_base: self.buf.as_mut_ptr().cast(),
-                iov_len: self.buf.len(),
-            };
-            // SAFETY: an all-zero msghdr is valid; the pointers are filled in below.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_name = (&mut from as *mut libc::sockaddr_ll).cast();
-            msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = cbuf.as_mut_ptr().cast();
-            msg.msg_controllen = std::mem::size_of_val(&cbuf);
-            // SAFETY: msg points at a live sockaddr_ll, one iovec into self.buf and a
-            // control buffer, with their sizes; MSG_DONTWAIT because poll said a frame is
-            // ready.
-            let n = unsafe {
-                libc::recvmsg(
-                    self.fd.as_raw_fd(),
-                    &mut msg,
-                    libc::MSG_TRUNC | libc::MSG_DONTWAIT,
-                )
-            };
-            let n = match cvt_len(n) {
-                Ok(n) => n,
+            let crate::packet::Received {
+                len: n,
+                from,
+                auxdata,
+            } = match crate::packet::recv_packet(self.fd.as_fd(), &mut self.buf) {
+                Ok(r) => r,
                 Err(Errno::EAGAIN) => return Ok(None),
                 // packet_rcv_vnet: virtio_net_hdr_from_skb could not express the skb; the
                 // kernel dropped it.
@@ -121,7 +100,7 @@ impl VnetCapture {
             // The skb GRO delivered still had its tag in the frame; __netif_receive_skb_core
             // untagged it (skb_vlan_untag) before the packet taps: put it back.
             let raw = &self.buf[VNET_LEN..n];
-            let frame = match crate::packet::auxdata_of(&msg) {
+            let frame = match auxdata {
                 Some(aux) => crate::packet::with_tag_reinserted(raw, &aux),
                 None => raw.to_vec(),
             };

@@ -31,12 +31,31 @@ const IFLA_GRE_REMOTE: u16 = 7;
 /// More gretap devices than this is not a GRO scenario.
 pub(super) const MAX_GRETAP_DEVICES: usize = 16;
 
-/// What an outer IPv4/GRE/TEB frame says.
+/// A tunnel endpoint address: IPv4 for gretap, IPv6 for ip6gretap. The rest of a GRE-TEB
+/// tunnel (key, checksum flag, the netlink attributes, one device per tuple) is the same
+/// for both: ip6_gre.c mirrors ip_gre.c, `IFLA_GRE_*` included.
+pub(super) trait TunnelAddr: Copy + Ord + AsRef<[u8]> {
+    fn show(&self) -> String;
+}
+
+impl TunnelAddr for [u8; 4] {
+    fn show(&self) -> String {
+        std::net::Ipv4Addr::from(*self).to_string()
+    }
+}
+
+impl TunnelAddr for [u8; 16] {
+    fn show(&self) -> String {
+        std::net::Ipv6Addr::from(*self).to_string()
+    }
+}
+
+/// What an outer IP/GRE/TEB frame says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct GreTebFrame {
+pub(super) struct GreTebFrame<A> {
     pub(super) dst_mac: [u8; 6],
-    pub(super) src_ip: [u8; 4],
-    pub(super) dst_ip: [u8; 4],
+    pub(super) src_ip: A,
+    pub(super) dst_ip: A,
     /// The key as on the wire (`__be32`), when the K bit is set.
     pub(super) key: Option<[u8; 4]>,
     /// The C bit (a GRE checksum follows the protocol).
@@ -47,7 +66,7 @@ pub(super) struct GreTebFrame {
 
 /// The GRE-TEB view of `f` when it is IPv4/GRE (protocol 47), version 0 without
 /// routing, carrying ETH_P_TEB: what `gre_parse_header` accepts for a gretap.
-pub(super) fn gre_teb_of(f: &[u8]) -> Option<GreTebFrame> {
+pub(super) fn gre_teb_of(f: &[u8]) -> Option<GreTebFrame<[u8; 4]>> {
     if f.get(12..14)? != [0x08, 0x00] {
         return None;
     }
@@ -88,33 +107,45 @@ pub(super) fn gre_teb_of(f: &[u8]) -> Option<GreTebFrame> {
     })
 }
 
-/// One gretap tunnel: what `ip_tunnel_lookup` matches a packet on.
+/// One GRE-TEB tunnel: what `ip_tunnel_lookup` (gretap) and `ip6gre_tunnel_lookup`
+/// (ip6gretap) match a packet on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct GretapTunnel {
-    pub(super) remote: [u8; 4],
-    pub(super) local: [u8; 4],
+pub(super) struct GreTunnel<A> {
+    pub(super) remote: A,
+    pub(super) local: A,
     pub(super) key: Option<[u8; 4]>,
     /// `i_flags`/`o_flags` GRE_CSUM: the tunnel's frames carry checksums.
     pub(super) csum: bool,
 }
 
-/// The gretap side of the setup, from the frames.
-#[derive(Debug, Default)]
-pub(super) struct GretapSetup {
+/// The GRE-TEB side of the setup, from the frames.
+#[derive(Debug)]
+pub(super) struct GreSetup<A> {
     pub(super) tap_mac: Option<[u8; 6]>,
-    pub(super) addrs: Vec<[u8; 4]>,
-    pub(super) tunnels: Vec<GretapTunnel>,
+    pub(super) addrs: Vec<A>,
+    pub(super) tunnels: Vec<GreTunnel<A>>,
     /// Tunnels whose frames mix checksummed and plain GRE (only the checksummed ones can
     /// reach the device).
-    pub(super) mixed_csum: Vec<GretapTunnel>,
+    pub(super) mixed_csum: Vec<GreTunnel<A>>,
 }
 
-pub(super) fn gretap_setup(frames: &[(u64, u64, Vec<u8>)]) -> GretapSetup {
-    let mut s = GretapSetup::default();
+pub(super) type GretapSetup = GreSetup<[u8; 4]>;
+
+/// One tunnel per (remote, local, key) of the frames `parse` reads as GRE-TEB.
+pub(super) fn gre_setup<A: TunnelAddr>(
+    frames: &[(u64, u64, Vec<u8>)],
+    parse: fn(&[u8]) -> Option<GreTebFrame<A>>,
+) -> GreSetup<A> {
+    let mut s = GreSetup {
+        tap_mac: None,
+        addrs: Vec::new(),
+        tunnels: Vec::new(),
+        mixed_csum: Vec::new(),
+    };
     // (remote, local, key) -> (some frame has C, some frame has not).
     let mut tunnels: BTreeMap<_, (bool, bool)> = BTreeMap::new();
     for (_, _, f) in frames {
-        if let Some(g) = gre_teb_of(f) {
+        if let Some(g) = parse(f) {
             s.tap_mac.get_or_insert(g.dst_mac);
             if !s.addrs.contains(&g.dst_ip) {
                 s.addrs.push(g.dst_ip);
@@ -128,7 +159,7 @@ pub(super) fn gretap_setup(frames: &[(u64, u64, Vec<u8>)]) -> GretapSetup {
         }
     }
     for ((remote, local, key), (with, without)) in tunnels {
-        let t = GretapTunnel {
+        let t = GreTunnel {
             remote,
             local,
             key,
@@ -142,11 +173,11 @@ pub(super) fn gretap_setup(frames: &[(u64, u64, Vec<u8>)]) -> GretapSetup {
     s
 }
 
-fn ip(a: [u8; 4]) -> String {
-    format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3])
+pub(super) fn gretap_setup(frames: &[(u64, u64, Vec<u8>)]) -> GretapSetup {
+    gre_setup(frames, gre_teb_of)
 }
 
-impl GretapTunnel {
+impl<A: TunnelAddr> GreTunnel<A> {
     pub(super) fn describe(&self) -> String {
         let key = match self.key {
             Some(k) => format!(" key {:#x}", u32::from_be_bytes(k)),
@@ -155,8 +186,8 @@ impl GretapTunnel {
         let csum = if self.csum { " csum" } else { "" };
         format!(
             "remote {} local {}{key}{csum}",
-            ip(self.remote),
-            ip(self.local)
+            self.remote.show(),
+            self.local.show()
         )
     }
 
@@ -172,13 +203,13 @@ impl GretapTunnel {
         f
     }
 
-    /// `IFLA_INFO_DATA` of `ip link add type gretap local L remote R [key K] [csum] dev
-    /// LINK`.
+    /// `IFLA_INFO_DATA` of `ip link add type gretap|ip6gretap local L remote R [key K]
+    /// [csum] dev LINK`.
     pub(super) fn info_data(&self, link: u32) -> Vec<Nla> {
         let mut data = vec![
             Nla::u32(IFLA_GRE_LINK, link),
-            Nla::bytes(IFLA_GRE_LOCAL, &self.local),
-            Nla::bytes(IFLA_GRE_REMOTE, &self.remote),
+            Nla::bytes(IFLA_GRE_LOCAL, self.local.as_ref()),
+            Nla::bytes(IFLA_GRE_REMOTE, self.remote.as_ref()),
         ];
         if self.flags() != 0 {
             data.push(Nla::be16(IFLA_GRE_IFLAGS, self.flags()));
@@ -192,25 +223,37 @@ impl GretapTunnel {
     }
 }
 
-/// Create and bring up one gretap device per tunnel of `setup` (in the arm's namespace),
-/// over the tap `link`: their names and ifindexes.
-pub(super) fn create_gretaps(
+/// Create and bring up one `kind` device (`gretap`, `ip6gretap`) per tunnel of `setup`
+/// (in the arm's namespace) over the tap `link`, named `<prefix><i>`: their names and
+/// ifindexes.
+pub(super) fn create_gre_devices<A: TunnelAddr>(
     ns: &mut Netns,
-    setup: &GretapSetup,
+    setup: &GreSetup<A>,
     link: u32,
+    kind: &str,
+    prefix: &str,
 ) -> Result<Vec<(String, u32)>, ArmError> {
     if setup.tunnels.len() > MAX_GRETAP_DEVICES {
         return Err(ArmError::Unsupported(format!(
-            "{} (remote, local, key) tuples: more gretap devices than the arm creates ({MAX_GRETAP_DEVICES})",
+            "{} (remote, local, key) tuples: more {kind} devices than the arm creates ({MAX_GRETAP_DEVICES})",
             setup.tunnels.len()
         )));
     }
     let mut devs = Vec::new();
     for (i, t) in setup.tunnels.iter().enumerate() {
-        let name = format!("skbgt{i}");
-        let idx = ns.rtnl().create_link(&name, "gretap", &t.info_data(link))?;
+        let name = format!("{prefix}{i}");
+        let idx = ns.rtnl().create_link(&name, kind, &t.info_data(link))?;
         ns.rtnl().set_up(idx, true)?;
         devs.push((name, idx));
     }
     Ok(devs)
+}
+
+/// One gretap device per IPv4 tunnel of `setup`.
+pub(super) fn create_gretaps(
+    ns: &mut Netns,
+    setup: &GretapSetup,
+    link: u32,
+) -> Result<Vec<(String, u32)>, ArmError> {
+    create_gre_devices(ns, setup, link, "gretap", "skbgt")
 }

@@ -20,35 +20,15 @@
 #[allow(unused_imports)]
 use super::*;
 use sim::consts::{ETH_P_IPV6, ETH_P_TEB, IPPROTO_GRE};
-use sim::wire::gre::{Gre, GRE_CSUM, GRE_KEY, GRE_ROUTING, GRE_VERSION};
+use sim::wire::gre::{Gre, GRE_ROUTING, GRE_VERSION};
 use sim::wire::{ethernet, ipv6};
 
-const IFLA_GRE_LINK: u16 = 1;
-const IFLA_GRE_IFLAGS: u16 = 2;
-const IFLA_GRE_OFLAGS: u16 = 3;
-const IFLA_GRE_IKEY: u16 = 4;
-const IFLA_GRE_OKEY: u16 = 5;
-const IFLA_GRE_LOCAL: u16 = 6;
-const IFLA_GRE_REMOTE: u16 = 7;
 /// IFA_F_NODAD (include/uapi/linux/if_addr.h).
 const IFA_F_NODAD: u8 = 0x02;
 
-/// What an outer IPv6/GRE/TEB frame says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Gre6TebFrame {
-    pub(super) dst_mac: [u8; 6],
-    pub(super) src_ip: [u8; 16],
-    pub(super) dst_ip: [u8; 16],
-    /// The key as on the wire (`__be32`), when the K bit is set.
-    pub(super) key: Option<[u8; 4]>,
-    pub(super) csum: bool,
-    /// Offset of the inner Ethernet header.
-    pub(super) inner: usize,
-}
-
 /// The GRE-TEB view of `f` when it is IPv6 with next header GRE (no extension headers),
 /// version 0 without routing, carrying ETH_P_TEB.
-pub(super) fn gre6_teb_of(f: &[u8]) -> Option<Gre6TebFrame> {
+pub(super) fn gre6_teb_of(f: &[u8]) -> Option<GreTebFrame<[u8; 16]>> {
     let eth = ethernet::Packet::new_checked(f).ok()?;
     if eth.ethertype() != ETH_P_IPV6 {
         return None;
@@ -65,7 +45,7 @@ pub(super) fn gre6_teb_of(f: &[u8]) -> Option<Gre6TebFrame> {
     if f.len() < inner + 14 {
         return None;
     }
-    Some(Gre6TebFrame {
+    Some(GreTebFrame {
         dst_mac: eth.dst_addr(),
         src_ip: ip.src_addr().octets(),
         dst_ip: ip.dst_addr().octets(),
@@ -75,70 +55,14 @@ pub(super) fn gre6_teb_of(f: &[u8]) -> Option<Gre6TebFrame> {
     })
 }
 
-/// One ip6gretap tunnel: what `ip6gre_tunnel_lookup` matches a packet on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct Ip6gretapTunnel {
-    pub(super) remote: [u8; 16],
-    pub(super) local: [u8; 16],
-    pub(super) key: Option<[u8; 4]>,
-    pub(super) csum: bool,
-}
-
-/// The ip6gretap side of the setup, from the frames.
-#[derive(Debug, Default)]
-pub(super) struct Ip6gretapSetup {
-    pub(super) tap_mac: Option<[u8; 6]>,
-    pub(super) addrs: Vec<[u8; 16]>,
-    pub(super) tunnels: Vec<Ip6gretapTunnel>,
-    pub(super) mixed_csum: Vec<Ip6gretapTunnel>,
-}
+pub(super) type Ip6gretapTunnel = GreTunnel<[u8; 16]>;
+pub(super) type Ip6gretapSetup = GreSetup<[u8; 16]>;
 
 pub(super) fn ip6gretap_setup(frames: &[(u64, u64, Vec<u8>)]) -> Ip6gretapSetup {
-    let mut s = Ip6gretapSetup::default();
-    let mut tunnels: BTreeMap<_, (bool, bool)> = BTreeMap::new();
-    for (_, _, f) in frames {
-        if let Some(g) = gre6_teb_of(f) {
-            s.tap_mac.get_or_insert(g.dst_mac);
-            if !s.addrs.contains(&g.dst_ip) {
-                s.addrs.push(g.dst_ip);
-            }
-            let c = tunnels.entry((g.src_ip, g.dst_ip, g.key)).or_default();
-            if g.csum {
-                c.0 = true;
-            } else {
-                c.1 = true;
-            }
-        }
-    }
-    for ((remote, local, key), (with, without)) in tunnels {
-        let t = Ip6gretapTunnel {
-            remote,
-            local,
-            key,
-            csum: with,
-        };
-        if with && without {
-            s.mixed_csum.push(t);
-        }
-        s.tunnels.push(t);
-    }
-    s
+    gre_setup(frames, gre6_teb_of)
 }
 
 impl Ip6gretapTunnel {
-    pub(super) fn describe(&self) -> String {
-        let key = match self.key {
-            Some(k) => format!(" key {:#x}", u32::from_be_bytes(k)),
-            None => String::new(),
-        };
-        let csum = if self.csum { " csum" } else { "" };
-        format!(
-            "remote {} local {}{key}{csum}",
-            std::net::Ipv6Addr::from(self.remote),
-            std::net::Ipv6Addr::from(self.local)
-        )
-    }
-
     /// The model's name for this device.
     pub(super) fn dev(&self) -> sim::gro::cells::TunnelDev {
         sim::gro::cells::TunnelDev::Ip6gretap {
@@ -147,54 +71,15 @@ impl Ip6gretapTunnel {
             key: self.key,
         }
     }
-
-    fn info_data(&self, link: u32) -> Vec<Nla> {
-        let mut flags = 0;
-        if self.key.is_some() {
-            flags |= GRE_KEY;
-        }
-        if self.csum {
-            flags |= GRE_CSUM;
-        }
-        let mut data = vec![
-            Nla::u32(IFLA_GRE_LINK, link),
-            Nla::bytes(IFLA_GRE_LOCAL, &self.local),
-            Nla::bytes(IFLA_GRE_REMOTE, &self.remote),
-        ];
-        if flags != 0 {
-            data.push(Nla::be16(IFLA_GRE_IFLAGS, flags));
-            data.push(Nla::be16(IFLA_GRE_OFLAGS, flags));
-        }
-        if let Some(k) = self.key {
-            data.push(Nla::bytes(IFLA_GRE_IKEY, &k));
-            data.push(Nla::bytes(IFLA_GRE_OKEY, &k));
-        }
-        data
-    }
 }
 
-/// Create and bring up one ip6gretap device per tunnel of `setup` over the tap `link`.
+/// One ip6gretap device per IPv6 tunnel of `setup`.
 pub(super) fn create_ip6gretaps(
     ns: &mut Netns,
     setup: &Ip6gretapSetup,
     link: u32,
 ) -> Result<Vec<(String, u32)>, ArmError> {
-    if setup.tunnels.len() > MAX_GRETAP_DEVICES {
-        return Err(ArmError::Unsupported(format!(
-            "{} (remote, local, key) tuples over IPv6: more ip6gretap devices than the arm creates ({MAX_GRETAP_DEVICES})",
-            setup.tunnels.len()
-        )));
-    }
-    let mut devs = Vec::new();
-    for (i, t) in setup.tunnels.iter().enumerate() {
-        let name = format!("skbg6t{i}");
-        let idx = ns
-            .rtnl()
-            .create_link(&name, "ip6gretap", &t.info_data(link))?;
-        ns.rtnl().set_up(idx, true)?;
-        devs.push((name, idx));
-    }
-    Ok(devs)
+    create_gre_devices(ns, setup, link, "ip6gretap", "skbg6t")
 }
 
 /// IPv6 on the (still down) tap `dev` of the arm's namespace, which [`Netns`] created with

@@ -32,7 +32,9 @@
 //! # Bursts: several writes in one NAPI poll
 //! With `IFF_NAPI`, `tun_get_user` queues the skb on the tfile's write queue and calls
 //! `napi_schedule`; the NET_RX softirq runs when the write re-enables bottom halves, so
-//! every `write()` is its own poll (`[gro] burst = 1`, the default). Userspace cannot
+//! every `write()` is its own poll (`[gro] burst = 1`, the default; before v6.5 a
+//! runnable ksoftirqd takes the softirq instead, and the writer lets it run before the
+//! next write: `SoftirqWait`). Userspace cannot
 //! pass `MSG_MORE` (only `tun_sendmsg`, i.e. vhost-net, can). For `burst > 1` the arm
 //! switches the tap's NAPI to threaded mode (`/sys/class/net/TAP/threaded` = 1): then
 //! `napi_schedule` only wakes the `napi/TAP-0` kthread. The arm pins that kthread and
@@ -75,7 +77,7 @@
 //! skbs after gro_cells), plus the tap's counters ([`tunnel_obs`]; docs/gro.md#gro-cells).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -90,7 +92,7 @@ use crate::error::{Cause, Errno, ErrnoExt, KernelError};
 use crate::ethtool::Ethtool;
 use crate::netlink::{MsgBuilder, NlSocket, Nla, NLM_F_CREATE, NLM_F_EXCL};
 use crate::netns::Netns;
-use crate::sys::{cvt, cvt_len, ensure_private_netns, owned_fd, poll_one, setsockopt_int};
+use crate::sys::{cvt, ensure_private_netns, owned_fd, poll_one, setsockopt_int};
 use crate::sysfs::{gro_flush_timeout, set_gro_flush_timeout, write_net_attr};
 use crate::tap::TapConfig;
 
@@ -314,15 +316,21 @@ fn replay(
     };
     // Without CAP_SYS_NICE the single-write case still runs (the timing check below
     // catches a preempted writer); bursts cannot.
-    let rt = match napi {
-        Some(_) => None,
-        None => match RealtimeWriter::enter(None) {
-            Ok(g) => Some(g),
-            Err(e) => {
-                notes.push(format!("the writer runs without SCHED_FIFO: {e}"));
-                None
-            }
-        },
+    // One write per poll: the writer pinned where it is, and that CPU's ksoftirqd let
+    // run after each write it may have been left to (SoftirqWait).
+    let (rt, mut softirq) = match napi {
+        Some(_) => (None, None),
+        None => {
+            let cpu = current_cpu()?;
+            let rt = match RealtimeWriter::enter(Some(cpu)) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    notes.push(format!("the writer runs without SCHED_FIFO: {e}"));
+                    None
+                }
+            };
+            (rt, Some(SoftirqWait::on(cpu)))
+        }
     };
     let backend = match &napi {
         Some(t) => format!(
@@ -443,6 +451,9 @@ fn replay(
             }
             None => {
                 pending = 0;
+                if let Some(w) = softirq.as_mut() {
+                    w.let_run()?;
+                }
                 collect(&mut cap, &mut captured, &mut captured_ts, last_ts)?;
             }
         }
@@ -456,6 +467,12 @@ fn replay(
         ));
     }
     drop(rt);
+    if let Some(w) = softirq.as_ref().filter(|w| w.waits > 0) {
+        notes.push(format!(
+            "{} write(s) waited for ksoftirqd before the next (their NET_RX softirq was left to it)",
+            w.waits
+        ));
+    }
     let timing = timing_problem(&times, hz, timeout);
     // The gro_flush_timeout hrtimer, then whatever is still in flight.
     std::thread::sleep(Duration::from_nanos(timeout) + Duration::from_millis(2));

@@ -159,10 +159,7 @@ impl NapiThread {
                 ))
             }
         };
-        // SAFETY: sched_getcpu has no arguments.
-        let cpu = unsafe { libc::sched_getcpu() };
-        let cpu =
-            usize::try_from(cpu).map_err(|_| KernelError::sys("sched_getcpu", Errno::last()))?;
+        let cpu = current_cpu()?;
         set_affinity(
             pid as libc::pid_t,
             &one_cpu(cpu),
@@ -233,6 +230,68 @@ impl NapiThread {
                     Cause::Protocol(format!(
                         "no poll within {wait:?} (state {state}, {vol} voluntary switches)"
                     )),
+                ));
+            }
+        }
+    }
+}
+
+/// The CPU the calling thread runs on.
+pub(super) fn current_cpu() -> Result<usize, KernelError> {
+    // SAFETY: sched_getcpu has no arguments.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).map_err(|_| KernelError::sys("sched_getcpu", Errno::last()))
+}
+
+/// The writer's CPU's ksoftirqd, for one write per poll (`burst = 1`).
+///
+/// The write's NAPI poll is the NET_RX softirq that `tun_get_user`'s `local_bh_enable`
+/// runs on the way out, unless ksoftirqd is runnable on that CPU: until v6.5
+/// (kernel/softirq.c: `do_softirq` and `invoke_softirq` check `ksoftirqd_running`, from
+/// 4cd13c21b207 "softirq: Let ksoftirqd do its job", v4.9; reverted by d15121be7485 in
+/// v6.5) the pending softirq is then left to ksoftirqd. A TCG guest wakes ksoftirqd
+/// often (a softirq run past MAX_SOFTIRQ_TIME, 2 ms), and a SCHED_FIFO writer keeps it
+/// from running, so on 6.1 all ten writes of `tcp-napi-no-timeout` were once polled
+/// together and merged. After each write the writer checks ksoftirqd; when it is
+/// runnable the writer sleeps until it has run, so that poll holds this write alone, as
+/// the model's one poll per write says.
+#[derive(Debug)]
+pub(super) struct SoftirqWait {
+    pid: Option<u32>,
+    /// Writes after which the writer slept for ksoftirqd.
+    pub(super) waits: u64,
+}
+
+impl SoftirqWait {
+    /// `ksoftirqd/<cpu>` (none found: nothing to wait for).
+    pub(super) fn on(cpu: usize) -> SoftirqWait {
+        let name = format!("ksoftirqd/{cpu}");
+        let pid = kthreads_named(&name).into_iter().find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == name)
+        });
+        SoftirqWait { pid, waits: 0 }
+    }
+
+    /// After a write: sleep while ksoftirqd is runnable, up to POLL_WAIT.
+    pub(super) fn let_run(&mut self) -> Result<(), KernelError> {
+        let Some(pid) = self.pid else {
+            return Ok(());
+        };
+        if task_status(pid)?.0 != 'R' {
+            return Ok(());
+        }
+        self.waits += 1;
+        let start = Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_micros(20));
+            let (state, _) = task_status(pid)?;
+            if state != 'R' {
+                return Ok(());
+            }
+            if start.elapsed() > POLL_WAIT {
+                return Err(KernelError::new(
+                    format!("wait for ksoftirqd {pid}"),
+                    Cause::Protocol(format!("still runnable after {POLL_WAIT:?}")),
                 ));
             }
         }
