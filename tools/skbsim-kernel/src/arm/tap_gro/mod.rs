@@ -316,8 +316,10 @@ fn replay(
     };
     // Without CAP_SYS_NICE the single-write case still runs (the timing check below
     // catches a preempted writer); bursts cannot.
-    // One write per poll: the writer pinned where it is, and that CPU's ksoftirqd let
-    // run after each write it may have been left to (SoftirqWait).
+    // One write per poll: the writer pinned where it is, and, when every poll flushes
+    // (no gro_flush_timeout), that CPU's ksoftirqd let run after each write it may have
+    // been left to (SoftirqWait). With a timeout GRO holds skbs across polls anyway, and
+    // the check's cost per write would stretch a long run past a jiffy.
     let (rt, mut softirq) = match napi {
         Some(_) => (None, None),
         None => {
@@ -329,7 +331,7 @@ fn replay(
                     None
                 }
             };
-            (rt, Some(SoftirqWait::on(cpu)))
+            (rt, (timeout == 0).then(|| SoftirqWait::on(cpu)))
         }
     };
     let backend = match &napi {

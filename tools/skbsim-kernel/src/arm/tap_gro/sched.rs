@@ -257,7 +257,8 @@ pub(super) fn current_cpu() -> Result<usize, KernelError> {
 /// the model's one poll per write says.
 #[derive(Debug)]
 pub(super) struct SoftirqWait {
-    pid: Option<u32>,
+    /// `/proc/<ksoftirqd>/stat`, kept open: one pread per write.
+    stat: Option<(u32, std::fs::File)>,
     /// Writes after which the writer slept for ksoftirqd.
     pub(super) waits: u64,
 }
@@ -266,26 +267,49 @@ impl SoftirqWait {
     /// `ksoftirqd/<cpu>` (none found: nothing to wait for).
     pub(super) fn on(cpu: usize) -> SoftirqWait {
         let name = format!("ksoftirqd/{cpu}");
-        let pid = kthreads_named(&name).into_iter().find(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == name)
-        });
-        SoftirqWait { pid, waits: 0 }
+        let stat = kthreads_named(&name)
+            .into_iter()
+            .find(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| c.trim_end() == name)
+            })
+            .and_then(|pid| {
+                let f = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+                Some((pid, f))
+            });
+        SoftirqWait { stat, waits: 0 }
+    }
+
+    /// The task state letter: the field after the `(comm)` of /proc/PID/stat.
+    fn state(pid: u32, f: &std::fs::File) -> Result<char, KernelError> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 128];
+        let n = f.read_at(&mut buf, 0).map_err(|e| {
+            KernelError::new(
+                format!("read /proc/{pid}/stat"),
+                Cause::Protocol(e.to_string()),
+            )
+        })?;
+        let text = &buf[..n];
+        let close = text.iter().rposition(|&b| b == b')');
+        Ok(close
+            .and_then(|i| text.get(i + 2))
+            .map_or('?', |&b| char::from(b)))
     }
 
     /// After a write: sleep while ksoftirqd is runnable, up to POLL_WAIT.
     pub(super) fn let_run(&mut self) -> Result<(), KernelError> {
-        let Some(pid) = self.pid else {
+        let Some((pid, f)) = &self.stat else {
             return Ok(());
         };
-        if task_status(pid)?.0 != 'R' {
+        if Self::state(*pid, f)? != 'R' {
             return Ok(());
         }
         self.waits += 1;
         let start = Instant::now();
         loop {
             std::thread::sleep(Duration::from_micros(20));
-            let (state, _) = task_status(pid)?;
-            if state != 'R' {
+            if Self::state(*pid, f)? != 'R' {
                 return Ok(());
             }
             if start.elapsed() > POLL_WAIT {
