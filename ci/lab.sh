@@ -51,6 +51,14 @@ timed skbsim lab conform --kernel 6.1 --patch scenarios/kernel-patches/vhost-net
   --old-profiles scenarios/vhost-tx/xdp-*-linux-4.19.toml
 timed skbsim lab conform --kernel 6.1 --patch scenarios/kernel-patches/tun-xdp-act-no-rx-stats-6.1.patch \
   --old-profiles scenarios/vhost-tx/xdp-*-linux-4.20.toml
+echo "== lab: two builds of one series: an ip6gretap's gro_cells before and after the stable hard_header_len fix (6.12.111, 6.1.190), predicted by linux-6.12.107 and linux-6.1.187"
+timed skbsim lab diff --kernel 6.12 --kernel linux-image-6.12.107+deb12-cloud-amd64 \
+  scenarios/tap-gro/cells-gre6-hop-limit.toml scenarios/tap-gro/cells-gre6-tc.toml
+timed skbsim lab diff --kernel 6.1 --kernel linux-image-6.1.0-53-cloud-amd64 \
+  scenarios/tap-gro/cells-gre6-hop-limit.toml scenarios/tap-gro/cells-gre6-tc.toml
+# The linux-6.12.107 scenarios' real arm (they fail on 6.12.117, which merges).
+timed skbsim lab conform --kernel linux-image-6.12.107+deb12-cloud-amd64 --old-profiles \
+  scenarios/tap-gro/*-linux-6.12.107.toml
 echo "== lab: 802.1Q device over a tap"
 skbsim lab vlan
 echo "== lab: gretap between two namespaces"

@@ -257,6 +257,24 @@ pub const LINUX_6_12: KernelProfile = KernelProfile {
     vhost: LINUX_6_18.vhost,
 };
 
+/// Debian's 6.12 builds up to 6.12.107 (`--kernel linux-image-6.12.107+deb12-cloud-amd64`):
+/// [`LINUX_6_12`] with an ip6gretap's `hard_header_len` from before the stable fix in
+/// 6.12.111 ([`crate::gro::rules::GRO_LINUX_6_12_107`]). `lab diff --kernel 6.12 --kernel
+/// linux-image-6.12.107+deb12-cloud-amd64` found the difference (docs/real-kernel.md#lab-findings).
+pub const LINUX_6_12_107: KernelProfile = KernelProfile {
+    name: "linux-6.12.107",
+    gro: crate::gro::rules::GRO_LINUX_6_12_107,
+    ..LINUX_6_12
+};
+
+/// Debian's 6.1 builds up to 6.1.187 (ABI 6.1.0-53): [`LINUX_6_1`] with the same
+/// ip6gretap `hard_header_len` (fixed in 6.1.190, 6.1.0-54).
+pub const LINUX_6_1_187: KernelProfile = KernelProfile {
+    name: "linux-6.1.187",
+    gro: crate::gro::rules::GRO_LINUX_6_1_187,
+    ..LINUX_6_1
+};
+
 /// Linux 4.20: 4.19 plus vhost_net's XDP batching with tun's TUN_MSG_PTR (v4.20); both
 /// tun XDP buffers still have the metadata marked invalid (until v6.15).
 pub const LINUX_4_20: KernelProfile = KernelProfile {
@@ -317,8 +335,16 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
 };
 
 /// Every profile, default first.
-pub const PROFILES: [KernelProfile; 7] = [
-    LINUX_6_18, LINUX_6_12, LINUX_6_1, LINUX_4_20, LINUX_4_19, LINUX_4_16, LINUX_3_12,
+pub const PROFILES: [KernelProfile; 9] = [
+    LINUX_6_18,
+    LINUX_6_12,
+    LINUX_6_12_107,
+    LINUX_6_1,
+    LINUX_6_1_187,
+    LINUX_4_20,
+    LINUX_4_19,
+    LINUX_4_16,
+    LINUX_3_12,
 ];
 
 impl KernelProfile {
@@ -366,7 +392,7 @@ mod tests {
         let err = KernelProfile::by_name("linux-2.6").unwrap_err().to_string();
         assert!(
             err.contains(
-                "linux-6.18, linux-6.12, linux-6.1, linux-4.20, linux-4.19, linux-4.16, linux-3.12"
+                "linux-6.18, linux-6.12, linux-6.12.107, linux-6.1, linux-6.1.187, linux-4.20, linux-4.19, linux-4.16, linux-3.12"
             ),
             "{err}"
         );

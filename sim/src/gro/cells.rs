@@ -225,7 +225,7 @@ pub fn outer_of(f: &[u8], ports: &[u16]) -> Option<Outer> {
 /// (iptunnel_pull_offloads), `protocol` from the inner frame (eth_type_trans), one
 /// CHECKSUM_UNNECESSARY level used by the outer checksum (__skb_checksum_validate_needed
 /// -> __skb_decr_checksum_unnecessary). None when it is not a tunnel skb.
-pub fn decapsulate(skb: &SkBuff, ports: &[u16]) -> Option<(TunnelDev, Box<SkBuff>)> {
+pub fn decapsulate(skb: &SkBuff, ports: &[u16]) -> Option<(Outer, Box<SkBuff>)> {
     let o = outer_of(&skb.bytes(), ports)?;
     let mut s = Box::new(skb.clone());
     // The outer headers are in the linear head (GRO pulled them there); header offsets
@@ -253,7 +253,7 @@ pub fn decapsulate(skb: &SkBuff, ports: &[u16]) -> Option<(TunnelDev, Box<SkBuff
             s.csum_level -= 1;
         }
     }
-    Some((o.dev, s))
+    Some((o, s))
 }
 
 /// One tunnel device: its gro_cell (one CPU) and what its stack received.
@@ -262,6 +262,9 @@ pub struct TunnelRx {
     pub napi: Napi,
     pub queue: Vec<Box<SkBuff>>,
     pub delivered: Vec<Delivered>,
+    /// Its frames carry GRE checksums, so the device has GRE_CSUM in `o_flags` (the real
+    /// arm creates it so) and its GRE header is 4 bytes longer.
+    pub gre_csum: bool,
 }
 
 /// Tunnel deliveries kept for the trace (the trace lists them device by device, so they
@@ -315,6 +318,7 @@ impl GroCells {
             napi: Napi::new(0, hz),
             queue: Vec::new(),
             delivered: Vec::new(),
+            gre_csum: false,
         })
     }
 
@@ -344,9 +348,11 @@ impl GroCells {
         let mut now = 0;
         for d in rx {
             now = d.ts_ns;
-            let Some((dev, skb)) = decapsulate(&d.skb, &cfg.vxlan_ports) else {
+            let Some((outer, skb)) = decapsulate(&d.skb, &cfg.vxlan_ports) else {
                 continue;
             };
+            let dev = outer.dev;
+            self.dev(dev).gre_csum |= outer.outer_csum;
             // iptunnel_pull_offloads unclones a GSO skb; a packet socket's clone of
             // anything else is still alive.
             let cloned = self.observer == TapObserver::AfPacket && skb.gso_size == 0;
@@ -381,7 +387,12 @@ impl GroCells {
                     }
                 }
                 Sched::Cell(dev) => {
-                    gro_cell_poll(self.dev(dev), cfg, now);
+                    let rx = self.dev(dev);
+                    let dev_cfg = GroConfig {
+                        hard_header_len: hard_header_len(cfg, dev, rx.gre_csum),
+                        ..cfg.clone()
+                    };
+                    gro_cell_poll(rx, &dev_cfg, now);
                     self.keep(dev);
                 }
             }
@@ -408,6 +419,24 @@ impl GroCells {
         self.devs
             .iter()
             .flat_map(|(k, v)| v.delivered.iter().map(move |d| (k, d)))
+    }
+}
+
+/// The tunnel device's dev->hard_header_len: ETH_HLEN (ether_setup), but for an ip6gretap
+/// under GroRules::ip6gre_hard_header_len its route device's (the tap: ETH_HLEN) plus
+/// t_hlen, the IPv6 header and `ip6gre_calc_hlen`'s GRE header (base word, key and
+/// checksum words as its flags say; the arm's devices have no sequence numbers).
+fn hard_header_len(cfg: &GroConfig, dev: TunnelDev, gre_csum: bool) -> usize {
+    match dev {
+        TunnelDev::Ip6gretap { key, .. } if cfg.rules.ip6gre_hard_header_len => {
+            let word = |present: bool| if present { 4 } else { 0 };
+            ETH_HLEN
+                + crate::wire::ipv6::HEADER_LEN
+                + GRE_BASE_LEN
+                + word(key.is_some())
+                + word(gre_csum)
+        }
+        _ => ETH_HLEN,
     }
 }
 

@@ -172,8 +172,8 @@ fn decapsulation_uses_one_unnecessary_level_for_the_outer_udp_checksum() {
     let mut skb = SkBuff::for_gro(0, 0, f);
     skb.ip_summed = IpSummed::Unnecessary;
     skb.csum_level = 1;
-    let (dev, s) = decapsulate(&skb, &[4789]).unwrap();
-    assert_eq!(dev, VX);
+    let (o, s) = decapsulate(&skb, &[4789]).unwrap();
+    assert_eq!(o.dev, VX);
     assert_eq!((s.len(), s.protocol), (1454, 0x0800));
     assert_eq!((s.ip_summed, s.csum_level), (IpSummed::Unnecessary, 0));
     // Another port: not a tunnel skb.

@@ -64,18 +64,32 @@ pub fn call_l3_receive(
 }
 
 /// gro_list_prepare: a held skb starts as same_flow only if the hash (0 for tun),
-/// device, hw-accel VLAN (none from a tap) and the 14-byte MAC header match.
-fn gro_list_prepare(head: &mut [Box<SkBuff>], skb: &mut SkBuff) {
+/// device, hw-accel VLAN (none from a tap) and the MAC header match: the 14 bytes of
+/// compare_ether_header when `maclen` (dev->hard_header_len) is ETH_HLEN, else a memcmp
+/// of `maclen` bytes from it (the packet's bytes, linear part first).
+fn gro_list_prepare(head: &mut [Box<SkBuff>], skb: &mut SkBuff, maclen: usize) {
+    let wide = (maclen != ETH_HLEN).then(|| mac_bytes(skb, maclen));
     for p in head.iter_mut() {
         p.cb.flush = false;
         p.cb.flush_reason = None;
         p.cb.mismatch = None;
-        let same = p.hdr(0, ETH_HLEN) == skb.hdr(0, ETH_HLEN);
+        let (same, why) = match &wide {
+            None => (p.hdr(0, ETH_HLEN) == skb.hdr(0, ETH_HLEN), reason::MAC),
+            Some(b) => (mac_bytes(p, maclen) == *b, reason::MAC_HARD_HEADER),
+        };
         p.cb.same_flow = same;
         if !same {
-            p.cb.mismatch = Some(reason::MAC);
-            skb.saw_mismatch(reason::MAC);
+            p.cb.mismatch = Some(why);
+            skb.saw_mismatch(why);
         }
+    }
+}
+
+/// The first `n` bytes of `skb`'s packet (fewer when it is shorter).
+fn mac_bytes(skb: &SkBuff, n: usize) -> Vec<u8> {
+    match skb.hdr(0, n) {
+        Some(h) => h.to_vec(),
+        None => skb.bytes().iter().take(n).copied().collect(),
     }
 }
 
@@ -119,7 +133,7 @@ pub fn dev_gro_receive(napi: &mut Napi, cfg: &GroConfig, mut skb: Box<SkBuff>) -
     if cfg.xdp_generic {
         return normal(napi, skb, reason::GRO_XDP_GENERIC);
     }
-    gro_list_prepare(&mut napi.buckets[bucket], &mut skb);
+    gro_list_prepare(&mut napi.buckets[bucket], &mut skb, cfg.hard_header_len);
     let Some(h) = find_receive_by_type(cfg, skb.protocol) else {
         let why = match skb.protocol {
             ETH_P_8021Q | ETH_P_8021AD => reason::VLAN_NO_HANDLER,

@@ -106,6 +106,7 @@ reasons! {
     GSO "gro:gso" false "net/core/gro.c: dev_gro_receive: a GSO skb that is not TCP or is SKB_GSO_DODGY (a vnet header's) is flushed, count = gso_segs (before GroRules::gso_skbs every GSO skb)";
     NO_HANDLER "gro:no-handler" false "net/core/gro.c: dev_gro_receive: no packet_offload for skb->protocol";
     MAC "eth:mac" true "net/core/gro.c: gro_list_prepare: compare_ether_header differs";
+    MAC_HARD_HEADER "eth:hard-header" false "net/core/gro.c: gro_list_prepare: memcmp of dev->hard_header_len bytes from the MAC header differs (an ip6gretap's before the NBMA fix: 14 + t_hlen bytes, into the inner IP and TCP headers)";
     IPV4_HDR "ipv4:truncated" false "net/ipv4/af_inet.c: inet_gro_receive: skb_gro_header fails";
     IPV4_NO_L4 "ipv4:no-l4-handler" false "net/ipv4/af_inet.c: inet_gro_receive: no inet_offloads[proto]->gro_receive";
     IPV4_IHL "ipv4:ihl" false "net/ipv4/af_inet.c: inet_gro_receive: first byte != 0x45 (IHL 5, version 4)";
@@ -359,6 +360,9 @@ pub struct GroConfig {
     pub gro_max_size: usize,
     /// dev->gro_ipv4_max_size (IFLA_GRO_IPV4_MAX_SIZE, v6.3).
     pub gro_ipv4_max_size: usize,
+    /// dev->hard_header_len: how many bytes of the MAC header gro_list_prepare compares
+    /// (ETH_HLEN for every device here but an old ip6gretap, GroRules::ip6gre_hard_header_len).
+    pub hard_header_len: usize,
 }
 
 impl GroConfig {
@@ -375,6 +379,7 @@ impl GroConfig {
             gro_fraglist: false,
             gro_max_size: GRO_LEGACY_MAX_SIZE,
             gro_ipv4_max_size: GRO_LEGACY_MAX_SIZE,
+            hard_header_len: ETH_HLEN,
         }
     }
 }

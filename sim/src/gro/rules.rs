@@ -153,6 +153,16 @@ pub struct GroRules {
     /// 6.18.44 host. 81be30c1f5f2 "net/ipv6: Drop HBH for BIG TCP on RX side" (net-next,
     /// Feb 2026, after 6.19) leaves only payload_len 0; no profile models that kernel yet.
     pub ipv6_jumbo_hbh: bool,
+    /// An ip6gretap device's `hard_header_len` is its route device's plus the tunnel
+    /// headers: net/ipv6/ip6_gre.c: ip6gre_tnl_link_config_route set `dev->hard_header_len
+    /// = rt->dst.dev->hard_header_len + t_hlen` for a tunnel with header_ops (every
+    /// Ethernet-type one) when it found a route to the remote, until "ip6_gre: fix hardware
+    /// header length for NBMA tunnels" (stable 6.12.111 and 6.1.190) made it
+    /// `needed_headroom`. gro_list_prepare then compares that many bytes from the inner MAC
+    /// header with memcmp instead of compare_ether_header: the inner IP header is in them,
+    /// so segments whose IP IDs differ never share a flow in the device's gro_cells
+    /// (docs/gro.md#gro-cells).
+    pub ip6gre_hard_header_len: bool,
 }
 
 /// Linux 6.18 (this machine's kernel).
@@ -176,6 +186,7 @@ pub const GRO_LINUX_6_18: GroRules = GroRules {
     udp_gro_segment: true,
     gro_size: GroSizeRule::PerFamily,
     ipv6_jumbo_hbh: true,
+    ip6gre_hard_header_len: false,
 };
 
 /// Linux 4.19 ([4.19]).
@@ -190,6 +201,7 @@ pub const GRO_LINUX_4_19: GroRules = GroRules {
     udp_gro_segment: false,
     gro_size: GroSizeRule::Legacy,
     ipv6_jumbo_hbh: false,
+    ip6gre_hard_header_len: true,
     ..GRO_LINUX_6_18
 };
 
@@ -225,6 +237,21 @@ pub const GRO_LINUX_6_12: GroRules = GroRules {
     ..GRO_LINUX_6_18
 };
 
+/// Debian's 6.12 builds up to 6.12.107: [`GRO_LINUX_6_12`] with the ip6gretap
+/// `hard_header_len` of before the stable fix in 6.12.111 (`ip6gre_hard_header_len`;
+/// `lab conform` on 6.12.100, 101 and 107: `cells-gre6-hop-limit`, `cells-gre6-tc`).
+pub const GRO_LINUX_6_12_107: GroRules = GroRules {
+    ip6gre_hard_header_len: true,
+    ..GRO_LINUX_6_12
+};
+
+/// Debian's 6.1 builds up to 6.1.187 (6.1.0-53): [`GRO_LINUX_6_1`] with the ip6gretap
+/// `hard_header_len` of before the stable fix in 6.1.190 (6.1.0-54).
+pub const GRO_LINUX_6_1_187: GroRules = GroRules {
+    ip6gre_hard_header_len: true,
+    ..GRO_LINUX_6_1
+};
+
 /// Linux 3.12 ([3.12]): no GRE or UDP-tunnel GRO yet, no ETH_P_TEB handler, no flush
 /// timeout, no IFF_NAPI (tap-gro runs its engine as a NAPI driver would drive it).
 pub const GRO_LINUX_3_12: GroRules = GroRules {
@@ -247,4 +274,5 @@ pub const GRO_LINUX_3_12: GroRules = GroRules {
     udp_gro_segment: false,
     gro_size: GroSizeRule::Legacy,
     ipv6_jumbo_hbh: false,
+    ip6gre_hard_header_len: true,
 };

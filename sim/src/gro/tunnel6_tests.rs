@@ -8,7 +8,7 @@ use super::frames6::Outer6;
 use super::plan::GroPlan;
 use super::reason;
 use crate::pipeline::tap_gro::TapGroRun;
-use crate::profile::{KernelProfile, LINUX_6_1, LINUX_6_18};
+use crate::profile::{KernelProfile, LINUX_6_1, LINUX_6_12, LINUX_6_12_107, LINUX_6_18};
 use crate::skb::gso;
 
 /// 14 + 40 + 8 (GRE with K) in front of each inner 1454-byte frame.
@@ -136,6 +136,27 @@ fn the_ip6gretap_cell_merges_one_inner_flow_under_alternating_hop_limits() {
         gre6(hop(64 - (k % 2) as u8), f)
     });
     assert_eq!(cell_lens(&r), vec![(ip6gretap(), INNER); 4]);
+}
+
+#[test]
+fn an_old_ip6gretap_compares_62_bytes_of_the_inner_frame_and_merges_nothing() {
+    // ip6gre_tnl_link_config_route before the NBMA fix: hard_header_len = 14 (the tap)
+    // + 40 + 8 (GRE with K) = 62, so gro_list_prepare memcmps the inner Ethernet, IPv4
+    // (its ID is 1, 2, 3, 4 here) and TCP headers and 8 payload bytes: every held skb
+    // differs, four skbs. 6.12.111 and later compare the 14-byte Ethernet header.
+    let alternating = |k: usize, f: &[u8]| gre6(hop(64 - (k % 2) as u8), f);
+    let r = run(&LINUX_6_12, TapObserver::None, alternating);
+    assert_eq!(cell_lens(&r), vec![(ip6gretap(), 54 + 4 * 1400)]);
+    let r = run(&LINUX_6_12_107, TapObserver::None, alternating);
+    assert_eq!(tap_lens(&r), vec![GRE6 + INNER; 4]);
+    assert_eq!(cell_lens(&r), vec![(ip6gretap(), INNER); 4]);
+    let cells = r.cells.as_ref().unwrap();
+    let starts: Vec<_> = cells.deliveries().map(|(_, d)| d.skb.model.start).collect();
+    assert_eq!(
+        starts[1..],
+        [Some(reason::MAC_HARD_HEADER); 3],
+        "each later segment found the held one's inner headers different"
+    );
 }
 
 #[test]

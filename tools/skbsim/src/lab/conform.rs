@@ -184,7 +184,7 @@ pub(super) fn guest_traces(
 }
 
 /// The profile the simulator uses for a guest kernel release: `--profile` when given,
-/// else the one modelling its series (6.1, 6.12, 6.18).
+/// else the one modelling its build ([`profile_name_for_release`]).
 pub(super) fn guest_profile(
     release: &str,
     chosen: Option<&str>,
@@ -192,18 +192,34 @@ pub(super) fn guest_profile(
     if let Some(name) = chosen {
         return KernelProfile::by_name(name).map_err(|e| CliError(format!("--profile: {e}")));
     }
-    let series: String = release.split(['-', '+']).next().unwrap_or("").to_string();
-    let mut parts = series.split('.');
-    let name = format!(
-        "linux-{}.{}",
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or("")
-    );
+    let name = profile_name_for_release(release);
     KernelProfile::by_name(&name).map_err(|_| {
         CliError(format!(
             "lab: no kernel profile models the guest's {release} ({name}); name one with --profile"
         ))
     })
+}
+
+/// The profile name for a kernel release (`uname -r`): `linux-<major>.<minor>`, except
+/// for the Debian builds before the ip6gretap `hard_header_len` fix: 6.12 releases carry
+/// the stable number (`6.12.107+deb12-cloud-amd64`: before 111, `linux-6.12.107`), 6.1
+/// ones the ABI number (`6.1.0-53-cloud-amd64`: 6.1.187, up to 53 `linux-6.1.187`).
+fn profile_name_for_release(release: &str) -> String {
+    let mut nums = release
+        .split(['-', '+', '.'])
+        .map(|p| p.parse::<u32>().ok());
+    let (major, minor, third, abi) = (nums.next(), nums.next(), nums.next(), nums.next());
+    match (
+        major.flatten(),
+        minor.flatten(),
+        third.flatten(),
+        abi.flatten(),
+    ) {
+        (Some(6), Some(12), Some(n), _) if n < 111 => "linux-6.12.107".into(),
+        (Some(6), Some(1), Some(0), Some(n)) if n <= 53 => "linux-6.1.187".into(),
+        (Some(a), Some(b), _, _) => format!("linux-{a}.{b}"),
+        _ => format!("linux-{release}"),
+    }
 }
 
 /// A guest's trace of a scenario as a [`ScenarioOutput`], its profile line naming
@@ -445,4 +461,27 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::profile_name_for_release;
+
+    #[test]
+    fn releases_before_the_ip6gretap_fix_get_their_profile() {
+        for (release, profile) in [
+            ("6.12.117+deb12-cloud-amd64", "linux-6.12"),
+            ("6.12.111+deb12-cloud-amd64", "linux-6.12"),
+            ("6.12.107+deb12-cloud-amd64", "linux-6.12.107"),
+            ("6.12.100+deb12-cloud-amd64", "linux-6.12.107"),
+            ("6.1.0-57-cloud-amd64", "linux-6.1"),
+            ("6.1.0-54-cloud-amd64", "linux-6.1"),
+            ("6.1.0-53-cloud-amd64", "linux-6.1.187"),
+            ("6.1.0-47-cloud-amd64", "linux-6.1.187"),
+            ("6.18.44", "linux-6.18"),
+            ("4.19.0-27-amd64", "linux-4.19"),
+        ] {
+            assert_eq!(profile_name_for_release(release), profile, "{release}");
+        }
+    }
 }

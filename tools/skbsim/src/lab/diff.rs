@@ -45,11 +45,11 @@ pub struct LabDiffArgs {
     /// Compare the kernel without and with this patch (its modules rebuilt).
     #[arg(long, value_name = "FILE")]
     pub patch: Option<PathBuf>,
-    /// The profile the model uses for the second side (default: the one of its series;
+    /// The profile the model uses for the second side (default: the one modelling its release;
     /// with --patch, name the profile the patched kernel should behave as).
     #[arg(long, value_name = "NAME")]
     pub profile_b: Option<String>,
-    /// The profile for the first side (default: the one of its series).
+    /// The profile for the first side (default: the one modelling its release).
     #[arg(long, value_name = "NAME")]
     pub profile_a: Option<String>,
     #[command(flatten)]

@@ -142,7 +142,7 @@ pub struct LabConformArgs {
     /// the guest's version against its linux-headers and loaded instead of the stock ones.
     #[arg(long, value_name = "FILE")]
     pub patch: Option<PathBuf>,
-    /// The simulator's profile for the guest (default: the one modelling its series).
+    /// The simulator's profile for the guest (default: the one modelling its release: linux-6.1, linux-6.12, or linux-6.1.187 / linux-6.12.107 for the builds before the ip6gretap fix).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
     #[command(flatten)]
