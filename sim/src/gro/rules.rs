@@ -201,6 +201,7 @@ pub const GRO_LINUX_4_19: GroRules = GroRules {
     udp_gro_segment: false,
     gro_size: GroSizeRule::Legacy,
     ipv6_jumbo_hbh: false,
+    // Taken to predate the NBMA split (not checked against the 4.19 tree).
     ip6gre_hard_header_len: true,
     ..GRO_LINUX_6_18
 };
