@@ -388,11 +388,17 @@ impl GroCells {
                 }
                 Sched::Cell(dev) => {
                     let rx = self.dev(dev);
-                    let dev_cfg = GroConfig {
-                        hard_header_len: hard_header_len(cfg, dev, rx.gre_csum),
-                        ..cfg.clone()
-                    };
-                    gro_cell_poll(rx, &dev_cfg, now);
+                    let maclen = hard_header_len(cfg, dev, rx.gre_csum);
+                    if maclen == cfg.hard_header_len {
+                        gro_cell_poll(rx, cfg, now);
+                    } else {
+                        // Only an old ip6gretap: a config of its own for this poll.
+                        let dev_cfg = GroConfig {
+                            hard_header_len: maclen,
+                            ..cfg.clone()
+                        };
+                        gro_cell_poll(rx, &dev_cfg, now);
+                    }
                     self.keep(dev);
                 }
             }
