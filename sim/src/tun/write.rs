@@ -428,3 +428,7 @@ pub(crate) fn raise_hdr_len_for_csum(gso: &mut VirtioNetHdrRepr) {
 #[cfg(test)]
 #[path = "write_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "write_tun_tests.rs"]
+mod tun_tests;
