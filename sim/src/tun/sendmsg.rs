@@ -118,7 +118,7 @@ impl Net {
         // eth_type_trans whatever the device: tun_xdp_one has no IFF_TUN branch, so on a
         // tun device the first 14 bytes of the IP packet are taken as an Ethernet header,
         // skb->protocol comes from its bytes 12-13 and the stack gets the packet from
-        // byte 14 on (drivers/net/tun.c: tun_xdp_one, 6.1 to 6.18;
+        // byte 14 on (drivers/net/tun.c: tun_xdp_one, 6.1 and 6.12;
         // docs/vhost-tx.md#tun-device).
         eth_type_trans(&mut skb);
         if self
