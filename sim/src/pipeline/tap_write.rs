@@ -12,9 +12,10 @@ use std::path::Path;
 use crate::bpf::{assemble, load_elf_file, BasicEnv, Maps, Program};
 use crate::errno::Errno;
 use crate::net::{Delivery, Net};
+use crate::pcap::linktype::{to_l3, LINKTYPE_ETHERNET};
 use crate::scenario::{Scenario, XdpSpec};
 use crate::tun::write::{ModelError, WriteOpts, WriteOutcome};
-use crate::tun::{TunDevice, TunStats, TUN_PI_LEN};
+use crate::tun::{DeviceKind, TunDevice, TunStats, TUN_PI_LEN};
 use crate::wire::virtio_net_hdr::{VirtioNetHdr, VnetHdrLayout};
 use crate::wire::TunPiRepr;
 use crate::xdp::XdpAttachment;
@@ -108,17 +109,36 @@ pub fn compose_write(scenario: &Scenario, index: u64, frame: &[u8]) -> (Vec<u8>,
     (w, nonblocking)
 }
 
+/// What userspace writes into a device of `kind` for the input Ethernet `frame`, and
+/// the protocol a PI would carry: the frame itself and its EtherType for a tap; for an
+/// IFF_TUN device the L3 packet after the Ethernet header and any in-band tags, and its
+/// EtherType, since tun_get_user takes an IFF_TUN write as the packet from the network
+/// header on (drivers/net/tun.c: tun_get_user: no eth_type_trans, skb_reset_mac_header
+/// at the first byte; docs/tap-write.md#tun-device). An Ethernet frame too short for its
+/// header(s) leaves an empty packet (which tun refuses as the kernel would).
+pub fn device_payload(kind: DeviceKind, frame: &[u8]) -> (&[u8], u16) {
+    let ethertype = || {
+        frame
+            .get(12..14)
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    match kind {
+        DeviceKind::Tap => (frame, ethertype()),
+        DeviceKind::Tun => match to_l3(LINKTYPE_ETHERNET, frame) {
+            Ok(l3) => (l3.data, l3.protocol),
+            Err(_) => (&[], ethertype()),
+        },
+    }
+}
+
 /// [`compose_write`] into a reused buffer; returns whether the write is nonblocking.
 pub fn compose_write_into(w: &mut Vec<u8>, scenario: &Scenario, index: u64, frame: &[u8]) -> bool {
     let (truncate, nonblocking, vnet) = scenario.write_for(index);
     let dev = &scenario.device;
+    let (frame, frame_proto) = device_payload(dev.kind, frame);
     w.clear();
     if !dev.no_pi {
-        let proto = scenario
-            .writer
-            .pi_proto
-            .or_else(|| frame.get(12..14).map(|b| u16::from_be_bytes([b[0], b[1]])))
-            .unwrap_or(0);
+        let proto = scenario.writer.pi_proto.unwrap_or(frame_proto);
         // A writer sets no flags: tun_get_user reads only proto.
         w.extend_from_slice(&TunPiRepr { flags: 0, proto }.to_bytes());
     }

@@ -4,23 +4,32 @@
 
 use crate::scenario::{GuestFill, GuestPlan, Scenario};
 use crate::tun::write::ModelError;
+use crate::tun::DeviceKind;
 use crate::vhost::{TxDesc, VhostEvent, VhostNetTx, VhostOps};
 use crate::wire::virtio_net_hdr::{Endian, VirtioNetHdr, VnetHdrLayout};
 
-use super::tap_write::{TapWriteRun, WriteEvent, IFINDEX_DUT};
+use super::tap_write::{device_payload, TapWriteRun, WriteEvent, IFINDEX_DUT};
 use super::{Input, Pipeline, PipelineError};
 
 /// The bytes of TX descriptor chain `index` as the guest writes them: its virtio_net_hdr
-/// (`hdr_len` bytes) then the frame. The real arm's userspace vhost client writes the
-/// same bytes into its ring.
-pub fn guest_packet(guest: &GuestPlan, index: u64, frame: &[u8]) -> Vec<u8> {
+/// (`hdr_len` bytes) then the frame, or for an IFF_TUN device the IP packet
+/// ([`device_payload`]). The real arm's userspace vhost client writes the same bytes
+/// into its ring.
+pub fn guest_packet(guest: &GuestPlan, kind: DeviceKind, index: u64, frame: &[u8]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(guest.hdr_len + frame.len());
-    guest_packet_into(&mut bytes, guest, index, frame);
+    guest_packet_into(&mut bytes, guest, kind, index, frame);
     bytes
 }
 
 /// [`guest_packet`] into a reused buffer (its old contents are cleared).
-pub fn guest_packet_into(bytes: &mut Vec<u8>, guest: &GuestPlan, index: u64, frame: &[u8]) {
+pub fn guest_packet_into(
+    bytes: &mut Vec<u8>,
+    guest: &GuestPlan,
+    kind: DeviceKind,
+    index: u64,
+    frame: &[u8],
+) {
+    let frame = device_payload(kind, frame).0;
     bytes.clear();
     bytes.resize(guest.hdr_len, 0);
     let vnet = guest.vnet_for(index);
@@ -93,7 +102,7 @@ impl<'s> VhostTxRun<'s> {
             return Err(ModelError("vhost-tx without [vhost]".into()));
         };
         let mut bytes = self.worker.spare_chain();
-        guest_packet_into(&mut bytes, guest, index, frame);
+        guest_packet_into(&mut bytes, guest, self.scenario.device.kind, index, frame);
         self.pending.push(TxDesc {
             head: self.next_head,
             packet: index,

@@ -379,6 +379,15 @@ impl Scenario {
             section: x.section.clone().unwrap_or_else(|| "xdp".to_string()),
             mode: x.mode,
         });
+        if let (Some(x), crate::tun::DeviceKind::Tun) = (&xdp, device.kind) {
+            // tun_netdev_ops has no ndo_bpf (drivers/net/tun.c), so dev_xdp_attach
+            // (net/core/dev.c) refuses driver mode with EOPNOTSUPP; generic XDP on a
+            // device without a MAC header is not modelled (docs/tap-write.md#tun-device).
+            return Err(err(match x.mode {
+                crate::xdp::XdpMode::Native => "xdp.mode: \"native\" with a tun device: an IFF_TUN device has no ndo_bpf, so the kernel refuses driver-mode XDP (EOPNOTSUPP)".to_string(),
+                crate::xdp::XdpMode::Generic => "xdp: generic XDP on a tun device (no MAC header) is not modelled".to_string(),
+            }));
+        }
         if xdp.is_some() && !profile.tun_write.xdp {
             return Err(err(format!(
                 "xdp: {} has no XDP on tap (v4.14)",
@@ -461,7 +470,7 @@ impl Scenario {
         if raw.pipeline == Pipeline::TapGro {
             // tap-gro's tap: IFF_TAP | IFF_NAPI, IFF_NO_PI unless the scenario writes a PI.
             if device.kind != crate::tun::DeviceKind::Tap {
-                return Err(err("device.kind: tap-gro writes into a tap".to_string()));
+                return Err(err(raw::tun_gro_unmodelled("device.kind")));
             }
             if raw_device.napi == Some(false) {
                 return Err(err("device: the tap-gro tap has IFF_NAPI".to_string()));

@@ -423,6 +423,10 @@ pub(super) fn device_config(d: &RawDevice) -> Result<TunConfig, String> {
     c.up = d.up.unwrap_or(true);
     c.napi = d.napi.unwrap_or(false);
     c.napi_frags = d.napi_frags.unwrap_or(false);
+    if c.napi && c.kind == DeviceKind::Tun {
+        // tun.c: tun_set_iff allows IFF_NAPI on a tun; the model's GRO does not take it.
+        return Err(tun_gro_unmodelled("device.napi"));
+    }
     if c.napi_frags {
         // tun.c: tun_set_iff: IFF_NAPI_FRAGS needs IFF_NAPI on a tap, else -EINVAL.
         if d.napi == Some(false) || c.kind != DeviceKind::Tap {
@@ -505,4 +509,16 @@ pub(super) fn recipe(f: &RawSkbFields, base: &SkbRecipe) -> Result<SkbRecipe, St
         );
     }
     Ok(r)
+}
+
+/// Why a tun device cannot have GRO here, as the one-line error for `what`: the kernel
+/// allows IFF_NAPI on IFF_TUN (tun.c: tun_set_iff checks only IFF_NAPI_FRAGS), but the
+/// model's GRO (sim/src/gro: dev_gro_receive, the gro_complete callbacks, BIG TCP) takes
+/// the network header at ETH_HLEN, and a tun skb has no MAC header
+/// (docs/tap-write.md#tun-device).
+pub(super) fn tun_gro_unmodelled(what: &str) -> String {
+    format!(
+        "{what}: GRO on a tun device is not modelled (the kernel allows IFF_NAPI on IFF_TUN, \
+         but the model's dev_gro_receive starts at an Ethernet header and a tun skb has none)"
+    )
 }

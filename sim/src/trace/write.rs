@@ -11,8 +11,8 @@ use crate::pipeline::tap_write::{program_label, WriteEvent, WriteRecord};
 use crate::scenario::Scenario;
 use crate::text;
 use crate::tun::write::Fate;
-use crate::tun::TunStats;
-use crate::wire::summary::{describe_into, vlan_tci_into};
+use crate::tun::{DeviceKind, TunStats};
+use crate::wire::summary::{describe_into, describe_l3_into, vlan_tci_into};
 
 use super::render::{
     counters, counters_into, describe_device, hexdump, render_read, result_into, stats_json,
@@ -185,7 +185,11 @@ pub fn render_host_event(
             out.push_str("  protocol: ");
             text::hex0x(out, u64::from(delivery.protocol), 4);
             out.push_str("\n  summary: ");
-            describe_into(out, &delivery.frame);
+            // An IFF_TUN device's stack sees the packet from the network header on.
+            match scenario.device.kind {
+                DeviceKind::Tap => describe_into(out, &delivery.frame),
+                DeviceKind::Tun => describe_l3_into(out, delivery.protocol, &delivery.frame),
+            }
             out.push('\n');
             out.push_str("  bytes:\n");
             hexdump(out, &delivery.frame);

@@ -13,6 +13,7 @@ use crate::xdp::tun_xdp_one::XdpOneProg;
 use crate::xdp::XdpMode;
 
 use super::write::{eth_type_trans, Fate, ModelError, XdpReport, XdpWhere};
+use super::DeviceKind;
 
 /// One buffer of a TUN_MSG_PTR batch: the xdp_buff vhost built and the vnet header it
 /// put at data_hard_start.
@@ -114,7 +115,21 @@ impl Net {
                 page_held: false,
             });
         }
+        // eth_type_trans whatever the device: tun_xdp_one has no IFF_TUN branch, so on a
+        // tun device the first 14 bytes of the IP packet are taken as an Ethernet header,
+        // skb->protocol comes from its bytes 12-13 and the stack gets the packet from
+        // byte 14 on (drivers/net/tun.c: tun_xdp_one, 6.1 and 6.12;
+        // docs/vhost-tx.md#tun-device).
         eth_type_trans(&mut skb);
+        if self
+            .dev(ifindex)
+            .is_some_and(|d| d.config.kind == DeviceKind::Tun)
+        {
+            // The model's eth_type_trans leaves data at the MAC header; the kernel's
+            // pulls it (datasize >= ETH_HLEN was checked above).
+            skb.pull(ETH_HLEN)
+                .map_err(|e| ModelError(format!("tun_xdp_one: {e}")))?;
+        }
         let mut fate = Fate::Stack;
         if skb_xdp {
             let (r, f) = self.generic_xdp(ifindex, &mut skb, XdpWhere::TunGeneric)?;

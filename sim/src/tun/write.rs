@@ -272,8 +272,13 @@ impl Net {
                         _ => None,
                     },
                 };
+                // No eth_type_trans: skb_reset_mac_header at the first byte of the
+                // packet, skb->protocol = pi.proto (tun.c: tun_get_user, IFF_TUN).
                 match proto {
-                    Some(p) => skb.protocol = p,
+                    Some(p) => {
+                        skb.reset_mac_header();
+                        skb.protocol = p;
+                    }
                     None => {
                         self.stats_mut(ifindex).rx_dropped += 1;
                         out.result = Err(Errno::EINVAL);
@@ -423,3 +428,7 @@ pub(crate) fn raise_hdr_len_for_csum(gso: &mut VirtioNetHdrRepr) {
 #[cfg(test)]
 #[path = "write_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "write_tun_tests.rs"]
+mod tun_tests;

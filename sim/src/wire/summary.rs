@@ -152,6 +152,19 @@ fn inner(out: &mut String, depth: usize, buf: &[u8], f: fn(&[u8], usize, &mut St
     }
 }
 
+/// Summarises a packet that has no link-layer header (what an IFF_TUN device carries)
+/// by `protocol`, its skb->protocol: IPv4, IPv6 and ARP as in [`describe`], any other
+/// as its protocol and length. Never panics.
+pub fn describe_l3_into(out: &mut String, protocol: u16, packet: &[u8]) {
+    debug_assert!(out.is_empty() || out.ends_with(": "));
+    match protocol {
+        ETH_P_IP => ipv4(packet, 0, out),
+        ETH_P_IPV6 => ipv6(packet, 0, out),
+        ETH_P_ARP => arp(packet, out),
+        other => part!(out, "protocol 0x{other:04x} len {}", packet.len()),
+    }
+}
+
 fn ethernet(frame: &[u8], depth: usize, out: &mut String) {
     let Ok(eth) = ethernet::Packet::new_checked(frame) else {
         part!(out, "truncated Ethernet ({} bytes)", frame.len());

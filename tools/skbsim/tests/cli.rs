@@ -204,7 +204,10 @@ fn replay_flag_errors_name_the_flag() {
     assert_flag_error(
         &d,
         &["--pipeline", "tap-gro", "--tun"],
-        &["--tun: tap-gro writes into a tap"],
+        &[
+            "--tun: GRO on a tun device is not modelled",
+            "IFF_NAPI on IFF_TUN",
+        ],
     );
     assert_flag_error(&d, &["--tun"], &["--inband-vlan"]);
     // clap's own refusal names the flag and lists the choices.

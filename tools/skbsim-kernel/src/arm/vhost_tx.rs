@@ -90,7 +90,7 @@ fn replay(
     let (mut side, loaded) = TapSide::setup(ns, scenario, prog, true)?;
     let packets: Vec<Vec<u8>> = frames
         .iter()
-        .map(|(i, _, f)| guest_packet(guest, *i, f))
+        .map(|(i, _, f)| guest_packet(guest, scenario.device.kind, *i, f))
         .collect();
     let data: usize = packets.iter().map(|p| p.len().div_ceil(64) * 64).sum();
     // vhost_net_set_features: a 12-byte header with VERSION_1 (or MRG_RXBUF), else 10;
