@@ -49,6 +49,7 @@ impl EthernetInput {
                 data: e.data,
                 link_type: LINKTYPE_ETHERNET,
                 interface: f.interface,
+                comment: f.comment,
             })),
             Err(e) => Some(Err(PcapError::convert(&self.path, index, e))),
         }

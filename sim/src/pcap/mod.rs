@@ -87,6 +87,8 @@ mod write;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_comment;
+#[cfg(test)]
 mod tests_linktype;
 #[cfg(test)]
 mod tests_write;

@@ -88,6 +88,10 @@ pub struct FrameRef<'a> {
     /// The captured bytes, starting at the link-layer header (the destination MAC for
     /// Ethernet).
     pub data: &'a [u8],
+    /// The pcapng packet's first `opt_comment` (UTF-8 by the pcapng spec, not checked
+    /// here); `None` for classic pcap, simple packet blocks and packets without one.
+    /// skbsim's writer puts a frame's skb metadata there.
+    pub comment: Option<&'a [u8]>,
 }
 
 impl FrameRef<'_> {
@@ -100,6 +104,7 @@ impl FrameRef<'_> {
             link_type: self.link_type,
             interface: self.interface,
             data: self.data.to_vec(),
+            comment: self.comment.map(<[u8]>::to_vec),
         }
     }
 }
@@ -113,6 +118,7 @@ pub struct Frame {
     pub link_type: u32,
     pub interface: u32,
     pub data: Vec<u8>,
+    pub comment: Option<Vec<u8>>,
 }
 
 impl Frame {
@@ -125,6 +131,7 @@ impl Frame {
             link_type: self.link_type,
             interface: self.interface,
             data: &self.data,
+            comment: self.comment.as_deref(),
         }
     }
 }
@@ -172,6 +179,8 @@ struct Loc {
     orig_len: u32,
     link_type: u32,
     interface: u32,
+    /// The packet's `opt_comment` (start and length in the buffer), pcapng only.
+    comment: Option<(usize, usize)>,
 }
 
 #[inline]
@@ -425,6 +434,7 @@ impl<R: Read> PcapReader<R> {
                     link_type: loc.link_type,
                     interface: loc.interface,
                     data: &self.src.buf[loc.start..loc.start + loc.len],
+                    comment: loc.comment.map(|(at, n)| &self.src.buf[at..at + n]),
                 }))
             }
             Ok(None) => {
@@ -504,6 +514,7 @@ impl<R: Read> PcapReader<R> {
             orig_len,
             link_type: c.link_type,
             interface: 0,
+            comment: None,
         }))
     }
 

@@ -6,6 +6,7 @@
 //! then the totals. Blank lines separate blocks.
 
 pub mod diff;
+pub mod diff_comment;
 pub mod diff_stream;
 pub mod gro;
 pub mod gro_cells;

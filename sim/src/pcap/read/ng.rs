@@ -22,6 +22,7 @@ const NG_SPB: u32 = 3;
 const NG_EPB: u32 = 6;
 
 const OPT_ENDOFOPT: u16 = 0;
+const OPT_COMMENT: u16 = 1;
 const OPT_IF_NAME: u16 = 2;
 const OPT_IF_TSRESOL: u16 = 9;
 const OPT_IF_TSOFFSET: u16 = 14;
@@ -413,6 +414,14 @@ impl<R: Read> PcapReader<R> {
             ));
         }
         let s = self.ng_block(blen, offset, be)?;
+        let comment = match units {
+            // A simple packet block has no options.
+            None => None,
+            Some(_) => {
+                let b = &self.src.buf[s..s + blen as usize];
+                first_comment(b, fixed + padded, be).map(|(at, n)| (s + at, n))
+            }
+        };
         self.src.consume(blen as usize);
         Ok(Loc {
             start: s + fixed,
@@ -421,6 +430,29 @@ impl<R: Read> PcapReader<R> {
             orig_len,
             link_type: iface.link_type,
             interface: if_id,
+            comment,
         })
     }
+}
+
+/// The first `opt_comment` among the options of packet block `b` (the whole block,
+/// trailing length included) that start at `from`: its start in `b` and length. Options
+/// that overrun the block end the search without an error, as before options were read
+/// (a packet's data never depends on them).
+fn first_comment(b: &[u8], from: usize, be: bool) -> Option<(usize, usize)> {
+    let end = b.len() - 4;
+    let mut p = from;
+    while p + 4 <= end {
+        let code = rd16(b, p, be);
+        let len = usize::from(rd16(b, p + 2, be));
+        let v = p + 4;
+        if code == OPT_ENDOFOPT || v + len > end {
+            return None;
+        }
+        if code == OPT_COMMENT {
+            return Some((v, len));
+        }
+        p = v + ((len + 3) & !3);
+    }
+    None
 }
