@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the 802.11, radiotap, PPP, FDDI and 802.15.4 test captures with scapy.
 
-Run from sim/src/pcap/testdata: python3 make-linktypes.py (scapy 2.6+). Every frame is
+Run from sim/src/pcap/testdata: python3 make-linktypes.py (scapy 2.8). Every frame is
 built by scapy's own layers where it has them (FDDI has none: its 13-byte header is
 written out by hand) and written by scapy's wrpcap with the link type given.
 """
