@@ -17,6 +17,14 @@
 //! | IPV4 (228), IPV6 (229) | 0x0800, 0x86DD | `src` | `dst` |
 //! | NULL (0), LOOP (108) | address family: 2 → 0x0800; 24, 28, 30 → 0x86DD | `src` | `dst` |
 //! | LINUX_SLL (113), LINUX_SLL2 (276) | the header's protocol field | see below | see below |
+//! | PPP (9), NFLOG (239) | the PPP protocol, the NFLOG family | `src` | `dst` |
+//! | IEEE802_11 (105), IEEE802_11_RADIOTAP (127), FDDI (10) | LLC/SNAP, or an 802.3 length | the frame's | the frame's |
+//!
+//! PPP, NFLOG, 802.11, radiotap, FDDI and 802.15.4 are read in [`encap`] (which
+//! frames have a payload, and which are skipped: 802.11 management and control frames,
+//! PPP control protocols, every 802.15.4 frame, ...). A skipped frame is
+//! [`LinkTypeError::Skip`] with its [`SkipReason`]; [`super::EthernetInput`] counts it
+//! in [`SkipCounts`] and goes on to the next frame.
 //!
 //! Cooked (SLL, SLL2) frames: the source MAC is the header's link-layer address when
 //! the ARPHRD type is `ARPHRD_ETHER` (1) or `ARPHRD_LOOPBACK` (772; Linux loopback
@@ -51,12 +59,22 @@
 //! carries untagged L3 packets (`drivers/net/tun.c: tun_net_xmit` queues the skb from
 //! its network header; a VLAN tag belongs to the L2 device the packet came from).
 
-use std::fmt;
-
-use super::link_type_name;
-use crate::ethernet::{ETH_P_802_2, ETH_P_802_3, ETH_P_802_3_MIN};
+use crate::ethernet::{encap_proto, ETH_P_802_2, ETH_P_802_3, ETH_P_802_3_MIN};
 use crate::wire::ethernet::{self, ETH_HLEN};
 use crate::wire::{ipv4, ipv6, vlan, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1};
+
+pub mod encap;
+mod error;
+mod ieee80211;
+mod nflog;
+mod skip;
+
+pub use encap::{
+    LINKTYPE_FDDI, LINKTYPE_IEEE802_11, LINKTYPE_IEEE802_11_RADIOTAP, LINKTYPE_IEEE802_15_4_NOFCS,
+    LINKTYPE_IEEE802_15_4_WITHFCS, LINKTYPE_NFLOG, LINKTYPE_PPP,
+};
+pub use error::LinkTypeError;
+pub use skip::{SkipCounts, SkipReason};
 
 /// LINKTYPE_NULL: BSD loopback, a 4-byte address family in the capturing host's order.
 pub const LINKTYPE_NULL: u32 = 0;
@@ -77,7 +95,7 @@ pub const LINKTYPE_LINUX_SLL2: u32 = 276;
 
 /// Every link type [`to_ethernet`] and [`to_l3`] convert, in the order error messages
 /// list them.
-pub const SUPPORTED: [u32; 8] = [
+pub const SUPPORTED: [u32; 15] = [
     LINKTYPE_ETHERNET,
     LINKTYPE_RAW,
     LINKTYPE_IPV4,
@@ -86,6 +104,13 @@ pub const SUPPORTED: [u32; 8] = [
     LINKTYPE_LINUX_SLL2,
     LINKTYPE_NULL,
     LINKTYPE_LOOP,
+    LINKTYPE_PPP,
+    LINKTYPE_NFLOG,
+    LINKTYPE_IEEE802_11,
+    LINKTYPE_IEEE802_11_RADIOTAP,
+    LINKTYPE_FDDI,
+    LINKTYPE_IEEE802_15_4_WITHFCS,
+    LINKTYPE_IEEE802_15_4_NOFCS,
 ];
 
 /// Whether [`to_ethernet`] and [`to_l3`] convert frames of `link_type`.
@@ -154,107 +179,14 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     parts.next().is_none().then_some(mac)
 }
 
-/// Why a frame could not be converted. `Display` is one line without the file name,
-/// which the caller prefixes (with the frame index for the per-frame variants).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LinkTypeError {
-    /// A link type this module does not convert.
-    Unsupported { link_type: u32 },
-    /// The frame ends inside its link-layer header (or, for RAW, has no byte at all).
-    Short {
-        link_type: u32,
-        len: usize,
-        need: usize,
-    },
-    /// A RAW packet whose version nibble is neither 4 nor 6.
-    IpVersion { link_type: u32, version: u8 },
-    /// A NULL/LOOP address family that is not IPv4 or IPv6.
-    Family { link_type: u32, family: u32 },
-    /// A cooked frame whose protocol or ARPHRD type has no Ethernet equivalent.
-    CookedProtocol {
-        link_type: u32,
-        arphrd: u16,
-        protocol: u16,
-    },
-    /// An 802.2/802.3 payload too long for the 802.3 length field.
-    LengthField { link_type: u32, len: usize },
-}
-
-struct Name(u32);
-
-impl fmt::Display for Name {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match link_type_name(self.0) {
-            Some(n) => f.write_str(n),
-            None => write!(f, "link type {}", self.0),
-        }
-    }
-}
-
-impl fmt::Display for LinkTypeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            LinkTypeError::Unsupported { link_type } => {
-                write!(f, "link type {link_type}")?;
-                if let Some(name) = link_type_name(link_type) {
-                    write!(f, " ({name})")?;
-                }
-                f.write_str(" is not supported; supported: ")?;
-                for (i, lt) in SUPPORTED.iter().enumerate() {
-                    let sep = if i == 0 { "" } else { ", " };
-                    write!(f, "{sep}{} ({lt})", Name(*lt))?;
-                }
-                Ok(())
-            }
-            LinkTypeError::Short {
-                link_type,
-                len,
-                need,
-            } => write!(
-                f,
-                "{} frame of {len} bytes is shorter than its {need}-byte link-layer header",
-                Name(link_type)
-            ),
-            LinkTypeError::IpVersion { link_type, version } => write!(
-                f,
-                "{} packet has IP version {version} (neither 4 nor 6)",
-                Name(link_type)
-            ),
-            LinkTypeError::Family { link_type, family } => write!(
-                f,
-                "{} frame has address family {family}, not AF_INET (2) or AF_INET6 (24, 28, 30)",
-                Name(link_type)
-            ),
-            LinkTypeError::CookedProtocol {
-                link_type,
-                arphrd,
-                protocol,
-            } => write!(
-                f,
-                "{} frame of ARPHRD type {arphrd} with protocol 0x{protocol:04x} has no Ethernet \
-                 equivalent",
-                Name(link_type)
-            ),
-            LinkTypeError::LengthField { link_type, len } => write!(
-                f,
-                "{} 802.2/802.3 payload of {len} bytes does not fit an 802.3 length field \
-                 (at most {ETH_DATA_LEN})",
-                Name(link_type)
-            ),
-        }
-    }
-}
-
-impl std::error::Error for LinkTypeError {}
-
 /// A frame as Ethernet, from [`to_ethernet`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EthFrame<'a> {
     /// The Ethernet frame: the captured bytes themselves for LINKTYPE_ETHERNET,
     /// otherwise the caller's buffer.
     pub data: &'a [u8],
-    /// Bytes of link-layer header the conversion removed from the capture.
+    /// Bytes of link-layer header (and trailer: an FCS, what follows an NFLOG payload)
+    /// the conversion removed from the frame on the wire.
     pub removed: usize,
     /// Bytes of Ethernet header it put in their place.
     pub added: usize,
@@ -500,6 +432,25 @@ pub fn to_ethernet<'a>(
             };
             (c.header_len, dst, src, type_or_len)
         }
+        lt if encap::HANDLED.contains(&lt) => {
+            let d = encap::decap(lt, data, orig_len)?;
+            let (dst, src) = d.macs.unwrap_or((macs.dst, macs.src));
+            let type_or_len = match d.ethertype {
+                Some(t) => t,
+                None if d.wire_len > ETH_DATA_LEN => {
+                    return Err(LinkTypeError::LengthField {
+                        link_type,
+                        len: d.wire_len,
+                    })
+                }
+                None => d.wire_len as u16,
+            };
+            return Ok(EthFrame {
+                data: emit(out, dst, src, type_or_len, d.payload),
+                removed: (orig_len as usize).saturating_sub(d.wire_len),
+                added: ETH_HLEN,
+            });
+        }
         _ => return Err(LinkTypeError::Unsupported { link_type }),
     };
     let data = emit(out, dst, src, type_or_len, &data[header..]);
@@ -546,6 +497,17 @@ pub fn to_l3(link_type: u32, data: &[u8]) -> Result<L3Packet<'_>, LinkTypeError>
                 return Err(short(link_type, data.len(), ETH_HLEN));
             };
             skip_tags(link_type, data, ETH_HLEN, eth.ethertype())?
+        }
+        lt if encap::HANDLED.contains(&lt) => {
+            // An LLC payload is what eth_type_trans would name it after an 802.3 header.
+            let d = encap::decap(lt, data, data.len() as u32)?;
+            let sap = d.payload.get(..2).map(|s| [s[0], s[1]]);
+            let protocol = d.ethertype.unwrap_or(encap_proto(0, sap));
+            let (protocol, start) = skip_tags(link_type, d.payload, 0, protocol)?;
+            return Ok(L3Packet {
+                protocol,
+                data: &d.payload[start..],
+            });
         }
         _ => return Err(LinkTypeError::Unsupported { link_type }),
     };

@@ -88,6 +88,7 @@ mod write;
 mod tests;
 #[cfg(test)]
 mod tests_comment;
+mod tests_decap;
 #[cfg(test)]
 mod tests_linktype;
 #[cfg(test)]
@@ -98,7 +99,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use input::EthernetInput;
-pub use linktype::{EthSynth, LinkTypeError, LINKTYPE_ETHERNET};
+pub use linktype::{EthSynth, LinkTypeError, SkipCounts, SkipReason, LINKTYPE_ETHERNET};
 pub use read::{read_all, read_all_with, Frame, FrameRef, LinkPolicy, PcapReader};
 pub use write::PcapWriter;
 
@@ -420,15 +421,19 @@ pub fn link_type_name(link_type: u32) -> Option<&'static str> {
         1 => "ETHERNET",
         6 => "IEEE802_5",
         9 => "PPP",
+        10 => "FDDI",
         101 => "RAW",
         105 => "IEEE802_11",
         108 => "LOOP",
         113 => "LINUX_SLL",
         127 => "IEEE802_11_RADIOTAP",
         192 => "PPI",
+        195 => "IEEE802_15_4_WITHFCS",
         220 => "USB_LINUX_MMAPPED",
         228 => "IPV4",
         229 => "IPV6",
+        230 => "IEEE802_15_4_NOFCS",
+        239 => "NFLOG",
         249 => "USBPCAP",
         253 => "NETLINK",
         276 => "LINUX_SLL2",

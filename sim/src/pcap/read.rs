@@ -172,6 +172,7 @@ enum Lengths {
 }
 
 /// Where the frame the last call found lies in the buffer.
+#[derive(Debug, Clone, Copy)]
 struct Loc {
     start: usize,
     len: usize,
@@ -231,6 +232,8 @@ pub struct PcapReader<R = File> {
     policy: LinkPolicy,
     next_index: u64,
     done: bool,
+    /// The frame the last [`PcapReader::next_frame`] returned.
+    last: Option<Loc>,
 }
 
 impl<R> fmt::Debug for PcapReader<R> {
@@ -285,6 +288,7 @@ impl<R: Read> PcapReader<R> {
             policy,
             next_index: 0,
             done: false,
+            last: None,
         };
         let got = r.src.fill(4).map_err(io_err(&r.path, 0))?;
         if got < 4 {
@@ -425,27 +429,38 @@ impl<R: Read> PcapReader<R> {
         };
         match found {
             Ok(Some(loc)) => {
-                let index = self.next_index;
                 self.next_index += 1;
-                Some(Ok(FrameRef {
-                    index,
-                    ts_ns: loc.ts_ns,
-                    orig_len: loc.orig_len,
-                    link_type: loc.link_type,
-                    interface: loc.interface,
-                    data: &self.src.buf[loc.start..loc.start + loc.len],
-                    comment: loc.comment.map(|(at, n)| &self.src.buf[at..at + n]),
-                }))
+                self.last = Some(loc);
+                self.current().map(Ok)
             }
             Ok(None) => {
                 self.done = true;
+                self.last = None;
                 None
             }
             Err(e) => {
                 self.done = true;
+                self.last = None;
                 Some(Err(e))
             }
         }
+    }
+
+    /// The frame the last [`PcapReader::next_frame`] returned, again (a caller that
+    /// decides after looking at a frame whether to hand it on needs it after the
+    /// borrow of that call ended); `None` after the end or an error.
+    #[inline]
+    pub fn current(&self) -> Option<FrameRef<'_>> {
+        let loc = self.last?;
+        Some(FrameRef {
+            index: self.next_index - 1,
+            ts_ns: loc.ts_ns,
+            orig_len: loc.orig_len,
+            link_type: loc.link_type,
+            interface: loc.interface,
+            data: &self.src.buf[loc.start..loc.start + loc.len],
+            comment: loc.comment.map(|(at, n)| &self.src.buf[at..at + n]),
+        })
     }
 
     #[inline]

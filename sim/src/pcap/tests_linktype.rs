@@ -149,21 +149,26 @@ fn pcapng_with_interfaces_of_three_link_types() {
 #[test]
 fn unsupported_link_type_is_one_line_listing_the_supported() {
     let list = "supported: ETHERNET (1), RAW (101), IPV4 (228), IPV6 (229), LINUX_SLL (113), \
-                LINUX_SLL2 (276), NULL (0), LOOP (108)";
-    let e = PcapReader::from_reader_with(file("radiotap.pcap"), "rt.pcap", LinkPolicy::Supported)
-        .expect_err("radiotap");
+                LINUX_SLL2 (276), NULL (0), LOOP (108), PPP (9), NFLOG (239), IEEE802_11 (105), \
+                IEEE802_11_RADIOTAP (127), FDDI (10), IEEE802_15_4_WITHFCS (195), \
+                IEEE802_15_4_NOFCS (230)";
+    // radiotap.pcap relabelled LINKTYPE_NETLINK (253): netlink messages carry no packet.
+    let mut netlink = file("radiotap.pcap").to_vec();
+    netlink[20..24].copy_from_slice(&253u32.to_le_bytes());
+    let e = PcapReader::from_reader_with(&netlink[..], "nl.pcap", LinkPolicy::Supported)
+        .expect_err("netlink");
     assert_eq!(
         e.to_string(),
-        format!("rt.pcap: link type 127 (IEEE802_11_RADIOTAP) is not supported; {list}")
+        format!("nl.pcap: link type 253 (NETLINK) is not supported; {list}")
     );
     // `tshark -r radiotap.pcap`: one 18-byte frame; LinkPolicy::Any reads it.
     let f = frames("radiotap.pcap", LinkPolicy::Any);
     assert_eq!((f.len(), f[0].data.len(), f[0].link_type), (1, 18, 127));
     let mut out = Vec::new();
-    let e = to_ethernet(127, &f[0].data, 18, &EthSynth::default(), &mut out).expect_err("127");
+    let e = to_ethernet(253, &f[0].data, 18, &EthSynth::default(), &mut out).expect_err("253");
     assert_eq!(
         e.to_string(),
-        format!("link type 127 (IEEE802_11_RADIOTAP) is not supported; {list}")
+        format!("link type 253 (NETLINK) is not supported; {list}")
     );
     let e = to_l3(4242, &[]).expect_err("4242");
     assert_eq!(
@@ -173,18 +178,16 @@ fn unsupported_link_type_is_one_line_listing_the_supported() {
     // A pcapng interface nobody captured on does not matter; one that is used does.
     let f = crate::pcap::tests::ng_file(
         false,
-        &[(1, Vec::new()), (127, Vec::new())],
+        &[(1, Vec::new()), (253, Vec::new())],
         &[(0, 0, &[0u8; 14]), (1, 0, &[0u8; 4])],
     );
     let mut r =
         PcapReader::from_reader_with(&f[..], "in.pcapng", LinkPolicy::Supported).expect("header");
     assert!(matches!(r.next_frame(), Some(Ok(_))));
-    let e = r.next_frame().expect("second").expect_err("radiotap");
+    let e = r.next_frame().expect("second").expect_err("netlink");
     assert_eq!(
         e.to_string(),
-        format!(
-            "in.pcapng: interface 1: link type 127 (IEEE802_11_RADIOTAP) is not supported; {list}"
-        )
+        format!("in.pcapng: interface 1: link type 253 (NETLINK) is not supported; {list}")
     );
 }
 

@@ -463,6 +463,9 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
                 .map(|o| format!(" into {}", o.display()))
                 .unwrap_or_default()
         );
+        if summary.skipped.total() > 0 {
+            eprintln!("skipped {}", summary.skipped);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

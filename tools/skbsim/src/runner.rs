@@ -70,10 +70,22 @@ pub fn replay_into(
         (Backend::Sim, Pipeline::TapWrite) => engine::tap_write::run_sim(scenario, sinks, progress),
         (Backend::Sim, Pipeline::VhostTx) => engine::vhost_tx::run_sim(scenario, sinks, progress),
         (Backend::Sim, Pipeline::TapGro) => engine::tap_gro::run_sim(scenario, sinks, progress),
-        (Backend::Tap, Pipeline::TunRead) => engine::tun_read::run_real(scenario, sinks),
-        (Backend::Tap, Pipeline::TapWrite) => engine::tap_write::run_real(scenario, sinks),
-        (Backend::Tap, Pipeline::VhostTx) => engine::vhost_tx::run_real(scenario, sinks),
-        (Backend::Tap, Pipeline::TapGro) => engine::tap_gro::run_real(scenario, sinks),
+        (Backend::Tap, _) => {
+            let mut summary = match scenario.pipeline {
+                Pipeline::TunRead => engine::tun_read::run_real(scenario, sinks),
+                Pipeline::TapWrite => engine::tap_write::run_real(scenario, sinks),
+                Pipeline::VhostTx => engine::vhost_tx::run_real(scenario, sinks),
+                Pipeline::TapGro => engine::tap_gro::run_real(scenario, sinks),
+            }?;
+            // The real arms read their frames whole and drop the skipped ones; count those
+            // here, with the simulator's reader.
+            let mut input = sim::pcap::EthernetInput::open(&scenario.input, scenario.link)?;
+            while let Some(f) = input.next_frame() {
+                f?;
+            }
+            summary.skipped = *input.skipped();
+            Ok(summary)
+        }
     }
 }
 

@@ -96,15 +96,15 @@ fn truncated_pcap_record() {
 fn wrong_link_type() {
     let d = workspace("linktype");
     scenario(&d, "");
-    // Classic pcap header, microseconds, little-endian, LINKTYPE_IEEE802_11_RADIOTAP
-    // (127): no datapath here carries 802.11 frames.
+    // Classic pcap header, microseconds, little-endian, LINKTYPE_NETLINK (253): netlink
+    // messages, no network-layer packets.
     let mut h = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
     h.extend_from_slice(&65535u32.to_le_bytes());
-    h.extend_from_slice(&127u32.to_le_bytes());
+    h.extend_from_slice(&253u32.to_le_bytes());
     fs::write(d.join("scenarios/pcaps/in.pcap"), h).unwrap();
     assert_bad_input(
         &skbsim(&["run", "scenarios"], &d),
-        &["in.pcap", "127", "supported: ETHERNET (1), RAW (101)"],
+        &["in.pcap", "253", "supported: ETHERNET (1), RAW (101)"],
     );
 }
 

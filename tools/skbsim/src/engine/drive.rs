@@ -5,7 +5,7 @@
 //! renderers ([`render_all`]).
 
 use indicatif::ProgressBar;
-use sim::pcap::EthernetInput;
+use sim::pcap::{EthernetInput, SkipCounts};
 use sim::pipeline::{feed_frame, Input, Pipeline, PipelineError, Schedule};
 use sim::scenario::Scenario;
 
@@ -24,7 +24,7 @@ pub trait Render<E> {
 }
 
 /// Replay the scenario's pcap through `run` into `sinks`; `err` names the scenario in a
-/// pipeline error. Returns the number of input frames.
+/// pipeline error. Returns the number of input frames and the frames the input skipped.
 pub fn drive<P: Pipeline>(
     scenario: &Scenario,
     run: &mut P,
@@ -32,7 +32,7 @@ pub fn drive<P: Pipeline>(
     render: &mut impl Render<P::Event>,
     progress: Option<&ProgressBar>,
     err: impl Fn(PipelineError) -> CliError,
-) -> Result<u64, CliError> {
+) -> Result<(u64, SkipCounts), CliError> {
     let mut reader = EthernetInput::open(&scenario.input, scenario.link)?;
     let mut schedule = Schedule::for_scenario(scenario);
     let mut failed: Option<CliError> = None;
@@ -73,7 +73,7 @@ pub fn drive<P: Pipeline>(
         }
     });
     r.map_err(&err)?;
-    failed.map_or(Ok(frames), Err)
+    failed.map_or(Ok((frames, *reader.skipped())), Err)
 }
 
 /// A real arm's events, in order, through the renderer.

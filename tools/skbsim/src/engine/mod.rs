@@ -291,6 +291,9 @@ pub struct Sinks {
 pub struct RunSummary {
     /// Input frames replayed.
     pub frames: u64,
+    /// Input frames skipped, by reason: frames of a supported link type that carry no
+    /// packet (802.11 management frames, PPP control protocols, ...).
+    pub skipped: sim::pcap::SkipCounts,
     /// What the real arm noticed that the trace cannot show (empty for the simulator).
     pub notes: Vec<String>,
 }

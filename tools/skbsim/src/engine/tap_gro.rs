@@ -100,7 +100,7 @@ pub fn run_sim(
         observed: gro_cells::tap_observed(&run.plan),
         ..GroRender::default()
     };
-    let frames = drive(scenario, &mut run, sinks, &mut render, progress, |e| {
+    let (frames, skipped) = drive(scenario, &mut run, sinks, &mut render, progress, |e| {
         CliError(format!("{}: {e}", scenario.name))
     })?;
     let t = render.t;
@@ -155,6 +155,7 @@ pub fn run_sim(
     }
     Ok(RunSummary {
         frames,
+        skipped,
         notes: Vec::new(),
     })
 }
@@ -192,5 +193,7 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
     Ok(RunSummary {
         frames: real.frames,
         notes: real.notes,
+        // The real arm's input skips are counted by `runner::replay_into`.
+        skipped: Default::default(),
     })
 }

@@ -184,7 +184,7 @@ pub fn run_sim(
     let mut run = TapWriteRun::new(scenario)
         .map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
     let mut render = HostRender::begin(scenario, "sim", sinks, |_| {})?;
-    let frames = drive(
+    let (frames, skipped) = drive(
         scenario,
         &mut run,
         sinks,
@@ -195,6 +195,7 @@ pub fn run_sim(
     render.end(sinks, None, run.maps(), |_| {})?;
     Ok(RunSummary {
         frames,
+        skipped,
         notes: Vec::new(),
     })
 }
@@ -209,5 +210,7 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
     Ok(RunSummary {
         frames: real.frames,
         notes: real.notes,
+        // The real arm's input skips are counted by `runner::replay_into`.
+        skipped: Default::default(),
     })
 }

@@ -107,12 +107,13 @@ pub fn run_sim(
 ) -> Result<RunSummary, CliError> {
     let mut run = TunReadRun::new(scenario);
     let mut render = TunReadRender::begin(scenario, "sim", sinks)?;
-    let frames = drive(scenario, &mut run, sinks, &mut render, progress, |e| {
+    let (frames, skipped) = drive(scenario, &mut run, sinks, &mut render, progress, |e| {
         CliError(format!("{}: {e}", scenario.input.display()))
     })?;
     render.end(sinks, &run.stats(), Some(&run.ops))?;
     Ok(RunSummary {
         frames,
+        skipped,
         notes: Vec::new(),
     })
 }
@@ -130,5 +131,7 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
     Ok(RunSummary {
         frames: real.frames,
         notes: real.notes,
+        // The real arm's input skips are counted by `runner::replay_into`.
+        skipped: Default::default(),
     })
 }

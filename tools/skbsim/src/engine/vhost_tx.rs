@@ -63,7 +63,7 @@ pub fn run_sim(
         .map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
     let host = HostRender::begin(scenario, "sim", sinks, |out| guest_line(out, scenario))?;
     let mut render = VhostRender { host };
-    let frames = drive(
+    let (frames, skipped) = drive(
         scenario,
         &mut run,
         sinks,
@@ -84,6 +84,7 @@ pub fn run_sim(
         })?;
     Ok(RunSummary {
         frames,
+        skipped,
         notes: Vec::new(),
     })
 }
@@ -105,5 +106,7 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
     Ok(RunSummary {
         frames: real.frames,
         notes: real.notes,
+        // The real arm's input skips are counted by `runner::replay_into`.
+        skipped: Default::default(),
     })
 }
