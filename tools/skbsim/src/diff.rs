@@ -9,6 +9,7 @@ use sim::trace::diff_stream::{first_divergence_streams, Side};
 use sim::wire::summary::describe;
 
 use crate::cli_error::CliError;
+use crate::outln;
 
 fn is_pcap(p: &Path) -> bool {
     matches!(
@@ -143,15 +144,15 @@ pub fn diff(
         d.map(|d| d.to_string())
     };
     if as_json {
-        println!(
+        outln!(
             "{}",
             json!({"left": left, "right": right, "equal": found.is_none(), "difference": found})
-        );
+        )?;
     } else {
         match &found {
-            None => println!("no difference"),
-            Some(d) => println!("--- {}\n+++ {}\n{d}", left.display(), right.display()),
-        }
+            None => outln!("no difference"),
+            Some(d) => outln!("--- {}\n+++ {}\n{d}", left.display(), right.display()),
+        }?;
     }
     Ok(if found.is_none() {
         ExitCode::SUCCESS
