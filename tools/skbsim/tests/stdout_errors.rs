@@ -217,3 +217,19 @@ fn lab_kernels_into_a_full_stdout_is_one_line() {
     );
     assert_full(&out, "lab kernels");
 }
+
+#[test]
+fn bench_into_a_full_stdout_ends_with_the_one_line() {
+    let d = scratch("bench");
+    let out = skbsim(
+        &["bench", "--make-capture", "c.pcap", "--frames", "10"],
+        &d,
+        To::DevFull,
+    );
+    let err = stderr(&out);
+    // Its progress line ("generating ..."), then the error.
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.ends_with(FULL) && !err.contains("panicked"), "{err}");
+    // The capture asked for is written whole before the summary line fails.
+    assert!(d.join("c.pcap").exists());
+}
