@@ -23,7 +23,8 @@ pub struct RunArgs {
     /// Run only shard K of N (1-based), split by a stable hash of the scenario name.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
-    /// Golden root (default: the `golden` directory beside `scenarios`).
+    /// Golden root (default: for a scenario at `<suite>/scenarios/<pipeline>/<name>.toml`,
+    /// `<suite>/golden`, wherever it is run from; a scenario anywhere else has none).
     #[arg(long)]
     pub golden: Option<PathBuf>,
     /// Print results as JSON on stdout.
