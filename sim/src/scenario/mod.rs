@@ -298,6 +298,23 @@ pub struct Scenario {
 pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
 
 impl Scenario {
+    /// `<area>/<stem>` for a scenario file at `.../<area>/<stem>.toml` (its
+    /// [`Scenario::name`]), from the path alone: a file that does not load is named the
+    /// same way. A path without a directory name (`t.toml`, `./t.toml`) is `<stem>`,
+    /// never `/<stem>`, which a golden root joined with it would take for the root
+    /// directory.
+    pub fn name_of(path: &Path) -> String {
+        let part = |p: Option<&std::ffi::OsStr>| {
+            p.map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let stem = part(path.file_stem());
+        match part(path.parent().and_then(Path::file_name)) {
+            area if area.is_empty() => stem,
+            area => format!("{area}/{stem}"),
+        }
+    }
+
     /// Read and validate a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let err = |message: String| ScenarioError {
@@ -365,14 +382,6 @@ impl Scenario {
             skb_overrides.push((o.index, r));
         }
         let dir = path.parent().unwrap_or(Path::new("."));
-        let area = dir
-            .file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let writer = writer_plan(raw.writer.as_ref()).map_err(|m| err(format!("writer.{m}")))?;
         let xdp = raw.xdp.as_ref().map(|x| XdpSpec {
             program: dir.join(&x.program),
@@ -519,7 +528,7 @@ impl Scenario {
         }
         Ok(Scenario {
             path: path.to_path_buf(),
-            name: format!("{area}/{stem}"),
+            name: Scenario::name_of(path),
             description: raw.description,
             input: dir.join(&raw.input),
             pipeline: raw.pipeline,

@@ -32,6 +32,7 @@ use crate::bench_capture::{frame_into, Capture, Limit, Scratch, SIZES};
 use crate::cli_error::CliError;
 use crate::progress;
 use crate::runner::{tap_ready, Backend};
+use crate::{out, outln};
 use skbsim_kernel::arm::{vlan_offload_bench, VlanBenchConfig};
 
 #[derive(Debug, Args)]
@@ -182,12 +183,12 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
     }
     if let Some(path) = &args.make_capture {
         let g = crate::bench_capture::make_capture(path, limit)?;
-        println!(
+        outln!(
             "{}: {} frames, {} bytes (60-1514 B, a third 802.1Q)",
             path.display(),
             g.frames,
             g.bytes
-        );
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
     if args.replay && args.backend == Backend::Tap {
@@ -218,9 +219,9 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
             let (js, text) =
                 crate::bench_sim::run(&repo, args.frames.unwrap_or(1_000_000), args.runs)?;
             if args.json {
-                println!("{js}");
+                outln!("{js}")?;
             } else {
-                print!("{text}");
+                out!("{text}")?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -273,7 +274,7 @@ fn bench_model(args: &BenchArgs, limit: Limit) -> Result<ExitCode, CliError> {
     let (raw, hwf, swf) = (fps(median(raw_t)), fps(median(hw_t)), fps(median(sw_t)));
     let per = |x: u64| x as f64 / frames.max(1) as f64;
     if args.json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "input": input, "frames": frames, "file_bytes": file_bytes, "runs": args.runs,
@@ -285,43 +286,43 @@ fn bench_model(args: &BenchArgs, limit: Limit) -> Result<ExitCode, CliError> {
                 },
                 "peak_rss_kib": rss,
             })
-        );
+        )?;
     } else {
-        println!(
+        outln!(
             "input            {} ({frames} frames, {:.1} MB)",
             input.display(),
             file_bytes as f64 / 1e6
-        );
-        println!("runs             {} (medians)", args.runs);
-        println!("raw pcap read    {:>8.2} M frames/s", raw / 1e6);
-        println!(
+        )?;
+        outln!("runs             {} (medians)", args.runs)?;
+        outln!("raw pcap read    {:>8.2} M frames/s", raw / 1e6)?;
+        outln!(
             "tun-read hwaccel {:>8.2} M frames/s  ({:.2} of raw)",
             hwf / 1e6,
             hwf / raw
-        );
-        println!(
+        )?;
+        outln!(
             "tun-read sw tag  {:>8.2} M frames/s  ({:.2} of hwaccel)",
             swf / 1e6,
             swf / hwf
-        );
-        println!(
+        )?;
+        outln!(
             "tun-read alone   {:>8.2} M frames/s  (frames preloaded in memory, no pcap read)",
             mem / 1e6
-        );
-        println!(
+        )?;
+        outln!(
             "per frame        hwaccel: memmoved {:.2} B, copied to user {:.1} B, allocs {:.2}",
             per(hw_ops.bytes_memmoved),
             per(hw_ops.bytes_copied_to_user),
             per(hw_ops.allocations)
-        );
-        println!(
+        )?;
+        outln!(
             "                 sw tag:  memmoved {:.2} B, copied to user {:.1} B, allocs {:.2}",
             per(sw_ops.bytes_memmoved),
             per(sw_ops.bytes_copied_to_user),
             per(sw_ops.allocations)
-        );
+        )?;
         if let Some(k) = rss {
-            println!("peak RSS         {:.1} MiB", k as f64 / 1024.0);
+            outln!("peak RSS         {:.1} MiB", k as f64 / 1024.0)?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -382,7 +383,7 @@ fn bench_tap(args: &BenchArgs) -> Result<ExitCode, CliError> {
     let same_len = r.on.sample.len() == r.off.sample.len();
     let hexs = |v: &[u8]| v.iter().map(|b| format!("{b:02x}")).collect::<String>();
     if args.json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "backend": "tap",
@@ -398,53 +399,55 @@ fn bench_tap(args: &BenchArgs) -> Result<ExitCode, CliError> {
                     "differing_bytes": diff.iter().map(|(i, a, b)| json!({"offset": i, "on": a, "off": b})).collect::<Vec<_>>(),
                 },
             })
-        );
+        )?;
     } else {
-        println!(
+        outln!(
             "frames           {} per run x {} runs per mode (medians), {} distinct 802.1Q frames",
-            cfg.frames, cfg.runs, r.distinct_frames
-        );
-        println!(
+            cfg.frames,
+            cfg.runs,
+            r.distinct_frames
+        )?;
+        outln!(
             "reader           tap {} vnet_hdr {}, batches of {}",
             if cfg.no_pi { "no_pi" } else { "pi" },
             cfg.vnet_hdr_sz,
             cfg.batch
-        );
+        )?;
         let runs = |v: &[f64]| {
             v.iter()
                 .map(|x| format!("{:.3}", x / 1e6))
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        println!(
+        outln!(
             "txvlan on        {:>8.3} M frames/s  (runs: {})",
             r.on.median_fps / 1e6,
             runs(&r.on.runs_fps)
-        );
-        println!(
+        )?;
+        outln!(
             "txvlan off       {:>8.3} M frames/s  (runs: {})",
             r.off.median_fps / 1e6,
             runs(&r.off.runs_fps)
-        );
-        println!(
+        )?;
+        outln!(
             "on / off         {:>8.3}  ({:+.1}%; the 2013 patch claimed +21%)",
             r.ratio,
             (r.ratio - 1.0) * 100.0
-        );
+        )?;
         if diff.is_empty() && same_len {
-            println!("bytes read       identical with the offload on and off");
+            outln!("bytes read       identical with the offload on and off")?;
         } else {
             let shown: Vec<String> = diff
                 .iter()
                 .map(|(i, a, b)| format!("offset {i}: {a:#04x} on, {b:#04x} off"))
                 .collect();
-            println!(
+            outln!(
                 "bytes read       {} of {} differ: {}{}",
                 diff.len(),
                 r.on.sample.len(),
                 shown.join("; "),
                 if same_len { "" } else { " (lengths differ)" }
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -14,6 +14,7 @@ use skbsim_kernel::arm::tap_gro::{gro_bench, BenchStack, GroBench, GroBenchConfi
 
 use crate::bench::BenchArgs;
 use crate::cli_error::CliError;
+use crate::outln;
 use crate::runner::tap_ready;
 
 /// Distinct segments cycled through.
@@ -72,7 +73,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
                 })
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             json!({
                 "backend": "tap",
@@ -82,18 +83,18 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
                 "stream": {"frame_len": frames[0].len(), "distinct_frames": frames.len()},
                 "stacks": stacks,
             })
-        );
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "stream   {} distinct {}-byte segments of one TCP flow, cycled; {} frames per run x {} runs per mode (medians)",
         frames.len(),
         frames[0].len(),
         base.frames,
         base.runs
-    );
+    )?;
     for r in &results {
-        println!(
+        outln!(
             "stack    {}",
             match r.stack {
                 BenchStack::OtherHost =>
@@ -101,7 +102,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
                 BenchStack::LocalTcp =>
                     "local-tcp: to a local address, no listener: TCP lookup and a RST per skb",
             }
-        );
+        )?;
         for m in &r.modes {
             let runs: Vec<String> = m
                 .runs_fps
@@ -111,18 +112,18 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
             let vs = ratio(r, m)
                 .map(|x| format!(" ({x:.2}x gro off)"))
                 .unwrap_or_default();
-            println!(
+            outln!(
                 "  {:<38} {:>7.3} M frames/s{vs}  runs: {}",
                 m.label,
                 m.median_fps / 1e6,
                 runs.join(" ")
-            );
-            println!(
+            )?;
+            outln!(
                 "  {:<38} {:>7.1} skbs per MB, {:.1} frames per skb",
                 "",
                 m.skbs_per_mb,
                 m.frames as f64 / m.skbs.max(1) as f64
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -19,6 +19,7 @@ use crate::bench::BenchArgs;
 use crate::bench_capture::{interrupted, Capture, Limit, Scratch};
 use crate::cli_error::CliError;
 use crate::progress;
+use crate::{out, outln};
 
 /// Each pipeline and its `-o` target (frames/s on one core, issue 11).
 pub const PIPELINES: [(&str, f64); 4] = [
@@ -207,9 +208,9 @@ pub fn bench(args: &BenchArgs, limit: Limit) -> Result<ExitCode, CliError> {
         tcp: &tcp,
     };
     if args.json {
-        println!("{}", report.json());
+        outln!("{}", report.json())?;
     } else {
-        print!("{}", report.text());
+        out!("{}", report.text())?;
     }
     Ok(ExitCode::SUCCESS)
     // `scratch` is dropped here: the generated capture and every output are removed.

@@ -16,6 +16,7 @@ use skbsim_kernel::LinkStats;
 
 use crate::bench::BenchArgs;
 use crate::cli_error::CliError;
+use crate::outln;
 use crate::runner::tap_ready;
 
 /// Frame sizes measured by default (bytes written and read back).
@@ -106,7 +107,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
     let r = xdp_tx_bench(&prog, &frames, &cfg)
         .map_err(|e| CliError(format!("bench --backend tap --pipeline xdp-tx: {e}")))?;
     if args.json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "backend": "tap",
@@ -123,19 +124,19 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
                 })).collect::<Vec<_>>(),
                 "claimed_2018": {"commit": "59655a5b6c83", "native_over_generic": 1.2},
             })
-        );
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "program          scenarios/xdp/xdp_tx.o ({} insns, skbsim's ELF loader), attached {:?} and {:?}",
         prog.len(),
         r.attached.0,
         r.attached.1
-    );
-    println!(
+    )?;
+    outln!(
         "frames           {} per run x {} runs per size and mode (medians), write + read back on one non-blocking IFF_NO_PI fd",
         cfg.frames, cfg.runs
-    );
+    )?;
     let runs = |v: &[f64]| {
         v.iter()
             .map(|x| format!("{:.3}", x / 1e6))
@@ -143,26 +144,26 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
             .join(" ")
     };
     for s in &r.sizes {
-        println!(
+        outln!(
             "{:>5} B native   {:>8.3} M frames/s  (runs: {})",
             s.size,
             s.native_fps / 1e6,
             runs(&s.native_runs)
-        );
-        println!(
+        )?;
+        outln!(
             "{:>5} B generic  {:>8.3} M frames/s  (runs: {})",
             s.size,
             s.generic_fps / 1e6,
             runs(&s.generic_runs)
-        );
-        println!(
+        )?;
+        outln!(
             "{:>5} B native / generic {:>6.3}  ({:+.1}%)",
             s.size,
             s.ratio,
             (s.ratio - 1.0) * 100.0
-        );
+        )?;
     }
-    println!("59655a5b6c83 (2018, v4.17) claimed about +20% (1.5 -> 1.8 Mpps) for native XDP_TX");
+    outln!("59655a5b6c83 (2018, v4.17) claimed about +20% (1.5 -> 1.8 Mpps) for native XDP_TX")?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -24,9 +24,10 @@ use sim::trace::write::WRITE_MODEL_ONLY_FIELDS;
 use sim::trace::MODEL_ONLY_FIELDS;
 
 use crate::cli_error::CliError;
+use crate::outln;
 use crate::progress;
 use crate::runner::{run_sim, run_tap, tap_ready, ScenarioOutput};
-use crate::suite::load_scenarios;
+use crate::suite::{in_scenario, load_entries};
 
 #[derive(Debug, Args)]
 pub struct ConformArgs {
@@ -269,7 +270,10 @@ pub fn conform_one(scenario: &Scenario) -> Outcome {
     }
     let sim = match run_sim(scenario, None) {
         Ok(o) => o,
-        Err(e) => return Outcome::Error(format!("simulator: {e}")),
+        Err(e) => {
+            let e = in_scenario(&scenario.path, e);
+            return Outcome::Error(format!("simulator: {e}"));
+        }
     };
     let real = match run_tap(scenario) {
         Ok(o) => o,
@@ -296,14 +300,19 @@ pub fn conform_one(scenario: &Scenario) -> Outcome {
 
 pub fn conform(args: &ConformArgs) -> Result<ExitCode, CliError> {
     tap_ready("conform")?;
-    let scenarios = load_scenarios(&args.paths, args.shard.as_deref())?;
-    let pb = progress::bar(scenarios.len() as u64, "conform");
+    let entries = load_entries(&args.paths, args.shard.as_deref())?;
+    let pb = progress::bar(entries.len() as u64, "conform");
     let (mut passed, mut failed, mut sim_only, mut errors, mut no_arm) = (0, 0, 0, 0, 0);
     let mut other_kernel = 0;
     let mut results = Vec::new();
-    for s in &scenarios {
-        pb.set_message(s.name.clone());
-        let outcome = conform_one(s);
+    for entry in &entries {
+        let name = &entry.name;
+        pb.set_message(name.clone());
+        // A scenario file that does not load fails alone; the rest still run.
+        let outcome = match &entry.scenario {
+            Ok(s) => conform_one(s),
+            Err(e) => Outcome::Error(e.0.clone()),
+        };
         pb.inc(1);
         let text = match &outcome {
             Outcome::Agree {
@@ -312,52 +321,52 @@ pub fn conform(args: &ConformArgs) -> Result<ExitCode, CliError> {
                 notes,
             } => {
                 passed += 1;
-                results.push(json!({"scenario": s.name, "status": "pass", "frames": frames, "reads": reads, "notes": notes}));
+                results.push(json!({"scenario": name, "status": "pass", "frames": frames, "reads": reads, "notes": notes}));
                 with_notes(
-                    format!("    pass  {}  ({frames} frames, {reads} reads)", s.name),
+                    format!("    pass  {}  ({frames} frames, {reads} reads)", name),
                     notes,
                 )
             }
             Outcome::SimOnly(reason) => {
                 sim_only += 1;
-                results.push(json!({"scenario": s.name, "status": "sim-only", "reason": reason}));
-                format!("sim-only  {}: {reason}", s.name)
+                results.push(json!({"scenario": name, "status": "sim-only", "reason": reason}));
+                format!("sim-only  {}: {reason}", name)
             }
             Outcome::NoRealArm(why) => {
                 no_arm += 1;
-                results.push(json!({"scenario": s.name, "status": "no-real-arm", "reason": why}));
-                format!(" no-arm  {}: {why}", s.name)
+                results.push(json!({"scenario": name, "status": "no-real-arm", "reason": why}));
+                format!(" no-arm  {}: {why}", name)
             }
             Outcome::NeedsKernel(why) => {
                 other_kernel += 1;
-                results.push(json!({"scenario": s.name, "status": "needs-kernel", "reason": why}));
+                results.push(json!({"scenario": name, "status": "needs-kernel", "reason": why}));
                 format!(
                     "  kernel  {}: {why}; `skbsim lab conform` runs it in the guest",
-                    s.name
+                    name
                 )
             }
             Outcome::Diverge { mismatch, notes } => {
                 failed += 1;
-                results.push(json!({"scenario": s.name, "status": "fail", "divergence": mismatch.to_json(), "notes": notes}));
+                results.push(json!({"scenario": name, "status": "fail", "divergence": mismatch.to_json(), "notes": notes}));
                 with_notes(format!("    FAIL  {mismatch}"), notes)
             }
             Outcome::Error(e) => {
                 failed += 1;
                 errors += 1;
-                results.push(json!({"scenario": s.name, "status": "error", "error": e}));
-                format!("   error  {}: {e}", s.name)
+                results.push(json!({"scenario": name, "status": "error", "error": e}));
+                format!("   error  {}: {e}", name)
             }
         };
         if !args.json {
-            pb.suspend(|| println!("{text}"));
+            pb.suspend(|| outln!("{text}"))?;
         }
     }
     pb.finish_and_clear();
     if args.json {
-        println!(
+        outln!(
             "{}",
             json!({"results": results, "passed": passed, "failed": failed, "sim_only": sim_only, "errors": errors, "no_real_arm": no_arm, "needs_kernel": other_kernel})
-        );
+        )?;
     } else {
         let mut line = format!("{passed} passed, {failed} failed, {sim_only} sim-only");
         if other_kernel > 0 {
@@ -366,7 +375,7 @@ pub fn conform(args: &ConformArgs) -> Result<ExitCode, CliError> {
         if no_arm > 0 {
             line.push_str(&format!(", {no_arm} without a real arm"));
         }
-        println!("{line}");
+        outln!("{line}")?;
     }
     Ok(if errors > 0 {
         ExitCode::from(2)

@@ -13,6 +13,7 @@ use sim::trace::diff_stream::{first_divergence_streams, Side};
 use sim::wire::summary::describe;
 
 use crate::cli_error::CliError;
+use crate::outln;
 
 fn is_pcap(p: &Path) -> bool {
     matches!(
@@ -319,18 +320,18 @@ pub fn diff(
             v["compared"] = json!(c);
             v["notice"] = json!(o.notice);
         }
-        println!("{v}");
+        outln!("{v}")?;
     } else {
         match (&o.difference, &o.notice) {
             (None, None) if o.compared.is_some() => {
-                println!("no difference (frame bytes and skb metadata)")
+                outln!("no difference (frame bytes and skb metadata)")?
             }
-            (None, None) => println!("no difference"),
-            (None, Some(n)) => println!("no difference; {n}"),
+            (None, None) => outln!("no difference")?,
+            (None, Some(n)) => outln!("no difference; {n}")?,
             (Some(d), n) => {
-                println!("--- {}\n+++ {}\n{d}", left.display(), right.display());
+                outln!("--- {}\n+++ {}\n{d}", left.display(), right.display())?;
                 if let Some(n) = n {
-                    println!("{n}");
+                    outln!("{n}")?;
                 }
             }
         }

@@ -33,25 +33,58 @@ const MAX_GOLDEN_PCAP_BYTES: u64 = 1 << 30;
 pub const SNAP_HEADER: &str =
     "---\nsource: tools/skbsim/tests/scenarios.rs\nexpression: trace\n---\n";
 
-/// `<repo>/golden` for a scenario at `<repo>/scenarios/<area>/<stem>.toml`, or `root`
-/// when given.
-pub fn golden_root(scenario: &Scenario, root: Option<&Path>) -> PathBuf {
+/// The suite a scenario file belongs to, from where the file really is (its path made
+/// absolute and its symbolic links resolved): `<suite>` for a file at
+/// `<suite>/scenarios/<area>/<stem>.toml`, the layout `run` and `bless` use. The same
+/// answer from every working directory and through every link; `None` for a file
+/// anywhere else (it has no golden unless `--golden` names a root).
+pub fn suite_of(scenario: &Path) -> Option<Suite> {
+    let real = std::fs::canonicalize(scenario).ok()?;
+    let area_dir = real.parent()?;
+    let scenarios = area_dir.parent()?;
+    if scenarios.file_name()? != "scenarios" || real.extension()? != "toml" {
+        return None;
+    }
+    Some(Suite {
+        root: scenarios.parent()?.to_path_buf(),
+        name: Scenario::name_of(&real),
+    })
+}
+
+/// Where a scenario file sits in its suite ([`suite_of`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suite {
+    /// The directory holding `scenarios/` and `golden/`.
+    pub root: PathBuf,
+    /// `<area>/<stem>` of the real file: its golden directory under `golden/`.
+    pub name: String,
+}
+
+/// Why `bless` has nowhere to write a scenario's goldens (one line, naming the file).
+pub fn not_in_a_suite(scenario: &Path) -> CliError {
+    CliError(format!(
+        "{}: not in a suite (a scenarios/<pipeline>/ directory beside golden/), so it has no golden to bless; give --golden DIR to bless it there",
+        scenario.display()
+    ))
+}
+
+/// The golden root of a scenario file: `root` when given, else `<suite>/golden` of the
+/// suite the file is in; `None` outside any suite.
+pub fn golden_root(scenario: &Path, root: Option<&Path>) -> Option<PathBuf> {
     match root {
-        Some(r) => r.to_path_buf(),
-        None => scenario
-            .path
-            .parent()
-            .and_then(Path::parent)
-            .and_then(Path::parent)
-            .map(|p| p.join("golden"))
-            .unwrap_or_else(|| PathBuf::from("golden")),
+        Some(r) => Some(r.to_path_buf()),
+        None => suite_of(scenario).map(|s| s.root.join("golden")),
     }
 }
 
-/// `<repo>/golden/<area>/<stem>` for a scenario at `<repo>/scenarios/<area>/<stem>.toml`,
-/// or under `root` when given.
-pub fn golden_dir(scenario: &Scenario, root: Option<&Path>) -> PathBuf {
-    golden_root(scenario, root).join(&scenario.name)
+/// A scenario's golden directory: `<suite>/golden/<area>/<stem>` for a file at
+/// `<suite>/scenarios/<area>/<stem>.toml` ([`suite_of`]), or `<root>/<name>` when a
+/// root is given; `None` outside any suite.
+pub fn golden_dir(scenario: &Scenario, root: Option<&Path>) -> Option<PathBuf> {
+    match root {
+        Some(r) => Some(r.join(&scenario.name)),
+        None => suite_of(&scenario.path).map(|s| s.root.join("golden").join(s.name)),
+    }
 }
 
 /// The trace inside an insta snapshot file (everything after the header).

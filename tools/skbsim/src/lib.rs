@@ -18,4 +18,5 @@ pub mod output;
 pub mod progress;
 pub mod replay;
 pub mod runner;
+pub mod stdout;
 pub mod suite;

@@ -3,7 +3,9 @@
 //!
 //! Exit codes: 0 all good, 1 a mismatch (a diff is printed), 2 bad input or a failure to
 //! run (a one-line error naming the file and the problem, or the kernel operation that
-//! failed; `--backend tap` without root or /dev/net/tun says why).
+//! failed; `--backend tap` without root or /dev/net/tun says why). When stdout's reader
+//! goes away (`skbsim run | head -1`) the command stops quietly with 141, as a tool
+//! ended by SIGPIPE ([`skbsim::stdout`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -100,7 +102,11 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::bench(&args),
         Command::Lab(args) => lab::lab(&args),
     };
+    // What a command printed last may still be buffered; stdout's errors end here too.
+    let result = result.and_then(|code| skbsim::stdout::flush().map(|()| code));
     match result {
+        // Its reader has gone (`| head`): quietly, as a tool SIGPIPE ended.
+        _ if skbsim::stdout::closed() => ExitCode::from(skbsim::stdout::CLOSED_EXIT),
         Ok(code) => code,
         Err(e) => {
             eprintln!("skbsim: {e}");

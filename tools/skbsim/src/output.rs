@@ -9,7 +9,7 @@
 //! device is an error before anything is written.
 
 use std::fs::{self, File, Permissions};
-use std::io::{self, BufWriter, Stdout, Write};
+use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
@@ -17,6 +17,7 @@ use sim::fsutil::kind_name;
 use tempfile::TempPath;
 
 use crate::cli_error::CliError;
+use crate::stdout::Stdout;
 
 /// Outputs are written in chunks this large: few syscalls for multi-GB captures, little
 /// memory.
@@ -91,7 +92,7 @@ fn is_proc_fd(p: &Path) -> bool {
 impl Output {
     pub fn create(path: &Path) -> Result<Output, CliError> {
         let sink = if path.as_os_str() == "-" {
-            Sink::Stdout(BufWriter::with_capacity(BUF_BYTES, io::stdout()))
+            Sink::Stdout(BufWriter::with_capacity(BUF_BYTES, Stdout))
         } else {
             Self::open_sink(path)?
         };

@@ -1,18 +1,18 @@
 //! `skbsim run` and `skbsim bless` over a set of scenarios.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::json;
 use sim::scenario::Scenario;
 use sim::trace::diff::first_divergence;
 
 use crate::cli_error::CliError;
 use crate::diff::pcap_divergence;
 use crate::golden::{self, Verdict};
-use crate::progress;
-use crate::runner::{run_backend, tap_ready, Backend, ScenarioOutput};
+use crate::runner::{Backend, ScenarioOutput};
+
+mod run;
+pub use run::run;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -23,7 +23,8 @@ pub struct RunArgs {
     /// Run only shard K of N (1-based), split by a stable hash of the scenario name.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
-    /// Golden root (default: the `golden` directory beside `scenarios`).
+    /// Golden root (default: for a scenario at `<suite>/scenarios/<pipeline>/<name>.toml`,
+    /// `<suite>/golden`, wherever it is run from; a scenario anywhere else has none).
     #[arg(long)]
     pub golden: Option<PathBuf>,
     /// Print results as JSON on stdout.
@@ -157,18 +158,36 @@ pub fn check_real(
     Ok(Verdict::Pass)
 }
 
-/// Load the scenarios under `paths` that fall in `shard` (an error when there are none).
-pub fn load_scenarios(paths: &[PathBuf], shard: Option<&str>) -> Result<Vec<Scenario>, CliError> {
+/// One scenario file of a run: loaded, or the one-line reason it could not be.
+#[derive(Debug)]
+pub struct Entry {
+    /// The file as found (as the user named it, or under a directory they named).
+    pub path: PathBuf,
+    /// `<area>/<stem>` of the real file ([`real_name`]); also the loaded scenario's name.
+    pub name: String,
+    pub scenario: Result<Scenario, CliError>,
+}
+
+/// The scenario files under `paths` that fall in `shard`, each loaded or with why it
+/// could not be (so one bad file fails alone); an error when there are none.
+pub fn load_entries(paths: &[PathBuf], shard: Option<&str>) -> Result<Vec<Entry>, CliError> {
     let shard = shard.map(parse_shard).transpose()?;
-    let files = discover(paths)?;
-    let mut scenarios = Vec::new();
-    for f in &files {
-        let s = Scenario::load(f)?;
-        if in_shard(&s.name, shard) {
-            scenarios.push(s);
-        }
-    }
-    if scenarios.is_empty() {
+    let entries: Vec<Entry> = discover(paths)?
+        .into_iter()
+        .map(|path| (real_name(&path), path))
+        .filter(|(name, _)| in_shard(name, shard))
+        .map(|(name, path)| Entry {
+            scenario: Scenario::load(&path)
+                .map(|s| Scenario {
+                    name: name.clone(),
+                    ..s
+                })
+                .map_err(CliError::from),
+            path,
+            name,
+        })
+        .collect();
+    if entries.is_empty() {
         return Err(CliError(format!(
             "no scenarios found in {}",
             paths
@@ -178,7 +197,38 @@ pub fn load_scenarios(paths: &[PathBuf], shard: Option<&str>) -> Result<Vec<Scen
                 .join(", ")
         )));
     }
-    Ok(scenarios)
+    Ok(entries)
+}
+
+/// A scenario's name ([`Scenario::name_of`]) from where the file really is (links
+/// resolved), so it is the same from every working directory and through links: it is
+/// in the trace's header and names the golden under `--golden`.
+fn real_name(path: &Path) -> String {
+    match std::fs::canonicalize(path) {
+        Ok(real) => Scenario::name_of(&real),
+        Err(_) => Scenario::name_of(path),
+    }
+}
+
+/// Load the scenarios under `paths` that fall in `shard`: an error when there are none
+/// or one does not load.
+pub fn load_scenarios(paths: &[PathBuf], shard: Option<&str>) -> Result<Vec<Scenario>, CliError> {
+    load_entries(paths, shard)?
+        .into_iter()
+        .map(|e| e.scenario)
+        .collect()
+}
+
+/// `e` naming the scenario file it happened in (once: errors that already start with the
+/// file, such as the scenario's own parse errors, are left as they are), so a bad input
+/// pcap or golden says which scenario it belongs to.
+pub fn in_scenario(path: &Path, e: CliError) -> CliError {
+    let file = path.display().to_string();
+    if e.0.starts_with(&format!("{file}:")) {
+        e
+    } else {
+        CliError(format!("{file}: {e}"))
+    }
 }
 
 /// Replay a simulator scenario straight into its goldens' comparators: the trace is
@@ -239,251 +289,6 @@ pub fn check_streaming(
         }
     }
     Ok((Verdict::Pass, summary.frames))
-}
-
-/// One scenario's outcome, printed in suite order whatever thread ran it.
-#[derive(Debug)]
-struct Outcome {
-    status: &'static str,
-    reason_or_detail: Option<String>,
-    frames: Option<u64>,
-    notes: Vec<String>,
-}
-
-fn run_one(
-    s: &Scenario,
-    args: &RunArgs,
-    mode: Mode,
-    pb: &indicatif::ProgressBar,
-) -> Result<Outcome, CliError> {
-    let tap = args.backend == Backend::Tap;
-    if let (true, Some(reason)) = (tap, &s.sim_only) {
-        return Ok(Outcome {
-            status: "sim-only",
-            reason_or_detail: Some(reason.clone()),
-            frames: None,
-            notes: Vec::new(),
-        });
-    }
-    // Probed only for the real backend (the probes need root and namespaces).
-    let arm = if tap {
-        skbsim_kernel::arm::real_arm(s.pipeline)
-            .and_then(|()| skbsim_kernel::features::missing(s).map_or(Ok(()), Err))
-    } else {
-        Ok(())
-    };
-    if let Err(why) = arm {
-        return Ok(Outcome {
-            status: "no-arm",
-            reason_or_detail: Some(why),
-            frames: None,
-            notes: Vec::new(),
-        });
-    }
-    let dir = golden::golden_dir(s, args.golden.as_deref());
-    let (verdict, frames, notes) = match mode {
-        Mode::Bless => {
-            let out = run_backend(s, args.backend, None)?;
-            golden::bless(&dir, &out)?;
-            (None, out.frames, out.notes)
-        }
-        Mode::Check if !tap => {
-            let (v, frames) = check_streaming(s, &dir, None)?;
-            (Some(v), frames, Vec::new())
-        }
-        Mode::Check => {
-            let out = run_backend(s, args.backend, Some(pb))?;
-            let v = if s.pipeline == sim::scenario::Pipeline::TapGro {
-                crate::gro_real::check_real_gro(&dir, &out)?
-            } else {
-                check_real(&dir, &out, s.pipeline)?
-            };
-            (Some(v), out.frames, out.notes)
-        }
-    };
-    let (status, detail) = match verdict {
-        None => ("blessed", None),
-        Some(Verdict::Pass) => ("pass", None),
-        Some(Verdict::Missing(p)) => (
-            "missing",
-            Some(format!(
-                "{}: no golden (run `skbsim bless {}`)",
-                p.display(),
-                s.path.display()
-            )),
-        ),
-        Some(Verdict::Mismatch(d)) => ("fail", Some(d)),
-    };
-    Ok(Outcome {
-        status,
-        reason_or_detail: detail,
-        frames: Some(frames),
-        notes,
-    })
-}
-
-/// Worker threads for `run` and `bless`: every core for the simulator; one for the real
-/// kernel, whose arms share taps and namespaces by name.
-fn workers(backend: Backend, scenarios: usize) -> usize {
-    match backend {
-        Backend::Tap => 1,
-        Backend::Sim => std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(scenarios.max(1)),
-    }
-}
-
-/// Remove what killed blesses left under the golden roots of `scenarios`.
-fn clean_stale_blesses(scenarios: &[Scenario], root: Option<&Path>) -> Result<(), CliError> {
-    let mut roots: Vec<PathBuf> = scenarios
-        .iter()
-        .map(|s| golden::golden_root(s, root))
-        .collect();
-    roots.sort();
-    roots.dedup();
-    for r in &roots {
-        let n = golden::remove_stale_temps(r)?;
-        if n > 0 {
-            eprintln!(
-                "removed {n} leftovers of an interrupted bless under {}",
-                r.display()
-            );
-        }
-    }
-    Ok(())
-}
-
-pub fn run(args: &RunArgs, mode: Mode) -> Result<ExitCode, CliError> {
-    let tap = args.backend == Backend::Tap;
-    if tap && mode == Mode::Bless {
-        return Err(CliError(
-            "bless writes the simulator's goldens; --backend tap cannot bless (use `skbsim conform` to compare the real kernel)".into(),
-        ));
-    }
-    if tap {
-        tap_ready("--backend tap")?;
-    }
-    let scenarios = load_scenarios(&args.paths, args.shard.as_deref())?;
-    clean_stale_blesses(&scenarios, args.golden.as_deref())?;
-    let pb = progress::bar(
-        scenarios.len() as u64,
-        if mode == Mode::Bless {
-            "blessing"
-        } else {
-            "replaying"
-        },
-    );
-    // Scenarios run on every core; each outcome is printed in suite order as soon as it
-    // and everything before it is done, so the output is the same on every run.
-    let n = scenarios.len();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Outcome, CliError>)>();
-    let mut results = Vec::new();
-    let (mut failed, mut sim_only, mut no_arm) = (0, 0, 0);
-    let mut first_error: Option<CliError> = None;
-    std::thread::scope(|scope| {
-        for _ in 0..workers(args.backend, n) {
-            let tx = tx.clone();
-            let (next, scenarios, pb) = (&next, &scenarios, &pb);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(s) = scenarios.get(i) else {
-                    break;
-                };
-                let r = run_one(s, args, mode, pb);
-                pb.inc(1);
-                if tx.send((i, r)).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        let mut done: Vec<Option<Result<Outcome, CliError>>> = (0..n).map(|_| None).collect();
-        let mut printed = 0;
-        for (i, r) in rx {
-            done[i] = Some(r);
-            while printed < n {
-                let Some(r) = done[printed].take() else {
-                    break;
-                };
-                let s = &scenarios[printed];
-                printed += 1;
-                let o = match r {
-                    Ok(o) => o,
-                    Err(e) => {
-                        if first_error.is_none() {
-                            first_error = Some(e);
-                            // Stop handing out scenarios; running ones finish.
-                            next.store(n, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        continue;
-                    }
-                };
-                if first_error.is_some() {
-                    continue;
-                }
-                match o.status {
-                    "sim-only" => sim_only += 1,
-                    "no-arm" => no_arm += 1,
-                    "fail" | "missing" => failed += 1,
-                    _ => {}
-                }
-                if !args.json {
-                    pb.suspend(|| match (o.status, o.frames) {
-                        ("sim-only", _) => println!(
-                            "sim-only  {}: {}",
-                            s.name,
-                            o.reason_or_detail.as_deref().unwrap_or_default()
-                        ),
-                        ("no-arm", _) => println!(
-                            " no-arm  {}: {}",
-                            s.name,
-                            o.reason_or_detail.as_deref().unwrap_or_default()
-                        ),
-                        (status, frames) => {
-                            println!("{status:>7}  {}  ({} frames)", s.name, frames.unwrap_or(0));
-                            if let Some(d) = &o.reason_or_detail {
-                                for line in d.lines() {
-                                    println!("         {line}");
-                                }
-                            }
-                        }
-                    });
-                }
-                results.push(match o.status {
-                    "sim-only" => json!({"scenario": s.name, "status": "sim-only", "reason": o.reason_or_detail}),
-                    "no-arm" => json!({"scenario": s.name, "status": "no-real-arm", "reason": o.reason_or_detail}),
-                    status => json!({"scenario": s.name, "status": status, "frames": o.frames, "detail": o.reason_or_detail, "notes": o.notes}),
-                });
-            }
-        }
-    });
-    pb.finish_and_clear();
-    if let Some(e) = first_error {
-        return Err(e);
-    }
-    let passed = results.len() - failed - sim_only - no_arm;
-    if args.json {
-        println!(
-            "{}",
-            json!({"backend": args.backend.name(), "results": results, "passed": passed, "failed": failed, "sim_only": sim_only, "no_real_arm": no_arm})
-        );
-    } else if mode == Mode::Check && tap && no_arm > 0 {
-        println!(
-            "{passed} passed, {failed} failed, {sim_only} sim-only, {no_arm} without a real arm"
-        );
-    } else if mode == Mode::Check && tap {
-        println!("{passed} passed, {failed} failed, {sim_only} sim-only");
-    } else if mode == Mode::Check {
-        println!("{passed} passed, {failed} failed");
-    } else {
-        println!("blessed {} scenarios", results.len());
-    }
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
 }
 
 #[cfg(test)]

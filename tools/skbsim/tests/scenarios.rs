@@ -23,7 +23,7 @@ fn scenario_matches_golden(
 ) {
     let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let out = run_sim(&scenario, None).unwrap_or_else(|e| panic!("{e}"));
-    let dir = golden_dir(&scenario, Some(&repo().join("golden")));
+    let dir = golden_dir(&scenario, Some(&repo().join("golden"))).expect("a golden root");
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(&dir);
     settings.set_prepend_module_to_snapshot(false);

@@ -55,7 +55,9 @@ fn scenarios(dir: &Path, out: &mut Vec<PathBuf>) {
 /// The problems of one scenario's golden capture; None when it has none.
 fn check(f: &Path) -> Option<Vec<String>> {
     let s = Scenario::load(f).unwrap_or_else(|e| panic!("{e}"));
-    let golden = golden_dir(&s, Some(&repo().join("golden"))).join(PCAP_FILE);
+    let golden = golden_dir(&s, Some(&repo().join("golden")))
+        .expect("a golden root")
+        .join(PCAP_FILE);
     if !golden.exists() {
         return None;
     }

@@ -13,6 +13,7 @@ use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
 use skbsim::cli_error::CliError;
 use skbsim::conform::{comparable, compare_scenario_outputs};
+use skbsim::outln;
 use skbsim::runner::{run_sim, run_tap, tap_ready, ScenarioOutput};
 use skbsim::suite::load_scenarios;
 use skbsim_kernel::lab;
@@ -430,10 +431,10 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
     let _ = std::fs::create_dir_all(&out_dir);
     let _ = std::fs::write(out_dir.join("summary.json"), format!("{summary_json:#}\n"));
     if opts.guest.json {
-        println!("{summary_json}");
+        outln!("{summary_json}")?;
     } else {
         for t in &text {
-            println!("{t}");
+            outln!("{t}")?;
         }
         let mut arm = String::new();
         if other_kernel > 0 {
@@ -442,9 +443,9 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
         if no_arm > 0 {
             arm.push_str(&format!(", {no_arm} without a real arm"));
         }
-        println!(
+        outln!(
             "{passed} passed, {failed} failed, {sim_only} sim-only{arm} (real arm in guest {kernel} vs the simulator)"
-        );
+        )?;
         eprintln!("lab: {}", setup.1);
         eprintln!("lab: {boot_line}");
         eprintln!(

@@ -21,6 +21,7 @@ use sim::scenario::Scenario;
 use sim::trace::diff::{first_divergence, Divergence};
 use skbsim::cli_error::CliError;
 use skbsim::conform::comparable;
+use skbsim::outln;
 use skbsim::runner::run_sim;
 use skbsim::suite::load_scenarios;
 
@@ -287,18 +288,20 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
         "skipped": skipped,
     });
     if a.guest.json {
-        println!("{summary}");
+        outln!("{summary}")?;
     } else {
-        println!("A: {} (model {})", ga.kernel, pa.name);
-        println!("B: {label_b} (model {})", pb.name);
+        outln!("A: {} (model {})", ga.kernel, pa.name)?;
+        outln!("B: {label_b} (model {})", pb.name)?;
         for t in &text {
-            println!("{t}");
+            outln!("{t}")?;
         }
-        println!();
-        println!(
+        outln!()?;
+        outln!(
             "{:<44} {:<34} {:<34} verdict",
-            "scenario", "real A vs B", "model"
-        );
+            "scenario",
+            "real A vs B",
+            "model"
+        )?;
         for r in &rows {
             let cell = |v: &Value| match v {
                 Value::Null => "same".to_string(),
@@ -316,17 +319,17 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
             if r["verdict"] == "skipped" || r["verdict"] == "same" {
                 continue;
             }
-            println!(
+            outln!(
                 "{:<44} {:<34} {:<34} {}",
                 r["scenario"].as_str().unwrap_or(""),
                 cell(&r["real"]),
                 cell(&r["model"]),
                 r["verdict"].as_str().unwrap_or("")
-            );
+            )?;
         }
-        println!(
+        outln!(
             "{same} same, {predicted} differences predicted, {elsewhere} predicted elsewhere, {unpredicted} unpredicted, {spurious} predicted but not seen, {skipped} skipped"
-        );
+        )?;
         eprintln!("lab: A {}", ga.setup.1);
         eprintln!("lab: B {}", gb.setup.1);
     }

@@ -24,6 +24,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 use skbsim::cli_error::CliError;
+use skbsim::{out, outln};
 use skbsim_kernel::lab::{
     self, Accel, KernelChoice, KernelSource, Lab, LabError, LabRun, Payload, RunOptions,
 };
@@ -326,20 +327,20 @@ fn fetch(opts: &LabOpts) -> Result<ExitCode, CliError> {
     let size = lab::fetch::dir_size(&lab.cache);
     let (setup, line) = setup_report(&lab);
     if opts.guest.json {
-        println!(
+        outln!(
             "{}",
             json!({"setup": setup, "cache_bytes": size, "packages": lab.tools.packages})
-        );
+        )?;
     } else {
-        println!("{line}");
-        println!("cache {} ({})", lab.cache.display(), mib(size));
-        println!(
+        outln!("{line}")?;
+        outln!("cache {} ({})", lab.cache.display(), mib(size))?;
+        outln!(
             "QEMU {}\nkernel {}\n{} packages: {}",
             lab.tools.qemu.display(),
             lab.kernel.vmlinuz.display(),
             lab.tools.packages.len(),
             lab.tools.packages.join(", ")
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -357,7 +358,7 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
         .map(|s| (s.clone(), lab::kernel::resolve_package(s).ok()))
         .collect();
     if opts.guest.json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "cache": cache,
@@ -366,22 +367,22 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
                 "resolves": resolved.iter().map(|(s, p)| json!({"kernel": s, "package": p})).collect::<Vec<_>>(),
                 "local": local.iter().map(|k| json!({"release": k.kver, "tree": k.tree, "tree_present": k.tree_present, "cache_dir": k.cache_dir, "bytes": k.bytes})).collect::<Vec<_>>(),
             })
-        );
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("cached in {}:", lab::kernel::kernels_dir(&cache).display());
+    outln!("cached in {}:", lab::kernel::kernels_dir(&cache).display())?;
     if cached.is_empty() {
-        println!("  (none)");
+        outln!("  (none)")?;
     }
     for k in &cached {
-        println!("  {}  {}  {}", k.package, k.version, mib(k.bytes));
+        outln!("  {}  {}  {}", k.package, k.version, mib(k.bytes))?;
     }
-    println!(
+    outln!(
         "local builds (--kernel-dir) in {}:",
         lab::kernel::local_dir(&cache).display()
-    );
+    )?;
     if local.is_empty() {
-        println!("  (none)");
+        outln!("  (none)")?;
     }
     for k in &local {
         let tree = match (&k.tree, k.tree_present) {
@@ -392,27 +393,27 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
             ),
             (None, _) => "(tree not recorded; removed at the next --kernel-dir run)".to_string(),
         };
-        println!("  {}  {}  {}", k.kver, mib(k.bytes), tree);
+        outln!("  {}  {}  {}", k.kver, mib(k.bytes), tree)?;
     }
-    println!("available (apt):");
+    outln!("available (apt):")?;
     for (s, p) in &resolved {
         let builds: Vec<&str> = available
             .iter()
             .filter(|k| &k.series == s)
             .map(|k| k.package.as_str())
             .collect();
-        println!(
+        outln!(
             "  --kernel {s} -> {}  ({} builds)",
             p.as_deref().unwrap_or("(no metapackage)"),
             builds.len()
-        );
+        )?;
         for b in builds {
             let mark = if cached.iter().any(|c| c.package == b) {
                 "  [cached]"
             } else {
                 ""
             };
-            println!("      {b}{mark}");
+            outln!("      {b}{mark}")?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -454,7 +455,7 @@ fn run_script(a: &LabRunArgs) -> Result<ExitCode, CliError> {
         true,
         a.patch.as_deref(),
     )?;
-    print!("{}", run.boot.output);
+    out!("{}", run.boot.output)?;
     eprint!("{}", run.boot.stderr);
     eprintln!("lab: {}", boot_report(&run).1);
     Ok(if run.boot.rc == 0 {
@@ -573,23 +574,23 @@ fn gre(opts: &LabOpts) -> Result<ExitCode, CliError> {
         .unwrap_or_default();
     let (boot, line) = boot_report(&run);
     if opts.guest.json {
-        println!(
+        outln!(
             "{}",
             json!({"ok": ok, "rc": run.boot.rc, "output": out, "stderr": run.boot.stderr, "setup": setup.0, "boot": boot})
-        );
+        )?;
     } else {
         if ok {
-            println!("gretap works in the guest: {received}");
-            println!(
+            outln!("gretap works in the guest: {received}")?;
+            outln!(
                 "  {}",
                 kind.split_whitespace()
                     .take(12)
                     .collect::<Vec<_>>()
                     .join(" ")
-            );
+            )?;
         } else {
-            println!("gretap FAILED in the guest (rc {}):", run.boot.rc);
-            print!("{out}");
+            outln!("gretap FAILED in the guest (rc {}):", run.boot.rc)?;
+            out!("{out}")?;
             eprint!("{}", run.boot.stderr);
         }
         eprintln!("lab: {}", setup.1);

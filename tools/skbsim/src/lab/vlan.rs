@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use serde_json::{json, Value};
 use skbsim::cli_error::CliError;
+use skbsim::outln;
 use skbsim::runner::tap_ready;
 use skbsim_kernel::lab::{self, vlan};
 
@@ -15,7 +16,7 @@ pub(super) fn guest_vlan() -> Result<ExitCode, CliError> {
     tap_ready("lab guest-vlan")?;
     let obs = vlan::vlan_device_check().map_err(|e| CliError(format!("vlan check: {e}")))?;
     for o in obs {
-        println!(
+        outln!(
             "{}",
             json!({
                 "case": o.case,
@@ -26,7 +27,7 @@ pub(super) fn guest_vlan() -> Result<ExitCode, CliError> {
                 "aux_vlan": o.aux_vlan.map(|(valid, tci)| json!({"valid": valid, "tci": tci})),
                 "tx_bytes": o.tx_bytes,
             })
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -123,28 +124,28 @@ pub(super) fn vlan(opts: &LabOpts) -> Result<ExitCode, CliError> {
     let ok = run.boot.rc == 0 && checks.iter().all(|c| c.1);
     let (boot, line) = boot_report(&run);
     if opts.guest.json {
-        println!(
+        outln!(
             "{}",
             json!({"ok": ok, "observations": obs, "checks": checks.iter().map(|c| json!({"check": c.0, "ok": c.1})).collect::<Vec<_>>(),
                    "stderr": run.boot.stderr, "setup": setup.0, "boot": boot})
-        );
+        )?;
     } else {
-        println!(
+        outln!(
             "802.1Q device {} (vid {}) over tap {} in the guest {}:",
             vlan::VLAN_DEV,
             vlan::VID,
             vlan::TAP,
             run.boot.guest_kernel
-        );
+        )?;
         for o in &obs {
-            println!(
+            outln!(
                 "  {:<15} {}",
                 o.get("case").and_then(Value::as_str).unwrap_or("?"),
                 vlan_line(o)
-            );
+            )?;
         }
         for (what, good) in &checks {
-            println!("  {} {what}", if *good { "ok  " } else { "FAIL" });
+            outln!("  {} {what}", if *good { "ok  " } else { "FAIL" })?;
         }
         if run.boot.rc != 0 {
             eprint!("{}", run.boot.stderr);
