@@ -89,6 +89,8 @@ mod tests;
 #[cfg(test)]
 mod tests_linktype;
 #[cfg(test)]
+mod tests_ng_iface;
+#[cfg(test)]
 mod tests_write;
 
 use std::fmt;
