@@ -88,9 +88,12 @@ mod write;
 mod tests;
 #[cfg(test)]
 mod tests_comment;
+#[cfg(test)]
 mod tests_decap;
 #[cfg(test)]
 mod tests_linktype;
+#[cfg(test)]
+mod tests_ng_iface;
 #[cfg(test)]
 mod tests_write;
 

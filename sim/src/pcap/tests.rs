@@ -227,7 +227,7 @@ fn pcapng_second_section_resets_interfaces_and_byte_order() {
     f.extend(ng_file(false, &[(1, Vec::new())], &[(1, 1, &ETH14)]));
     let e = err(&f);
     assert!(
-        e.contains("refers to interface 1 but the section describes 1"),
+        e.contains("refers to interface 1 but the section has only 1 interface description block (interface 0)"),
         "{e}"
     );
 }

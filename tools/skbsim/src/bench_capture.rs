@@ -11,6 +11,7 @@ use sim::pcap::{PcapFormat, PcapReader, PcapWriter};
 use tempfile::TempDir;
 
 use crate::cli_error::CliError;
+use crate::output::Output;
 
 /// Frame sizes of the mix, before the optional 4-byte tag.
 pub const SIZES: [usize; 8] = [60, 64, 128, 256, 590, 1024, 1280, 1514];
@@ -34,18 +35,16 @@ pub struct Generated {
     pub bytes: u64,
 }
 
-/// A deterministic mix: sizes 60..1514, a third 802.1Q-tagged, IPv4 UDP/TCP. On an error
-/// or an interrupt the partial file is removed.
+/// A deterministic mix: sizes 60..1514, a third 802.1Q-tagged, IPv4 UDP/TCP, written to
+/// `path` as any output is ([`Output`]: in place; on an error or an interrupt a file
+/// this created is removed).
 pub fn generate(path: &Path, limit: Limit) -> Result<Generated, CliError> {
-    let r = generate_inner(path, limit);
-    if r.is_err() {
-        let _ = std::fs::remove_file(path);
-    }
-    r
+    generate_into(Output::create(path)?, limit)
 }
 
-fn generate_inner(path: &Path, limit: Limit) -> Result<Generated, CliError> {
-    let mut w = PcapWriter::create(path, PcapFormat::Pcap)?;
+fn generate_into(out: Output, limit: Limit) -> Result<Generated, CliError> {
+    let path = out.path().to_path_buf();
+    let mut w = PcapWriter::with_name(out, PcapFormat::Pcap, &path)?;
     let mut seed: u64 = 0x5eed;
     let mut buf = Vec::with_capacity(1600);
     let mut bytes = PCAP_FILE_HEADER;
@@ -76,7 +75,7 @@ fn generate_inner(path: &Path, limit: Limit) -> Result<Generated, CliError> {
         bytes = next;
         i += 1;
     }
-    w.finish()?;
+    w.finish()?.commit()?;
     Ok(Generated { frames: i, bytes })
 }
 
@@ -277,10 +276,12 @@ fn describe(limit: Limit) -> String {
     }
 }
 
-/// `skbsim bench --make-capture PATH [--frames N | --bytes SIZE]`.
+/// `skbsim bench --make-capture PATH [--frames N | --bytes SIZE]`: opened before the
+/// progress line, so a bad PATH is the one line of its error.
 pub fn make_capture(path: &Path, limit: Limit) -> Result<Generated, CliError> {
+    let out = Output::create(path)?;
     eprintln!("generating {} into {}", describe(limit), path.display());
-    generate(path, limit)
+    generate_into(out, limit)
 }
 
 #[cfg(test)]

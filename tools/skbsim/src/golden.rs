@@ -11,7 +11,6 @@ use sim::trace::diff::first_divergence;
 use crate::cli_error::CliError;
 use crate::diff::pcap_divergence;
 use crate::input::{read_regular, read_regular_to_string, MAX_TRACE_BYTES};
-use crate::output::Output;
 use crate::runner::ScenarioOutput;
 
 mod writer;
@@ -101,14 +100,6 @@ pub fn snap_body(text: &str) -> &str {
 /// whitespace, one newline (insta's own normalisation of a file snapshot).
 pub fn to_snap(trace: &str) -> String {
     format!("{SNAP_HEADER}{}\n", trace.trim_end())
-}
-
-/// Write `bytes` to `path` as [`Output`] does: replacing a regular file atomically,
-/// writing through to a device, FIFO or `-`.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    let mut o = Output::create(path)?;
-    o.write_all(bytes).map_err(|e| o.cannot_write(e))?;
-    o.commit()
 }
 
 /// A golden trace file's text (a regular file of bounded size).

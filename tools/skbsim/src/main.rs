@@ -84,7 +84,16 @@ fn main() -> ExitCode {
                 .find(|l| l.starts_with("[possible values:"))
                 .map(|l| format!(" {l}"))
                 .unwrap_or_default();
-            eprintln!("skbsim: {first}{choices} (see skbsim --help)");
+            // The missing arguments are on clap's next lines: name them on this one.
+            let missing = match e.get(clap::error::ContextKind::InvalidArg) {
+                Some(clap::error::ContextValue::Strings(names))
+                    if e.kind() == ErrorKind::MissingRequiredArgument =>
+                {
+                    format!(" {}", names.join(", "))
+                }
+                _ => String::new(),
+            };
+            eprintln!("skbsim: {first}{missing}{choices} (see skbsim --help)");
             return ExitCode::from(2);
         }
     };

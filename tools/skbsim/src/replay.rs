@@ -111,8 +111,8 @@ pub struct ReplayArgs {
     /// Destination MAC of that header.
     #[arg(long, value_name = "MAC")]
     pub dst_mac: Option<String>,
-    /// Where to write what userspace read ("-" for stdout; devices and FIFOs are written
-    /// through, files replaced atomically).
+    /// Where to write what userspace read ("-" for stdout; written in place, as `cp`
+    /// would; a file this run created is removed if it fails).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Where to write the text trace ("-" for stdout).
@@ -310,8 +310,7 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
     Ok(t)
 }
 
-/// A writer for what the user named ("-" is stdout): devices and FIFOs written through,
-/// files replaced atomically when the replay finishes (see [`Output`]).
+/// A writer for what the user named ("-" is stdout), written through (see [`Output`]).
 fn dest(path: &std::path::Path) -> Result<Dest, CliError> {
     Ok(Dest::Writer {
         // Written on its own thread while this one models (see engine::background).
@@ -337,13 +336,31 @@ fn flag_message(a: &ReplayArgs, message: &str) -> String {
             .find(|p| p.name() == pipeline)
             .map(|p| p.tables())
             .unwrap_or_default();
-        let ignored: Vec<&str> = ["device", "reader", "skb"]
+        // Per table the user's flags put keys in: those flags and the pipelines that
+        // read it.
+        let groups: Vec<(Vec<&str>, String)> = ["device", "reader", "skb", "vhost", "gro"]
             .iter()
             .filter(|t| !reads.contains(t))
-            .flat_map(|t| flags_of_table(a, t))
+            .map(|t| (flags_of_table(a, t), pipelines_reading(t)))
+            .filter(|(flags, _)| !flags.is_empty())
             .collect();
-        if !ignored.is_empty() {
-            return format!("{}: not used by --pipeline {pipeline}", ignored.join(", "));
+        if !groups.is_empty() {
+            let flags: Vec<&str> = groups.iter().flat_map(|(f, _)| f.iter().copied()).collect();
+            let one = groups.len() == 1;
+            let needs: Vec<String> = groups
+                .iter()
+                .map(|(f, p)| match (one, f.len()) {
+                    (true, 1) => format!("it needs --pipeline {p}"),
+                    (true, _) => format!("they need --pipeline {p}"),
+                    (false, 1) => format!("{} needs --pipeline {p}", f[0]),
+                    (false, _) => format!("{} need --pipeline {p}", f.join(", ")),
+                })
+                .collect();
+            let needs = needs.join("; ");
+            return format!(
+                "{}: not used by --pipeline {pipeline} ({needs})",
+                flags.join(", ")
+            );
         }
     }
     if m.starts_with("pipeline vhost-tx needs a [vhost] table") {
@@ -374,6 +391,19 @@ pub fn flag_error(e: CliError) -> CliError {
     CliError(in_flag_terms(&e.0))
 }
 
+/// The pipelines that read `[table]`: "tap-gro or vhost-tx".
+fn pipelines_reading(table: &str) -> String {
+    let names: Vec<&str> = Pipeline::ALL
+        .iter()
+        .filter(|p| p.tables().contains(&table))
+        .map(|p| p.name())
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
 /// The flags given that put keys into `[table]`.
 fn flags_of_table(a: &ReplayArgs, table: &str) -> Vec<&'static str> {
     let given = [
@@ -389,6 +419,15 @@ fn flags_of_table(a: &ReplayArgs, table: &str) -> Vec<&'static str> {
         ("skb", "--checksum", a.checksum != "none"),
         ("skb", "--gso", a.gso != "none"),
         ("skb", "--gso-size", a.gso_size > 0),
+        ("vhost", "--guest-hdr-len", a.guest_hdr_len.is_some()),
+        ("vhost", "--guest-fill", a.guest_fill.is_some()),
+        ("gro", "--gro-burst", a.gro_burst.is_some()),
+        ("gro", "--gro-flush-timeout", a.gro_flush_timeout.is_some()),
+        ("gro", "--no-teb-gro", a.no_teb_gro),
+        ("gro", "--vxlan-ports", !a.vxlan_ports.is_empty()),
+        ("gro", "--udp-gro-socket", !a.udp_gro_socket.is_empty()),
+        ("gro", "--rx-udp-gro-forwarding", a.rx_udp_gro_forwarding),
+        ("gro", "--rx-gro-list", a.rx_gro_list),
     ];
     given
         .iter()
@@ -433,6 +472,17 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
                 .into(),
         ));
     }
+    let mut outputs: Vec<(&str, &std::path::Path)> = Vec::new();
+    if let Some(p) = &args.output {
+        outputs.push(("-o", p));
+    }
+    if let Some(p) = &args.trace {
+        outputs.push(("--trace", p));
+    }
+    if args.json {
+        outputs.push(("--json", std::path::Path::new("-")));
+    }
+    crate::output::refuse_overlaps(&[&args.input], &outputs)?;
     let mut sinks = Sinks {
         trace: match &args.trace {
             Some(p) => TraceOut::to(dest(p)?),

@@ -370,10 +370,17 @@ impl<R: Read> PcapReader<R> {
             }
         };
         let Some(&iface) = self.ng.ifaces.get(if_id as usize) else {
-            let n = self.ng.ifaces.len();
+            let has = match self.ng.ifaces.len() {
+                0 => "no interface description block".to_string(),
+                1 => "only 1 interface description block (interface 0)".to_string(),
+                n => format!(
+                    "only {n} interface description blocks (interfaces 0 to {})",
+                    n - 1
+                ),
+            };
             return Err(self.malformed(
                 offset,
-                format!("{name} refers to interface {if_id} but the section describes {n}"),
+                format!("{name} refers to interface {if_id} but the section has {has}"),
             ));
         };
         if iface.refused {

@@ -4,7 +4,9 @@
 //! [`CHUNKS`] of [`CHUNK`] bytes are in flight: memory stays bounded however long the run.
 
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::Finish;
@@ -14,12 +16,16 @@ pub const CHUNK: usize = 1 << 20;
 /// Chunks queued before the replay thread waits for the writer.
 pub const CHUNKS: usize = 4;
 
-/// A [`Finish`] writer whose writes happen on a background thread.
+/// A [`Finish`] writer whose writes happen on a background thread. Dropped unfinished
+/// (a failed run), it tells the thread to write nothing more and waits for it, so the
+/// inner writer is dropped (an [`crate::output::Output`] removes a file it created)
+/// before the process can exit.
 pub struct Background {
     buf: Vec<u8>,
     tx: Option<SyncSender<Vec<u8>>>,
     back: Receiver<Vec<u8>>,
     worker: Option<JoinHandle<io::Result<Box<dyn Finish + Send>>>>,
+    abandoned: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Background {
@@ -34,8 +40,13 @@ impl Background {
     pub fn new(mut inner: Box<dyn Finish + Send>) -> Background {
         let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(CHUNKS);
         let (back_tx, back) = mpsc::sync_channel::<Vec<u8>>(CHUNKS + 1);
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let stop = abandoned.clone();
         let worker = std::thread::spawn(move || {
             for mut chunk in rx {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 inner.write_all(&chunk)?;
                 chunk.clear();
                 // The replay thread may have finished: a chunk nobody takes back is freed.
@@ -48,6 +59,7 @@ impl Background {
             tx: Some(tx),
             back,
             worker: Some(worker),
+            abandoned,
         }
     }
 
@@ -116,6 +128,18 @@ impl Finish for Background {
     }
 }
 
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.abandoned.store(true, Ordering::Relaxed);
+        self.tx = None;
+        if let Some(w) = self.worker.take() {
+            // The inner writer is dropped on the worker or here, either way before this
+            // returns. At most the one write in progress is waited for.
+            drop(w.join());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,5 +194,35 @@ mod tests {
         }
         let e = failed.unwrap_or_else(|| w.finish().unwrap_err());
         assert_eq!(e.to_string(), "disk full");
+    }
+
+    /// Sets its flag when dropped.
+    struct Dropped(Arc<AtomicBool>);
+    impl Write for Dropped {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    impl Finish for Dropped {
+        fn finish(self: Box<Self>) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn dropping_unfinished_drops_the_inner_writer_before_returning() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let mut w = Background::new(Box::new(Dropped(dropped.clone())));
+        w.write_all(&vec![1u8; 3 * CHUNK]).unwrap();
+        drop(w);
+        assert!(dropped.load(Ordering::SeqCst));
     }
 }

@@ -54,8 +54,8 @@ impl std::fmt::Debug for Dest {
     }
 }
 
-/// A writer that is done only when finished: flushed, and for a replaced file renamed
-/// into place.
+/// A writer that is done only when finished: flushed, and a file it created kept (dropped
+/// unfinished, an [`crate::output::Output`] removes a file it created).
 pub trait Finish: Write {
     fn finish(self: Box<Self>) -> io::Result<()>;
 }
@@ -68,8 +68,9 @@ impl Finish for io::BufWriter<File> {
 }
 
 impl Finish for crate::output::Output {
+    /// The bare I/O error: [`Dest::finish`] names the output.
     fn finish(self: Box<Self>) -> io::Result<()> {
-        (*self).commit().map_err(|e| io::Error::other(e.0))
+        crate::output::Output::finish(*self)
     }
 }
 
