@@ -502,20 +502,21 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
     let summary =
         replay_into(&scenario, args.backend, &mut sinks, Some(&pb)).map_err(flag_error)?;
     pb.finish_and_clear();
+    let tally = &summary.tally;
+    sinks.json.line(&tally.json())?;
     sinks.finish()?;
-    if !args.json && args.trace.is_none() && !to_stdout(&args.output) {
-        eprintln!(
-            "replayed {} frames from {}{}",
-            summary.frames,
-            args.input.display(),
-            args.output
-                .as_ref()
-                .map(|o| format!(" into {}", o.display()))
-                .unwrap_or_default()
-        );
-        if summary.skipped.total() > 0 {
-            eprintln!("skipped {}", summary.skipped);
-        }
+    // On stderr whatever the outputs are: frames in, delivered, not delivered by reason.
+    let name = |p: &std::path::Path| match p.as_os_str() == "-" {
+        true => "stdout".to_string(),
+        false => p.display().to_string(),
+    };
+    let output = args.output.as_deref().map(name);
+    eprintln!("{}", tally.line(&name(&args.input), output.as_deref()));
+    if let Some(hint) = tally.hint() {
+        eprintln!("{hint}");
+    }
+    if summary.skipped.total() > 0 {
+        eprintln!("skbsim: skipped {}", summary.skipped);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -22,6 +22,7 @@
 pub mod background;
 pub mod capture;
 pub mod drive;
+pub mod summary;
 pub mod tap_gro;
 pub mod tap_write;
 pub mod tun_read;
@@ -297,6 +298,8 @@ pub struct RunSummary {
     pub skipped: sim::pcap::SkipCounts,
     /// What the real arm noticed that the trace cannot show (empty for the simulator).
     pub notes: Vec<String>,
+    /// Frames delivered at each observation point and not delivered, by reason.
+    pub tally: summary::Tally,
 }
 
 /// What the sinks hold after a replay.

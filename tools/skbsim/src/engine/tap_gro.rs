@@ -13,6 +13,7 @@ use sim::trace::gro_cells;
 
 use super::capture::Point;
 use super::drive::{drive, Render};
+use super::summary::{Reason, Tally};
 use super::{RunSummary, Sinks};
 use crate::cli_error::CliError;
 
@@ -22,6 +23,9 @@ const STACK: Point = Point {
     link_type: sim::pcap::LINKTYPE_ETHERNET,
 };
 
+/// The stack, the one point of the summary ([`STACK`]).
+const STACK_POINT: [(&str, &str); 1] = [("stack", "the stack")];
+
 /// Renders tap-gro's events: write errors and deliveries as they come; the XDP verdicts
 /// are kept for the totals' `xdp` line.
 #[derive(Debug, Default)]
@@ -29,11 +33,44 @@ struct GroRender {
     t: GroTotals,
     /// Whether anything reads the tap (`[gro] tap_observer`).
     observed: bool,
+    /// What became of each frame, for the summary.
+    tally: Tally,
+}
+
+impl GroRender {
+    /// The tally: a delivered skb holds the input frames GRO merged into it (an XDP
+    /// verdict after GRO acts on all of them); the stack receives them whether or not
+    /// anything reads the tap.
+    fn count(&mut self, e: &GroEvent) {
+        let t = &mut self.tally;
+        match e {
+            GroEvent::WriteError(w) => t.dropped(Reason::WriteError(w.errno), 1),
+            GroEvent::XdpBeforeGro(x) => {
+                if let Some(r) = Reason::of_fate(&x.fate, None, Some(&x.report), false) {
+                    t.dropped(r, 1);
+                }
+            }
+            GroEvent::AfterGro(a) => {
+                if let Some(r) = a
+                    .fate
+                    .as_ref()
+                    .and_then(|f| Reason::of_fate(f, None, Some(&a.report), false))
+                {
+                    t.dropped(r, a.frames.len() as u64);
+                }
+            }
+            GroEvent::Deliver(d) => {
+                t.delivered(0, d.skb.frames().count() as u64);
+                t.skb(0);
+            }
+        }
+    }
 }
 
 impl Render<GroEvent> for GroRender {
     #[inline]
     fn event(&mut self, sinks: &mut Sinks, e: &GroEvent) -> Result<(), CliError> {
+        self.count(e);
         let t = &mut self.t;
         match e {
             GroEvent::WriteError(e) => {
@@ -98,12 +135,13 @@ pub fn run_sim(
     sinks.capture.begin(&[STACK])?;
     let mut render = GroRender {
         observed: gro_cells::tap_observed(&run.plan),
+        tally: Tally::new(&STACK_POINT),
         ..GroRender::default()
     };
     let (frames, skipped) = drive(scenario, &mut run, sinks, &mut render, progress, |e| {
         CliError(format!("{}: {e}", scenario.name))
     })?;
-    let t = render.t;
+    let (t, tally) = (render.t, render.tally);
     if sinks.trace.on() {
         if gro_cells::tap_observed(&run.plan) {
             render_gro_totals(&mut sinks.trace.buf, &run, &t);
@@ -157,6 +195,7 @@ pub fn run_sim(
         frames,
         skipped,
         notes: Vec::new(),
+        tally: tally.finish(frames),
     })
 }
 
@@ -195,5 +234,26 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
         notes: real.notes,
         // The real arm's input skips are counted by `runner::replay_into`.
         skipped: Default::default(),
+        tally: observed_tally(scenario, &real.observed).finish(real.frames),
     })
+}
+
+/// The real arm's tally: the write errors it saw, and the frames in each skb the
+/// stack's AF_PACKET socket read (a GRO skb's segments, as the trace derives them).
+fn observed_tally(scenario: &Scenario, o: &sim::trace::gro_observed::ObservedGro) -> Tally {
+    use sim::trace::gro_observed::derived_segs;
+    let mut t = Tally::new(&STACK_POINT);
+    for w in &o.write_errors {
+        let errno = (1..=133)
+            .filter_map(sim::errno::Errno::from_code)
+            .find(|e| e.name() == w.errno);
+        t.dropped(errno.map_or(Reason::Unobserved, Reason::WriteError), 1);
+    }
+    for d in &o.deliveries {
+        let gso = d.vnet.as_ref().map_or(0, |v| v.gso_size);
+        let segs = derived_segs(&d.bytes, gso, &scenario.gro.vxlan_ports).unwrap_or(1);
+        t.delivered(0, segs as u64);
+        t.skb(0);
+    }
+    t
 }

@@ -14,6 +14,7 @@ use sim::tun::TunStats;
 
 use super::capture::Point;
 use super::drive::{drive, render_all, Render};
+use super::summary::{read_fate, Reason, Tally};
 use super::{RunSummary, Sinks};
 use crate::cli_error::CliError;
 
@@ -28,7 +29,19 @@ pub struct HostRender<'s> {
     pub capture_ts: Option<u64>,
     /// The packet comment being built, reused.
     comment: String,
+    /// What became of each frame, for the summary: reads on A and B; the stack's frames
+    /// are counted by fate when the model gives one ([`HostRender::fate`]).
+    tally: Tally,
+    /// Frames whose fate was the stack, and whether any fate was known (the real arm's
+    /// writes have none: its stack point counts the frames AF_PACKET saw).
+    stack_fates: u64,
+    fates_known: bool,
 }
+
+/// The host's observation points, in the capture's order.
+const STACK: usize = 0;
+const READ_A: usize = 1;
+const READ_B: usize = 2;
 
 impl<'s> HostRender<'s> {
     /// The header; `extra` adds pipeline lines (vhost-tx's guest line).
@@ -54,13 +67,68 @@ impl<'s> HostRender<'s> {
             points.push(Point::for_device("read B", b));
         }
         sinks.capture.begin(&points)?;
+        let mut observed = vec![
+            ("stack", "the stack"),
+            ("read A", "the reader of A (XDP_TX)"),
+        ];
+        if scenario.redirect.is_some() {
+            observed.push(("read B", "the reader of B (redirect)"));
+        }
         Ok(HostRender {
             scenario,
             last_a: TunStats::default(),
             last_b: None,
             capture_ts: None,
             comment: String::new(),
+            tally: Tally::new(&observed),
+            stack_fates: 0,
+            fates_known: false,
         })
+    }
+
+    /// What became of one written (or vhost-sent) frame: the model's fate, the errno
+    /// write() or sendmsg returned, the last XDP run.
+    pub fn fate(
+        &mut self,
+        fate: &sim::tun::write::Fate,
+        errno: Option<sim::errno::Errno>,
+        xdp: Option<&sim::tun::write::XdpReport>,
+    ) {
+        self.fates_known = true;
+        if *fate == sim::tun::write::Fate::Stack {
+            self.stack_fates += 1;
+        }
+        // XDP_TX and XDP_REDIRECT frames are counted where they are read (A, B).
+        if let Some(r) = Reason::of_fate(fate, errno, xdp, true) {
+            self.tally.dropped(r, 1);
+        }
+    }
+
+    /// The tally of the host's events.
+    fn count(&mut self, e: &WriteEvent) {
+        match e {
+            WriteEvent::Write(w) => match &w.model {
+                Some(m) => self.fate(&m.fate, w.result.err(), m.xdp.last()),
+                // The real arm: only the errno.
+                None => {
+                    if let Err(errno) = w.result {
+                        self.tally.dropped(Reason::WriteError(errno), 1);
+                    }
+                }
+            },
+            WriteEvent::Stack { .. } => self.tally.skb(STACK),
+            WriteEvent::Read {
+                on_redirect,
+                record,
+            } => {
+                let point = if *on_redirect { READ_B } else { READ_A };
+                match read_fate(record) {
+                    Some(Ok(())) => self.tally.delivered(point, 1),
+                    Some(Err(errno)) => self.tally.dropped(Reason::ReadError(errno), 1),
+                    None => {}
+                }
+            }
+        }
     }
 
     #[inline]
@@ -92,6 +160,7 @@ impl<'s> HostRender<'s> {
         if let WriteEvent::Write(w) = e {
             self.capture_ts.get_or_insert(w.ts_ns);
         }
+        self.count(e);
         if sinks.json.on() {
             sinks.json.line(&tap_write_event_json(e))?;
         }
@@ -136,14 +205,16 @@ impl<'s> HostRender<'s> {
     }
 
     /// The totals: A's and B's final counters (`last` overrides the latest seen), maps,
-    /// and `extra` lines (vhost-tx's op counts).
+    /// and `extra` lines (vhost-tx's op counts). Returns the tally for the summary: the
+    /// frames a full ring of A or B dropped are their `tx_dropped` (tun_net_xmit and
+    /// tun_xdp_xmit count nothing else there).
     pub fn end(
         &self,
         sinks: &mut Sinks,
         last: Option<(TunStats, Option<TunStats>)>,
         maps: Option<&Maps>,
         extra: impl FnOnce(&mut String),
-    ) -> Result<(), CliError> {
+    ) -> Result<Tally, CliError> {
         let (a, b) = last.unwrap_or((self.last_a, self.last_b));
         if sinks.trace.on() {
             let out = &mut sinks.trace.buf;
@@ -159,7 +230,21 @@ impl<'s> HostRender<'s> {
                 "redirect_counters": b.as_ref().map(sim::trace::stats_json),
             }))?;
         }
-        Ok(())
+        let mut tally = self.tally.clone();
+        let stack = tally.points[STACK].skbs.unwrap_or(0);
+        tally.delivered(
+            STACK,
+            if self.fates_known {
+                self.stack_fates
+            } else {
+                stack
+            },
+        );
+        tally.dropped(
+            Reason::TxDropped,
+            a.tx_dropped + b.map_or(0, |b| b.tx_dropped),
+        );
+        Ok(tally)
     }
 }
 
@@ -192,11 +277,12 @@ pub fn run_sim(
         progress,
         model_error(scenario),
     )?;
-    render.end(sinks, None, run.maps(), |_| {})?;
+    let tally = render.end(sinks, None, run.maps(), |_| {})?;
     Ok(RunSummary {
         frames,
         skipped,
         notes: Vec::new(),
+        tally: tally.finish(frames),
     })
 }
 
@@ -206,11 +292,12 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
         .map_err(|e| CliError(format!("{}: {e}", scenario.name)))?;
     let mut render = HostRender::begin(scenario, "tap", sinks, |_| {})?;
     render_all(sinks, &mut render, &real.events)?;
-    render.end(sinks, None, real.maps.as_ref(), |_| {})?;
+    let tally = render.end(sinks, None, real.maps.as_ref(), |_| {})?;
     Ok(RunSummary {
         frames: real.frames,
         notes: real.notes,
         // The real arm's input skips are counted by `runner::replay_into`.
         skipped: Default::default(),
+        tally: tally.finish(real.frames),
     })
 }

@@ -14,6 +14,7 @@ use sim::tun::TunStats;
 
 use super::capture::Point;
 use super::drive::{drive, render_all, Render};
+use super::summary::{read_fate, Reason, Tally};
 use super::{RunSummary, Sinks};
 use crate::cli_error::CliError;
 
@@ -22,6 +23,8 @@ use crate::cli_error::CliError;
 pub struct TunReadRender<'s> {
     scenario: &'s Scenario,
     counts: TunReadCounts,
+    /// What became of each frame, for the summary.
+    tally: Tally,
 }
 
 impl<'s> TunReadRender<'s> {
@@ -38,6 +41,7 @@ impl<'s> TunReadRender<'s> {
         Ok(TunReadRender {
             scenario,
             counts: TunReadCounts::default(),
+            tally: Tally::new(&[("read", "the tun reader")]),
         })
     }
 
@@ -57,6 +61,15 @@ impl<'s> TunReadRender<'s> {
         if sinks.json.on() {
             sinks.json.line(&tun_read_event_json(device, e))?;
         }
+        match e {
+            Event::XmitDropped { .. } => self.tally.dropped(Reason::RingFull, 1),
+            Event::BridgeDropped { reason, .. } => self.tally.bridge_dropped(reason.as_ref()),
+            Event::Read(r) => match read_fate(r) {
+                Some(Ok(())) => self.tally.delivered(0, 1),
+                Some(Err(errno)) => self.tally.dropped(Reason::ReadError(errno), 1),
+                None => {}
+            },
+        }
         if let Event::Read(r) = e {
             if let (Ok(_), Some((_, ts))) = (r.result, r.frame) {
                 let data = r.frame_bytes(device);
@@ -69,12 +82,13 @@ impl<'s> TunReadRender<'s> {
         Ok(())
     }
 
+    /// The totals; the tally comes back for the summary.
     pub fn end(
         self,
         sinks: &mut Sinks,
         stats: &TunStats,
         ops: Option<&OpCounters>,
-    ) -> Result<(), CliError> {
+    ) -> Result<Tally, CliError> {
         if sinks.trace.on() {
             tun_read_totals(&mut sinks.trace.buf, &self.counts, stats, ops);
             sinks.trace.flush()?;
@@ -88,7 +102,7 @@ impl<'s> TunReadRender<'s> {
                 "counters": sim::trace::stats_json(stats),
             }))?;
         }
-        Ok(())
+        Ok(self.tally)
     }
 }
 
@@ -110,11 +124,12 @@ pub fn run_sim(
     let (frames, skipped) = drive(scenario, &mut run, sinks, &mut render, progress, |e| {
         CliError(format!("{}: {e}", scenario.input.display()))
     })?;
-    render.end(sinks, &run.stats(), Some(&run.ops))?;
+    let tally = render.end(sinks, &run.stats(), Some(&run.ops))?;
     Ok(RunSummary {
         frames,
         skipped,
         notes: Vec::new(),
+        tally: tally.finish(frames),
     })
 }
 
@@ -127,11 +142,12 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
     })?;
     let mut render = TunReadRender::begin(scenario, "tap", sinks)?;
     render_all(sinks, &mut render, &real.events)?;
-    render.end(sinks, &real.stats, None)?;
+    let tally = render.end(sinks, &real.stats, None)?;
     Ok(RunSummary {
         frames: real.frames,
         notes: real.notes,
         // The real arm's input skips are counted by `runner::replay_into`.
         skipped: Default::default(),
+        tally: tally.finish(real.frames),
     })
 }

@@ -7,7 +7,7 @@ use sim::pipeline::tap_write::{IFINDEX_DUT, IFINDEX_REDIRECT};
 use sim::pipeline::vhost_tx::{VhostTxEvent, VhostTxRun};
 use sim::scenario::Scenario;
 use sim::trace::vhost::{guest_line, ops_lines, render_worker};
-use sim::vhost::VhostOps;
+use sim::vhost::{VhostEvent, VhostOps};
 
 use super::drive::{drive, render_all, Render};
 use super::tap_write::{model_error, HostRender};
@@ -18,6 +18,33 @@ use crate::cli_error::CliError;
 #[derive(Debug)]
 struct VhostRender<'s> {
     host: HostRender<'s>,
+    /// Packets the worker put back on the ring and has not sent since, with the errno
+    /// (handle_tx_copy: vhost_discard_vq_desc).
+    stalled: std::collections::BTreeMap<u64, sim::errno::Errno>,
+}
+
+impl VhostRender<'_> {
+    /// The tally: each packet's fate, and what stayed on the guest's ring.
+    fn count(&mut self, w: &VhostEvent) {
+        match w {
+            VhostEvent::Packet(p) => {
+                self.stalled.remove(&p.packet);
+                self.host.fate(&p.fate, p.result.err(), p.xdp.as_ref());
+            }
+            VhostEvent::Stall { packet, errno } => {
+                self.stalled.insert(*packet, *errno);
+            }
+            _ => {}
+        }
+    }
+
+    /// The host's tally with the packets never sent.
+    fn tally(&self, mut t: super::summary::Tally) -> super::summary::Tally {
+        for errno in self.stalled.values() {
+            t.dropped(super::summary::Reason::VhostStalled(*errno), 1);
+        }
+        t
+    }
 }
 
 impl Render<VhostTxEvent> for VhostRender<'_> {
@@ -32,6 +59,7 @@ impl Render<VhostTxEvent> for VhostRender<'_> {
     fn event(&mut self, sinks: &mut Sinks, e: &VhostTxEvent) -> Result<(), CliError> {
         match e {
             VhostTxEvent::Worker(w) => {
+                self.count(w);
                 if sinks.trace.on() {
                     sinks.trace.buf.push('\n');
                     render_worker(&mut sinks.trace.buf, w);
@@ -62,7 +90,10 @@ pub fn run_sim(
     let mut run = VhostTxRun::new(scenario)
         .map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
     let host = HostRender::begin(scenario, "sim", sinks, |out| guest_line(out, scenario))?;
-    let mut render = VhostRender { host };
+    let mut render = VhostRender {
+        host,
+        stalled: Default::default(),
+    };
     let (frames, skipped) = drive(
         scenario,
         &mut run,
@@ -77,7 +108,7 @@ pub fn run_sim(
         net.dev(IFINDEX_REDIRECT).map(|d| d.stats),
     );
     let ops = run.ops();
-    render
+    let tally = render
         .host
         .end(sinks, Some(stats), run.host().maps(), |out| {
             ops_lines(out, &ops, frames)
@@ -86,6 +117,7 @@ pub fn run_sim(
         frames,
         skipped,
         notes: Vec::new(),
+        tally: render.tally(tally).finish(frames),
     })
 }
 
@@ -94,11 +126,14 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
     let real = skbsim_kernel::arm::run_vhost_tx(scenario)
         .map_err(|e| CliError(format!("{}: {e}", scenario.name)))?;
     let host = HostRender::begin(scenario, "tap", sinks, |out| guest_line(out, scenario))?;
-    let mut render = VhostRender { host };
+    let mut render = VhostRender {
+        host,
+        stalled: Default::default(),
+    };
     render.host.capture_ts = Some(first_ts(scenario)?);
     render_all(sinks, &mut render, &real.events)?;
     let ops = VhostOps::default();
-    render
+    let tally = render
         .host
         .end(sinks, Some(real.stats), real.maps.as_ref(), |out| {
             ops_lines(out, &ops, real.frames)
@@ -108,5 +143,6 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
         notes: real.notes,
         // The real arm's input skips are counted by `runner::replay_into`.
         skipped: Default::default(),
+        tally: render.tally(tally).finish(real.frames),
     })
 }
