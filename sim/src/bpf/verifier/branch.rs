@@ -89,13 +89,11 @@ fn refine(c: Cond, a: Range, b: Range) -> Option<(Range, Range)> {
     }
 }
 
+/// The ranges of both operands on one side of a jump; None when the side is impossible.
+type Refined = Option<(Range, Range)>;
+
 /// Scalar `a OP b`: the refined ranges on the (fall-through, taken) sides.
-fn scalar_sides(
-    c: Cond,
-    wide: bool,
-    a: Range,
-    b: Range,
-) -> (Option<(Range, Range)>, Option<(Range, Range)>) {
+fn scalar_sides(c: Cond, wide: bool, a: Range, b: Range) -> (Refined, Refined) {
     let limit = if wide {
         i64::MAX as u64
     } else {
@@ -164,15 +162,15 @@ fn find_good(st: &mut State, p: Reg, right_open: bool) {
 /// `ptr OP end` where end is the pointer that bounds `ptr`: pkt_end for pkt, the initial
 /// pkt pointer for pkt_meta. Returns false when the pair is not such a comparison.
 fn pkt_compare(c: Cond, ptr: Reg, end: Reg, fall: &mut State, taken: &mut State) -> bool {
-    let bounded = match (ptr, end) {
+    let bounded = matches!(
+        (ptr, end),
         (
             Reg::Pkt {
                 kind: PktKind::Data,
                 ..
             },
-            Reg::PktEnd,
-        ) => true,
-        (
+            Reg::PktEnd
+        ) | (
             Reg::Pkt {
                 kind: PktKind::Meta,
                 ..
@@ -184,9 +182,8 @@ fn pkt_compare(c: Cond, ptr: Reg, end: Reg, fall: &mut State, taken: &mut State)
                 vmax: 0,
                 ..
             },
-        ) => true,
-        _ => false,
-    };
+        )
+    );
     if !bounded {
         return false;
     }

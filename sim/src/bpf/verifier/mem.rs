@@ -67,7 +67,7 @@ pub fn access(
             Ok(loaded)
         }
         Reg::Ctx { off: roff } => ctx_access(regno, roff, off, size, acc),
-        Reg::Stack { frame, off: roff } => stack_access(st, regno, frame, roff + off, size, acc),
+        Reg::Stack { frame, off: roff } => stack_access(st, regno, frame, (roff, off), size, acc),
         Reg::MapValue {
             map,
             off: roff,
@@ -146,11 +146,11 @@ fn stack_access(
     st: &mut State,
     regno: u8,
     frame: u8,
-    off: i64,
+    (roff, ioff): (i64, i64),
     size: usize,
     acc: Access,
 ) -> Result<Reg, String> {
-    let sz = size as i64;
+    let (off, sz) = (roff + ioff, size as i64);
     if off < -(STACK_SIZE as i64) || off + sz > 0 {
         let what = if acc.writes() {
             "write to"
@@ -163,7 +163,7 @@ fn stack_access(
     }
     if off % sz != 0 {
         return Err(format!(
-            "misaligned stack access off (0x0; 0x0)+{off}+0 size {size}"
+            "misaligned stack access off 0+{roff}+{ioff} size {size}"
         ));
     }
     let idx = ((off + STACK_SIZE as i64) / SLOT) as usize;

@@ -46,6 +46,9 @@ use state::{Frame, Range, Reg, State};
 
 /// BPF_COMPLEXITY_LIMIT_INSNS (include/linux/bpf.h): instructions processed per load.
 pub const COMPLEXITY_LIMIT_INSNS: u64 = 1_000_000;
+/// BPF_COMPLEXITY_LIMIT_STATES: at most this many states are kept per instruction; past
+/// it a path goes on unrecorded (only pruning is lost), which bounds the memory.
+const COMPLEXITY_LIMIT_STATES: u32 = 64;
 
 /// Check `prog` against the specs of the maps its slots are bound to in `maps`.
 pub fn verify_bound(prog: &Program, maps: &Maps) -> Result<u64, BpfError> {
@@ -63,6 +66,11 @@ pub fn verify_bound(prog: &Program, maps: &Maps) -> Result<u64, BpfError> {
 /// Check `prog`, whose map slot `n` refers to a map of spec `maps[n]`. Returns the
 /// number of instructions processed; a refusal is a [`BpfError::Rejected`].
 pub fn verify(prog: &Program, maps: &[MapSpec]) -> Result<u64, BpfError> {
+    verify_limited(prog, maps, COMPLEXITY_LIMIT_INSNS)
+}
+
+/// [`verify`] with another limit on the instructions processed.
+pub fn verify_limited(prog: &Program, maps: &[MapSpec], limit: u64) -> Result<u64, BpfError> {
     let ops = prog.ops();
     check_cfg(ops)?;
     let prune = prune_points(ops);
@@ -70,7 +78,9 @@ pub fn verify(prog: &Program, maps: &[MapSpec]) -> Result<u64, BpfError> {
         ops,
         maps,
         prune,
+        limit,
         visited: HashMap::new(),
+        per_insn: vec![0; ops.len()],
         cps: Vec::new(),
     }
     .run()
@@ -107,8 +117,8 @@ fn check_cfg(ops: &[Op]) -> Result<(), BpfError> {
     starts.dedup();
     for (k, &s) in starts.iter().enumerate() {
         let e = starts.get(k + 1).copied().unwrap_or(ops.len());
-        for pc in s..e {
-            if let Op::Ja { target } | Op::Jmp { target, .. } = ops[pc] {
+        for (pc, op) in ops.iter().enumerate().take(e).skip(s) {
+            if let Op::Ja { target } | Op::Jmp { target, .. } = *op {
                 let t = target as usize;
                 if t < s || t >= e {
                     return Err(reject(
@@ -170,7 +180,9 @@ struct Walk<'a> {
     ops: &'a [Op],
     maps: &'a [MapSpec],
     prune: Vec<bool>,
+    limit: u64,
     visited: HashMap<(usize, State), usize>,
+    per_insn: Vec<u32>,
     cps: Vec<Checkpoint>,
 }
 
@@ -209,15 +221,18 @@ impl Walk<'_> {
                         self.release(p.cp);
                         break;
                     }
-                    self.cps.push(Checkpoint {
-                        parent: p.cp,
-                        branches: 1,
-                    });
-                    p.cp = Some(self.cps.len() - 1);
-                    self.visited.insert(key, self.cps.len() - 1);
+                    if self.per_insn[p.pc] < COMPLEXITY_LIMIT_STATES {
+                        self.per_insn[p.pc] += 1;
+                        self.cps.push(Checkpoint {
+                            parent: p.cp,
+                            branches: 1,
+                        });
+                        p.cp = Some(self.cps.len() - 1);
+                        self.visited.insert(key, self.cps.len() - 1);
+                    }
                 }
                 processed += 1;
-                if processed > COMPLEXITY_LIMIT_INSNS {
+                if processed > self.limit {
                     return Err(reject(
                         p.pc,
                         format!("BPF program is too large. Processed {processed} insn"),
@@ -322,59 +337,8 @@ fn step(
             );
             return Ok(vec![(pc + 2, st)]);
         }
-        Op::Ldx {
-            size,
-            sx,
-            dst,
-            src,
-            off,
-        } => {
-            read(&st, src)?;
-            let mut v = mem::access(&mut st, maps, src, off, size.bytes(), Access::Read)?;
-            if sx && matches!(v, Reg::Scalar(_)) {
-                v = Reg::UNKNOWN;
-            }
-            st.set(dst, v);
-        }
-        Op::St {
-            size,
-            dst,
-            off,
-            imm,
-        } => {
-            read(&st, dst)?;
-            mem::access(&mut st, maps, dst, off, size.bytes(), Access::Store(imm))?;
-        }
-        Op::Stx {
-            size,
-            dst,
-            src,
-            off,
-        } => {
-            read(&st, dst)?;
-            let v = read(&st, src)?;
-            mem::access(&mut st, maps, dst, off, size.bytes(), Access::Write(v))?;
-        }
-        Op::Atomic {
-            size,
-            op,
-            fetch,
-            dst,
-            src,
-            off,
-        } => {
-            read(&st, dst)?;
-            read(&st, src)?;
-            if op == AtomicOp::CmpXchg {
-                read(&st, 0)?;
-            }
-            mem::access(&mut st, maps, dst, off, size.bytes(), Access::Atomic)?;
-            let old = Reg::Scalar(Range::bytes(size.bytes()));
-            if op == AtomicOp::CmpXchg {
-                st.set(0, old);
-            } else if fetch {
-                st.set(src, old);
-            }
+        Op::Ldx { .. } | Op::St { .. } | Op::Stx { .. } | Op::Atomic { .. } => {
+            mem_op(maps, &mut st, ops[pc])?;
         }
         Op::Ja { target } => return Ok(vec![(target as usize, st)]),
         Op::Jmp {
@@ -391,6 +355,81 @@ fn step(
             return Ok(out);
         }
         Op::Call { helper } => call_helper(maps, &mut st, helper)?,
+        Op::CallLocal { .. } | Op::Exit => {
+            return frame_op(&mut st, ops[pc], next)
+                .map(|n| n.map(|pc| (pc, st)).into_iter().collect())
+        }
+        Op::Pad => return Err("invalid insn (second slot of ld_imm64)".to_string()),
+    }
+    Ok(vec![(next, st)])
+}
+
+/// Loads, stores and atomics (do_check: check_mem_access, check_atomic).
+fn mem_op(maps: &[MapSpec], st: &mut State, op: Op) -> Result<(), String> {
+    match op {
+        Op::Ldx {
+            size,
+            sx,
+            dst,
+            src,
+            off,
+        } => {
+            read(st, src)?;
+            let mut v = mem::access(st, maps, src, off, size.bytes(), Access::Read)?;
+            if sx && matches!(v, Reg::Scalar(_)) {
+                v = Reg::UNKNOWN;
+            }
+            st.set(dst, v);
+        }
+        Op::St {
+            size,
+            dst,
+            off,
+            imm,
+        } => {
+            read(st, dst)?;
+            mem::access(st, maps, dst, off, size.bytes(), Access::Store(imm))?;
+        }
+        Op::Stx {
+            size,
+            dst,
+            src,
+            off,
+        } => {
+            read(st, dst)?;
+            let v = read(st, src)?;
+            mem::access(st, maps, dst, off, size.bytes(), Access::Write(v))?;
+        }
+        Op::Atomic {
+            size,
+            op,
+            fetch,
+            dst,
+            src,
+            off,
+        } => {
+            read(st, dst)?;
+            read(st, src)?;
+            if op == AtomicOp::CmpXchg {
+                read(st, 0)?;
+            }
+            mem::access(st, maps, dst, off, size.bytes(), Access::Atomic)?;
+            let old = Reg::Scalar(Range::bytes(size.bytes()));
+            if op == AtomicOp::CmpXchg {
+                st.set(0, old);
+            } else if fetch {
+                st.set(src, old);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// bpf-to-bpf calls and exits (check_func_call, prepare_func_exit); the next insn, or
+/// None at the main program's exit.
+fn frame_op(st: &mut State, op: Op, next: usize) -> Result<Option<usize>, String> {
+    match op {
         Op::CallLocal { target } => {
             if !st.can_call() {
                 return Err(format!(
@@ -404,13 +443,13 @@ fn step(
                 st.set(r, Reg::Uninit);
             }
             st.frames.push(f);
-            return Ok(vec![(target as usize, st)]);
+            Ok(Some(target as usize))
         }
         Op::Exit => {
-            let r0 = read(&st, 0)?;
+            let r0 = read(st, 0)?;
             let depth = st.depth();
             if depth == 1 {
-                return Ok(vec![]);
+                return Ok(None);
             }
             if let Reg::Stack { frame, .. } = r0 {
                 if usize::from(frame) == depth - 1 {
@@ -420,11 +459,10 @@ fn step(
             let ret = st.cur().ret.unwrap_or(next);
             st.frames.pop();
             st.set(0, r0);
-            return Ok(vec![(ret, st)]);
+            Ok(Some(ret))
         }
-        Op::Pad => return Err("invalid insn (second slot of ld_imm64)".to_string()),
+        _ => Ok(Some(next)),
     }
-    Ok(vec![(next, st)])
 }
 
 fn map_spec(maps: &[MapSpec], slot: u32) -> Result<&MapSpec, String> {
