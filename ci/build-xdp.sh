@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Rebuild the XDP objects under scenarios/xdp from their C sources; with --check, rebuild
-# into a temporary directory and fail if any committed object differs.
+# Rebuild the XDP objects under scenarios/xdp (and scenarios/xdp/rejected, programs the
+# kernel's verifier refuses, for the load-time check's tests) from their C sources; with
+# --check, rebuild into a temporary directory and fail if any committed object differs.
 # Needs clang-14 and libbpf-dev (ci/install.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,9 +10,11 @@ check=0
 [ "${1:-}" = "--check" ] && check=1
 out=scenarios/xdp
 [ $check = 1 ] && out=$(mktemp -d)
+mkdir -p "$out/rejected"
 status=0
-for src in scenarios/xdp/*.c; do
-  name=$(basename "$src" .c)
+for src in scenarios/xdp/*.c scenarios/xdp/rejected/*.c; do
+  name=${src#scenarios/xdp/}
+  name=${name%.c}
   # -fdebug-prefix-map keeps the absolute checkout path out of the object.
   "$clang" -O2 -g -target bpf -I/usr/include/x86_64-linux-gnu \
     -fdebug-prefix-map="$PWD"=. -c "$src" -o "$out/$name.o"

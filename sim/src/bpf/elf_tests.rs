@@ -249,6 +249,8 @@ fn clang_subprogram_devmap_and_global_data() {
     let mut prog = o.program("xdp_steer").unwrap();
     let mut env = BasicEnv::new(Maps::new());
     prog.bind_maps(&mut env.maps).unwrap();
+    // The load-time check follows the bpf-to-bpf call and the global data.
+    crate::bpf::verifier::verify_bound(&prog, &env.maps).expect("the verifier accepts it");
     env.maps
         .by_name_mut("tx_ports")
         .unwrap()

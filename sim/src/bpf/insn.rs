@@ -592,8 +592,16 @@ pub fn decode(insns: &[Insn], nmaps: usize) -> Result<Vec<Op>, BpfError> {
     }
     for (at, rel) in jumps {
         let target = at as i64 + 1 + rel;
-        if target < 0 || target >= n as i64 || ops[target as usize] == Op::Pad {
-            bail!(at, "jump out of range or into ld_imm64 (to {target})");
+        // kernel/bpf/verifier.c: check_subprogs / push_insn wording.
+        if target < 0 || target >= n as i64 {
+            bail!(at, "jump out of range from insn {at} to {target}");
+        }
+        if ops[target as usize] == Op::Pad {
+            bail!(
+                at,
+                "jump from insn {at} into the middle of ld_imm64 insn {}",
+                target - 1
+            );
         }
         if let Op::Ja { target: t } | Op::Jmp { target: t, .. } | Op::CallLocal { target: t } =
             &mut ops[at]

@@ -179,7 +179,7 @@ fn refuses_what_the_verifier_refuses() {
             ins(0, 0, 0, 0, 0),
             EXIT,
         ],
-        "into ld_imm64",
+        "into the middle of ld_imm64",
     );
     refused(&[ins(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0)], "last insn");
     refused(

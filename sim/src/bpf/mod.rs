@@ -18,7 +18,8 @@
 //! access outside these windows, a bad instruction, an unknown helper or a helper
 //! argument the verifier would have refused is a [`BpfError`], never a panic.
 //!
-//! Module map: [`insn`] decodes the ISA into [`Program`]s, [`vm`] executes them,
+//! Module map: [`insn`] decodes the ISA into [`Program`]s, [`verifier`] checks them at
+//! load as the kernel's verifier would, [`vm`] executes them,
 //! [`xdp`] mirrors `struct xdp_buff` and the verdicts, [`helpers`] implements the
 //! kernel helpers by number, [`maps`] the map types.
 //!
@@ -53,6 +54,7 @@ pub mod elf;
 pub mod helpers;
 pub mod insn;
 pub mod maps;
+pub mod verifier;
 pub mod vm;
 pub mod xdp;
 
@@ -92,6 +94,9 @@ pub const DEFAULT_INSN_BUDGET: u64 = 1_000_000;
 pub enum BpfError {
     /// The verifier would refuse the program: bad opcode, register, jump target...
     Invalid { pc: usize, reason: String },
+    /// The load-time check ([`verifier`]) refuses the program at instruction `pc`, with
+    /// the kernel verifier's wording where it has one.
+    Rejected { pc: usize, reason: String },
     /// A load or store outside the memory the program may touch.
     BadAccess {
         pc: usize,
@@ -123,6 +128,7 @@ impl BpfError {
     pub(crate) fn at(mut self, at: usize) -> BpfError {
         match &mut self {
             BpfError::Invalid { pc, .. }
+            | BpfError::Rejected { pc, .. }
             | BpfError::BadAccess { pc, .. }
             | BpfError::BudgetExhausted { pc, .. }
             | BpfError::Helper { pc, .. } => *pc = at,
@@ -143,6 +149,7 @@ impl fmt::Display for BpfError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BpfError::Invalid { pc, reason } => write!(f, "invalid program at insn {pc}: {reason}"),
+            BpfError::Rejected { pc, reason } => write!(f, "insn {pc}: {reason}"),
             BpfError::BadAccess {
                 pc,
                 addr,

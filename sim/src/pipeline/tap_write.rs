@@ -29,9 +29,11 @@ pub const IFINDEX_DUT: u32 = 2;
 pub const IFINDEX_REDIRECT: u32 = 3;
 
 /// Load the scenario's program and its maps (a `.o` through the ELF loader, anything
-/// else as skbsim eBPF assembly). Errors name the file.
+/// else as skbsim eBPF assembly) and check it as the kernel's verifier would
+/// ([`crate::bpf::verifier`]). Errors name the file (and the section) and the instruction.
 pub fn load_program(spec: &XdpSpec) -> Result<(Program, Maps), String> {
-    let mut prog = if spec.program.extension().is_some_and(|e| e == "o") {
+    let elf = spec.program.extension().is_some_and(|e| e == "o");
+    let mut prog = if elf {
         load_elf_file(&spec.program, &spec.section).map_err(|e| e.to_string())?
     } else {
         let text = crate::fsutil::read_bounded_to_string(
@@ -50,6 +52,14 @@ pub fn load_program(spec: &XdpSpec) -> Result<(Program, Maps), String> {
     let mut maps = Maps::new();
     prog.bind_maps(&mut maps)
         .map_err(|e| format!("{}: {e}", spec.program.display()))?;
+    // The kernel's verifier runs at BPF_PROG_LOAD: a program it refuses never sees a frame.
+    crate::bpf::verifier::verify_bound(&prog, &maps).map_err(|e| {
+        if elf {
+            format!("{}: section {}: {e}", spec.program.display(), spec.section)
+        } else {
+            format!("{}: {e}", spec.program.display())
+        }
+    })?;
     Ok((prog, maps))
 }
 

@@ -394,6 +394,17 @@ impl LoadedXdp {
         })
     }
 
+    /// `BPF_PROG_LOAD` raw instructions without map references, e.g. one that
+    /// [`Program`]'s decoder refuses, to compare refusals with the kernel's verifier.
+    pub fn load_insns(name: &str, license: &str, insns: &[Insn]) -> Result<LoadedXdp, KernelError> {
+        let fd = prog_load(name, license, insns)?;
+        Ok(LoadedXdp {
+            fd,
+            name: name.to_string(),
+            maps: Vec::new(),
+        })
+    }
+
     /// The program fd.
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
