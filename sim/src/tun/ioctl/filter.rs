@@ -136,10 +136,8 @@ fn check_load_and_stores(insns: &[SockFilter]) -> Result<(), Errno> {
         memvalid &= masks[pc];
         match ins.code {
             c if c == ST || c == STX => memvalid |= 1 << ins.k,
-            c if c == LD | MEM || c == LDX | MEM => {
-                if memvalid & (1 << ins.k) == 0 {
-                    return Err(Errno::EINVAL);
-                }
+            c if (c == LD | MEM || c == LDX | MEM) && memvalid & (1 << ins.k) == 0 => {
+                return Err(Errno::EINVAL);
             }
             c if c == JMP | JA => {
                 masks[pc + 1 + ins.k as usize] &= memvalid;
