@@ -199,4 +199,22 @@ impl TunNet {
         self.dev_mut(d).filter_attached = true;
         Ok(IoctlAnswer::Done)
     }
+
+    /// TUNDETACHFILTER: tun_detach_filter on every attached queue.
+    pub(super) fn detach_filter(&mut self, d: DevId) -> IoctlAnswer {
+        for q in self.dev_mut(d).queues.clone() {
+            self.files[q.0].sk_filter = false;
+        }
+        self.dev_mut(d).filter_attached = false;
+        IoctlAnswer::Done
+    }
+
+    /// TUNGETFILTER: copy_to_user of tun->fprog.
+    pub(super) fn get_filter(&self, d: DevId, arg: &IoctlArg) -> Result<IoctlAnswer, Errno> {
+        if *arg == IoctlArg::Fault {
+            return Err(Errno::EFAULT);
+        }
+        let (len, filter) = self.dev(d).expect("registered").fprog;
+        Ok(IoctlAnswer::Fprog { len, filter })
+    }
 }

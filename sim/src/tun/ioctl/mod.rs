@@ -432,20 +432,8 @@ impl TunNet {
                 Err(Errno::EINVAL)
             }
             cmd::TUNATTACHFILTER => self.attach_filter(d, arg),
-            cmd::TUNDETACHFILTER => {
-                for q in self.dev_mut(d).queues.clone() {
-                    self.files[q.0].sk_filter = false;
-                }
-                self.dev_mut(d).filter_attached = false;
-                Ok(IoctlAnswer::Done)
-            }
-            cmd::TUNGETFILTER => {
-                if *arg == IoctlArg::Fault {
-                    return Err(Errno::EFAULT);
-                }
-                let (len, filter) = self.dev_mut(d).fprog;
-                Ok(IoctlAnswer::Fprog { len, filter })
-            }
+            cmd::TUNDETACHFILTER => Ok(self.detach_filter(d)),
+            cmd::TUNGETFILTER => self.get_filter(d, arg),
             cmd::TUNSETSTEERINGEBPF | cmd::TUNSETFILTEREBPF if rules.ebpf => {
                 let attached = set_ebpf(arg)?;
                 let dev = self.dev_mut(d);
