@@ -4,6 +4,13 @@ use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Errno {
+    EPERM,
+    ENOENT,
+    E2BIG,
+    EBADF,
+    EBUSY,
+    EEXIST,
+    ENFILE,
     EIO,
     EAGAIN,
     ENOMEM,
@@ -22,6 +29,13 @@ impl Errno {
     /// The x86_64 number.
     pub fn code(self) -> i32 {
         match self {
+            Errno::EPERM => 1,
+            Errno::ENOENT => 2,
+            Errno::E2BIG => 7,
+            Errno::EBADF => 9,
+            Errno::EBUSY => 16,
+            Errno::EEXIST => 17,
+            Errno::ENFILE => 23,
             Errno::EIO => 5,
             Errno::ENXIO => 6,
             Errno::EAGAIN => 11,
@@ -40,6 +54,13 @@ impl Errno {
     /// The errno for an x86_64 number, if modelled.
     pub fn from_code(code: i32) -> Option<Errno> {
         [
+            Errno::EPERM,
+            Errno::ENOENT,
+            Errno::E2BIG,
+            Errno::EBADF,
+            Errno::EBUSY,
+            Errno::EEXIST,
+            Errno::ENFILE,
             Errno::EIO,
             Errno::ENXIO,
             Errno::EAGAIN,
@@ -59,6 +80,13 @@ impl Errno {
 
     pub fn name(self) -> &'static str {
         match self {
+            Errno::EPERM => "EPERM",
+            Errno::ENOENT => "ENOENT",
+            Errno::E2BIG => "E2BIG",
+            Errno::EBADF => "EBADF",
+            Errno::EBUSY => "EBUSY",
+            Errno::EEXIST => "EEXIST",
+            Errno::ENFILE => "ENFILE",
             Errno::EIO => "EIO",
             Errno::ENXIO => "ENXIO",
             Errno::EAGAIN => "EAGAIN",

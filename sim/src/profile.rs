@@ -122,6 +122,96 @@ pub struct TunWriteRules {
     pub xdp_one_napi: bool,
 }
 
+/// Who may attach to an existing device (drivers/net/tun.c: tun_set_iff; docs/tun-ioctl.md#permission).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TunPermission {
+    /// `tun_not_capable`: refused only when a set owner or group does not match and the
+    /// caller lacks CAP_NET_ADMIN: a device with neither set is open to everyone.
+    NotCapable,
+    /// `tun_permitted` ("tun: fix group permission check", v6.8): allowed when an owner
+    /// or a group is set and every one set matches; otherwise CAP_NET_ADMIN is needed.
+    Permitted,
+}
+
+/// What the tun ioctls accept (drivers/net/tun.c: __tun_chr_ioctl, tun_set_iff,
+/// set_offload; drivers/net/tun_vnet.h: tun_vnet_ioctl; docs/tun-ioctl.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TunIoctlRules {
+    /// IFF_NAPI and IFF_NAPI_FRAGS are in TUN_FEATURES (94317090b1e9 "tun: enable NAPI
+    /// for TUN/TAP driver", 90e33d459407 "tun: enable napi_gro_frags() for TUN/TAP
+    /// driver", v4.15); before, TUNSETIFF ignored the bits.
+    pub napi: bool,
+    /// IFF_NO_CARRIER in TUNSETIFF and TUNGETFEATURES ("tun: support not enabling carrier
+    /// in TUNSETIFF", v6.0).
+    pub no_carrier: bool,
+    /// TUN_F_USO4|TUN_F_USO6 ("tun: implement UDP segmentation offload", v6.2).
+    pub uso: bool,
+    /// TUN_F_UDP_TUNNEL_GSO[_CSUM] ("tun: enable gso over UDP tunnel support", v6.17).
+    pub udp_tunnel_gso: bool,
+    /// TUNSETVNETLE / TUNGETVNETLE (v3.19).
+    pub vnet_le: bool,
+    /// TUNSETVNETBE / TUNGETVNETBE answer (v4.2, and only with
+    /// CONFIG_TUN_VNET_CROSS_LE; without it they are EINVAL).
+    pub vnet_be: bool,
+    /// TUNSETSNDBUF refuses sndbuf <= 0 ("tun/tap: sanitize TUNSETSNDBUF input", v4.14).
+    pub sndbuf_positive: bool,
+    /// TUNSETSTEERINGEBPF / TUNSETFILTEREBPF ("tun: eBPF steering support", "tun: allow
+    /// to attach ebpf socket filter", v4.16).
+    pub ebpf: bool,
+    /// TUNSETCARRIER ("tun: implement carrier change", v5.0).
+    pub set_carrier: bool,
+    /// TUNGETDEVNETNS ("tun: Add ioctl() TUNGETDEVNETNS cmd to allow obtaining real net
+    /// ns of tun device", v5.2).
+    pub get_devnetns: bool,
+    pub permission: TunPermission,
+}
+
+/// Linux 6.18 (and 6.17): everything above.
+pub const TUN_IOCTL_6_18: TunIoctlRules = TunIoctlRules {
+    napi: true,
+    no_carrier: true,
+    uso: true,
+    udp_tunnel_gso: true,
+    vnet_le: true,
+    // This host's kernel has no CONFIG_TUN_VNET_CROSS_LE (seen: TUNSETVNETBE is EINVAL).
+    vnet_be: false,
+    sndbuf_positive: true,
+    ebpf: true,
+    set_carrier: true,
+    get_devnetns: true,
+    permission: TunPermission::Permitted,
+};
+
+/// Linux 6.12 (Debian 6.12.118 source read): no UDP tunnel GSO (v6.17).
+pub const TUN_IOCTL_6_12: TunIoctlRules = TunIoctlRules {
+    udp_tunnel_gso: false,
+    ..TUN_IOCTL_6_18
+};
+
+/// Linux 6.1 (Debian 6.1.192 source read): no USO (v6.2), tun_not_capable (v6.8 fix).
+pub const TUN_IOCTL_6_1: TunIoctlRules = TunIoctlRules {
+    uso: false,
+    permission: TunPermission::NotCapable,
+    ..TUN_IOCTL_6_12
+};
+
+/// Linux 4.16 to 4.20: NAPI and eBPF, no IFF_NO_CARRIER, TUNSETCARRIER, TUNGETDEVNETNS.
+pub const TUN_IOCTL_4_19: TunIoctlRules = TunIoctlRules {
+    no_carrier: false,
+    set_carrier: false,
+    get_devnetns: false,
+    ..TUN_IOCTL_6_1
+};
+
+/// Linux 3.12: TUNSETIFF, TUNSETQUEUE, the filters, TUNSETVNETHDRSZ; nothing later.
+pub const TUN_IOCTL_3_12: TunIoctlRules = TunIoctlRules {
+    napi: false,
+    vnet_le: false,
+    sndbuf_positive: false,
+    ebpf: false,
+    ..TUN_IOCTL_4_19
+};
+
 /// One modelled kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelProfile {
@@ -131,6 +221,8 @@ pub struct KernelProfile {
     /// The GRO engine (net/core/gro.c and the offloads; docs/gro.md).
     pub gro: crate::gro::GroRules,
     pub vhost: VhostRules,
+    /// What the tun ioctls answer (docs/tun-ioctl.md).
+    pub tun_ioctl: TunIoctlRules,
 }
 
 /// The rules of vhost_net's TX path (drivers/vhost/net.c; docs/vhost-tx.md).
@@ -182,6 +274,7 @@ pub const LINUX_6_18: KernelProfile = KernelProfile {
     },
     gro: crate::gro::rules::GRO_LINUX_6_18,
     vhost: VHOST_BATCHING,
+    tun_ioctl: TUN_IOCTL_6_18,
 };
 
 /// Linux 4.19 ([4.19]): as 6.18 on the read path except that the vnet padding is skipped
@@ -208,6 +301,7 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
     },
     gro: crate::gro::rules::GRO_LINUX_4_19,
     vhost: VHOST_PER_PACKET,
+    tun_ioctl: TUN_IOCTL_4_19,
 };
 
 /// Linux 6.1, the Debian guest kernel of `skbsim lab` (6.1 stable, with its backports):
@@ -230,6 +324,7 @@ pub const LINUX_6_1: KernelProfile = KernelProfile {
     },
     gro: crate::gro::rules::GRO_LINUX_6_1,
     vhost: LINUX_6_18.vhost,
+    tun_ioctl: TUN_IOCTL_6_1,
 };
 
 /// Linux 6.12, Debian's 6.12 cloud kernel in `skbsim lab` (`--kernel 6.12`), derived from
@@ -255,6 +350,7 @@ pub const LINUX_6_12: KernelProfile = KernelProfile {
     },
     gro: crate::gro::rules::GRO_LINUX_6_12,
     vhost: LINUX_6_18.vhost,
+    tun_ioctl: TUN_IOCTL_6_12,
 };
 
 /// Debian's 6.12 builds up to 6.12.107 (`--kernel linux-image-6.12.107+deb12-cloud-amd64`):
@@ -290,6 +386,7 @@ pub const LINUX_4_20: KernelProfile = KernelProfile {
         xdp_batching: true,
         consume_desc_on_error: false,
     },
+    tun_ioctl: TUN_IOCTL_4_19,
 };
 
 /// Linux 4.16: XDP on tap, but XDP_TX still through the generic TX helper (before
@@ -303,6 +400,7 @@ pub const LINUX_4_16: KernelProfile = KernelProfile {
     },
     gro: LINUX_4_19.gro,
     vhost: VHOST_PER_PACKET,
+    tun_ioctl: TUN_IOCTL_4_19,
 };
 
 /// Linux 3.12: 6680ec68eff4 "tuntap: hardware vlan tx support" as merged ([3.12]).
@@ -332,6 +430,7 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
     },
     gro: crate::gro::rules::GRO_LINUX_3_12,
     vhost: VHOST_PER_PACKET,
+    tun_ioctl: TUN_IOCTL_3_12,
 };
 
 /// Every profile, default first.

@@ -4,6 +4,7 @@
 //! The read path (what read() on the fd returns) is in [`read`]; the vnet header that
 //! precedes a frame is derived in [`vnet`].
 
+pub mod ioctl;
 pub mod napi;
 pub mod read;
 pub mod sendmsg;
@@ -51,6 +52,12 @@ pub struct Offloads {
     /// TUN_F_USO4 / TUN_F_USO6: NETIF_F_GSO_UDP_L4 (v6.2).
     pub uso4: bool,
     pub uso6: bool,
+    /// TUN_F_UDP_TUNNEL_GSO: NETIF_F_GSO_UDP_TUNNEL, the 24-byte
+    /// virtio_net_hdr_v1_hash_tunnel (v6.17, "tun: enable gso over UDP tunnel support";
+    /// docs/tun-ioctl.md#setoffload).
+    pub udp_tunnel_gso: bool,
+    /// TUN_F_UDP_TUNNEL_GSO_CSUM: NETIF_F_GSO_UDP_TUNNEL_CSUM (only with the above).
+    pub udp_tunnel_gso_csum: bool,
 }
 
 /// The device as userspace configured it with TUNSETIFF and friends.
