@@ -115,6 +115,18 @@ pub struct TunWriteRules {
     /// include/linux/virtio_net.h and in tap-write/vnet-gso-threshold-tcp6, write 4),
     /// csum_start + thlen and thlen alone.
     pub vnet_nh_min_len: bool,
+    /// A tap's GSO header without NEEDS_CSUM takes its payload offset from the packet
+    /// itself, as virtio_net_hdr_to_skb's flow-dissector branch does when the skb has a
+    /// network header: the outer EtherType must match the gso_type
+    /// (virtio_net_hdr_match_proto), the transport offset and protocol come from the IP
+    /// header (skb_flow_dissect_flow_keys_basic: keys.control.thoff, keys.basic.ip_proto),
+    /// p_off = thoff + thlen. Seen on this bench's host kernel (6.18.44) on 2026-12-04:
+    /// tap-write/vnet-gso-threshold write 3 (TCPV4 gso_size 110, 100 payload bytes behind
+    /// 14 + 20 + 20 header bytes) and -tcp6 write 3 (TCPV6 gso_size 113, 14 + 40 + 20)
+    /// are read back as non-GSO, which only p_off = 54 / 74 explains; `nh_min_len +
+    /// thlen` (40 / 60) made both GSO. Off: the skb has no network header yet and the
+    /// `vnet_nh_min_len` floor applies (the lab's 6.1 and 6.12 guests).
+    pub vnet_gso_dissect: bool,
     /// tun_xdp_one queues the skb for the tfile's NAPI (IFF_NAPI) and tun_sendmsg
     /// schedules NAPI once per TUN_MSG_PTR batch, so a vhost batch meets GRO:
     /// fb3f903769e8 "tun: support NAPI for packets received from batched XDP buffs"
@@ -270,6 +282,7 @@ pub const LINUX_6_18: KernelProfile = KernelProfile {
         vnet_to_skb: VnetToSkbRule::TransportHeader,
         vnet_csum_start_min: true,
         vnet_nh_min_len: true,
+        vnet_gso_dissect: true,
         xdp_one_napi: true,
     },
     gro: crate::gro::rules::GRO_LINUX_6_18,
@@ -297,6 +310,7 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
         vnet_to_skb: VnetToSkbRule::PartialCsumOnly,
         vnet_csum_start_min: false,
         vnet_nh_min_len: false,
+        vnet_gso_dissect: false,
         xdp_one_napi: false,
     },
     gro: crate::gro::rules::GRO_LINUX_4_19,
@@ -320,6 +334,7 @@ pub const LINUX_6_1: KernelProfile = KernelProfile {
         xdp_meta: false,
         vnet_csum_start_min: false,
         vnet_nh_min_len: false,
+        vnet_gso_dissect: false,
         ..LINUX_6_18.tun_write
     },
     gro: crate::gro::rules::GRO_LINUX_6_1,
@@ -346,6 +361,8 @@ pub const LINUX_6_12: KernelProfile = KernelProfile {
     tun_write: TunWriteRules {
         // XDP metadata in tun_build_skb and tun_xdp_one is c2315ebb0588, v6.15.
         xdp_meta: false,
+        // The 6.12 guest reads tap-write/vnet-gso-threshold write 3 back as GSO.
+        vnet_gso_dissect: false,
         ..LINUX_6_18.tun_write
     },
     gro: crate::gro::rules::GRO_LINUX_6_12,
@@ -426,6 +443,7 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
         vnet_to_skb: VnetToSkbRule::PartialCsumOnly,
         vnet_csum_start_min: false,
         vnet_nh_min_len: false,
+        vnet_gso_dissect: false,
         xdp_one_napi: false,
     },
     gro: crate::gro::rules::GRO_LINUX_3_12,

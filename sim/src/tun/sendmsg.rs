@@ -106,7 +106,10 @@ impl Net {
         // build: build_skb over the buffer, the vnet header, eth_type_trans.
         let mut skb = self.spare_skbs.take();
         skb.reuse_from_frame(b.xdp.data(), b.xdp.headroom(), b.xdp.len());
-        if let Err(why) = super::write::vnet_hdr_to_skb(&mut skb, &b.gso, rules) {
+        let is_tap = self
+            .dev(ifindex)
+            .is_some_and(|d| d.config.kind == DeviceKind::Tap);
+        if let Err(why) = super::write::vnet_hdr_to_skb(&mut skb, &b.gso, rules, is_tap) {
             self.stats_mut(ifindex).rx_frame_errors += 1;
             return Ok(XdpOneOutcome {
                 result: Err(Errno::EINVAL),

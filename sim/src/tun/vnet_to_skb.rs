@@ -4,7 +4,7 @@
 //! (`TunWriteRules::vnet_to_skb`).
 
 use crate::profile::{TunWriteRules, VnetToSkbRule};
-use crate::skb::{gso, IpSummed, SkBuff};
+use crate::skb::{gso, IpSummed, SkBuff, ETH_HLEN};
 use crate::wire::virtio_net_hdr::{
     VirtioNetHdrRepr, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_NONE,
     VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP,
@@ -32,6 +32,7 @@ pub(crate) fn vnet_hdr_to_skb(
     skb: &mut SkBuff,
     h: &VirtioNetHdrRepr,
     rules: &TunWriteRules,
+    is_tap: bool,
 ) -> Result<(), &'static str> {
     let base = h.gso_type & !VIRTIO_NET_HDR_GSO_ECN;
     let (gso_bits, thlen) = match base {
@@ -87,6 +88,9 @@ pub(crate) fn vnet_hdr_to_skb(
                     nh_min_len.max(start)
                 };
                 Some(nh_min_len + thlen)
+            } else if gso_bits != 0 && rules.vnet_gso_dissect && is_tap {
+                // The flow-dissector branch (`TunWriteRules::vnet_gso_dissect`).
+                Some(dissected_p_off(skb, base, thlen)?)
             } else if gso_bits != 0 {
                 // A GSO header without NEEDS_CSUM: tun's skb has no network header yet,
                 // so the flow dissector is not asked; the payload is assumed to start
@@ -159,10 +163,45 @@ pub(crate) fn vnet_hdr_to_skb(
     Ok(())
 }
 
+/// virtio_net_hdr_to_skb's flow-dissector branch for a GSO header without NEEDS_CSUM:
+/// the frame's EtherType (dev_parse_header_protocol: eth_header_parse_protocol, the
+/// outer h_proto, tags not walked) must be the gso_type's family
+/// (virtio_net_hdr_match_proto); skb_flow_dissect_flow_keys_basic finds the transport
+/// offset and protocol, which must be the gso_type's (`keys.basic.ip_proto != ip_proto`:
+/// -EINVAL); p_off = thoff + thlen must be inside the packet (pskb_may_pull).
+fn dissected_p_off(skb: &SkBuff, base: u8, thlen: usize) -> Result<usize, &'static str> {
+    use crate::consts::{IPPROTO_TCP, IPPROTO_UDP};
+    use crate::skb::{ETH_P_IP, ETH_P_IPV6};
+    let frame = skb.bytes();
+    let lay = crate::pipeline::frame_meta::layout(&frame).ok_or("vnet GSO frame too short")?;
+    let proto_ok = match base {
+        VIRTIO_NET_HDR_GSO_TCPV4 => lay.l3_proto == ETH_P_IP,
+        VIRTIO_NET_HDR_GSO_TCPV6 => lay.l3_proto == ETH_P_IPV6,
+        _ => matches!(lay.l3_proto, ETH_P_IP | ETH_P_IPV6),
+    };
+    // Tags are not walked by dev_parse_header_protocol: a tagged frame's EtherType is
+    // the TPID, which matches no gso_type.
+    if !proto_ok || lay.l3_offset != ETH_HLEN {
+        return Err("vnet GSO type does not match the frame's protocol");
+    }
+    let ip_proto = match base {
+        VIRTIO_NET_HDR_GSO_TCPV4 | VIRTIO_NET_HDR_GSO_TCPV6 => IPPROTO_TCP,
+        _ => IPPROTO_UDP,
+    };
+    if lay.l4_proto != Some(ip_proto) {
+        return Err("vnet GSO type does not match the packet's transport protocol");
+    }
+    let p_off = lay.l4_offset + thlen;
+    if p_off > frame.len() {
+        return Err("vnet GSO packet shorter than its headers");
+    }
+    Ok(p_off)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{LINUX_4_19, LINUX_6_1, LINUX_6_18};
+    use crate::profile::{LINUX_4_19, LINUX_6_1, LINUX_6_12, LINUX_6_18};
     use crate::wire::virtio_net_hdr::VIRTIO_NET_HDR_F_NEEDS_CSUM;
 
     /// An skb of `len` bytes at the frame start, as tun_get_user has it.
@@ -187,7 +226,7 @@ mod tests {
         // p_off = 34 + 20 = 54; hdr_len raised for the checksum would only be 52.
         for (payload, gso) in [(999, false), (1000, false), (1001, true)] {
             let mut s = skb(54 + payload);
-            vnet_hdr_to_skb(&mut s, &tcp4(1000, 34, 16), &LINUX_6_18.tun_write).unwrap();
+            vnet_hdr_to_skb(&mut s, &tcp4(1000, 34, 16), &LINUX_6_18.tun_write, false).unwrap();
             assert_eq!(s.is_gso(), gso, "payload {payload}");
             if gso {
                 assert_eq!(s.gso_type, gso::TCPV4 | gso::DODGY);
@@ -197,7 +236,7 @@ mod tests {
         }
         // Before v5.7 every GSO header made the skb GSO.
         let mut s = skb(54 + 999);
-        vnet_hdr_to_skb(&mut s, &tcp4(1000, 34, 16), &LINUX_4_19.tun_write).unwrap();
+        vnet_hdr_to_skb(&mut s, &tcp4(1000, 34, 16), &LINUX_4_19.tun_write, false).unwrap();
         assert!(s.is_gso());
     }
 
@@ -205,17 +244,17 @@ mod tests {
     fn a_gso_checksum_needs_the_whole_tcp_header_inside_the_packet() {
         // csum_start 82, csum_offset 16 in a 100-byte frame: 82 + max(20, 18) = 102.
         let mut s = skb(100);
-        let e = vnet_hdr_to_skb(&mut s, &tcp4(20, 82, 16), &LINUX_6_18.tun_write);
+        let e = vnet_hdr_to_skb(&mut s, &tcp4(20, 82, 16), &LINUX_6_18.tun_write, false);
         assert!(e.is_err());
         // Without GSO (thlen 0) the checksum field alone must fit: 82 + 18 = 100.
         let mut h = tcp4(0, 82, 16);
         h.gso_type = VIRTIO_NET_HDR_GSO_NONE;
         let mut s = skb(100);
-        vnet_hdr_to_skb(&mut s, &h, &LINUX_6_18.tun_write).unwrap();
+        vnet_hdr_to_skb(&mut s, &h, &LINUX_6_18.tun_write, false).unwrap();
         assert_eq!(s.checksum_start_offset(), 82);
         // 4.19 checked only the checksum field.
         let mut s = skb(100);
-        vnet_hdr_to_skb(&mut s, &tcp4(20, 82, 16), &LINUX_4_19.tun_write).unwrap();
+        vnet_hdr_to_skb(&mut s, &tcp4(20, 82, 16), &LINUX_4_19.tun_write, false).unwrap();
         assert!(s.is_gso());
     }
 
@@ -225,13 +264,13 @@ mod tests {
         // csum_start inside the smallest IPv4 header.
         let mut h = tcp4(0, 10, 16);
         h.gso_type = VIRTIO_NET_HDR_GSO_NONE;
-        assert!(vnet_hdr_to_skb(&mut skb(154), &h, rules).is_err());
-        assert!(vnet_hdr_to_skb(&mut skb(154), &h, &LINUX_6_1.tun_write).is_ok());
-        assert!(vnet_hdr_to_skb(&mut skb(154), &h, &LINUX_4_19.tun_write).is_ok());
+        assert!(vnet_hdr_to_skb(&mut skb(154), &h, rules, false).is_err());
+        assert!(vnet_hdr_to_skb(&mut skb(154), &h, &LINUX_6_1.tun_write, false).is_ok());
+        assert!(vnet_hdr_to_skb(&mut skb(154), &h, &LINUX_4_19.tun_write, false).is_ok());
         // TCP GSO with a checksum elsewhere than tcphdr.check.
-        assert!(vnet_hdr_to_skb(&mut skb(154), &tcp4(50, 34, 6), rules).is_err());
+        assert!(vnet_hdr_to_skb(&mut skb(154), &tcp4(50, 34, 6), rules, false).is_err());
         // GSO_BY_FRAGS.
-        assert!(vnet_hdr_to_skb(&mut skb(154), &tcp4(GSO_BY_FRAGS, 34, 16), rules).is_err());
+        assert!(vnet_hdr_to_skb(&mut skb(154), &tcp4(GSO_BY_FRAGS, 34, 16), rules, false).is_err());
         // GSO without NEEDS_CSUM: p_off = 20 + 20 (no flow dissection on tun's skb).
         let h = VirtioNetHdrRepr {
             gso_type: VIRTIO_NET_HDR_GSO_TCPV4,
@@ -239,11 +278,56 @@ mod tests {
             ..VirtioNetHdrRepr::default()
         };
         let mut s = skb(154);
-        vnet_hdr_to_skb(&mut s, &h, rules).unwrap();
+        vnet_hdr_to_skb(&mut s, &h, rules, false).unwrap();
         assert!(s.is_gso(), "154 - 40 = 114 > 113");
         let mut s = skb(154);
-        vnet_hdr_to_skb(&mut s, &VirtioNetHdrRepr { gso_size: 114, ..h }, rules).unwrap();
+        vnet_hdr_to_skb(&mut s, &VirtioNetHdrRepr { gso_size: 114, ..h }, rules, false).unwrap();
         assert!(!s.is_gso());
         assert_eq!(s.ip_summed, IpSummed::None);
+    }
+
+    /// A 154-byte Ethernet/IPv4/TCP frame (IHL 5, data offset 5): headers end at 54.
+    fn tcp4_frame() -> Vec<u8> {
+        let mut f = vec![0u8; 154];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[23] = 6; // IPPROTO_TCP
+        f[34 + 12] = 5 << 4;
+        f
+    }
+
+    #[test]
+    fn a_tap_gso_header_without_needs_csum_is_dissected_on_6_18() {
+        // tap-write/vnet-gso-threshold write 3 as the host kernel read it back: p_off =
+        // thoff 34 + 20, so 100 payload bytes are not more than gso_size 110.
+        let h = VirtioNetHdrRepr {
+            gso_type: VIRTIO_NET_HDR_GSO_TCPV4,
+            gso_size: 110,
+            ..VirtioNetHdrRepr::default()
+        };
+        let rules = &LINUX_6_18.tun_write;
+        let f = tcp4_frame();
+        let mut s = SkBuff::from_frame(&f, 64, f.len());
+        vnet_hdr_to_skb(&mut s, &h, rules, true).unwrap();
+        assert!(!s.is_gso(), "154 - 54 = 100 is not > 110");
+        let mut s = SkBuff::from_frame(&f, 64, f.len());
+        vnet_hdr_to_skb(&mut s, &VirtioNetHdrRepr { gso_size: 99, ..h }, rules, true).unwrap();
+        assert!(s.is_gso(), "100 > 99");
+        // The 6.12 profile keeps p_off = 20 + 20: 114 > 110.
+        let mut s = SkBuff::from_frame(&f, 64, f.len());
+        vnet_hdr_to_skb(&mut s, &h, &LINUX_6_12.tun_write, true).unwrap();
+        assert!(s.is_gso());
+        // TCPV6 on an IPv4 frame, and a UDP packet under TCPV4: virtio_net_hdr_match_proto
+        // and the ip_proto check refuse them.
+        let h6 = VirtioNetHdrRepr {
+            gso_type: VIRTIO_NET_HDR_GSO_TCPV6,
+            ..h
+        };
+        let mut s = SkBuff::from_frame(&f, 64, f.len());
+        assert!(vnet_hdr_to_skb(&mut s, &h6, rules, true).is_err());
+        let mut u = f.clone();
+        u[23] = 17;
+        let mut s = SkBuff::from_frame(&u, 64, u.len());
+        assert!(vnet_hdr_to_skb(&mut s, &h, rules, true).is_err());
     }
 }

@@ -253,7 +253,7 @@ impl Net {
         }
 
         // virtio_net_hdr_to_skb (docs/tap-write.md#delivery): failure is rx_frame_errors.
-        if let Err(why) = vnet_hdr_to_skb(skb, &parsed.gso, rules) {
+        if let Err(why) = vnet_hdr_to_skb(skb, &parsed.gso, rules, cfg.kind == DeviceKind::Tap) {
             self.stats_mut(ifindex).rx_frame_errors += 1;
             out.result = Err(Errno::EINVAL);
             out.fate = Fate::Dropped(why);
