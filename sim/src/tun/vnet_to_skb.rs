@@ -281,7 +281,13 @@ mod tests {
         vnet_hdr_to_skb(&mut s, &h, rules, false).unwrap();
         assert!(s.is_gso(), "154 - 40 = 114 > 113");
         let mut s = skb(154);
-        vnet_hdr_to_skb(&mut s, &VirtioNetHdrRepr { gso_size: 114, ..h }, rules, false).unwrap();
+        vnet_hdr_to_skb(
+            &mut s,
+            &VirtioNetHdrRepr { gso_size: 114, ..h },
+            rules,
+            false,
+        )
+        .unwrap();
         assert!(!s.is_gso());
         assert_eq!(s.ip_summed, IpSummed::None);
     }
