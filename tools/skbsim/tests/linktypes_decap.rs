@@ -58,10 +58,11 @@ fn replay_skips_frames_without_a_packet_and_counts_them() {
         assert!(run.status.success(), "{file}: {stderr}");
         let lines: Vec<&str> = stderr.lines().collect();
         assert!(
-            lines[0].starts_with(&format!("replayed {replayed} frames from ")),
+            lines[0].starts_with(&format!("skbsim: {replayed} frames in (")),
             "{file}: {stderr}"
         );
-        assert_eq!(lines[1..], [skipped], "{file}");
+        let skipped = format!("skbsim: {skipped}");
+        assert_eq!(lines.last(), Some(&skipped.as_str()), "{file}: {stderr}");
         let written = sim::pcap::read_all(&out).expect("output");
         assert_eq!(written.len(), replayed, "{file}");
     }
