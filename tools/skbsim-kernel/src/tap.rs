@@ -10,65 +10,37 @@ use crate::sys::{
     owned_fd, poll_one, set_if_up, IfreqFlags,
 };
 
-/// `TUNSETIFF` = `_IOW('T', 202, int)`.
-pub const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
-/// `TUNSETOFFLOAD` = `_IOW('T', 208, unsigned int)`.
-pub const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
-/// `TUNSETSNDBUF` = `_IOW('T', 212, int)`.
-pub const TUNSETSNDBUF: libc::c_ulong = 0x4004_54d4;
-/// `TUNGETVNETHDRSZ` = `_IOR('T', 215, int)`.
-pub const TUNGETVNETHDRSZ: libc::c_ulong = 0x8004_54d7;
-/// `TUNSETVNETHDRSZ` = `_IOW('T', 216, int)`.
-pub const TUNSETVNETHDRSZ: libc::c_ulong = 0x4004_54d8;
-/// `TUNSETQUEUE` = `_IOW('T', 217, int)`.
-pub const TUNSETQUEUE: libc::c_ulong = 0x4004_54d9;
-/// `TUNSETVNETLE` = `_IOW('T', 220, int)`.
-pub const TUNSETVNETLE: libc::c_ulong = 0x4004_54dc;
-/// `TUNSETVNETBE` = `_IOW('T', 222, int)`.
-pub const TUNSETVNETBE: libc::c_ulong = 0x4004_54de;
-/// `TUNGETFEATURES` = `_IOR('T', 207, unsigned int)`.
-pub const TUNGETFEATURES: libc::c_ulong = 0x8004_54cf;
-/// `TUNGETIFF` = `_IOR('T', 210, unsigned int)`.
-pub const TUNGETIFF: libc::c_ulong = 0x8004_54d2;
+// The ioctl numbers and flag bits have one definition, the model's
+// (`sim::tun::ioctl`: include/uapi/linux/if_tun.h); here they are typed for ioctl(2).
+pub const TUNSETIFF: libc::c_ulong = sim::tun::ioctl::cmd::TUNSETIFF as libc::c_ulong;
+pub const TUNSETOFFLOAD: libc::c_ulong = sim::tun::ioctl::cmd::TUNSETOFFLOAD as libc::c_ulong;
+pub const TUNSETSNDBUF: libc::c_ulong = sim::tun::ioctl::cmd::TUNSETSNDBUF as libc::c_ulong;
+pub const TUNGETVNETHDRSZ: libc::c_ulong = sim::tun::ioctl::cmd::TUNGETVNETHDRSZ as libc::c_ulong;
+pub const TUNSETVNETHDRSZ: libc::c_ulong = sim::tun::ioctl::cmd::TUNSETVNETHDRSZ as libc::c_ulong;
+pub const TUNSETQUEUE: libc::c_ulong = sim::tun::ioctl::cmd::TUNSETQUEUE as libc::c_ulong;
+pub const TUNSETVNETLE: libc::c_ulong = sim::tun::ioctl::cmd::TUNSETVNETLE as libc::c_ulong;
+pub const TUNSETVNETBE: libc::c_ulong = sim::tun::ioctl::cmd::TUNSETVNETBE as libc::c_ulong;
+pub const TUNGETFEATURES: libc::c_ulong = sim::tun::ioctl::cmd::TUNGETFEATURES as libc::c_ulong;
+pub const TUNGETIFF: libc::c_ulong = sim::tun::ioctl::cmd::TUNGETIFF as libc::c_ulong;
 
 /// `IFF_*` flags of `TUNSETIFF`.
 pub mod iff {
-    /// Layer 3 device.
-    pub const TUN: u16 = 0x0001;
-    /// Ethernet device.
-    pub const TAP: u16 = 0x0002;
-    /// Receive path through NAPI.
-    pub const NAPI: u16 = 0x0010;
-    /// NAPI with frags (`napi_gro_frags`).
-    pub const NAPI_FRAGS: u16 = 0x0020;
-    /// Several queues (fds) per device.
-    pub const MULTI_QUEUE: u16 = 0x0100;
-    /// `TUNSETQUEUE`: attach this fd's queue.
-    pub const ATTACH_QUEUE: u16 = 0x0200;
-    /// `TUNSETQUEUE`: detach this fd's queue.
-    pub const DETACH_QUEUE: u16 = 0x0400;
-    /// No 4-byte `struct tun_pi` before each frame.
-    pub const NO_PI: u16 = 0x1000;
-    /// A `virtio_net_hdr` before each frame.
-    pub const VNET_HDR: u16 = 0x4000;
+    pub use sim::tun::ioctl::iff_flags::{
+        IFF_ATTACH_QUEUE as ATTACH_QUEUE, IFF_DETACH_QUEUE as DETACH_QUEUE,
+        IFF_MULTI_QUEUE as MULTI_QUEUE, IFF_NAPI as NAPI, IFF_NAPI_FRAGS as NAPI_FRAGS,
+        IFF_NO_PI as NO_PI, IFF_TAP as TAP, IFF_TUN as TUN, IFF_VNET_HDR as VNET_HDR,
+    };
 }
 
 /// `TUN_F_*` offload bits of `TUNSETOFFLOAD`.
 pub mod tun_f {
-    /// The reader handles partial checksums.
-    pub const CSUM: u32 = 0x01;
-    /// TCPv4 segmentation offload.
-    pub const TSO4: u32 = 0x02;
-    /// TCPv6 segmentation offload.
-    pub const TSO6: u32 = 0x04;
-    /// TSO with ECN.
-    pub const TSO_ECN: u32 = 0x08;
-    /// UDP fragmentation offload.
-    pub const UFO: u32 = 0x10;
-    /// UDPv4 segmentation offload.
-    pub const USO4: u32 = 0x20;
-    /// UDPv6 segmentation offload.
-    pub const USO6: u32 = 0x40;
+    pub const CSUM: u32 = sim::tun::ioctl::tun_f::CSUM as u32;
+    pub const TSO4: u32 = sim::tun::ioctl::tun_f::TSO4 as u32;
+    pub const TSO6: u32 = sim::tun::ioctl::tun_f::TSO6 as u32;
+    pub const TSO_ECN: u32 = sim::tun::ioctl::tun_f::TSO_ECN as u32;
+    pub const UFO: u32 = sim::tun::ioctl::tun_f::UFO as u32;
+    pub const USO4: u32 = sim::tun::ioctl::tun_f::USO4 as u32;
+    pub const USO6: u32 = sim::tun::ioctl::tun_f::USO6 as u32;
 }
 
 /// How to create a tun/tap queue. `Default` is a tap with `IFF_NO_PI`, blocking, nothing else.
