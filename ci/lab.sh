@@ -51,6 +51,11 @@ timed skbsim lab conform --kernel 6.1 --patch scenarios/kernel-patches/vhost-net
   --old-profiles scenarios/vhost-tx/xdp-*-linux-4.19.toml
 timed skbsim lab conform --kernel 6.1 --patch scenarios/kernel-patches/tun-xdp-act-no-rx-stats-6.1.patch \
   --old-profiles scenarios/vhost-tx/xdp-*-linux-4.20.toml
+echo "== lab: the 2024 stable GSO window (e269d79c7d35) put back into the 6.1 tun.ko, predicted by linux-6.1.106"
+timed skbsim lab diff --kernel 6.1 --patch scenarios/kernel-patches/tun-vnet-missing-check-virtio-6.1.patch \
+  --profile-b linux-6.1.106 scenarios/tap-write/vnet-gso-tail.toml
+timed skbsim lab conform --kernel 6.1 --patch scenarios/kernel-patches/tun-vnet-missing-check-virtio-6.1.patch \
+  --old-profiles scenarios/tap-write/vnet-gso-tail-linux-6.1.106.toml
 echo "== lab: two builds of one series: an ip6gretap's gro_cells before and after the stable hard_header_len fix (6.12.111, 6.1.190), predicted by linux-6.12.107 and linux-6.1.187"
 timed skbsim lab diff --kernel 6.12 --kernel linux-image-6.12.107+deb12-cloud-amd64 \
   scenarios/tap-gro/cells-gre6-hop-limit.toml scenarios/tap-gro/cells-gre6-tc.toml

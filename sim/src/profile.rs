@@ -127,6 +127,25 @@ pub struct TunWriteRules {
     /// thlen` (40 / 60) made both GSO. Off: the skb has no network header yet and the
     /// `vnet_nh_min_len` floor applies (the lab's 6.1 and 6.12 guests).
     pub vnet_gso_dissect: bool,
+    /// The stable regression of summer 2024: e269d79c7d35 "net: missing check virtio"
+    /// (v6.11-rc1, in 6.6.44, 6.10.3 and Debian's 6.1.106-1/-2) refused a NEEDS_CSUM
+    /// header with a gso_size unless skb->len / gso_size >= 1, gso_size > needed and
+    /// skb->len % gso_size is 0 or > needed (needed = csum_start + max(thlen, csum_offset +
+    /// 2)). GSO writes whose last segment is short broke wireguard-go and Tailscale
+    /// (tailscale/tailscale#13041). 89add40066f9 "net: drop bad gso csum_start and offset
+    /// in virtio_net_hdr" removed it (docs/tap-write.md#gso-regression-2024).
+    pub vnet_gso_tail_check: bool,
+    /// A TCP GSO header with NEEDS_CSUM must point csum_offset at the TCP checksum (16):
+    /// 89add40066f9 (with 6513eb3d3191 "net: tighten bad gso csum offset check in
+    /// virtio_net_hdr" limiting it to CHECKSUM_PARTIAL), the fix of the window above; the
+    /// window and the kernels before it accept any csum_offset.
+    pub vnet_tcp_csum_offset: bool,
+    /// A TCP GSO header's gso_size is raised to TCP_MIN_GSO_SIZE (8):
+    /// `gso_size = max(gso_size, TCP_MIN_GSO_SIZE)` in virtio_net_hdr_to_skb, from
+    /// 23d05d563b7e "net: prevent mss overflow in skb_segment()" (v6.7, in 6.1 stable;
+    /// present in Debian's 6.1.192 and 6.12.118 include/linux/virtio_net.h). This bench's
+    /// 6.18.44 host reads gso_size 4 back as 4 (tap-write/vnet-gso-tail, read A 4).
+    pub vnet_tcp_min_gso_size: bool,
     /// tun_xdp_one queues the skb for the tfile's NAPI (IFF_NAPI) and tun_sendmsg
     /// schedules NAPI once per TUN_MSG_PTR batch, so a vhost batch meets GRO:
     /// fb3f903769e8 "tun: support NAPI for packets received from batched XDP buffs"
@@ -283,6 +302,9 @@ pub const LINUX_6_18: KernelProfile = KernelProfile {
         vnet_csum_start_min: true,
         vnet_nh_min_len: true,
         vnet_gso_dissect: true,
+        vnet_gso_tail_check: false,
+        vnet_tcp_csum_offset: true,
+        vnet_tcp_min_gso_size: false,
         xdp_one_napi: true,
     },
     gro: crate::gro::rules::GRO_LINUX_6_18,
@@ -311,6 +333,9 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
         vnet_csum_start_min: false,
         vnet_nh_min_len: false,
         vnet_gso_dissect: false,
+        vnet_gso_tail_check: false,
+        vnet_tcp_csum_offset: false,
+        vnet_tcp_min_gso_size: false,
         xdp_one_napi: false,
     },
     gro: crate::gro::rules::GRO_LINUX_4_19,
@@ -335,6 +360,7 @@ pub const LINUX_6_1: KernelProfile = KernelProfile {
         vnet_csum_start_min: false,
         vnet_nh_min_len: false,
         vnet_gso_dissect: false,
+        vnet_tcp_min_gso_size: true,
         ..LINUX_6_18.tun_write
     },
     gro: crate::gro::rules::GRO_LINUX_6_1,
@@ -363,6 +389,7 @@ pub const LINUX_6_12: KernelProfile = KernelProfile {
         xdp_meta: false,
         // The 6.12 guest reads tap-write/vnet-gso-threshold write 3 back as GSO.
         vnet_gso_dissect: false,
+        vnet_tcp_min_gso_size: true,
         ..LINUX_6_18.tun_write
     },
     gro: crate::gro::rules::GRO_LINUX_6_12,
@@ -386,6 +413,33 @@ pub const LINUX_6_1_187: KernelProfile = KernelProfile {
     name: "linux-6.1.187",
     gro: crate::gro::rules::GRO_LINUX_6_1_187,
     ..LINUX_6_1
+};
+
+/// Debian's 6.1.106-1 and -2 (ABI 6.1.0-24), inside the 2024 stable regression window:
+/// [`LINUX_6_1_187`] (also before the ip6gretap fix) with e269d79c7d35 "net: missing check virtio" and without its fix
+/// 89add40066f9 (Debian 6.1.106-3) or that fix's relaxation 6513eb3d3191 (6.1.112-1)
+/// (`TunWriteRules::vnet_gso_tail_check`; docs/tap-write.md#gso-regression-2024).
+pub const LINUX_6_1_106: KernelProfile = KernelProfile {
+    name: "linux-6.1.106",
+    tun_write: TunWriteRules {
+        vnet_gso_tail_check: true,
+        vnet_tcp_csum_offset: false,
+        ..LINUX_6_1.tun_write
+    },
+    ..LINUX_6_1_187
+};
+
+/// Debian's 6.1 builds before the window (up to 6.1.99-1, ABI 6.1.0-23): neither
+/// e269d79c7d35 nor 89add40066f9, so neither the tail check nor the TCP csum_offset check;
+/// otherwise [`LINUX_6_1_187`]. `skbsim lab` cannot boot these builds (no longer served),
+/// so it never picks these two profiles from a release.
+pub const LINUX_6_1_99: KernelProfile = KernelProfile {
+    name: "linux-6.1.99",
+    tun_write: TunWriteRules {
+        vnet_tcp_csum_offset: false,
+        ..LINUX_6_1.tun_write
+    },
+    ..LINUX_6_1_187
 };
 
 /// Linux 4.20: 4.19 plus vhost_net's XDP batching with tun's TUN_MSG_PTR (v4.20); both
@@ -444,6 +498,9 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
         vnet_csum_start_min: false,
         vnet_nh_min_len: false,
         vnet_gso_dissect: false,
+        vnet_gso_tail_check: false,
+        vnet_tcp_csum_offset: false,
+        vnet_tcp_min_gso_size: false,
         xdp_one_napi: false,
     },
     gro: crate::gro::rules::GRO_LINUX_3_12,
@@ -452,12 +509,14 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
 };
 
 /// Every profile, default first.
-pub const PROFILES: [KernelProfile; 9] = [
+pub const PROFILES: [KernelProfile; 11] = [
     LINUX_6_18,
     LINUX_6_12,
     LINUX_6_12_107,
     LINUX_6_1,
     LINUX_6_1_187,
+    LINUX_6_1_106,
+    LINUX_6_1_99,
     LINUX_4_20,
     LINUX_4_19,
     LINUX_4_16,
@@ -509,7 +568,7 @@ mod tests {
         let err = KernelProfile::by_name("linux-2.6").unwrap_err().to_string();
         assert!(
             err.contains(
-                "linux-6.18, linux-6.12, linux-6.12.107, linux-6.1, linux-6.1.187, linux-4.20, linux-4.19, linux-4.16, linux-3.12"
+                "linux-6.18, linux-6.12, linux-6.12.107, linux-6.1, linux-6.1.187, linux-6.1.106, linux-6.1.99, linux-4.20, linux-4.19, linux-4.16, linux-3.12"
             ),
             "{err}"
         );
@@ -538,6 +597,9 @@ mod tests {
             TunWriteRules {
                 xdp_meta: true,
                 vnet_gso_dissect: true,
+                // Debian 6.12.118's virtio_net.h clamps; the 6.18 host does not (read A 4
+                // of tap-write/vnet-gso-tail).
+                vnet_tcp_min_gso_size: false,
                 ..t.tun_write
             },
             LINUX_6_18.tun_write

@@ -23,6 +23,8 @@ const TCP_CHECK_OFFSET: u16 = 16;
 const UDP_CHECK_OFFSET: u16 = 6;
 /// GSO_BY_FRAGS (include/linux/skbuff.h): a gso_size the kernel reserves for SCTP.
 const GSO_BY_FRAGS: u16 = 0xffff;
+/// TCP_MIN_GSO_SIZE (include/net/tcp.h): TCP_MIN_SND_MSS 48 - MAX_TCP_OPTION_SPACE 40.
+const TCP_MIN_GSO_SIZE: u16 = 8;
 /// UDP_MAX_SEGMENTS (include/linux/udp.h, 128 since v6.11).
 const UDP_MAX_SEGMENTS: usize = 128;
 
@@ -69,9 +71,13 @@ pub(crate) fn vnet_hdr_to_skb(
                 IPV4_HLEN
             };
             if needs_csum {
+                let needed = start + thlen.max(off + 2);
+                if rules.vnet_gso_tail_check && h.gso_size != 0 {
+                    gso_tail_check(len, usize::from(h.gso_size), needed)?;
+                }
                 // pskb_may_pull(start + max(thlen, off + 2)): the L4 header of a GSO
                 // packet and the checksum field must both be there (0f6925b3e8da).
-                if start + thlen.max(off + 2) > len {
+                if needed > len {
                     return Err("vnet csum_start + transport header beyond the packet");
                 }
                 // The transport header cannot start inside the smallest IP header
@@ -114,6 +120,7 @@ pub(crate) fn vnet_hdr_to_skb(
         return Ok(());
     }
     let mut nh_off = p_off;
+    let mut gso_size = h.gso_size;
     if rules.vnet_to_skb == VnetToSkbRule::TransportHeader {
         match base {
             // "UFO may not include transport header in gso_size" (cf9acc90c80e).
@@ -131,12 +138,17 @@ pub(crate) fn vnet_hdr_to_skb(
                 }
             }
             _ => {
-                if needs_csum && h.csum_offset != TCP_CHECK_OFFSET {
+                if rules.vnet_tcp_csum_offset && needs_csum && h.csum_offset != TCP_CHECK_OFFSET {
                     return Err("vnet TCP GSO with a csum_offset other than 16");
+                }
+                // gso_size = max(gso_size, TCP_MIN_GSO_SIZE) (23d05d563b7e,
+                // `TunWriteRules::vnet_tcp_min_gso_size`).
+                if rules.vnet_tcp_min_gso_size {
+                    gso_size = gso_size.max(TCP_MIN_GSO_SIZE);
                 }
             }
         }
-        if h.gso_size == GSO_BY_FRAGS {
+        if gso_size == GSO_BY_FRAGS {
             return Err("vnet gso_size GSO_BY_FRAGS");
         }
     }
@@ -149,18 +161,41 @@ pub(crate) fn vnet_hdr_to_skb(
     // GSO only when the payload after p_off exceeds gso_size. Before, every GSO header
     // made the skb GSO.
     let is_gso = match nh_off {
-        Some(p) => len - p > usize::from(h.gso_size),
+        Some(p) => len - p > usize::from(gso_size),
         None => true,
     };
     if is_gso {
         skb.gso_type = gso_bits | ecn | gso::DODGY;
-        skb.gso_size = h.gso_size;
+        skb.gso_size = gso_size;
         skb.gso_segs = 0;
     }
     if skb.ip_summed != IpSummed::Partial {
         skb.ip_summed = IpSummed::None;
     }
     Ok(())
+}
+
+/// e269d79c7d35 "net: missing check virtio" (`TunWriteRules::vnet_gso_tail_check`), in
+/// virtio_net_hdr_to_skb's NEEDS_CSUM branch whenever hdr->gso_size is set, before the
+/// pull of `needed` bytes:
+///
+/// ```c
+/// ret = div64_u64_rem(skb->len, gso_size, &remainder);
+/// if (!(ret && (hdr->gso_size > needed) &&
+///             ((remainder > needed) || (remainder == 0))))
+///         return -EINVAL;
+/// ```
+///
+/// `len` is the whole written packet (the tap's Ethernet header included: tun_get_user
+/// calls it before eth_type_trans). A packet shorter than one gso_size, or whose length
+/// leaves a remainder of 1..=needed bytes, is refused, whatever its payload.
+fn gso_tail_check(len: usize, gso_size: usize, needed: usize) -> Result<(), &'static str> {
+    let (segments, remainder) = (len / gso_size, len % gso_size);
+    if segments != 0 && gso_size > needed && (remainder > needed || remainder == 0) {
+        Ok(())
+    } else {
+        Err("vnet GSO length against gso_size (e269d79c7d35)")
+    }
 }
 
 /// virtio_net_hdr_to_skb's flow-dissector branch for a GSO header without NEEDS_CSUM:
@@ -201,7 +236,9 @@ fn dissected_p_off(skb: &SkBuff, base: u8, thlen: usize) -> Result<usize, &'stat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{LINUX_4_19, LINUX_6_1, LINUX_6_12, LINUX_6_18};
+    use crate::profile::{
+        LINUX_4_19, LINUX_6_1, LINUX_6_12, LINUX_6_18, LINUX_6_1_106, LINUX_6_1_99,
+    };
     use crate::wire::virtio_net_hdr::VIRTIO_NET_HDR_F_NEEDS_CSUM;
 
     /// An skb of `len` bytes at the frame start, as tun_get_user has it.
@@ -335,5 +372,77 @@ mod tests {
         u[23] = 17;
         let mut s = SkBuff::from_frame(&u, 64, u.len());
         assert!(vnet_hdr_to_skb(&mut s, &h, rules, true).is_err());
+    }
+    #[test]
+    fn the_2024_window_refuses_gso_writes_by_length_modulo_gso_size() {
+        // e269d79c7d35's arithmetic, worked by hand for a tap frame: Ethernet 14 + IPv4 20
+        // + TCP 20, csum_start 34, csum_offset 16: needed = 34 + max(20, 16 + 2) = 54.
+        let window = &LINUX_6_1_106.tun_write;
+        let cases = [
+            // (frame length, gso_size, accepted in the window)
+            (154, 100, false), // 154 = 1 * 100 + 54: remainder 54 is not > needed 54
+            (155, 100, true),  // remainder 55 > 54
+            (200, 100, true),  // remainder 0
+            (99, 100, false),  // shorter than one gso_size: 99 / 100 = 0
+            (216, 54, false),  // 216 = 4 * 54: remainder 0, but gso_size 54 is not > 54
+            (220, 55, true),   // 220 = 4 * 55, gso_size 55 > 54
+        ];
+        for (len, gso_size, accepted) in cases {
+            let h = tcp4(gso_size, 34, 16);
+            let r = vnet_hdr_to_skb(&mut skb(len), &h, window, true);
+            assert_eq!(r.is_ok(), accepted, "window: len {len} gso_size {gso_size}");
+            // Before the window (6.1.99) and after it (today's 6.1, 6.18) all are accepted.
+            for rules in [
+                &LINUX_6_1_99.tun_write,
+                &LINUX_6_1.tun_write,
+                &LINUX_6_18.tun_write,
+            ] {
+                assert!(
+                    vnet_hdr_to_skb(&mut skb(len), &h, rules, true).is_ok(),
+                    "len {len}"
+                );
+            }
+        }
+        // Only NEEDS_CSUM headers are checked: the same 154 bytes without it pass.
+        let plain = VirtioNetHdrRepr {
+            flags: 0,
+            csum_start: 0,
+            csum_offset: 0,
+            ..tcp4(100, 0, 0)
+        };
+        assert!(vnet_hdr_to_skb(&mut skb(154), &plain, window, false).is_ok());
+        // A non-GSO header with a gso_size is checked too (`if (hdr->gso_size)`).
+        let no_gso = VirtioNetHdrRepr {
+            gso_type: VIRTIO_NET_HDR_GSO_NONE,
+            ..tcp4(100, 34, 16)
+        };
+        assert!(vnet_hdr_to_skb(&mut skb(99), &no_gso, window, true).is_err());
+        assert!(vnet_hdr_to_skb(&mut skb(99), &no_gso, &LINUX_6_1.tun_write, true).is_ok());
+    }
+
+    #[test]
+    fn tcp_gso_csum_offset_16_is_required_only_after_the_window() {
+        // 89add40066f9 / 6513eb3d3191: TCP GSO with NEEDS_CSUM and csum_offset 6 (UDP's).
+        let h = tcp4(50, 34, 6);
+        assert!(vnet_hdr_to_skb(&mut skb(154), &h, &LINUX_6_1.tun_write, true).is_err());
+        assert!(vnet_hdr_to_skb(&mut skb(154), &h, &LINUX_6_1_99.tun_write, true).is_ok());
+    }
+
+    #[test]
+    fn a_tcp_gso_size_below_tcp_min_gso_size_is_raised_to_it() {
+        // 23d05d563b7e on 6.12 (Debian's 6.12.118 source): gso_size 4 becomes 8. 54
+        // header bytes + 9 payload: 9 > 8, GSO with gso_size 8; 8 payload bytes: 8 > 8 is
+        // false, not GSO (with 4 it would be).
+        let rules = &LINUX_6_12.tun_write;
+        let mut s = skb(54 + 9);
+        vnet_hdr_to_skb(&mut s, &tcp4(4, 34, 16), rules, true).unwrap();
+        assert_eq!((s.is_gso(), s.gso_size), (true, 8));
+        let mut s = skb(54 + 8);
+        vnet_hdr_to_skb(&mut s, &tcp4(4, 34, 16), rules, true).unwrap();
+        assert!(!s.is_gso());
+        // The 6.18 host keeps 4 (tap-write/vnet-gso-tail, read A 4).
+        let mut s = skb(54 + 8);
+        vnet_hdr_to_skb(&mut s, &tcp4(4, 34, 16), &LINUX_6_18.tun_write, true).unwrap();
+        assert_eq!((s.is_gso(), s.gso_size), (true, 4));
     }
 }
