@@ -28,8 +28,10 @@ use queue::{DevState, FileQueue};
 pub use queue::{SkbProgFn, MAX_TAP_FLOWS, TUN_FLT_ALLMULTI};
 
 use super::ioctl::{cmd, Caller, FileId, IoctlAnswer, IoctlArg, TunIf, TunNet};
+use super::napi::TunNapi;
 use super::{DeviceKind, TunConfig, TunDevice, TunStats, VnetEndian};
 use crate::errno::Errno;
+use crate::gro::plan::GroPlan;
 use crate::net::Net;
 use crate::profile::KernelProfile;
 use crate::skb::SkBuff;
@@ -207,8 +209,17 @@ impl TunHost {
     }
 
     /// register_netdevice of a device TUNSETIFF created: its datapath at `ifindex`.
+    /// An IFF_NAPI device gets its NAPI instance with the profile's default GRO setup
+    /// (gro_flush_timeout 0, one write per poll: write() passes more = false).
     fn register(&mut self, ifindex: u32, name: Vec<u8>) {
-        let kind = self.device(&name).map_or(DeviceKind::Tap, |t| t.kind);
+        use super::ioctl::iff_flags::IFF_NAPI;
+        let tif = self.device(&name);
+        let kind = tif.map_or(DeviceKind::Tap, |t| t.kind);
+        if tif.is_some_and(|t| t.features & IFF_NAPI != 0) {
+            let plan = GroPlan::defaults(&self.profile.gro);
+            self.stack
+                .enable_napi(ifindex, TunNapi::new(&self.profile, &plan));
+        }
         self.stack.add(
             ifindex,
             TunDevice::new(TunConfig {
@@ -251,6 +262,7 @@ impl TunHost {
 
     fn unregistered(&mut self, ifindex: u32) {
         self.stack.devices.remove(&ifindex);
+        self.stack.napi.remove(&ifindex);
         self.devs.remove(&ifindex);
     }
 

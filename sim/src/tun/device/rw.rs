@@ -100,6 +100,14 @@ impl TunHost {
         for d in self.stack.stack.drain(..) {
             self.stack.spare_frames.give(d.frame);
         }
+        // GRO's own record of what it completed (the stack copies are above).
+        if let Some(n) = self.stack.napi_mut(ifindex) {
+            n.after_gro.clear();
+            let done: Vec<_> = n.rx.drain(..).collect();
+            for d in done {
+                n.recycle(d);
+            }
+        }
         // "if (rxhash) tun_flow_update(tun, rxhash, tfile)": only a write that reached
         // the hand-off to the stack.
         if hashed && out.result.is_ok() && out.fate == Fate::Stack {

@@ -386,3 +386,63 @@ fn a_tx_filter_passes_its_addresses_and_drops_other_unicast() {
         }
     );
 }
+
+/// Internet checksum of `data` plus `sum` (ones' complement, folded).
+fn inet_csum(data: &[u8], mut sum: u32) -> u16 {
+    for c in data.chunks(2) {
+        sum += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// Ethernet + IPv4 + TCP (ACK, 10 payload bytes) with correct IP and TCP checksums.
+fn tcp_frame() -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    let mut ip = vec![
+        0x45, 0, 0, 50, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ];
+    let c = inet_csum(&ip, 0);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut tcp = vec![
+        0x13, 0x88, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 1, 0x50, 0x10, 0xff, 0xff,
+    ];
+    tcp.extend_from_slice(&[0, 0, 0, 0]);
+    tcp.extend_from_slice(b"0123456789");
+    let pseudo = 0x0a00 + 0x0001 + 0x0a00 + 0x0002 + 6 + tcp.len() as u32;
+    let c = inet_csum(&tcp, pseudo);
+    tcp[16..18].copy_from_slice(&c.to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&tcp);
+    f
+}
+
+#[test]
+fn an_iff_napi_write_goes_through_gro() {
+    // IFF_NAPI: tun_get_user queues on tfile->napi and napi_schedule runs napi_gro_receive;
+    // tcp4_gro_receive's skb_gro_checksum_validate verifies the CHECKSUM_NONE segment and
+    // skb_gro_incr_csum_unnecessary hands it up CHECKSUM_UNNECESSARY. Without NAPI the
+    // stack gets it CHECKSUM_NONE (tcp_v4_rcv checks it later).
+    let mut h = host();
+    let napi = attach(&mut h, "napi0", IFF_TAP | IFF_NO_PI | IFF_NAPI);
+    let plain = attach(&mut h, "tap0", IFF_TAP | IFF_NO_PI);
+    h.set_link(b"napi0", Some(true), None).unwrap();
+    h.set_link(b"tap0", Some(true), None).unwrap();
+    let frame = tcp_frame();
+    assert_eq!(h.write(napi, &frame), Ok(frame.len()));
+    assert_eq!(h.write(plain, &frame), Ok(frame.len()));
+    let got = h.take_received();
+    let summed: Vec<(&[u8], crate::skb::IpSummed)> = got
+        .iter()
+        .map(|(d, s)| (d.as_slice(), s.ip_summed))
+        .collect();
+    assert_eq!(
+        summed,
+        vec![
+            (&b"napi0"[..], crate::skb::IpSummed::Unnecessary),
+            (&b"tap0"[..], crate::skb::IpSummed::None)
+        ]
+    );
+}
