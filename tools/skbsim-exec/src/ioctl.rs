@@ -193,7 +193,15 @@ pub fn tun_reply(pid: u32, c: u32, argp: u64, answer: Result<IoctlAnswer, Errno>
 /// (SIOCGIFFLAGS: dev_get_flags, SIOCGIFMTU, SIOCGIFINDEX) and dev_ifsioc (SIOCSIFFLAGS:
 /// dev_change_flags, SIOCSIFMTU: dev_set_mtu). None: not a simulated interface (the
 /// syscall continues into the kernel).
-pub fn sock_ioctl<T: SimTun>(tun: &mut T, pid: u32, c: u32, argp: u64) -> Option<Reply> {
+/// `valid` says the notification is still the one whose memory was read (checked before
+/// anything is changed).
+pub fn sock_ioctl<T: SimTun>(
+    tun: &mut T,
+    pid: u32,
+    c: u32,
+    argp: u64,
+    valid: impl Fn() -> bool,
+) -> Option<Reply> {
     let ifr = copy_in(pid, argp, IFNAMSIZ + 4)?;
     let end = ifr[..IFNAMSIZ]
         .iter()
@@ -201,6 +209,9 @@ pub fn sock_ioctl<T: SimTun>(tun: &mut T, pid: u32, c: u32, argp: u64) -> Option
         .unwrap_or(IFNAMSIZ);
     let name = &ifr[..end];
     let link = tun.link(name)?;
+    if !valid() {
+        return Some(Reply::Answered);
+    }
     let field = argp + IFNAMSIZ as u64;
     let done = |copied: bool| {
         Some(if copied {

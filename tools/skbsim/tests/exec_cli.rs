@@ -63,10 +63,13 @@ fn exec_as_nobody(dir: &Path, args: &[&str]) -> Output {
         .expect("run setpriv")
 }
 
-/// The program on the real kernel, root in a fresh network namespace.
+/// The program on the real kernel, root in a fresh network namespace whose new devices
+/// have IPv6 off: otherwise the stack's own frames (addrconf's router solicitations and
+/// MLD reports once the tap is up) race the program's reads and polls.
 fn real(dir: &Path, program: &Path, args: &[&str]) -> Output {
     Command::new("unshare")
-        .arg("-n")
+        .args(["-n", "sh", "-c"])
+        .arg("echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6 && exec \"$0\" \"$@\"")
         .arg(program)
         .args(args)
         .current_dir(dir)
