@@ -28,12 +28,16 @@ pub const SIOCSIFFLAGS: u32 = 0x8914;
 pub const SIOCGIFMTU: u32 = 0x8921;
 pub const SIOCSIFMTU: u32 = 0x8922;
 pub const SIOCGIFINDEX: u32 = 0x8933;
-const SOCK_IOCTLS: [u32; 5] = [
+/// And SIOCGIFHWADDR / SIOCSIFHWADDR, refused with EOPNOTSUPP for a simulated device (the
+/// MAC address is not modelled) rather than continued to a kernel that has no such device.
+const SOCK_IOCTLS: [u32; 7] = [
     SIOCGIFFLAGS,
     SIOCSIFFLAGS,
     SIOCGIFMTU,
     SIOCSIFMTU,
     SIOCGIFINDEX,
+    cmd::SIOCGIFHWADDR,
+    cmd::SIOCSIFHWADDR,
 ];
 
 pub fn is_sock_ioctl(c: u32) -> bool {
@@ -230,6 +234,7 @@ pub fn sock_ioctl<T: SimTun>(
             m if m < 0 => Err(Errno::EINVAL),
             m => tun.set_link(name, None, Some(m as u32)),
         },
+        cmd::SIOCGIFHWADDR | cmd::SIOCSIFHWADDR => Err(Errno::EOPNOTSUPP),
         _ => return None,
     };
     Some(match result {

@@ -114,9 +114,18 @@ fn probe_as_nobody_answers_as_the_real_kernel() {
     assert_eq!(real.get("setiff").map(String::as_str), Some("0"));
     assert_eq!(real.get("setiff_again").map(String::as_str), Some("EEXIST"));
     // The real tap has no far side: nothing comes back to read.
-    let loopback = ["poll_after_write", "read", "read_same"];
+    let loopback = [
+        "poll_after_write",
+        "read",
+        "read_same",
+        "readv",
+        "readv_same",
+    ];
+    // The MAC address is not modelled: refused, not invented (docs/exec.md#limits).
+    assert_eq!(real["siocgifhwaddr"], "0");
+    assert_eq!(sim["siocgifhwaddr"], "EOPNOTSUPP");
     for (k, v) in &real {
-        if !loopback.contains(&k.as_str()) {
+        if !loopback.contains(&k.as_str()) && k != "siocgifhwaddr" {
             assert_eq!(
                 sim.get(k),
                 Some(v),
@@ -128,6 +137,9 @@ fn probe_as_nobody_answers_as_the_real_kernel() {
     assert_eq!(sim.len(), real.len(), "exec printed {sim:?}");
     assert_eq!(sim["read"], "60");
     assert_eq!(sim["read_same"], "1");
+    // writev's two pieces come back as one frame through readv's two buffers.
+    assert_eq!(sim["readv"], "60");
+    assert_eq!(sim["readv_same"], "1");
     // POLLIN | POLLOUT while the frame waits, POLLOUT alone before and after.
     assert_eq!(sim["poll_after_write"], "0x5");
     assert_eq!(sim["poll_after_read"], "0x4");

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static const char *ename(int e)
@@ -86,6 +87,7 @@ int main(void)
 	printf("mtu=%d\n", ifr.ifr_mtu);
 	ret("siocgifindex", ioctl(sock, SIOCGIFINDEX, &ifr));
 	printf("ifindex=%d\n", ifr.ifr_ifindex);
+	ret("siocgifhwaddr", ioctl(sock, SIOCGIFHWADDR, &ifr));
 	strcpy(ifr.ifr_name, "nosuchdev0");
 	ret("siocgifflags_other", ioctl(sock, SIOCGIFFLAGS, &ifr));
 	strcpy(ifr.ifr_name, "skb0");
@@ -117,6 +119,14 @@ int main(void)
 	printf("read_same=%d\n", n == 60 && memcmp(back, frame, 60) == 0);
 	printf("poll_after_read=0x%x\n", pollin(fd));
 	ret("read_empty", read(fd, back, sizeof(back)));
+	/* The same frame through writev (two pieces) and readv (two buffers). */
+	struct iovec wv[2] = { { frame, 14 }, { frame + 14, 46 } };
+	struct iovec rv[2] = { { back, 10 }, { back + 10, sizeof(back) - 10 } };
+	memset(back, 0, sizeof(back));
+	ret("writev", writev(fd, wv, 2));
+	n = readv(fd, rv, 2);
+	ret("readv", n);
+	printf("readv_same=%d\n", n == 60 && memcmp(back, frame, 60) == 0);
 	ret("close", close(fd));
 
 	/* The device went with its last file: the name is free again. */
