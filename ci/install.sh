@@ -13,6 +13,11 @@ command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 # tcpdump (libpcap) is the reference for how captures are read.
 command -v tshark >/dev/null 2>&1 || need_apt+=(tshark)
 command -v tcpdump >/dev/null 2>&1 || need_apt+=(tcpdump)
+# gcc builds the C clients `skbsim exec` is tested with (tools/skbsim-exec/tests/c/); the
+# tests run them as nobody through setpriv and on the real kernel through unshare
+# (util-linux).
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     # apt's output goes to a log, printed only when it fails, so it stays out of the

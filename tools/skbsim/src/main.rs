@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use skbsim::{bench, conform, diff, replay, suite};
 
+mod exec;
 mod lab;
 
 #[derive(Debug, Parser)]
@@ -57,6 +58,9 @@ enum Command {
     /// A guest Linux kernel (Debian 12's 6.1) under QEMU for what this kernel lacks (GRE,
     /// 802.1Q devices, vhost_net): fetch it, run conform or checks inside it.
     Lab(lab::LabArgs),
+    /// Run a program as the calling user with a simulated /dev/net/tun (seccomp user
+    /// notification); exits with the program's exit code.
+    Exec(exec::ExecArgs),
 }
 
 fn main() -> ExitCode {
@@ -110,6 +114,7 @@ fn main() -> ExitCode {
         Command::Conform(args) => conform::conform(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Lab(args) => lab::lab(&args),
+        Command::Exec(args) => exec::exec(&args),
     };
     // What a command printed last may still be buffered; stdout's errors end here too.
     let result = result.and_then(|code| skbsim::stdout::flush().map(|()| code));

@@ -1,0 +1,99 @@
+//! `skbsim exec`: run an unmodified program, as the calling user, with every open of
+//! `/dev/net/tun` answered by a simulated device (docs/exec.md).
+//!
+//! The program runs under a seccomp filter whose listed syscalls (openat, ioctl, read,
+//! write, ...: [`filter::intercepted`]) stop in SECCOMP_RET_USER_NOTIF; the supervisor
+//! ([`run`]) answers those on the simulated device's fds through a [`SimTun`] and lets
+//! every other one continue into the kernel. The program's device fd is one end of a
+//! SOCK_SEQPACKET socketpair, so poll/epoll/select see the device's readiness.
+
+mod filter;
+mod ioctl;
+mod loopback;
+mod spawn;
+mod supervisor;
+mod sys;
+
+use std::fmt;
+use std::process::Command;
+
+pub use loopback::LoopbackTun;
+pub use sim::errno::Errno;
+pub use sim::tun::ioctl::{FileId, IoctlAnswer, IoctlArg};
+
+/// What poll(2) on a device file reports (drivers/net/tun.c: tun_chr_poll).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Readiness {
+    /// EPOLLIN | EPOLLRDNORM: the queue has a frame.
+    pub readable: bool,
+    /// EPOLLOUT | EPOLLWRNORM: the socket is writeable.
+    pub writable: bool,
+    /// EPOLLERR: the file has no device.
+    pub error: bool,
+}
+
+/// A network device as the socket ioctls see it (net/core/dev_ioctl.c).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkInfo {
+    pub ifindex: u32,
+    /// dev_get_flags, low 16 bits (IFF_UP, IFF_BROADCAST, IFF_RUNNING, ...).
+    pub flags: u16,
+    pub mtu: u32,
+}
+
+/// The simulated tun/tap devices behind the program's `/dev/net/tun` files: what the
+/// supervisor asks. One implementation per far side: [`LoopbackTun`] for now.
+pub trait SimTun {
+    /// tun_chr_open.
+    fn open(&mut self, nonblock: bool) -> FileId;
+    /// tun_chr_ioctl with the argument already copied from the program.
+    fn ioctl(&mut self, f: FileId, cmd: u32, arg: &IoctlArg) -> Result<IoctlAnswer, Errno>;
+    /// fcntl(F_SETFL) / FIONBIO changed the file's O_NONBLOCK.
+    fn set_nonblock(&mut self, f: FileId, nonblock: bool);
+    /// tun_chr_read_iter with a buffer of `buf_len` bytes: the bytes read.
+    fn read(&mut self, f: FileId, buf_len: usize) -> Result<Vec<u8>, Errno>;
+    /// tun_chr_write_iter: the count the write returns.
+    fn write(&mut self, f: FileId, data: &[u8]) -> Result<usize, Errno>;
+    /// tun_chr_poll.
+    fn poll(&self, f: FileId) -> Readiness;
+    /// tun_chr_close: the file's last reference went away.
+    fn close(&mut self, f: FileId);
+    /// SIOCSIFFLAGS (IFF_UP) / SIOCSIFMTU on the device named `dev`.
+    fn set_link(&mut self, dev: &[u8], up: Option<bool>, mtu: Option<u32>) -> Result<(), Errno>;
+    /// The device named `dev`, if it is one of the simulated ones.
+    fn link(&self, dev: &[u8]) -> Option<LinkInfo>;
+}
+
+/// Why the program could not be run under the supervisor.
+#[derive(Debug)]
+pub enum ExecError {
+    /// The seccomp filter with a listener could not be installed (seccomp unavailable,
+    /// no SECCOMP_FILTER_FLAG_NEW_LISTENER before Linux 5.0, ...).
+    Unsupervisable(String),
+    /// The program could not be started (not found, not executable).
+    Spawn(String),
+    /// The supervisor itself failed (a listener ioctl).
+    Supervisor(String),
+}
+
+impl fmt::Display for ExecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExecError::Unsupervisable(s) | ExecError::Spawn(s) | ExecError::Supervisor(s) => {
+                f.write_str(s)
+            }
+        }
+    }
+}
+
+impl std::error::Error for ExecError {}
+
+/// How the program ended: its exit code, or 128 + the signal that killed it (as a shell
+/// reports it).
+pub type ExitCode = i32;
+
+/// Runs `cmd` under the supervisor until the program and every task that inherited its
+/// filter have exited; the program's exit code and the devices as they were left.
+pub fn run<T: SimTun + Send + 'static>(tun: T, cmd: Command) -> Result<(ExitCode, T), ExecError> {
+    spawn::run(tun, cmd)
+}

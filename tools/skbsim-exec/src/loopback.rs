@@ -1,0 +1,160 @@
+//! [`LoopbackTun`]: NOT the device model. The ioctl answers are the model's
+//! ([`sim::tun::ioctl::TunNet`], per profile), but read/write are a plain loopback: a frame
+//! written on a file is queued, unchanged, to be read back on that file. It stands in for
+//! the far side until the device model (sim::tun::device) is wired in, and lets the
+//! supervisor be tested; the CLI offers it only as `--far-side loopback`.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use sim::profile::KernelProfile;
+use sim::tun::ioctl::{Caller, TunNet};
+use sim::tun::DeviceKind;
+
+use crate::{Errno, FileId, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
+
+/// include/uapi/linux/if.h.
+const IFF_UP: u16 = 0x1;
+const IFF_BROADCAST: u16 = 0x2;
+const IFF_POINTOPOINT: u16 = 0x10;
+const IFF_NOARP: u16 = 0x80;
+const IFF_RUNNING: u16 = 0x40;
+const IFF_MULTICAST: u16 = 0x1000;
+/// drivers/net/tun.c: MIN_MTU, MAX_MTU (tun_net_initialize sets min_mtu/max_mtu).
+const MIN_MTU: u32 = 68;
+const MAX_MTU: u32 = 65535;
+/// ETH_DATA_LEN: ether_setup's and tun_net_initialize's default MTU.
+const DEFAULT_MTU: u32 = 1500;
+
+#[derive(Debug, Default)]
+struct LoopFile {
+    nonblock: bool,
+    queue: VecDeque<Vec<u8>>,
+}
+
+/// Ioctls answered by the model under one profile; frames written come straight back.
+#[derive(Debug)]
+pub struct LoopbackTun {
+    net: TunNet,
+    profile: KernelProfile,
+    caller: Caller,
+    files: BTreeMap<FileId, LoopFile>,
+    mtu: BTreeMap<Vec<u8>, u32>,
+}
+
+impl LoopbackTun {
+    pub fn new(profile: KernelProfile, caller: Caller) -> LoopbackTun {
+        LoopbackTun {
+            net: TunNet::new(),
+            profile,
+            caller,
+            files: BTreeMap::new(),
+            mtu: BTreeMap::new(),
+        }
+    }
+
+    /// The namespace as the program left it.
+    pub fn net(&self) -> &TunNet {
+        &self.net
+    }
+
+    /// tun_chr_read_iter / tun_chr_write_iter: `if (!tun) return -EBADFD` (a file with no
+    /// device, or one TUNSETQUEUE detached).
+    fn attached(&self, f: FileId) -> Result<(), Errno> {
+        let file = self.net.file(f);
+        if file.tun.is_none() || file.detached {
+            return Err(Errno::EBADFD);
+        }
+        Ok(())
+    }
+}
+
+impl SimTun for LoopbackTun {
+    fn open(&mut self, nonblock: bool) -> FileId {
+        let f = self.net.open();
+        self.files.insert(
+            f,
+            LoopFile {
+                nonblock,
+                ..LoopFile::default()
+            },
+        );
+        f
+    }
+
+    fn ioctl(&mut self, f: FileId, cmd: u32, arg: &IoctlArg) -> Result<IoctlAnswer, Errno> {
+        self.net.ioctl(&self.profile, &self.caller, f, cmd, arg)
+    }
+
+    fn set_nonblock(&mut self, f: FileId, nonblock: bool) {
+        if let Some(file) = self.files.get_mut(&f) {
+            file.nonblock = nonblock;
+        }
+    }
+
+    fn read(&mut self, f: FileId, buf_len: usize) -> Result<Vec<u8>, Errno> {
+        self.attached(f)?;
+        let file = self.files.get_mut(&f).ok_or(Errno::EBADF)?;
+        let mut frame = file.queue.pop_front().ok_or(Errno::EAGAIN)?;
+        frame.truncate(buf_len);
+        Ok(frame)
+    }
+
+    fn write(&mut self, f: FileId, data: &[u8]) -> Result<usize, Errno> {
+        self.attached(f)?;
+        let file = self.files.get_mut(&f).ok_or(Errno::EBADF)?;
+        file.queue.push_back(data.to_vec());
+        Ok(data.len())
+    }
+
+    fn poll(&self, f: FileId) -> Readiness {
+        let queued = self.files.get(&f).is_some_and(|x| !x.queue.is_empty());
+        Readiness {
+            readable: queued,
+            writable: true,
+            error: self.attached(f).is_err(),
+        }
+    }
+
+    fn close(&mut self, f: FileId) {
+        self.files.remove(&f);
+        self.net.close(f);
+    }
+
+    /// net/core/dev_ioctl.c: dev_ifsioc SIOCSIFFLAGS -> dev_change_flags (IFF_UP), and
+    /// SIOCSIFMTU -> dev_set_mtu -> dev_validate_mtu (tun's min_mtu/max_mtu: EINVAL).
+    fn set_link(&mut self, dev: &[u8], up: Option<bool>, mtu: Option<u32>) -> Result<(), Errno> {
+        let d = self.net.by_name(dev).ok_or(Errno::ENXIO)?;
+        if let Some(mtu) = mtu {
+            if !(MIN_MTU..=MAX_MTU).contains(&mtu) {
+                return Err(Errno::EINVAL);
+            }
+            self.mtu.insert(dev.to_vec(), mtu);
+        }
+        if let Some(up) = up {
+            self.net.set_up(d, up);
+        }
+        Ok(())
+    }
+
+    /// dev_get_flags (net/core/dev.c): IFF_RUNNING while up with carrier; the device's own
+    /// flags from tun_net_initialize (tun: IFF_POINTOPOINT | IFF_NOARP | IFF_MULTICAST) or
+    /// ether_setup (tap: IFF_BROADCAST | IFF_MULTICAST).
+    fn link(&self, dev: &[u8]) -> Option<LinkInfo> {
+        let tun = self.net.dev(self.net.by_name(dev)?)?;
+        let mut flags = match tun.kind {
+            DeviceKind::Tap => IFF_BROADCAST | IFF_MULTICAST,
+            DeviceKind::Tun => IFF_POINTOPOINT | IFF_NOARP | IFF_MULTICAST,
+        };
+        if tun.up {
+            flags |= IFF_UP;
+            if tun.carrier {
+                flags |= IFF_RUNNING;
+            }
+        }
+        Some(LinkInfo {
+            ifindex: tun.ifindex,
+            flags,
+            mtu: self.mtu.get(dev).copied().unwrap_or(DEFAULT_MTU),
+        })
+    }
+}

@@ -1,0 +1,57 @@
+//! `skbsim exec [--profile NAME] --far-side loopback -- PROGRAM [ARGS...]`: run an
+//! unmodified program as the calling user with every open of /dev/net/tun answered by a
+//! simulated device (skbsim_exec; docs/exec.md). Exits with the program's exit code (128 +
+//! the signal that killed it), or 2 with one line when it cannot be supervised or run.
+
+use std::ffi::OsString;
+use std::process::{Command, ExitCode};
+
+use clap::{Args, ValueEnum};
+use sim::profile::{KernelProfile, PROFILES};
+use sim::tun::ioctl::Caller;
+use skbsim::cli_error::CliError;
+use skbsim_exec::LoopbackTun;
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// Kernel profile whose rules answer the device's ioctls.
+    #[arg(long, default_value = "linux-6.18", value_parser = profile_names())]
+    pub profile: String,
+    /// What is behind the device. `loopback`: every frame written is read back unchanged
+    /// (a stand-in, not the device model: the model's read/write path is not wired yet).
+    #[arg(long, value_enum)]
+    pub far_side: FarSide,
+    /// The program and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub program: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FarSide {
+    Loopback,
+}
+
+fn profile_names() -> clap::builder::PossibleValuesParser {
+    PROFILES.iter().map(|p| p.name).into()
+}
+
+pub fn exec(args: &ExecArgs) -> Result<ExitCode, CliError> {
+    let profile = KernelProfile::by_name(&args.profile).map_err(|e| CliError(e.to_string()))?;
+    let (program, rest) = args
+        .program
+        .split_first()
+        .ok_or_else(|| CliError("exec: no program given".into()))?;
+    // The program is root of a user namespace owning the simulated network namespace
+    // (as under `unshare -rn`): CAP_NET_ADMIN there, none in the initial namespace.
+    let caller = Caller {
+        init_net_admin: false,
+        ..Caller::root()
+    };
+    let tun = match args.far_side {
+        FarSide::Loopback => LoopbackTun::new(profile, caller),
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(rest);
+    let (code, _tun) = skbsim_exec::run(tun, cmd).map_err(|e| CliError(format!("exec: {e}")))?;
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
