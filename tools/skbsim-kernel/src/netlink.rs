@@ -120,11 +120,6 @@ pub(crate) fn emit_nlas(nlas: &[Nla]) -> Vec<u8> {
     buf
 }
 
-/// `std::io::Error` from a socket call as this crate's [`Errno`].
-fn io_errno(e: &std::io::Error) -> Errno {
-    Errno(e.raw_os_error().unwrap_or(libc::EIO))
-}
-
 /// A bound netlink socket of one protocol, in the network namespace of the thread that
 /// created it.
 #[derive(Debug)]
@@ -139,9 +134,9 @@ impl NlSocket {
     pub(crate) fn open(protocol: isize, what: &str) -> Result<Self, KernelError> {
         let op = format!("open {what} socket");
         ensure_private_netns(&op)?;
-        let mut sock = Socket::new(protocol).map_err(|e| KernelError::sys(&op, io_errno(&e)))?;
+        let mut sock = Socket::new(protocol).map_err(|e| KernelError::sys(&op, Errno::from(&e)))?;
         sock.bind_auto()
-            .map_err(|e| KernelError::sys(format!("{op}: bind"), io_errno(&e)))?;
+            .map_err(|e| KernelError::sys(format!("{op}: bind"), Errno::from(&e)))?;
         // Best effort: error text in acks, and acks without the echoed request.
         let _ = sock.set_ext_ack(true);
         let _ = sock.set_cap_ack(true);
@@ -175,7 +170,7 @@ impl NlSocket {
         msg.serialize(&mut bytes);
         self.sock
             .send(&bytes, 0)
-            .map_err(|e| KernelError::sys(format!("{op}: send"), io_errno(&e)))?;
+            .map_err(|e| KernelError::sys(format!("{op}: send"), Errno::from(&e)))?;
 
         let mut replies = Vec::new();
         loop {
@@ -226,7 +221,7 @@ impl NlSocket {
             let mut buf = &mut self.buf[..];
             match self.sock.recv(&mut buf, 0) {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(io_errno(&e)),
+                Err(e) => return Err(Errno::from(&e)),
                 Ok(n) => return Ok(n.min(self.buf.len())),
             }
         }

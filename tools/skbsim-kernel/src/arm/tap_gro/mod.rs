@@ -92,7 +92,7 @@ use crate::error::{Cause, Errno, ErrnoExt, KernelError};
 use crate::ethtool::Ethtool;
 use crate::netlink::Nla;
 use crate::netns::Netns;
-use crate::sys::{cvt, ensure_private_netns, owned_fd, poll_one, setsockopt_int};
+use crate::sys::{cvt, ensure_private_netns, poll_one, setsockopt_int};
 use crate::sysfs::{gro_flush_timeout, set_gro_flush_timeout, write_net_attr};
 use crate::tap::TapConfig;
 
