@@ -122,6 +122,19 @@ impl fmt::Debug for Errno {
 
 impl std::error::Error for Errno {}
 
+impl From<rustix::io::Errno> for Errno {
+    fn from(e: rustix::io::Errno) -> Errno {
+        Errno(e.raw_os_error())
+    }
+}
+
+impl From<&std::io::Error> for Errno {
+    /// The raw errno of an OS error (`EIO` for an error that has none).
+    fn from(e: &std::io::Error) -> Errno {
+        Errno(e.raw_os_error().unwrap_or(libc::EIO))
+    }
+}
+
 /// Why an operation failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cause {

@@ -1,6 +1,12 @@
 //! Netdev features through the `SIOCETHTOOL` ioctl (what `ethtool -k/-K` does), without
 //! shelling out: `ETHTOOL_GSSET_INFO` + `ETHTOOL_GSTRINGS` (ETH_SS_FEATURES) map names to
 //! bit indexes, `ETHTOOL_GFEATURES` reads, `ETHTOOL_SFEATURES` writes.
+//!
+//! Why the ioctl and not ethtool's generic netlink family: the rust-netlink `ethtool` crate
+//! (0.3.0) has `ETHTOOL_MSG_FEATURES_GET` but no `ETHTOOL_MSG_FEATURES_SET`, and it is
+//! async only (netlink-proto, futures); writing the `ETHTOOL_A_BITSET_*` encoding by hand
+//! over netlink-packet-generic would be more hand-built netlink, not less. The ioctl is one
+//! `unsafe` block ([`Ethtool::ioctl`]); the socket and `struct ifreq` are [`crate::sys`]'s.
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 

@@ -32,6 +32,7 @@ pub mod error;
 pub mod ethtool;
 pub mod features;
 pub mod genl;
+mod ioctl;
 pub mod lab;
 pub mod netlink;
 pub mod netns;
@@ -60,8 +61,7 @@ pub use sim::wire::{Endian, TunPiRepr, VirtioNetHdrRepr, VnetHdrLayout};
 /// `/dev/net/tun` opens. Otherwise a one-line reason, for callers to skip or exit cleanly.
 /// (Opening `/dev/net/tun` creates nothing; a device exists only after `TUNSETIFF`.)
 pub fn privileges_ok() -> Result<(), String> {
-    // SAFETY: geteuid(2) has no arguments and cannot fail.
-    let euid = unsafe { libc::geteuid() };
+    let euid = rustix::process::geteuid().as_raw();
     if euid != 0 {
         return Err(format!(
             "not root (euid {euid}); the kernel backend needs root"

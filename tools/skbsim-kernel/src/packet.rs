@@ -7,7 +7,7 @@ use std::time::Duration;
 use sim::consts::ETH_P_ALL;
 
 use crate::error::{Errno, ErrnoExt, KernelError};
-use crate::sys::{cvt, cvt_len, ensure_private_netns, owned_fd, poll_one, setsockopt_int};
+use crate::sys::{cvt, cvt_len, ensure_private_netns, poll_one, setsockopt_int};
 
 // The kernel's values, from libc (include/linux/socket.h, include/uapi/linux/if_packet.h).
 pub(crate) use libc::{PACKET_AUXDATA, SOL_PACKET};
@@ -63,8 +63,7 @@ pub(crate) struct Received {
 /// One non-blocking `recvmsg(MSG_TRUNC)` into `buf` (the caller polled first). libc, not
 /// rustix: rustix's ancillary-message parser has no PACKET_AUXDATA.
 pub(crate) fn recv_packet(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<Received, Errno> {
-    // SAFETY: an all-zero sockaddr_ll is a valid value to be overwritten.
-    let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    let mut from = sockaddr_ll(0, 0);
     let mut cbuf = [0u64; 16];
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
@@ -180,9 +179,11 @@ impl PacketSocket {
     pub fn bind(ifindex: u32) -> Result<Self, KernelError> {
         let op = format!("AF_PACKET bind ifindex {ifindex}");
         ensure_private_netns(&op)?;
-        // SAFETY: socket(2) with constant arguments; the result is checked.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        let fd = owned_fd(fd).op(|| format!("{op}: socket"))?;
+        let fd = crate::sys::socket(
+            rustix::net::AddressFamily::PACKET,
+            rustix::net::SocketType::RAW,
+        )
+        .op(|| format!("{op}: socket"))?;
         setsockopt_int(fd.as_fd(), SOL_PACKET, PACKET_AUXDATA, 1)
             .op(|| format!("{op}: PACKET_AUXDATA"))?;
         // A vhost kick delivers up to a whole avail ring before the arm reads: with the
@@ -266,9 +267,9 @@ impl PacketSocket {
     /// Transmit `frame` (a full Ethernet frame) on the bound device. `skb->protocol` is
     /// parsed from the frame's ethertype (the socket is bound with ETH_P_ALL).
     pub fn send(&self, frame: &[u8]) -> Result<usize, KernelError> {
-        // SAFETY: `frame` is a readable slice of the given length.
-        let n = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-        cvt_len(n).op(|| format!("AF_PACKET send on ifindex {}", self.ifindex))
+        rustix::net::send(&self.fd, frame, rustix::net::SendFlags::empty())
+            .map_err(Errno::from)
+            .op(|| format!("AF_PACKET send on ifindex {}", self.ifindex))
     }
 
     /// Transmit with an explicit `sll_protocol`, which becomes `skb->protocol` whatever the
@@ -303,13 +304,15 @@ impl AsFd for PacketSocket {
 }
 
 fn sockaddr_ll(ifindex: u32, protocol: u16) -> libc::sockaddr_ll {
-    // SAFETY: an all-zero sockaddr_ll is valid; the relevant fields are set below.
-    let mut a: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    a.sll_family = libc::AF_PACKET as u16;
-    a.sll_protocol = protocol.to_be();
-    a.sll_ifindex = ifindex as i32;
-    a.sll_halen = 6;
-    a
+    libc::sockaddr_ll {
+        sll_family: libc::AF_PACKET as u16,
+        sll_protocol: protocol.to_be(),
+        sll_ifindex: ifindex as i32,
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 6,
+        sll_addr: [0; 8],
+    }
 }
 
 /// bind(2) an AF_PACKET socket to every protocol (ETH_P_ALL) on `ifindex`.

@@ -1,52 +1,28 @@
 //! `NETLINK_ROUTE` link operations: look up, create (bridge, veth, any kind), enslave, set
-//! up/down, read `IFLA_STATS64`, attach XDP by fd.
+//! up/down, read `IFLA_STATS64`, attach XDP by fd; addresses and neighbours for the tunnel
+//! arms. Messages are `netlink-packet-route`'s typed ones.
+
+use std::net::IpAddr;
+
+use netlink_packet_route::address::{AddressAttribute, AddressHeaderFlags, AddressMessage};
+use netlink_packet_route::link::{
+    InfoBridge, InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo as Info,
+    LinkMessage, LinkXdp, Stats64, XdpAttached as Attached,
+};
+use netlink_packet_route::neighbour::{
+    NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
+};
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage as Msg};
 
 use crate::error::{Cause, KernelError};
-use crate::netlink::{
-    attr_string, attr_u32, attrs, MsgBuilder, NlSocket, Nla, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL,
-};
+use crate::netlink::{emit_nlas, NlSocket, Nla, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL};
 
-const RTM_NEWLINK: u16 = 16;
-const RTM_DELLINK: u16 = 17;
-const RTM_GETLINK: u16 = 18;
-const RTM_SETLINK: u16 = 19;
-
-const IFLA_ADDRESS: u16 = 1;
-const IFLA_IFNAME: u16 = 3;
-const IFLA_MTU: u16 = 4;
-const IFLA_MASTER: u16 = 10;
-const IFLA_TXQLEN: u16 = 13;
-const IFLA_OPERSTATE: u16 = 16;
-const IFLA_LINKINFO: u16 = 18;
-const IFLA_STATS64: u16 = 23;
-const IFLA_CARRIER: u16 = 33;
-const IFLA_GSO_MAX_SIZE: u16 = 40;
-const IFLA_XDP: u16 = 43;
-const IFLA_GRO_MAX_SIZE: u16 = 58;
-/// include/uapi/linux/if_link.h (v6.3; libc stops at IFLA_ALLMULTI, 61).
-const IFLA_GRO_IPV4_MAX_SIZE: u16 = 64;
-
-const IFLA_INFO_KIND: u16 = 1;
-/// `IFLA_BR_MCAST_SNOOPING` inside a bridge's `IFLA_INFO_DATA`.
-const IFLA_BR_MCAST_SNOOPING: u16 = 23;
-/// `IFLA_BR_FDB_FLUSH` (a flag) inside a bridge's `IFLA_INFO_DATA`.
-const IFLA_BR_FDB_FLUSH: u16 = 21;
-const IFLA_INFO_DATA: u16 = 2;
-const VETH_INFO_PEER: u16 = 1;
-
-const IFLA_XDP_FD: u16 = 1;
-const IFLA_XDP_ATTACHED: u16 = 2;
-const IFLA_XDP_FLAGS: u16 = 3;
-const IFLA_XDP_PROG_ID: u16 = 4;
-
-/// `struct ifinfomsg`.
-fn ifinfomsg(index: u32, flags: u32, change: u32) -> [u8; 16] {
-    let mut b = [0u8; 16];
-    b[0] = libc::AF_UNSPEC as u8;
-    b[4..8].copy_from_slice(&(index as i32).to_ne_bytes());
-    b[8..12].copy_from_slice(&flags.to_ne_bytes());
-    b[12..16].copy_from_slice(&change.to_ne_bytes());
-    b
+/// A link message for `ifindex` with `attributes` (family `AF_UNSPEC`).
+fn link_msg(ifindex: u32, attributes: Vec<LinkAttribute>) -> LinkMessage {
+    let mut m = LinkMessage::default();
+    m.header.index = ifindex;
+    m.attributes = attributes;
+    m
 }
 
 /// `struct rtnl_link_stats64`, all 25 counters of 6.18 (fields missing from an older kernel's
@@ -114,14 +90,12 @@ macro_rules! stats_fields {
 }
 
 impl LinkStats {
-    /// Parse the `IFLA_STATS64` payload (native-endian u64 array, in field order).
-    pub fn from_bytes(b: &[u8]) -> Self {
-        let mut words = b
-            .chunks_exact(8)
-            .map(|c| u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+    /// The counters of an `IFLA_STATS64` attribute (netlink-packet-route zero-fills the
+    /// fields an older kernel's shorter struct lacks).
+    pub fn from_stats64(v: &Stats64) -> Self {
         let mut s = LinkStats::default();
         macro_rules! fill {
-            ($($f:ident),*) => { $( s.$f = words.next().unwrap_or(0); )* };
+            ($($f:ident),*) => { $( s.$f = v.$f; )* };
         }
         stats_fields!(fill);
         s
@@ -206,14 +180,11 @@ impl LinkInfo {
         self.flags & libc::IFF_UP as u32 != 0
     }
 
-    fn parse(payload: &[u8]) -> Option<LinkInfo> {
-        let hdr = payload.get(..16)?;
-        let index = i32::from_ne_bytes(hdr[4..8].try_into().ok()?) as u32;
-        let flags = u32::from_ne_bytes(hdr[8..12].try_into().ok()?);
+    fn from_msg(msg: &LinkMessage) -> LinkInfo {
         let mut info = LinkInfo {
-            index,
+            index: msg.header.index,
             name: String::new(),
-            flags,
+            flags: msg.header.flags.bits(),
             mtu: None,
             master: None,
             kind: None,
@@ -227,52 +198,55 @@ impl LinkInfo {
             xdp: None,
             stats: None,
         };
-        for (ty, v) in attrs(&payload[16..]) {
-            match ty {
-                IFLA_IFNAME => info.name = attr_string(v),
-                IFLA_MTU => info.mtu = attr_u32(v),
-                IFLA_MASTER => info.master = attr_u32(v),
-                IFLA_ADDRESS => info.address = Some(v.to_vec()),
-                IFLA_OPERSTATE => info.operstate = v.first().copied(),
-                IFLA_CARRIER => info.carrier = v.first().map(|&c| c != 0),
-                IFLA_TXQLEN => info.txqlen = attr_u32(v),
-                IFLA_GSO_MAX_SIZE => info.gso_max_size = attr_u32(v),
-                IFLA_GRO_MAX_SIZE => info.gro_max_size = attr_u32(v),
-                IFLA_GRO_IPV4_MAX_SIZE => info.gro_ipv4_max_size = attr_u32(v),
-                IFLA_STATS64 => info.stats = Some(LinkStats::from_bytes(v)),
-                IFLA_LINKINFO => {
-                    for (ity, iv) in attrs(v) {
-                        if ity == IFLA_INFO_KIND {
-                            info.kind = Some(attr_string(iv));
-                        }
-                    }
+        for attr in &msg.attributes {
+            match attr {
+                LinkAttribute::IfName(n) => info.name = n.clone(),
+                LinkAttribute::Mtu(v) => info.mtu = Some(*v),
+                LinkAttribute::Controller(v) => info.master = Some(*v),
+                LinkAttribute::Address(v) => info.address = Some(v.clone()),
+                LinkAttribute::OperState(s) => info.operstate = Some(u8::from(*s)),
+                LinkAttribute::Carrier(c) => info.carrier = Some(*c != 0),
+                LinkAttribute::TxQueueLen(v) => info.txqlen = Some(*v),
+                LinkAttribute::GsoMaxSize(v) => info.gso_max_size = Some(*v),
+                LinkAttribute::GroMaxSize(v) => info.gro_max_size = Some(*v),
+                LinkAttribute::GroIpv4MaxSize(v) => info.gro_ipv4_max_size = Some(*v),
+                LinkAttribute::Stats64(v) => info.stats = Some(LinkStats::from_stats64(v)),
+                LinkAttribute::LinkInfo(infos) => {
+                    info.kind = infos.iter().find_map(|i| match i {
+                        Info::Kind(k) => Some(k.to_string()),
+                        _ => None,
+                    });
                 }
-                IFLA_XDP => {
-                    let mut mode = XdpAttached::None;
-                    let mut prog = None;
-                    for (xty, xv) in attrs(v) {
-                        match xty {
-                            IFLA_XDP_ATTACHED => {
-                                mode = match xv.first().copied().unwrap_or(0) {
-                                    0 => XdpAttached::None,
-                                    1 => XdpAttached::Driver,
-                                    2 => XdpAttached::Generic,
-                                    3 => XdpAttached::Hardware,
-                                    4 => XdpAttached::Multi,
-                                    n => XdpAttached::Other(n),
-                                }
-                            }
-                            IFLA_XDP_PROG_ID => prog = attr_u32(xv),
-                            _ => {}
-                        }
-                    }
-                    info.xdp = Some((mode, prog));
-                }
+                LinkAttribute::Xdp(xdp) => info.xdp = Some(xdp_state(xdp)),
                 _ => {}
             }
         }
-        Some(info)
+        info
     }
+}
+
+/// `IFLA_XDP_ATTACHED` and `IFLA_XDP_PROG_ID` (include/uapi/linux/if_link.h `XDP_ATTACHED_*`).
+fn xdp_state(xdp: &[LinkXdp]) -> (XdpAttached, Option<u32>) {
+    let mut mode = XdpAttached::None;
+    let mut prog = None;
+    for x in xdp {
+        match x {
+            LinkXdp::Attached(a) => {
+                mode = match a {
+                    Attached::None => XdpAttached::None,
+                    Attached::Driver => XdpAttached::Driver,
+                    Attached::SocketBuffer => XdpAttached::Generic,
+                    Attached::Hardware => XdpAttached::Hardware,
+                    Attached::Multiple => XdpAttached::Multi,
+                    Attached::Other(n) => XdpAttached::Other(*n),
+                    _ => XdpAttached::Other(u8::MAX),
+                }
+            }
+            LinkXdp::ProgId(id) => prog = Some(*id),
+            _ => {}
+        }
+    }
+    (mode, prog)
 }
 
 /// A `NETLINK_ROUTE` socket in the network namespace of the thread that opened it.
@@ -287,44 +261,50 @@ impl Rtnl {
     /// Open and bind the socket.
     pub fn new() -> Result<Self, KernelError> {
         Ok(Rtnl {
-            sock: NlSocket::open(libc::NETLINK_ROUTE, "NETLINK_ROUTE")?,
+            sock: NlSocket::open(netlink_sys::constants::NETLINK_ROUTE, "NETLINK_ROUTE")?,
         })
+    }
+
+    fn request(&mut self, op: &str, msg: Msg, flags: u16) -> Result<Vec<Msg>, KernelError> {
+        self.sock.request(op, msg, flags)
     }
 
     /// `RTM_GETLINK` by index.
     pub fn link(&mut self, ifindex: u32) -> Result<LinkInfo, KernelError> {
         let op = format!("RTM_GETLINK ifindex {ifindex}");
-        let mut m = MsgBuilder::new(RTM_GETLINK, 0);
-        m.header(&ifinfomsg(ifindex, 0, 0));
-        self.get_one(&op, m)
+        self.get_one(&op, link_msg(ifindex, vec![]))
     }
 
     /// `RTM_GETLINK` by name.
     pub fn link_by_name(&mut self, name: &str) -> Result<LinkInfo, KernelError> {
         let op = format!("RTM_GETLINK {name}");
-        let mut m = MsgBuilder::new(RTM_GETLINK, 0);
-        m.header(&ifinfomsg(0, 0, 0)).attr_str(IFLA_IFNAME, name);
-        self.get_one(&op, m)
+        self.get_one(&op, link_msg(0, vec![LinkAttribute::IfName(name.into())]))
     }
 
-    fn get_one(&mut self, op: &str, m: MsgBuilder) -> Result<LinkInfo, KernelError> {
-        let replies = self.sock.request(op, m)?;
+    fn get_one(&mut self, op: &str, m: LinkMessage) -> Result<LinkInfo, KernelError> {
+        let replies = self.request(op, Msg::GetLink(m), 0)?;
         replies
             .iter()
-            .filter(|r| r.ty == RTM_NEWLINK)
-            .find_map(|r| LinkInfo::parse(&r.payload))
+            .find_map(|r| match r {
+                Msg::NewLink(l) => Some(LinkInfo::from_msg(l)),
+                _ => None,
+            })
             .ok_or_else(|| KernelError::new(op, Cause::Protocol("no RTM_NEWLINK in reply".into())))
     }
 
     /// Every link in the namespace (`RTM_GETLINK` dump).
     pub fn links(&mut self) -> Result<Vec<LinkInfo>, KernelError> {
-        let mut m = MsgBuilder::new(RTM_GETLINK, NLM_F_DUMP);
-        m.header(&ifinfomsg(0, 0, 0));
-        let replies = self.sock.request("RTM_GETLINK dump", m)?;
+        let replies = self.request(
+            "RTM_GETLINK dump",
+            Msg::GetLink(LinkMessage::default()),
+            NLM_F_DUMP,
+        )?;
         Ok(replies
             .iter()
-            .filter(|r| r.ty == RTM_NEWLINK)
-            .filter_map(|r| LinkInfo::parse(&r.payload))
+            .filter_map(|r| match r {
+                Msg::NewLink(l) => Some(LinkInfo::from_msg(l)),
+                _ => None,
+            })
             .collect())
     }
 
@@ -348,16 +328,10 @@ impl Rtnl {
         &mut self,
         op: &str,
         ifindex: u32,
-        flags: u32,
-        change: u32,
-        attrs: &[Nla],
+        attrs: Vec<LinkAttribute>,
     ) -> Result<(), KernelError> {
-        let mut m = MsgBuilder::new(RTM_SETLINK, 0);
-        m.header(&ifinfomsg(ifindex, flags, change));
-        for a in attrs {
-            m.nla(a);
-        }
-        self.sock.request(op, m).map(|_| ())
+        self.request(op, Msg::SetLink(link_msg(ifindex, attrs)), 0)
+            .map(|_| ())
     }
 
     /// Set `IFF_UP` on or off.
@@ -366,8 +340,12 @@ impl Rtnl {
             "RTM_SETLINK {} ifindex {ifindex}",
             if up { "up" } else { "down" }
         );
-        let iff_up = libc::IFF_UP as u32;
-        self.set_link(&op, ifindex, if up { iff_up } else { 0 }, iff_up, &[])
+        let mut m = link_msg(ifindex, vec![]);
+        m.header.change_mask = LinkFlags::Up;
+        if up {
+            m.header.flags = LinkFlags::Up;
+        }
+        self.request(&op, Msg::SetLink(m), 0).map(|_| ())
     }
 
     /// Make `ifindex` a port of `master` (a bridge), or release it with `None`.
@@ -376,19 +354,14 @@ impl Rtnl {
             Some(m) => format!("RTM_SETLINK ifindex {ifindex} master {m}"),
             None => format!("RTM_SETLINK ifindex {ifindex} nomaster"),
         };
-        self.set_link(
-            &op,
-            ifindex,
-            0,
-            0,
-            &[Nla::u32(IFLA_MASTER, master.unwrap_or(0))],
-        )
+        let controller = LinkAttribute::Controller(master.unwrap_or(0));
+        self.set_link(&op, ifindex, vec![controller])
     }
 
     /// Set the MTU.
     pub fn set_mtu(&mut self, ifindex: u32, mtu: u32) -> Result<(), KernelError> {
         let op = format!("RTM_SETLINK ifindex {ifindex} mtu {mtu}");
-        self.set_link(&op, ifindex, 0, 0, &[Nla::u32(IFLA_MTU, mtu)])
+        self.set_link(&op, ifindex, vec![LinkAttribute::Mtu(mtu)])
     }
 
     /// Set the GRO size limits (`ip link set DEV gro_max_size N gro_ipv4_max_size M`);
@@ -403,29 +376,23 @@ impl Rtnl {
             "RTM_SETLINK ifindex {ifindex} gro_max_size {ipv6:?} gro_ipv4_max_size {ipv4:?}"
         );
         let mut attrs = Vec::new();
-        attrs.extend(ipv6.map(|v| Nla::u32(IFLA_GRO_MAX_SIZE, v)));
-        attrs.extend(ipv4.map(|v| Nla::u32(IFLA_GRO_IPV4_MAX_SIZE, v)));
-        self.set_link(&op, ifindex, 0, 0, &attrs)
+        attrs.extend(ipv6.map(LinkAttribute::GroMaxSize));
+        attrs.extend(ipv4.map(LinkAttribute::GroIpv4MaxSize));
+        self.set_link(&op, ifindex, attrs)
     }
 
     /// Set the MAC address.
     pub fn set_address(&mut self, ifindex: u32, mac: [u8; 6]) -> Result<(), KernelError> {
         let op = format!("RTM_SETLINK ifindex {ifindex} address");
-        self.set_link(&op, ifindex, 0, 0, &[Nla::bytes(IFLA_ADDRESS, &mac)])
+        self.set_link(&op, ifindex, vec![LinkAttribute::Address(mac.to_vec())])
     }
 
     /// Attach an XDP program by fd (`IFLA_XDP {FD, FLAGS}`); `fd = -1` detaches. Flags:
     /// `XDP_FLAGS_SKB_MODE` = 2, `XDP_FLAGS_DRV_MODE` = 4, `XDP_FLAGS_UPDATE_IF_NOEXIST` = 1.
     pub fn set_xdp_fd(&mut self, ifindex: u32, fd: i32, flags: u32) -> Result<(), KernelError> {
         let op = format!("RTM_SETLINK ifindex {ifindex} IFLA_XDP fd {fd} flags {flags:#x}");
-        let xdp = Nla::nested(
-            IFLA_XDP,
-            vec![
-                Nla::bytes(IFLA_XDP_FD, &fd.to_ne_bytes()),
-                Nla::u32(IFLA_XDP_FLAGS, flags),
-            ],
-        );
-        self.set_link(&op, ifindex, 0, 0, &[xdp])
+        let xdp = LinkAttribute::Xdp(vec![LinkXdp::Fd(fd), LinkXdp::Flags(flags)]);
+        self.set_link(&op, ifindex, vec![xdp])
     }
 
     /// `RTM_NEWLINK` (create, exclusive) of `kind` with optional `IFLA_INFO_DATA` attributes;
@@ -436,35 +403,37 @@ impl Rtnl {
         kind: &str,
         info_data: &[Nla],
     ) -> Result<u32, KernelError> {
-        let op = format!("RTM_NEWLINK {kind} {name}");
-        self.new_link(&op, name, kind, info_data, &[])?;
+        let data = (!info_data.is_empty()).then(|| InfoData::Other(emit_nlas(info_data)));
+        self.create(name, InfoKind::from(kind), data)?;
         self.link_index(name)
     }
 
-    fn new_link(
+    /// `RTM_NEWLINK` with `NLM_F_CREATE | NLM_F_EXCL`: `IFLA_IFNAME`, then `IFLA_LINKINFO`
+    /// with the kind and its `IFLA_INFO_DATA`.
+    fn create(
         &mut self,
-        op: &str,
         name: &str,
-        kind: &str,
-        info_data: &[Nla],
-        extra: &[Nla],
+        kind: InfoKind,
+        data: Option<InfoData>,
     ) -> Result<(), KernelError> {
-        let mut m = MsgBuilder::new(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
-        m.header(&ifinfomsg(0, 0, 0)).attr_str(IFLA_IFNAME, name);
-        for a in extra {
-            m.nla(a);
-        }
-        let mut li = vec![Nla::string(IFLA_INFO_KIND, kind)];
-        if !info_data.is_empty() {
-            li.push(Nla::nested(IFLA_INFO_DATA, info_data.to_vec()));
-        }
-        m.nla(&Nla::nested(IFLA_LINKINFO, li));
-        self.sock.request(op, m).map(|_| ())
+        let op = format!("RTM_NEWLINK {kind} {name}");
+        let mut info = vec![Info::Kind(kind)];
+        info.extend(data.map(Info::Data));
+        let m = link_msg(
+            0,
+            vec![
+                LinkAttribute::IfName(name.into()),
+                LinkAttribute::LinkInfo(info),
+            ],
+        );
+        self.request(&op, Msg::NewLink(m), NLM_F_CREATE | NLM_F_EXCL)
+            .map(|_| ())
     }
 
     /// A plain bridge (no VLAN filtering, STP off: ports forward as soon as they are up).
     pub fn create_bridge(&mut self, name: &str) -> Result<u32, KernelError> {
-        self.create_link(name, "bridge", &[])
+        self.create(name, InfoKind::Bridge, None)?;
+        self.link_index(name)
     }
 
     /// A plain bridge that sends nothing of its own: also multicast snooping off
@@ -473,49 +442,97 @@ impl Rtnl {
     /// (01:00:5e:00:00:16) out of every port within seconds, which a reader on a port
     /// would read as frames nobody wrote.
     pub fn create_quiet_bridge(&mut self, name: &str) -> Result<u32, KernelError> {
-        self.create_link(name, "bridge", &[Nla::u8(IFLA_BR_MCAST_SNOOPING, 0)])
+        let data = InfoData::Bridge(vec![InfoBridge::MulticastSnooping(false)]);
+        self.create(name, InfoKind::Bridge, Some(data))?;
+        self.link_index(name)
     }
 
     /// Delete the bridge's learned (non-static) fdb entries: `IFLA_BR_FDB_FLUSH` through
     /// `RTM_NEWLINK` on the existing bridge (br_changelink: br_fdb_flush), synchronous.
     pub fn bridge_fdb_flush(&mut self, bridge: u32) -> Result<(), KernelError> {
         let op = format!("RTM_NEWLINK ifindex {bridge} IFLA_BR_FDB_FLUSH");
-        let mut m = MsgBuilder::new(RTM_NEWLINK, 0);
-        m.header(&ifinfomsg(bridge, 0, 0));
-        m.nla(&Nla::nested(
-            IFLA_LINKINFO,
-            vec![
-                Nla::string(IFLA_INFO_KIND, "bridge"),
-                Nla::nested(IFLA_INFO_DATA, vec![Nla::bytes(IFLA_BR_FDB_FLUSH, &[])]),
-            ],
-        ));
-        self.sock.request(&op, m).map(|_| ())
+        let info = vec![
+            Info::Kind(InfoKind::Bridge),
+            Info::Data(InfoData::Bridge(vec![InfoBridge::FdbFlush])),
+        ];
+        let m = link_msg(bridge, vec![LinkAttribute::LinkInfo(info)]);
+        self.request(&op, Msg::NewLink(m), 0).map(|_| ())
     }
 
     /// Set `tx_queue_len` (`IFLA_TXQLEN`); for a tun/tap this resizes its tx_ring.
     pub fn set_txqlen(&mut self, ifindex: u32, len: u32) -> Result<(), KernelError> {
         let op = format!("RTM_SETLINK ifindex {ifindex} txqueuelen {len}");
-        self.set_link(&op, ifindex, 0, 0, &[Nla::u32(IFLA_TXQLEN, len)])
+        self.set_link(&op, ifindex, vec![LinkAttribute::TxQueueLen(len)])
     }
 
     /// A veth pair; returns both ifindexes.
     pub fn create_veth(&mut self, name: &str, peer: &str) -> Result<(u32, u32), KernelError> {
-        let op = format!("RTM_NEWLINK veth {name} peer {peer}");
         // VETH_INFO_PEER carries a struct ifinfomsg followed by the peer's attributes.
-        let mut peer_payload = ifinfomsg(0, 0, 0).to_vec();
-        let mut name_attr = MsgBuilder::new(0, 0);
-        name_attr.attr_str(IFLA_IFNAME, peer);
-        peer_payload.extend_from_slice(name_attr.body());
-        let info = [Nla::bytes(VETH_INFO_PEER, &peer_payload)];
-        self.new_link(&op, name, "veth", &info, &[])?;
+        let peer_msg = link_msg(0, vec![LinkAttribute::IfName(peer.into())]);
+        let data = InfoData::Veth(InfoVeth::Peer(peer_msg));
+        self.create(name, InfoKind::Veth, Some(data))?;
         Ok((self.link_index(name)?, self.link_index(peer)?))
     }
 
     /// `RTM_DELLINK`.
     pub fn delete_link(&mut self, ifindex: u32) -> Result<(), KernelError> {
         let op = format!("RTM_DELLINK ifindex {ifindex}");
-        let mut m = MsgBuilder::new(RTM_DELLINK, 0);
-        m.header(&ifinfomsg(ifindex, 0, 0));
-        self.sock.request(&op, m).map(|_| ())
+        self.request(&op, Msg::DelLink(link_msg(ifindex, vec![])), 0)
+            .map(|_| ())
+    }
+
+    /// `ip addr add ADDR/PREFIX dev IFINDEX` (`RTM_NEWADDR`, exclusive). An IPv4 address goes
+    /// in both `IFA_LOCAL` and `IFA_ADDRESS` (what iproute2 sends); an IPv6 one in
+    /// `IFA_ADDRESS` with `IFA_F_NODAD`, so it is usable at once instead of tentative
+    /// (net/ipv6/addrconf.c: inet6_rtm_newaddr).
+    pub fn add_address(
+        &mut self,
+        ifindex: u32,
+        addr: IpAddr,
+        prefix: u8,
+    ) -> Result<(), KernelError> {
+        let op = match addr {
+            IpAddr::V4(_) => format!("RTM_NEWADDR {addr}/{prefix} ifindex {ifindex}"),
+            IpAddr::V6(_) => format!("RTM_NEWADDR {addr}/{prefix} nodad ifindex {ifindex}"),
+        };
+        let mut m = AddressMessage::default();
+        m.header.prefix_len = prefix;
+        m.header.index = ifindex;
+        match addr {
+            IpAddr::V4(_) => {
+                m.header.family = AddressFamily::Inet;
+                m.attributes = vec![
+                    AddressAttribute::Local(addr),
+                    AddressAttribute::Address(addr),
+                ];
+            }
+            IpAddr::V6(_) => {
+                m.header.family = AddressFamily::Inet6;
+                m.header.flags = AddressHeaderFlags::Nodad;
+                m.attributes = vec![AddressAttribute::Address(addr)];
+            }
+        }
+        self.request(&op, Msg::NewAddress(m), NLM_F_CREATE | NLM_F_EXCL)
+            .map(|_| ())
+    }
+
+    /// `ip neigh add ADDR lladdr MAC dev IFINDEX nud permanent` (`RTM_NEWNEIGH`, exclusive).
+    pub fn add_neighbour(
+        &mut self,
+        ifindex: u32,
+        addr: std::net::Ipv4Addr,
+        mac: [u8; 6],
+    ) -> Result<(), KernelError> {
+        let op = format!("RTM_NEWNEIGH {:?} ifindex {ifindex}", addr.octets());
+        let mut m = NeighbourMessage::default();
+        m.header.family = AddressFamily::Inet;
+        m.header.ifindex = ifindex;
+        m.header.state = NeighbourState::Permanent;
+        m.attributes = vec![
+            NeighbourAttribute::Destination(NeighbourAddress::Inet(addr)),
+            NeighbourAttribute::LinkLayerAddress(mac.to_vec()),
+        ];
+        self.request(&op, Msg::NewNeighbour(m), NLM_F_CREATE | NLM_F_EXCL)
+            .map(|_| ())
     }
 }

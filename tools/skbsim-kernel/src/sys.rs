@@ -1,11 +1,15 @@
-//! Small wrappers over libc shared by the other modules: errno conversion, `struct ifreq`,
-//! the namespace guard, `poll`.
+//! Small wrappers shared by the other modules: errno conversion, `struct ifreq`, the
+//! namespace guard, `poll`. System calls go through `rustix` where it has them.
 
-use std::ffi::CString;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
+use rustix::event::{PollFd, PollFlags};
+use rustix::fs::OFlags;
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
+
 use crate::error::{Cause, Errno, KernelError};
+use crate::ioctl::{ioctl, Request};
 
 /// `IFNAMSIZ`: interface names are at most 15 bytes plus the NUL.
 pub(crate) const IFNAMSIZ: usize = 16;
@@ -79,15 +83,6 @@ impl IfreqFlags {
     }
 }
 
-/// `struct ifreq` with the `ifr_ifindex` member (SIOCGIFINDEX).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct IfreqInt {
-    pub name: [u8; IFNAMSIZ],
-    pub value: libc::c_int,
-    _pad: [u8; 20],
-}
-
 /// `struct ifreq` with the `ifr_data` member (SIOCETHTOOL).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -108,65 +103,52 @@ impl IfreqPtr {
 }
 
 const _: () = assert!(std::mem::size_of::<IfreqFlags>() == 40);
-const _: () = assert!(std::mem::size_of::<IfreqInt>() == 40);
 const _: () = assert!(std::mem::size_of::<IfreqPtr>() == 40);
 
 /// A datagram socket used only as an ioctl handle. Socket ioctls act in the network
 /// namespace the socket was created in, so keeping one per object pins the namespace.
 pub(crate) fn ctl_socket(op: &str) -> Result<OwnedFd, KernelError> {
-    // SAFETY: plain socket(2) call with constant arguments; the result is checked.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    owned_fd(fd).map_err(|e| KernelError::sys(format!("{op}: socket(AF_INET)"), e))
+    socket(AddressFamily::INET, SocketType::DGRAM)
+        .map_err(|e| KernelError::sys(format!("{op}: socket(AF_INET)"), e))
+}
+
+/// `socket(family, type | SOCK_CLOEXEC, 0)`.
+pub(crate) fn socket(family: AddressFamily, ty: SocketType) -> Result<OwnedFd, Errno> {
+    Ok(rustix::net::socket_with(
+        family,
+        ty,
+        SocketFlags::CLOEXEC,
+        None,
+    )?)
 }
 
 /// `SIOCGIFINDEX`.
 pub(crate) fn ifindex_of(sock: BorrowedFd<'_>, name: &str) -> Result<u32, KernelError> {
     let op = format!("SIOCGIFINDEX on {name}");
-    let mut req = IfreqInt {
-        name: ifname_array(&op, name)?,
-        value: 0,
-        _pad: [0; 20],
-    };
-    // SAFETY: SIOCGIFINDEX reads the name from and writes an int into a 40-byte ifreq that
-    // lives for the whole call.
-    let ret = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFINDEX, &mut req) };
-    cvt(ret).map_err(|e| KernelError::sys(op, e))?;
-    Ok(req.value as u32)
+    ifname_array(&op, name)?;
+    rustix::net::netdevice::name_to_index(sock, name).map_err(|e| KernelError::sys(op, e.into()))
 }
 
 /// `SIOCGIFFLAGS` then `SIOCSIFFLAGS` with `IFF_UP` set or cleared.
 pub(crate) fn set_if_up(sock: BorrowedFd<'_>, name: &str, up: bool) -> Result<(), KernelError> {
     let op = format!("SIOCSIFFLAGS {} on {name}", if up { "up" } else { "down" });
     let mut req = IfreqFlags::new(ifname_array(&op, name)?, 0);
-    // SAFETY: SIOCGIFFLAGS fills `flags` of an ifreq that lives for the whole call.
-    let ret = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) };
-    cvt(ret).map_err(|e| KernelError::sys(format!("SIOCGIFFLAGS on {name}"), e))?;
+    ioctl(sock, Request::GetIfFlags(&mut req))
+        .map_err(|e| KernelError::sys(format!("SIOCGIFFLAGS on {name}"), e))?;
     let up_flag = libc::IFF_UP as libc::c_short;
     if up {
         req.flags |= up_flag;
     } else {
         req.flags &= !up_flag;
     }
-    // SAFETY: SIOCSIFFLAGS reads an ifreq that lives for the whole call.
-    let ret = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) };
-    cvt(ret).map_err(|e| KernelError::sys(op, e))?;
+    ioctl(sock, Request::SetIfFlags(&mut req)).map_err(|e| KernelError::sys(op, e))?;
     Ok(())
 }
 
 /// Inode number of a namespace file such as `/proc/thread-self/ns/net`.
 pub(crate) fn ns_inode(path: &str) -> Result<u64, KernelError> {
-    let c = CString::new(path).map_err(|_| {
-        KernelError::new(
-            format!("stat {path}"),
-            Cause::Protocol("NUL in path".into()),
-        )
-    })?;
-    // SAFETY: an all-zero `struct stat` is a valid value to be overwritten by stat(2).
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a NUL-terminated path and `st` a writable stat buffer, both alive for
-    // the call.
-    let ret = unsafe { libc::stat(c.as_ptr(), &mut st) };
-    cvt(ret).map_err(|e| KernelError::sys(format!("stat {path}"), e))?;
+    let st =
+        rustix::fs::stat(path).map_err(|e| KernelError::sys(format!("stat {path}"), e.into()))?;
     Ok(st.st_ino)
 }
 
@@ -213,38 +195,31 @@ pub(crate) fn poll_one(
     events: libc::c_short,
     timeout: Option<Duration>,
 ) -> Result<bool, Errno> {
-    let ms: libc::c_int = match timeout {
-        None => -1,
-        Some(d) => d.as_millis().min(libc::c_int::MAX as u128) as libc::c_int,
-    };
+    // Whole milliseconds, as poll(2) took them before (a sub-millisecond rest is dropped).
+    let timeout = timeout.map(|d| {
+        let ms = d.as_millis().min(libc::c_int::MAX as u128) as u64;
+        rustix::time::Timespec {
+            tv_sec: (ms / 1000) as i64,
+            tv_nsec: ((ms % 1000) * 1_000_000) as i64,
+        }
+    });
+    let events = PollFlags::from_bits_retain(events as u16);
     loop {
-        let mut pfd = libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, count 1, alive for the call.
-        let ret = unsafe { libc::poll(&mut pfd, 1, ms) };
-        match cvt(ret) {
+        let mut pfd = [PollFd::new(&fd, events)];
+        match rustix::event::poll(&mut pfd, timeout.as_ref()) {
             Ok(0) => return Ok(false),
-            Ok(_) => return Ok(pfd.revents != 0),
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(e),
+            Ok(_) => return Ok(!pfd[0].revents().is_empty()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
 }
 
 /// Set or clear `O_NONBLOCK`.
 pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> Result<(), Errno> {
-    // SAFETY: F_GETFL on a descriptor we borrow; no pointers.
-    let flags = cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
-    let flags = if on {
-        flags | libc::O_NONBLOCK
-    } else {
-        flags & !libc::O_NONBLOCK
-    };
-    // SAFETY: F_SETFL with an int argument on a descriptor we borrow.
-    cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags) })?;
+    let mut flags = rustix::fs::fcntl_getfl(fd)?;
+    flags.set(OFlags::NONBLOCK, on);
+    rustix::fs::fcntl_setfl(fd, flags)?;
     Ok(())
 }
 

@@ -19,9 +19,10 @@
 //! which has no NAPI id (see [`crate::genl`]).
 
 use std::collections::BTreeSet;
-use std::ffi::CStr;
 use std::path::Path;
 use std::thread;
+
+use rustix::mount::{MountFlags, MountPropagationFlags};
 
 use crate::error::{Cause, Errno, KernelError};
 use crate::rtnl::Rtnl;
@@ -68,31 +69,19 @@ fn enter_private_sysfs(expected: &BTreeSet<String>) -> Result<(), KernelError> {
             Cause::Refused("mount namespace did not change".into()),
         ));
     }
-    let root: &CStr = c"/";
-    // SAFETY: mount(2) changing propagation only: NULL source/fstype/data are allowed for
-    // MS_PRIVATE; the target is a NUL-terminated constant.
-    let ret = unsafe {
-        libc::mount(
-            std::ptr::null(),
-            root.as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        )
-    };
-    cvt(ret).map_err(|e| KernelError::sys("mount --make-rprivate /", e))?;
-    let (src, target, fstype): (&CStr, &CStr, &CStr) = (c"sysfs", c"/sys", c"sysfs");
-    // SAFETY: mount(2) with NUL-terminated constant strings and no data.
-    let ret = unsafe {
-        libc::mount(
-            src.as_ptr(),
-            target.as_ptr(),
-            fstype.as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            std::ptr::null(),
-        )
-    };
-    cvt(ret).map_err(|e| KernelError::sys("mount -t sysfs none /sys (private)", e))?;
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+    )
+    .map_err(|e| KernelError::sys("mount --make-rprivate /", e.into()))?;
+    rustix::mount::mount(
+        "sysfs",
+        "/sys",
+        "sysfs",
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        None,
+    )
+    .map_err(|e| KernelError::sys("mount -t sysfs none /sys (private)", e.into()))?;
     let listed: BTreeSet<String> = std::fs::read_dir("/sys/class/net")
         .map_err(|e| io_err("read_dir /sys/class/net", e))?
         .filter_map(|e| e.ok())

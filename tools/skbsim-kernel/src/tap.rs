@@ -1,13 +1,16 @@
 //! TUN/TAP devices through `/dev/net/tun` and raw ioctls.
 
-use std::ffi::CStr;
+use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
+use rustix::fs::{Mode, OFlags};
+
 use crate::error::{Errno, ErrnoExt, KernelError};
+use crate::ioctl::{ioctl, Request};
 use crate::sys::{
-    ctl_socket, cvt, cvt_len, ensure_private_netns, ifindex_of, ifname_array, ifname_from_array,
-    owned_fd, poll_one, set_if_up, IfreqFlags,
+    ctl_socket, ensure_private_netns, ifindex_of, ifname_array, ifname_from_array, poll_one,
+    set_if_up, IfreqFlags,
 };
 
 // The ioctl numbers and flag bits have one definition, the model's
@@ -152,22 +155,17 @@ impl TapConfig {
         let op = format!("TUNSETIFF on {label}");
         ensure_private_netns(&op)?;
         let ctl = ctl_socket(&op)?;
-        let mut oflags = libc::O_RDWR | libc::O_CLOEXEC;
-        if self.nonblocking {
-            oflags |= libc::O_NONBLOCK;
-        }
-        let path: &CStr = c"/dev/net/tun";
-        // SAFETY: `path` is a NUL-terminated constant string.
-        let fd = unsafe { libc::open(path.as_ptr(), oflags) };
-        let fd = owned_fd(fd).op(|| "open /dev/net/tun".to_string())?;
+        let mut oflags = OFlags::RDWR | OFlags::CLOEXEC;
+        oflags.set(OFlags::NONBLOCK, self.nonblocking);
+        let fd = rustix::fs::open("/dev/net/tun", oflags, Mode::empty())
+            .map_err(Errno::from)
+            .op(|| "open /dev/net/tun".to_string())?;
         let name = match &self.name {
             Some(n) => ifname_array(&op, n)?,
             None => [0u8; 16],
         };
         let mut req = IfreqFlags::new(name, self.iff_flags() as libc::c_short);
-        // SAFETY: TUNSETIFF reads and writes back a 40-byte ifreq that lives for the call.
-        let ret = unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF, &mut req) };
-        cvt(ret).op(|| op.clone())?;
+        ioctl(fd.as_fd(), Request::TunSetIff(&mut req)).op(|| op.clone())?;
         let name = ifname_from_array(&req.name);
         let ifindex = ifindex_of(ctl.as_fd(), &name)?;
         Ok(Tap {
@@ -222,55 +220,48 @@ impl Tap {
         self.flags & iff::VNET_HDR != 0
     }
 
-    fn ioctl_int_ptr(
-        &self,
-        what: &str,
-        req: libc::c_ulong,
-        value: libc::c_int,
-    ) -> Result<(), KernelError> {
-        let mut v = value;
-        // SAFETY: these TUN ioctls read one int through the pointer, which lives for the call.
-        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), req, &mut v) };
-        cvt(ret).op(|| format!("{what} on {}", self.name))?;
-        Ok(())
+    fn ioctl(&self, what: &str, req: Request<'_>) -> Result<i32, KernelError> {
+        ioctl(self.fd.as_fd(), req).op(|| format!("{what} on {}", self.name))
     }
 
     /// `TUNSETVNETHDRSZ` (10, 12, 20, 24, 4096 accepted here; below 10 is EINVAL).
     pub fn set_vnet_hdr_sz(&self, size: i32) -> Result<(), KernelError> {
-        self.ioctl_int_ptr("TUNSETVNETHDRSZ", TUNSETVNETHDRSZ, size)
+        self.ioctl("TUNSETVNETHDRSZ", Request::TunSetVnetHdrSz(size))
+            .map(drop)
     }
 
     /// `TUNGETVNETHDRSZ`.
     pub fn vnet_hdr_sz(&self) -> Result<i32, KernelError> {
         let mut v: libc::c_int = 0;
-        // SAFETY: TUNGETVNETHDRSZ writes one int through the pointer.
-        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), TUNGETVNETHDRSZ, &mut v) };
-        cvt(ret).op(|| format!("TUNGETVNETHDRSZ on {}", self.name))?;
+        self.ioctl("TUNGETVNETHDRSZ", Request::TunGetVnetHdrSz(&mut v))?;
         Ok(v)
     }
 
     /// `TUNSETOFFLOAD` with `TUN_F_*` bits (see [`tun_f`]).
     pub fn set_offload(&self, flags: u32) -> Result<(), KernelError> {
-        // SAFETY: TUNSETOFFLOAD takes the flags by value, no pointer.
-        let ret =
-            unsafe { libc::ioctl(self.fd.as_raw_fd(), TUNSETOFFLOAD, flags as libc::c_ulong) };
-        cvt(ret).op(|| format!("TUNSETOFFLOAD {flags:#x} on {}", self.name))?;
-        Ok(())
+        self.ioctl(
+            &format!("TUNSETOFFLOAD {flags:#x}"),
+            Request::TunSetOffload(flags),
+        )
+        .map(drop)
     }
 
     /// `TUNSETVNETLE`: virtio header in little endian (legacy big-endian guests).
     pub fn set_vnet_le(&self, on: bool) -> Result<(), KernelError> {
-        self.ioctl_int_ptr("TUNSETVNETLE", TUNSETVNETLE, on as libc::c_int)
+        self.ioctl("TUNSETVNETLE", Request::TunSetVnetLe(on as libc::c_int))
+            .map(drop)
     }
 
     /// `TUNSETVNETBE` (EINVAL unless the kernel has `CONFIG_TUN_VNET_CROSS_LE`).
     pub fn set_vnet_be(&self, on: bool) -> Result<(), KernelError> {
-        self.ioctl_int_ptr("TUNSETVNETBE", TUNSETVNETBE, on as libc::c_int)
+        self.ioctl("TUNSETVNETBE", Request::TunSetVnetBe(on as libc::c_int))
+            .map(drop)
     }
 
     /// `TUNSETSNDBUF`. Note: once set, native XDP on this tap falls back to generic.
     pub fn set_sndbuf(&self, bytes: i32) -> Result<(), KernelError> {
-        self.ioctl_int_ptr("TUNSETSNDBUF", TUNSETSNDBUF, bytes)
+        self.ioctl("TUNSETSNDBUF", Request::TunSetSndbuf(bytes))
+            .map(drop)
     }
 
     /// `TUNSETQUEUE` with `IFF_ATTACH_QUEUE` or `IFF_DETACH_QUEUE` (multi-queue only).
@@ -280,29 +271,25 @@ impl Tap {
         } else {
             iff::DETACH_QUEUE
         };
-        let op = format!("TUNSETQUEUE {flags:#x} on {}", self.name);
         let mut req = IfreqFlags::new([0; 16], flags as libc::c_short);
-        // SAFETY: TUNSETQUEUE reads an ifreq that lives for the call.
-        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), TUNSETQUEUE, &mut req) };
-        cvt(ret).op(|| op)?;
-        Ok(())
+        self.ioctl(
+            &format!("TUNSETQUEUE {flags:#x}"),
+            Request::TunSetQueue(&mut req),
+        )
+        .map(drop)
     }
 
     /// `TUNGETFEATURES`: the `IFF_*` flags the driver supports (0x7173 here).
     pub fn features(&self) -> Result<u32, KernelError> {
         let mut v: libc::c_uint = 0;
-        // SAFETY: TUNGETFEATURES writes one unsigned int through the pointer.
-        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), TUNGETFEATURES, &mut v) };
-        cvt(ret).op(|| format!("TUNGETFEATURES on {}", self.name))?;
+        self.ioctl("TUNGETFEATURES", Request::TunGetFeatures(&mut v))?;
         Ok(v)
     }
 
     /// `TUNGETIFF`: the flags the kernel holds for this queue.
     pub fn get_iff(&self) -> Result<u16, KernelError> {
         let mut req = IfreqFlags::new([0; 16], 0);
-        // SAFETY: TUNGETIFF writes into an ifreq that lives for the call.
-        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), TUNGETIFF, &mut req) };
-        cvt(ret).op(|| format!("TUNGETIFF on {}", self.name))?;
+        self.ioctl("TUNGETIFF", Request::TunGetIff(&mut req))?;
         Ok(req.flags as u16)
     }
 
@@ -324,45 +311,24 @@ impl Tap {
 
     /// One `read(2)`: PI (if any), vnet header (if any), frame, truncated to `buf`.
     pub fn read(&self, buf: &mut [u8]) -> Result<usize, Errno> {
-        // SAFETY: `buf` is a writable slice of the given length.
-        let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        cvt_len(n)
+        Ok(rustix::io::read(&self.fd, buf)?)
     }
 
     /// One `readv(2)` into several buffers.
     pub fn readv(&self, bufs: &mut [&mut [u8]]) -> Result<usize, Errno> {
-        let iov: Vec<libc::iovec> = bufs
-            .iter_mut()
-            .map(|b| libc::iovec {
-                iov_base: b.as_mut_ptr().cast(),
-                iov_len: b.len(),
-            })
-            .collect();
-        // SAFETY: every iovec points into a distinct live mutable slice borrowed for the call.
-        let n = unsafe { libc::readv(self.fd.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int) };
-        cvt_len(n)
+        let mut iov: Vec<IoSliceMut<'_>> = bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+        Ok(rustix::io::readv(&self.fd, &mut iov)?)
     }
 
     /// One `write(2)`: the buffer must carry the PI and vnet header this queue expects.
     pub fn write(&self, buf: &[u8]) -> Result<usize, Errno> {
-        // SAFETY: `buf` is a readable slice of the given length.
-        let n = unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
-        cvt_len(n)
+        Ok(rustix::io::write(&self.fd, buf)?)
     }
 
     /// One `writev(2)`.
     pub fn writev(&self, bufs: &[&[u8]]) -> Result<usize, Errno> {
-        let iov: Vec<libc::iovec> = bufs
-            .iter()
-            .map(|b| libc::iovec {
-                iov_base: b.as_ptr() as *mut libc::c_void,
-                iov_len: b.len(),
-            })
-            .collect();
-        // SAFETY: every iovec points into a live slice; writev only reads through them.
-        let n =
-            unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int) };
-        cvt_len(n)
+        let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
+        Ok(rustix::io::writev(&self.fd, &iov)?)
     }
 
     /// Wait until the queue has a frame to read (or `timeout` passes: `Ok(false)`).

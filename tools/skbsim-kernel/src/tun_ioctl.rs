@@ -6,43 +6,15 @@
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
-use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
+use rustix::ioctl::Opcode;
 use sim::tun::ioctl::{cmd, BpfFd, IoctlAnswer, IoctlArg, IFNAMSIZ};
 
 use crate::error::{Errno, KernelError};
+use crate::ioctl::RawIoctl;
 use crate::sys::ensure_private_netns;
 
 /// An address no process maps: the kernel's copy from or to it fails with EFAULT.
 const BAD_ADDRESS: usize = 8;
-
-/// One ioctl with a run-time opcode and an argument that is a pointer or a plain value.
-struct RawIoctl {
-    opcode: Opcode,
-    arg: *mut libc::c_void,
-}
-
-// SAFETY: `arg` is either a plain integer the kernel never dereferences, an address the
-// kernel only reaches through copy_{from,to}_user (which fail with EFAULT on a bad one),
-// or a pointer to a live buffer of the size the opcode's kernel handler copies.
-unsafe impl Ioctl for RawIoctl {
-    type Output = IoctlOutput;
-    const IS_MUTATING: bool = true;
-
-    fn opcode(&self) -> Opcode {
-        self.opcode
-    }
-
-    fn as_ptr(&mut self) -> *mut libc::c_void {
-        self.arg
-    }
-
-    unsafe fn output_from_ptr(
-        out: IoctlOutput,
-        _ptr: *mut libc::c_void,
-    ) -> rustix::io::Result<IoctlOutput> {
-        Ok(out)
-    }
-}
 
 /// Open `/dev/net/tun` files in a private network namespace, and the user memory their
 /// ioctls read and write.

@@ -16,10 +16,11 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
+use rustix::event::EventfdFlags;
 use sim::consts::PAGE_SIZE;
 
 use crate::error::{Cause, Errno, KernelError};
-use crate::sys::{cvt, owned_fd};
+use crate::sys::cvt;
 
 const VHOST_VIRTIO: u64 = 0xAF;
 
@@ -165,9 +166,8 @@ fn align(x: usize, a: usize) -> usize {
 }
 
 fn eventfd(op: &str) -> Result<OwnedFd, KernelError> {
-    // SAFETY: eventfd(2) with constant flags; the fd is checked and owned.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    owned_fd(fd).map_err(|e| KernelError::sys(op, e))
+    rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
+        .map_err(|e| KernelError::sys(op, e.into()))
 }
 
 fn ioctl_ptr<T>(fd: &OwnedFd, req: u64, arg: &T, op: &str) -> Result<(), KernelError> {
@@ -375,13 +375,14 @@ impl VhostNet {
         fence(Ordering::Release);
         self.mem.write_u16(self.avail_off + 2, self.avail_idx);
         fence(Ordering::SeqCst);
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: writes 8 bytes from a live buffer to an eventfd we own.
-        let n = unsafe { libc::write(self.kick.as_raw_fd(), one.as_ptr().cast(), 8) };
-        if n != 8 {
-            return Err(KernelError::sys("write kick eventfd", Errno::last()));
+        match rustix::io::write(&self.kick, &1u64.to_ne_bytes()) {
+            Ok(8) => Ok(()),
+            Ok(n) => Err(KernelError::new(
+                "write kick eventfd",
+                Cause::Protocol(format!("wrote {n} of 8 bytes")),
+            )),
+            Err(e) => Err(KernelError::sys("write kick eventfd", e.into())),
         }
-        Ok(())
     }
 
     /// Descriptors published and not yet returned.
@@ -422,9 +423,8 @@ impl VhostNet {
     /// Reset the call eventfd (the signals themselves are the kernel's business: the
     /// ring's idx is what the arm counts).
     fn drain_call(&self) {
+        // Non-blocking: EAGAIN when no signal is pending.
         let mut buf = [0u8; 8];
-        // SAFETY: reads at most 8 bytes into a live buffer from an eventfd we own
-        // (non-blocking: EAGAIN when no signal is pending).
-        let _ = unsafe { libc::read(self.call.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
+        let _ = rustix::io::read(&self.call, &mut buf);
     }
 }

@@ -96,23 +96,9 @@ pub(super) fn median(v: &[f64]) -> f64 {
     s.get(s.len() / 2).copied().unwrap_or(0.0)
 }
 
-pub(super) const RTM_NEWNEIGH: u16 = 28;
-pub(super) const NDA_DST: u16 = 1;
-pub(super) const NDA_LLADDR: u16 = 2;
-pub(super) const NUD_PERMANENT: u16 = 0x80;
-
 /// `ip neigh add ADDR lladdr MAC dev IFINDEX nud permanent` (RTM_NEWNEIGH).
 pub(super) fn add_neighbour(ifindex: u32, addr: [u8; 4], mac: [u8; 6]) -> Result<(), KernelError> {
-    let op = format!("RTM_NEWNEIGH {addr:?} ifindex {ifindex}");
-    let mut sock = NlSocket::open(libc::NETLINK_ROUTE, "NETLINK_ROUTE")?;
-    // struct ndmsg { u8 family, pad1; u16 pad2; s32 ifindex; u16 state; u8 flags, type; }
-    let mut hdr = [0u8; 12];
-    hdr[0] = libc::AF_INET as u8;
-    hdr[4..8].copy_from_slice(&(ifindex as i32).to_ne_bytes());
-    hdr[8..10].copy_from_slice(&NUD_PERMANENT.to_ne_bytes());
-    let mut m = MsgBuilder::new(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_EXCL);
-    m.header(&hdr).attr(NDA_DST, &addr).attr(NDA_LLADDR, &mac);
-    sock.request(&op, m).map(|_| ())
+    crate::Rtnl::new()?.add_neighbour(ifindex, addr.into(), mac)
 }
 
 /// `Ip: InReceives` of the calling thread's namespace.

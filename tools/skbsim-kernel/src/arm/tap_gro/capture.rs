@@ -26,9 +26,12 @@ impl VnetCapture {
     pub fn bind(ifindex: u32) -> Result<Self, KernelError> {
         let op = format!("AF_PACKET PACKET_VNET_HDR bind ifindex {ifindex}");
         ensure_private_netns(&op)?;
-        // SAFETY: socket(2) with constant arguments; protocol 0 receives nothing before bind.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        let fd = owned_fd(fd).op(|| format!("{op}: socket"))?;
+        // Protocol 0 receives nothing before bind.
+        let fd = crate::sys::socket(
+            rustix::net::AddressFamily::PACKET,
+            rustix::net::SocketType::RAW,
+        )
+        .op(|| format!("{op}: socket"))?;
         setsockopt_int(fd.as_fd(), SOL_PACKET, PACKET_VNET_HDR, 1)
             .op(|| format!("{op}: PACKET_VNET_HDR"))?;
         // The tag of a frame the receive path untagged (after GRO) comes back out of band.

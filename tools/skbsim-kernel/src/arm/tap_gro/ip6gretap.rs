@@ -23,9 +23,6 @@ use sim::consts::{ETH_P_IPV6, ETH_P_TEB, IPPROTO_GRE};
 use sim::wire::gre::{Gre, GRE_ROUTING, GRE_VERSION};
 use sim::wire::{ethernet, ipv6};
 
-/// IFA_F_NODAD (include/uapi/linux/if_addr.h).
-const IFA_F_NODAD: u8 = 0x02;
-
 /// The GRE-TEB view of `f` when it is IPv6 with next header GRE (no extension headers),
 /// version 0 without routing, carrying ETH_P_TEB.
 pub(super) fn gre6_teb_of(f: &[u8]) -> Option<GreTebFrame<[u8; 16]>> {
@@ -104,20 +101,7 @@ pub(super) fn enable_ipv6_without_autoconf(dev: &str) -> Result<(), KernelError>
 
 /// `ip -6 addr add A/128 dev ifindex nodad` (RTM_NEWADDR, IFA_F_NODAD).
 pub(super) fn add_ipv6(ifindex: u32, addr: [u8; 16]) -> Result<(), KernelError> {
-    let op = format!(
-        "RTM_NEWADDR {}/128 nodad ifindex {ifindex}",
-        std::net::Ipv6Addr::from(addr)
-    );
-    let mut sock = NlSocket::open(libc::NETLINK_ROUTE, "NETLINK_ROUTE")?;
-    // struct ifaddrmsg { u8 family, prefixlen, flags, scope; u32 index; }
-    let mut hdr = [0u8; 8];
-    hdr[0] = libc::AF_INET6 as u8;
-    hdr[1] = 128;
-    hdr[2] = IFA_F_NODAD;
-    hdr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
-    let mut m = MsgBuilder::new(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL);
-    m.header(&hdr).attr(IFA_ADDRESS, &addr);
-    sock.request(&op, m).map(|_| ())
+    crate::Rtnl::new()?.add_address(ifindex, std::net::Ipv6Addr::from(addr).into(), 128)
 }
 
 /// The arm's notes on the IPv6 tunnel devices it created (vxlan over IPv6, ip6gretap).

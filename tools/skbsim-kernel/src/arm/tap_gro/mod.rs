@@ -90,9 +90,9 @@ use super::ArmError;
 use crate::bpf::{attach_xdp, LoadedXdp};
 use crate::error::{Cause, Errno, ErrnoExt, KernelError};
 use crate::ethtool::Ethtool;
-use crate::netlink::{MsgBuilder, NlSocket, Nla, NLM_F_CREATE, NLM_F_EXCL};
+use crate::netlink::Nla;
 use crate::netns::Netns;
-use crate::sys::{cvt, ensure_private_netns, owned_fd, poll_one, setsockopt_int};
+use crate::sys::{cvt, ensure_private_netns, poll_one, setsockopt_int};
 use crate::sysfs::{gro_flush_timeout, set_gro_flush_timeout, write_net_attr};
 use crate::tap::TapConfig;
 
@@ -132,10 +132,6 @@ use libc::{PACKET_OUTGOING, PACKET_VNET_HDR};
 const VNET_LEN: usize = VIRTIO_NET_HDR_LEN;
 /// Receive buffer of the capture sockets (`SO_RCVBUFFORCE`).
 const CAPTURE_RCVBUF: libc::c_int = 32 << 20;
-
-const RTM_NEWADDR: u16 = 20;
-const IFA_ADDRESS: u16 = 1;
-const IFA_LOCAL: u16 = 2;
 
 /// How long the arm waits for a quiet capture socket at the end, beyond the flush timeout.
 const QUIET: Duration = Duration::from_millis(20);

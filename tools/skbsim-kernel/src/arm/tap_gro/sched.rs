@@ -3,26 +3,22 @@
 
 #[allow(unused_imports)]
 use super::*;
+use rustix::process::Pid;
+use rustix::thread::CpuSet;
+use rustix::time::ClockId;
 
-/// A `cpu_set_t` with one CPU.
-pub(super) fn one_cpu(cpu: usize) -> libc::cpu_set_t {
-    // SAFETY: an all-zero cpu_set_t is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: CPU_SET writes one bit of the local set; cpu < CPU_SETSIZE is checked by
-    // the caller (sched_getcpu's answer).
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+/// A CPU set with one CPU.
+pub(super) fn one_cpu(cpu: usize) -> CpuSet {
+    let mut set = CpuSet::new();
+    set.set(cpu);
     set
 }
 
-pub(super) fn set_affinity(
-    tid: libc::pid_t,
-    set: &libc::cpu_set_t,
-    who: &str,
-) -> Result<(), KernelError> {
-    // SAFETY: sched_setaffinity reads a cpu_set_t of the given size, alive for the call.
-    let ret = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), set) };
-    cvt(ret).op(|| format!("sched_setaffinity {who}"))?;
-    Ok(())
+/// `sched_setaffinity(tid, set)`; tid 0 is the calling thread.
+pub(super) fn set_affinity(tid: libc::pid_t, set: &CpuSet, who: &str) -> Result<(), KernelError> {
+    rustix::thread::sched_setaffinity(Pid::from_raw(tid), set)
+        .map_err(Errno::from)
+        .op(|| format!("sched_setaffinity {who}"))
 }
 
 /// The state letter and `voluntary_ctxt_switches` of a task.
@@ -71,7 +67,7 @@ pub(super) fn kthreads_named(prefix: &str) -> Vec<u32> {
 /// their spacing follows the input and not the machine's load.
 #[derive(Debug)]
 pub struct RealtimeWriter {
-    pub(super) saved_affinity: libc::cpu_set_t,
+    pub(super) saved_affinity: CpuSet,
     pub(super) saved_policy: libc::c_int,
     pub(super) saved_param: libc::sched_param,
 }
@@ -79,17 +75,9 @@ pub struct RealtimeWriter {
 impl RealtimeWriter {
     /// Switch the calling thread; `pin` also restricts it to that CPU.
     pub fn enter(pin: Option<usize>) -> Result<RealtimeWriter, KernelError> {
-        // SAFETY: an all-zero cpu_set_t is valid to be overwritten.
-        let mut saved_affinity: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: sched_getaffinity writes a cpu_set_t of the given size for this thread.
-        let ret = unsafe {
-            libc::sched_getaffinity(
-                0,
-                std::mem::size_of::<libc::cpu_set_t>(),
-                &mut saved_affinity,
-            )
-        };
-        cvt(ret).op(|| "sched_getaffinity".to_string())?;
+        let saved_affinity = rustix::thread::sched_getaffinity(None)
+            .map_err(Errno::from)
+            .op(|| "sched_getaffinity".to_string())?;
         // SAFETY: sched_getscheduler(0) queries the calling thread.
         let saved_policy = unsafe { libc::sched_getscheduler(0) };
         cvt(saved_policy).op(|| "sched_getscheduler".to_string())?;
@@ -116,16 +104,12 @@ impl RealtimeWriter {
 
 impl Drop for RealtimeWriter {
     fn drop(&mut self) {
-        // SAFETY: restoring the calling thread's own policy and affinity from live values
-        // saved by `enter` on this thread.
+        // SAFETY: restoring the calling thread's own policy from a live sched_param saved
+        // by `enter` on this thread. (rustix has no sched_setscheduler.)
         unsafe {
             libc::sched_setscheduler(0, self.saved_policy, &self.saved_param);
-            libc::sched_setaffinity(
-                0,
-                std::mem::size_of::<libc::cpu_set_t>(),
-                &self.saved_affinity,
-            );
         }
+        let _ = rustix::thread::sched_setaffinity(None, &self.saved_affinity);
     }
 }
 
@@ -238,9 +222,7 @@ impl NapiThread {
 
 /// The CPU the calling thread runs on.
 pub(super) fn current_cpu() -> Result<usize, KernelError> {
-    // SAFETY: sched_getcpu has no arguments.
-    let cpu = unsafe { libc::sched_getcpu() };
-    usize::try_from(cpu).map_err(|_| KernelError::sys("sched_getcpu", Errno::last()))
+    Ok(rustix::thread::sched_getcpu())
 }
 
 /// The writer's CPU's ksoftirqd, for one write per poll (`burst = 1`).
@@ -397,13 +379,7 @@ pub(super) fn poll_burst(
 
 /// This kernel's HZ: `CLOCK_MONOTONIC_COARSE` advances once per tick.
 pub fn host_hz() -> Result<u32, KernelError> {
-    let mut res = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_getres writes one timespec through the pointer, which lives for the call.
-    let ret = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) };
-    cvt(ret).op(|| "clock_getres(CLOCK_MONOTONIC_COARSE)".to_string())?;
+    let res = rustix::time::clock_getres(ClockId::MonotonicCoarse);
     let ns = res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64;
     if ns == 0 {
         return Err(KernelError::new(
@@ -415,12 +391,7 @@ pub fn host_hz() -> Result<u32, KernelError> {
 }
 
 pub(super) fn coarse_now() -> Duration {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec through the pointer; a valid clock id.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut t) };
+    let t = rustix::time::clock_gettime(ClockId::MonotonicCoarse);
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 

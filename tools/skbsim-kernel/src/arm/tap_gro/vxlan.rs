@@ -115,19 +115,5 @@ pub(super) fn create_vxlans(
 
 /// `ip addr add A/prefix dev ifindex` (RTM_NEWADDR).
 pub(super) fn add_ipv4(ifindex: u32, addr: [u8; 4], prefix: u8) -> Result<(), KernelError> {
-    let op = format!(
-        "RTM_NEWADDR {}.{}.{}.{}/{prefix} ifindex {ifindex}",
-        addr[0], addr[1], addr[2], addr[3]
-    );
-    let mut sock = NlSocket::open(libc::NETLINK_ROUTE, "NETLINK_ROUTE")?;
-    // struct ifaddrmsg { u8 family, prefixlen, flags, scope; u32 index; }
-    let mut hdr = [0u8; 8];
-    hdr[0] = libc::AF_INET as u8;
-    hdr[1] = prefix;
-    hdr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
-    let mut m = MsgBuilder::new(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL);
-    m.header(&hdr)
-        .attr(IFA_LOCAL, &addr)
-        .attr(IFA_ADDRESS, &addr);
-    sock.request(&op, m).map(|_| ())
+    crate::Rtnl::new()?.add_address(ifindex, std::net::Ipv4Addr::from(addr).into(), prefix)
 }
