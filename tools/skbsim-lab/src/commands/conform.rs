@@ -11,23 +11,22 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
-use skbsim::cli_error::CliError;
-use skbsim::conform::{comparable, compare_scenario_outputs};
-use skbsim::outln;
-use skbsim::runner::{run_sim, run_tap, tap_ready, ScenarioOutput};
-use skbsim::suite::load_scenarios;
-use skbsim_kernel::lab;
-
 use sim::trace::diff::all_differences;
 
 use super::hex::{hex, unhex};
+use super::skbsim::{outln, ArmOutput, Skbsim};
 use super::{boot_report, boot_with, cache_of, mib, LabConformArgs, LabOpts};
+use crate as lab;
 
 /// In the guest: one JSON line per scenario on stdout (the data channel); progress on
 /// stderr (the console).
-pub(super) fn guest_conform(paths: &[PathBuf], old_profiles: bool) -> Result<ExitCode, CliError> {
-    tap_ready("lab guest-conform")?;
-    let scenarios = load_scenarios(paths, None)?;
+pub(super) fn guest_conform(
+    paths: &[PathBuf],
+    old_profiles: bool,
+    sk: &dyn Skbsim,
+) -> Result<ExitCode, String> {
+    sk.tap_ready("lab guest-conform")?;
+    let scenarios = sk.load_scenarios(paths, None)?;
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let mut out = std::io::stdout().lock();
     let emit = |out: &mut std::io::StdoutLock<'_>, v: Value| {
@@ -59,7 +58,7 @@ pub(super) fn guest_conform(paths: &[PathBuf], old_profiles: bool) -> Result<Exi
         } else if let Some(why) = skbsim_kernel::features::missing(s) {
             json!({"scenario": s.name, "status": "needs-kernel", "reason": why})
         } else {
-            match run_tap(s) {
+            match sk.run_real(s) {
                 Ok(o) => json!({
                     "scenario": s.name,
                     "status": "ok",
@@ -71,7 +70,7 @@ pub(super) fn guest_conform(paths: &[PathBuf], old_profiles: bool) -> Result<Exi
                 }),
                 Err(e) => {
                     let prefix = format!("{}: ", s.name);
-                    let msg = e.0.strip_prefix(&prefix).unwrap_or(&e.0).to_string();
+                    let msg = e.strip_prefix(&prefix).unwrap_or(&e).to_string();
                     json!({"scenario": s.name, "status": "error", "error": msg})
                 }
             }
@@ -135,7 +134,7 @@ pub(super) fn guest_traces(
     old_profiles: bool,
     extra_modules: &[String],
     patch: Option<&Path>,
-) -> Result<GuestTraces, CliError> {
+) -> Result<GuestTraces, String> {
     let mut files = Vec::new();
     let mut guest_paths = Vec::new();
     for s in scenarios {
@@ -159,10 +158,10 @@ pub(super) fn guest_traces(
             .rev()
             .find(|l| l.contains("skbsim"))
             .unwrap_or("");
-        return Err(CliError(format!(
+        return Err(format!(
             "lab guest: skbsim exited {} in the guest: {last}",
             run.boot.rc
-        )));
+        ));
     }
     let mut results: HashMap<String, Value> = HashMap::new();
     let mut kernel = String::new();
@@ -186,18 +185,15 @@ pub(super) fn guest_traces(
 
 /// The profile the simulator uses for a guest kernel release: `--profile` when given,
 /// else the one modelling its build ([`profile_name_for_release`]).
-pub(super) fn guest_profile(
-    release: &str,
-    chosen: Option<&str>,
-) -> Result<KernelProfile, CliError> {
+pub(super) fn guest_profile(release: &str, chosen: Option<&str>) -> Result<KernelProfile, String> {
     if let Some(name) = chosen {
-        return KernelProfile::by_name(name).map_err(|e| CliError(format!("--profile: {e}")));
+        return KernelProfile::by_name(name).map_err(|e| format!("--profile: {e}"));
     }
     let name = profile_name_for_release(release);
     KernelProfile::by_name(&name).map_err(|_| {
-        CliError(format!(
+        format!(
             "lab: no kernel profile models the guest's {release} ({name}); name one with --profile"
-        ))
+        )
     })
 }
 
@@ -223,9 +219,9 @@ fn profile_name_for_release(release: &str) -> String {
     }
 }
 
-/// A guest's trace of a scenario as a [`ScenarioOutput`], its profile line naming
+/// A guest's trace of a scenario as an [`ArmOutput`], its profile line naming
 /// `profile` (the guest ran host-profile setups; see guest-conform).
-pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> ScenarioOutput {
+pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> ArmOutput {
     let trace = g
         .get("trace")
         .and_then(Value::as_str)
@@ -235,9 +231,8 @@ pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> Scena
             &format!("profile: {profile}"),
             1,
         );
-    ScenarioOutput {
+    ArmOutput {
         trace,
-        json: Value::Null,
         pcap: g
             .get("pcap")
             .and_then(Value::as_str)
@@ -256,9 +251,9 @@ pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> Scena
     }
 }
 
-pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
+pub(super) fn conform(a: &LabConformArgs, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let opts = &a.opts;
-    let scenarios = load_scenarios(&a.paths, a.shard.as_deref())?;
+    let scenarios = sk.load_scenarios(&a.paths, a.shard.as_deref())?;
     let GuestTraces {
         kernel,
         results: guest,
@@ -344,7 +339,7 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
         let _ = std::fs::create_dir_all(&dir);
         let _ = std::fs::write(dir.join("trace.txt"), &real.trace);
         let _ = std::fs::write(dir.join("read.pcap"), &real.pcap);
-        let sim = match run_sim(&sim_scenario, None) {
+        let sim = match sk.run_sim(&sim_scenario) {
             Ok(o) => o,
             Err(e) => {
                 errors += 1;
@@ -353,10 +348,10 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
                 continue;
             }
         };
-        let first = compare_scenario_outputs(s, &sim, &real)?;
+        let first = sk.first_mismatch(s, &sim, &real)?;
         // Every differing field of what the real arm can observe.
-        let (a, ignore) = comparable(s.pipeline, &sim.trace);
-        let (b, _) = comparable(s.pipeline, &real.trace);
+        let (a, ignore) = sk.comparable(s.pipeline, &sim.trace);
+        let (b, _) = sk.comparable(s.pipeline, &real.trace);
         let diffs = all_differences(&a, &b, &ignore);
         let reads = real
             .trace
@@ -385,7 +380,7 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
                 results.push(json!({
                     "scenario": s.name,
                     "status": "fail",
-                    "divergence": {"read": m.read, "field": m.field, "sim": m.sim, "real": m.real},
+                    "divergence": {"read": m.event, "field": m.field, "sim": m.left, "real": m.right},
                     "differences": list,
                     "notes": real.notes,
                 }));
@@ -393,13 +388,13 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
                     "    FAIL  {}  ({} differing fields; first `{}` {})",
                     s.name,
                     diffs.len().max(1),
-                    m.read,
+                    m.event,
                     m.field
                 );
                 if diffs.is_empty() {
                     t.push_str(&format!(
                         "\n          {} `{}`: sim {} | guest {}",
-                        m.read, m.field, m.sim, m.real
+                        m.event, m.field, m.left, m.right
                     ));
                 }
                 for d in &diffs {
@@ -431,10 +426,10 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
     let _ = std::fs::create_dir_all(&out_dir);
     let _ = std::fs::write(out_dir.join("summary.json"), format!("{summary_json:#}\n"));
     if opts.guest.json {
-        outln!("{summary_json}")?;
+        outln!(sk, "{summary_json}")?;
     } else {
         for t in &text {
-            outln!("{t}")?;
+            outln!(sk, "{t}")?;
         }
         let mut arm = String::new();
         if other_kernel > 0 {
@@ -444,6 +439,7 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
             arm.push_str(&format!(", {no_arm} without a real arm"));
         }
         outln!(
+            sk,
             "{passed} passed, {failed} failed, {sim_only} sim-only{arm} (real arm in guest {kernel} vs the simulator)"
         )?;
         eprintln!("lab: {}", setup.1);

@@ -1,7 +1,8 @@
 //! `skbsim lab`: a guest Linux kernel under QEMU (Debian 12's cloud kernel, 6.1) for the
 //! real arms this machine's kernel cannot run (GRE, 802.1Q devices, vhost_net). The work
-//! (fetching, the initramfs, QEMU and its watchdog) is `skbsim_kernel::lab`; this file is
-//! the command line and the comparison of the guest's traces with the simulator's.
+//! (fetching, the initramfs, QEMU and its watchdog) is the rest of this crate; this module
+//! is the command line and the comparison of the guest's traces with the simulator's. The
+//! CLI parses the arguments ([`LabArgs`]) and calls [`lab`] with its [`Skbsim`].
 //!
 //! - `skbsim lab fetch`: fetch and unpack (first run), build the base initramfs, print the
 //!   cache and its size.
@@ -20,19 +21,20 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate as lab;
+use crate::{Accel, KernelChoice, KernelSource, Lab, LabError, LabRun, Payload, RunOptions};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
-use skbsim::cli_error::CliError;
-use skbsim::{out, outln};
-use skbsim_kernel::lab::{
-    self, Accel, KernelChoice, KernelSource, Lab, LabError, LabRun, Payload, RunOptions,
-};
 
 mod conform;
 mod diff;
 mod hex;
+mod skbsim;
 mod vlan;
+
+use skbsim::{out, outln};
+pub use skbsim::{ArmOutput, Skbsim};
 
 use conform::{conform, guest_conform};
 use vlan::{guest_vlan, vlan};
@@ -168,8 +170,8 @@ pub struct LabRunArgs {
     pub opts: LabOpts,
 }
 
-fn lab_err(e: LabError) -> CliError {
-    CliError(e.to_string())
+fn lab_err(e: LabError) -> String {
+    e.to_string()
 }
 
 fn spinner(json: bool) -> ProgressBar {
@@ -215,20 +217,21 @@ pub(super) fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
-pub fn lab(args: &LabArgs) -> Result<ExitCode, CliError> {
+/// Run `skbsim lab ...`: the exit code, or the one-line error (exit 2).
+pub fn lab(args: &LabArgs, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     match &args.command {
-        LabCommand::Fetch(opts) => fetch(opts),
-        LabCommand::Kernels(opts) => kernels(opts),
-        LabCommand::Diff(a) => diff::diff(a),
-        LabCommand::Conform(a) => conform(a),
-        LabCommand::Gre(opts) => gre(opts),
-        LabCommand::Run(a) => run_script(a),
+        LabCommand::Fetch(opts) => fetch(opts, sk),
+        LabCommand::Kernels(opts) => kernels(opts, sk),
+        LabCommand::Diff(a) => diff::diff(a, sk),
+        LabCommand::Conform(a) => conform(a, sk),
+        LabCommand::Gre(opts) => gre(opts, sk),
+        LabCommand::Run(a) => run_script(a, sk),
         LabCommand::GuestConform {
             paths,
             old_profiles,
-        } => guest_conform(paths, *old_profiles),
-        LabCommand::Vlan(opts) => vlan(opts),
-        LabCommand::GuestVlan => guest_vlan(),
+        } => guest_conform(paths, *old_profiles, sk),
+        LabCommand::Vlan(opts) => vlan(opts, sk),
+        LabCommand::GuestVlan => guest_vlan(sk),
     }
 }
 
@@ -239,7 +242,7 @@ pub(super) fn kernel_choice(opts: &LabOpts) -> KernelChoice {
     }
 }
 
-pub(super) fn open_lab(opts: &LabOpts, pb: &ProgressBar) -> Result<Lab, CliError> {
+pub(super) fn open_lab(opts: &LabOpts, pb: &ProgressBar) -> Result<Lab, String> {
     let cache = cache_of(opts);
     let lab = Lab::open(&cache, &kernel_choice(opts), &|m: &str| {
         pb.set_message(m.to_string())
@@ -320,7 +323,7 @@ pub(super) fn boot_report(run: &LabRun) -> (Value, String) {
     )
 }
 
-fn fetch(opts: &LabOpts) -> Result<ExitCode, CliError> {
+fn fetch(opts: &LabOpts, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let pb = spinner(opts.guest.json);
     let lab = open_lab(opts, &pb)?;
     pb.finish_and_clear();
@@ -328,13 +331,15 @@ fn fetch(opts: &LabOpts) -> Result<ExitCode, CliError> {
     let (setup, line) = setup_report(&lab);
     if opts.guest.json {
         outln!(
+            sk,
             "{}",
             json!({"setup": setup, "cache_bytes": size, "packages": lab.tools.packages})
         )?;
     } else {
-        outln!("{line}")?;
-        outln!("cache {} ({})", lab.cache.display(), mib(size))?;
+        outln!(sk, "{line}")?;
+        outln!(sk, "cache {} ({})", lab.cache.display(), mib(size))?;
         outln!(
+            sk,
             "QEMU {}\nkernel {}\n{} packages: {}",
             lab.tools.qemu.display(),
             lab.kernel.vmlinuz.display(),
@@ -345,7 +350,7 @@ fn fetch(opts: &LabOpts) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
+fn kernels(opts: &LabOpts, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let cache = cache_of(opts);
     let cached = lab::kernel::cached(&cache);
     let local = lab::kernel::cached_local(&cache);
@@ -359,6 +364,7 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
         .collect();
     if opts.guest.json {
         outln!(
+            sk,
             "{}",
             json!({
                 "cache": cache,
@@ -370,19 +376,24 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
         )?;
         return Ok(ExitCode::SUCCESS);
     }
-    outln!("cached in {}:", lab::kernel::kernels_dir(&cache).display())?;
+    outln!(
+        sk,
+        "cached in {}:",
+        lab::kernel::kernels_dir(&cache).display()
+    )?;
     if cached.is_empty() {
-        outln!("  (none)")?;
+        outln!(sk, "  (none)")?;
     }
     for k in &cached {
-        outln!("  {}  {}  {}", k.package, k.version, mib(k.bytes))?;
+        outln!(sk, "  {}  {}  {}", k.package, k.version, mib(k.bytes))?;
     }
     outln!(
+        sk,
         "local builds (--kernel-dir) in {}:",
         lab::kernel::local_dir(&cache).display()
     )?;
     if local.is_empty() {
-        outln!("  (none)")?;
+        outln!(sk, "  (none)")?;
     }
     for k in &local {
         let tree = match (&k.tree, k.tree_present) {
@@ -393,9 +404,9 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
             ),
             (None, _) => "(tree not recorded; removed at the next --kernel-dir run)".to_string(),
         };
-        outln!("  {}  {}  {}", k.kver, mib(k.bytes), tree)?;
+        outln!(sk, "  {}  {}  {}", k.kver, mib(k.bytes), tree)?;
     }
-    outln!("available (apt):")?;
+    outln!(sk, "available (apt):")?;
     for (s, p) in &resolved {
         let builds: Vec<&str> = available
             .iter()
@@ -403,6 +414,7 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
             .map(|k| k.package.as_str())
             .collect();
         outln!(
+            sk,
             "  --kernel {s} -> {}  ({} builds)",
             p.as_deref().unwrap_or("(no metapackage)"),
             builds.len()
@@ -413,15 +425,15 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
             } else {
                 ""
             };
-            outln!("      {b}{mark}")?;
+            outln!(sk, "      {b}{mark}")?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_script(a: &LabRunArgs) -> Result<ExitCode, CliError> {
-    let script = std::fs::read_to_string(&a.script)
-        .map_err(|e| CliError(format!("{}: {e}", a.script.display())))?;
+fn run_script(a: &LabRunArgs, sk: &dyn Skbsim) -> Result<ExitCode, String> {
+    let script =
+        std::fs::read_to_string(&a.script).map_err(|e| format!("{}: {e}", a.script.display()))?;
     let modules = if a.modules.is_empty() {
         lab::image::LAB_MODULES
             .iter()
@@ -437,12 +449,7 @@ fn run_script(a: &LabRunArgs) -> Result<ExitCode, CliError> {
             std::fs::canonicalize(f)
                 .ok()
                 .filter(|p| p.is_file())
-                .ok_or_else(|| {
-                    CliError(format!(
-                        "lab run --file {}: not a readable file",
-                        f.display()
-                    ))
-                })
+                .ok_or_else(|| format!("lab run --file {}: not a readable file", f.display()))
         })
         .collect::<Result<Vec<_>, _>>()?;
     // This skbsim as /usr/bin/skbsim, as the help says: a script can run the arms.
@@ -455,7 +462,7 @@ fn run_script(a: &LabRunArgs) -> Result<ExitCode, CliError> {
         true,
         a.patch.as_deref(),
     )?;
-    out!("{}", run.boot.output)?;
+    out!(sk, "{}", run.boot.output)?;
     eprint!("{}", run.boot.stderr);
     eprintln!("lab: {}", boot_report(&run).1);
     Ok(if run.boot.rc == 0 {
@@ -474,7 +481,7 @@ pub(super) fn boot_with(
     files: Vec<PathBuf>,
     skbsim: bool,
     patch: Option<&Path>,
-) -> Result<(LabRun, (Value, String)), CliError> {
+) -> Result<(LabRun, (Value, String)), String> {
     let pb = spinner(opts.guest.json);
     let mut lab = open_lab(opts, &pb)?;
     let mut setup = setup_report(&lab);
@@ -505,9 +512,9 @@ pub(super) fn boot_with(
             }
         ));
     }
-    let cwd = std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
+    let cwd = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
     let skbsim = if skbsim {
-        Some(std::env::current_exe().map_err(|e| CliError(format!("this binary's path: {e}")))?)
+        Some(std::env::current_exe().map_err(|e| format!("this binary's path: {e}"))?)
     } else {
         None
     };
@@ -549,7 +556,7 @@ echo "stats-a: $($IP -s -n a link show gt0 | tr '\n' ' ')"
 echo "stats-b-veth: $($IP -s -n b link show vb | tr '\n' ' ')"
 "#;
 
-fn gre(opts: &LabOpts) -> Result<ExitCode, CliError> {
+fn gre(opts: &LabOpts, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let modules = vec!["ip_gre".to_string(), "veth".to_string()];
     let (run, setup) = boot_with(
         opts,
@@ -575,13 +582,15 @@ fn gre(opts: &LabOpts) -> Result<ExitCode, CliError> {
     let (boot, line) = boot_report(&run);
     if opts.guest.json {
         outln!(
+            sk,
             "{}",
             json!({"ok": ok, "rc": run.boot.rc, "output": out, "stderr": run.boot.stderr, "setup": setup.0, "boot": boot})
         )?;
     } else {
         if ok {
-            outln!("gretap works in the guest: {received}")?;
+            outln!(sk, "gretap works in the guest: {received}")?;
             outln!(
+                sk,
                 "  {}",
                 kind.split_whitespace()
                     .take(12)
@@ -589,8 +598,8 @@ fn gre(opts: &LabOpts) -> Result<ExitCode, CliError> {
                     .join(" ")
             )?;
         } else {
-            outln!("gretap FAILED in the guest (rc {}):", run.boot.rc)?;
-            out!("{out}")?;
+            outln!(sk, "gretap FAILED in the guest (rc {}):", run.boot.rc)?;
+            out!(sk, "{out}")?;
             eprint!("{}", run.boot.stderr);
         }
         eprintln!("lab: {}", setup.1);

@@ -19,15 +19,11 @@ use serde_json::{json, Value};
 use sim::profile::KernelProfile;
 use sim::scenario::Scenario;
 use sim::trace::diff::{first_divergence, Divergence};
-use skbsim::cli_error::CliError;
-use skbsim::conform::comparable;
-use skbsim::outln;
-use skbsim::runner::run_sim;
-use skbsim::suite::load_scenarios;
 
 use super::conform::{guest_profile, guest_traces, real_output};
-use skbsim_kernel::lab::kernel::DEFAULT_KERNEL;
+use crate::kernel::DEFAULT_KERNEL;
 
+use super::skbsim::{outln, Skbsim};
 use super::{GuestOpts, LabOpts};
 
 #[derive(Debug, Args)]
@@ -65,7 +61,7 @@ enum DiffSide {
 }
 
 /// The two sides `a` names (the same kernel twice with `--patch`), or what is wrong.
-fn sides(a: &LabDiffArgs) -> Result<(DiffSide, DiffSide), CliError> {
+fn sides(a: &LabDiffArgs) -> Result<(DiffSide, DiffSide), String> {
     let all: Vec<DiffSide> = a
         .kernels
         .iter()
@@ -76,14 +72,14 @@ fn sides(a: &LabDiffArgs) -> Result<(DiffSide, DiffSide), CliError> {
     match (all.as_slice(), &a.patch) {
         ([k], Some(_)) => Ok((k.clone(), k.clone())),
         ([x, y], None) => Ok((x.clone(), y.clone())),
-        (_, Some(_)) => Err(CliError(
+        (_, Some(_)) => Err(
             "lab diff: with --patch give one kernel (--kernel or --kernel-dir); it runs without and with the patch"
                 .into(),
-        )),
-        _ => Err(CliError(
+        ),
+        _ => Err(
             "lab diff: give two kernels (--kernel A --kernel B, or --kernel-dir for a local build), or one and --patch"
                 .into(),
-        )),
+        ),
     }
 }
 
@@ -100,14 +96,19 @@ fn side_opts(a: &LabDiffArgs, side: &DiffSide) -> LabOpts {
 }
 
 /// What one side's real arm gave for a scenario: its observable trace, or why none.
-fn observable(g: Option<&Value>, s: &Scenario, host: &str) -> Result<String, String> {
+fn observable(
+    g: Option<&Value>,
+    s: &Scenario,
+    host: &str,
+    sk: &dyn Skbsim,
+) -> Result<String, String> {
     let Some(g) = g else {
         return Err("no result from the guest".into());
     };
     match g.get("status").and_then(Value::as_str) {
         Some("ok") => {
             let real = real_output(g, host, host);
-            Ok(comparable(s.pipeline, &real.trace).0)
+            Ok(sk.comparable(s.pipeline, &real.trace).0)
         }
         Some(st) => Err(format!(
             "{st}: {}",
@@ -121,15 +122,15 @@ fn observable(g: Option<&Value>, s: &Scenario, host: &str) -> Result<String, Str
 }
 
 /// The simulator's observable trace of `s` under `profile`.
-fn model(s: &Scenario, profile: KernelProfile) -> Result<String, CliError> {
+fn model(s: &Scenario, profile: KernelProfile, sk: &dyn Skbsim) -> Result<String, String> {
     let mut c = s.clone();
     c.profile = profile;
     c.sim_only = None;
-    Ok(comparable(s.pipeline, &run_sim(&c, None)?.trace).0)
+    Ok(sk.comparable(s.pipeline, &sk.run_sim(&c)?.trace).0)
 }
 
-fn ignored(s: &Scenario) -> Vec<&'static str> {
-    let mut ignore = comparable(s.pipeline, "").1;
+fn ignored(s: &Scenario, sk: &dyn Skbsim) -> Vec<&'static str> {
+    let mut ignore = sk.comparable(s.pipeline, "").1;
     // The profile names differ by construction.
     ignore.push("profile");
     ignore
@@ -176,9 +177,10 @@ fn div_json(d: &Option<Divergence>) -> Value {
     }
 }
 
-pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
+pub(super) fn diff(a: &LabDiffArgs, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let (ka, kb) = sides(a)?;
-    let scenarios: Vec<Scenario> = load_scenarios(&a.paths, None)?
+    let scenarios: Vec<Scenario> = sk
+        .load_scenarios(&a.paths, None)?
         .into_iter()
         .filter(|s| s.profile.name == KernelProfile::default().name)
         .collect();
@@ -202,10 +204,10 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
             rows.push(json!({"scenario": s.name, "verdict": "skipped", "reason": why}));
             continue;
         }
-        let ignore = ignored(s);
+        let ignore = ignored(s, sk);
         let (ra, rb) = (
-            observable(ga.results.get(&s.name), s, host),
-            observable(gb.results.get(&s.name), s, host),
+            observable(ga.results.get(&s.name), s, host, sk),
+            observable(gb.results.get(&s.name), s, host, sk),
         );
         let (ra, rb) = match (ra, rb) {
             (Ok(x), Ok(y)) => (x, y),
@@ -217,7 +219,7 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
             }
         };
         let real = first_divergence(ra.trim_end(), rb.trim_end(), &ignore);
-        let (ma, mb) = (model(s, pa)?, model(s, pb)?);
+        let (ma, mb) = (model(s, pa, sk)?, model(s, pb, sk)?);
         let modelled = first_divergence(ma.trim_end(), mb.trim_end(), &ignore);
         let verdict = match (&real, &modelled) {
             (None, None) => {
@@ -288,15 +290,16 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
         "skipped": skipped,
     });
     if a.guest.json {
-        outln!("{summary}")?;
+        outln!(sk, "{summary}")?;
     } else {
-        outln!("A: {} (model {})", ga.kernel, pa.name)?;
-        outln!("B: {label_b} (model {})", pb.name)?;
+        outln!(sk, "A: {} (model {})", ga.kernel, pa.name)?;
+        outln!(sk, "B: {label_b} (model {})", pb.name)?;
         for t in &text {
-            outln!("{t}")?;
+            outln!(sk, "{t}")?;
         }
-        outln!()?;
+        outln!(sk)?;
         outln!(
+            sk,
             "{:<44} {:<34} {:<34} verdict",
             "scenario",
             "real A vs B",
@@ -320,6 +323,7 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
                 continue;
             }
             outln!(
+                sk,
                 "{:<44} {:<34} {:<34} {}",
                 r["scenario"].as_str().unwrap_or(""),
                 cell(&r["real"]),
@@ -328,6 +332,7 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
             )?;
         }
         outln!(
+            sk,
             "{same} same, {predicted} differences predicted, {elsewhere} predicted elsewhere, {unpredicted} unpredicted, {spurious} predicted but not seen, {skipped} skipped"
         )?;
         eprintln!("lab: A {}", ga.setup.1);

@@ -1,5 +1,7 @@
 //! The kernel lab: a guest Linux kernel under QEMU for what this machine's kernel lacks
-//! (GRE, 802.1Q devices, vhost_net; Debian 12's cloud kernel has them as modules).
+//! (GRE, 802.1Q devices, vhost_net; Debian 12's cloud kernel has them as modules), and
+//! the `skbsim lab` commands that run the real arms in it and compare their traces with
+//! the simulator's.
 //!
 //! - [`fetch`]: QEMU and busybox from the system's package manager (`apt-get download` +
 //!   `dpkg-deb -x` into the cache; nothing is installed).
@@ -12,10 +14,16 @@
 //! - [`cpio`]: the newc writer.
 //! - [`qemu`]: the boot, the watchdog, KVM-then-TCG.
 //! - [`vlan`]: the 802.1Q device check the guest runs (a VLAN device over a tap).
+//! - [`commands`]: `skbsim lab ...`: the arguments, the guest side (`guest-conform`,
+//!   `guest-vlan`) and the host side (conform, diff, vlan, gre, run, fetch, kernels). What
+//!   they need from the rest of skbsim (scenarios, the simulator, the real arms, the
+//!   comparison, stdout) comes through [`commands::Skbsim`], which the CLI implements:
+//!   the CLI depends on this crate, so this crate cannot call it.
 //!
 //! [`Lab::open`] fetches (first run) and builds the base archive; [`Lab::run`] boots the
 //! guest for one [`Payload`] and returns the command's stdout and timings.
 
+pub mod commands;
 pub mod cpio;
 pub mod fetch;
 pub mod image;
