@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
-use sim::trace::diff::all_differences;
+use sim::trace::diff::{all_differences, Divergence};
 
 use super::hex::{hex, unhex};
 use super::skbsim::{outln, ArmOutput, Skbsim};
@@ -251,15 +251,12 @@ pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> ArmOu
     }
 }
 
+/// `skbsim lab conform`: the guest's traces of `a.paths`, each compared with the
+/// simulator's ([`Tally::scenario`]), then the report ([`report`]).
 pub(super) fn conform(a: &LabConformArgs, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let opts = &a.opts;
     let scenarios = sk.load_scenarios(&a.paths, a.shard.as_deref())?;
-    let GuestTraces {
-        kernel,
-        results: guest,
-        run,
-        setup,
-    } = guest_traces(
+    let guest = guest_traces(
         opts,
         "conform",
         &scenarios,
@@ -267,62 +264,54 @@ pub(super) fn conform(a: &LabConformArgs, sk: &dyn Skbsim) -> Result<ExitCode, S
         &a.modules,
         a.patch.as_deref(),
     )?;
-    let guest_prof = guest_profile(&kernel, a.profile.as_deref())?;
+    let guest_prof = guest_profile(&guest.kernel, a.profile.as_deref())?;
     let out_dir = a
         .out
         .clone()
-        .unwrap_or_else(|| cache_of(opts).join("results").join(&kernel));
-    let (mut passed, mut failed, mut sim_only, mut errors, mut no_arm) = (0, 0, 0, 0, 0);
-    let mut other_kernel = 0;
-    let mut results = Vec::new();
-    let mut text = Vec::new();
+        .unwrap_or_else(|| cache_of(opts).join("results").join(&guest.kernel));
+    let mut tally = Tally::default();
     for s in &scenarios {
-        let Some(g) = guest.get(&s.name) else {
-            errors += 1;
-            results.push(
+        tally.scenario(s, guest.results.get(&s.name), guest_prof, &out_dir, sk)?;
+    }
+    report(opts, sk, &tally, &guest, &out_dir)
+}
+
+/// What `lab conform` found, scenario by scenario: the counts, a JSON row and a text
+/// block each.
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    sim_only: usize,
+    errors: usize,
+    no_arm: usize,
+    other_kernel: usize,
+    results: Vec<Value>,
+    text: Vec<String>,
+}
+
+impl Tally {
+    /// One scenario: what the guest said of it (`g`); when its real arm ran, its trace
+    /// kept in `out_dir` and compared with the simulator's under `guest_prof`.
+    fn scenario(
+        &mut self,
+        s: &Scenario,
+        g: Option<&Value>,
+        guest_prof: KernelProfile,
+        out_dir: &Path,
+        sk: &dyn Skbsim,
+    ) -> Result<(), String> {
+        let Some(g) = g else {
+            self.errors += 1;
+            self.results.push(
                 json!({"scenario": s.name, "status": "error", "error": "no result from the guest"}),
             );
-            text.push(format!("   error  {}: no result from the guest", s.name));
-            continue;
+            self.text
+                .push(format!("   error  {}: no result from the guest", s.name));
+            return Ok(());
         };
-        let status = g.get("status").and_then(Value::as_str).unwrap_or("");
-        let reason = g
-            .get("reason")
-            .or_else(|| g.get("error"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        match status {
-            "sim-only" => {
-                sim_only += 1;
-                results.push(json!({"scenario": s.name, "status": "sim-only", "reason": reason}));
-                text.push(format!("sim-only  {}: {reason}", s.name));
-                continue;
-            }
-            "needs-kernel" => {
-                other_kernel += 1;
-                results
-                    .push(json!({"scenario": s.name, "status": "needs-kernel", "reason": reason}));
-                text.push(format!("  kernel  {}: {reason}", s.name));
-                continue;
-            }
-            "no-real-arm" => {
-                no_arm += 1;
-                results
-                    .push(json!({"scenario": s.name, "status": "no-real-arm", "reason": reason}));
-                text.push(format!(" no-arm  {}: {reason}", s.name));
-                continue;
-            }
-            "ok" => {}
-            _ => {
-                errors += 1;
-                results.push(json!({"scenario": s.name, "status": "error", "error": reason}));
-                text.push(format!(
-                    "   error  {}: real kernel (guest): {reason}",
-                    s.name
-                ));
-                continue;
-            }
+        if !self.ran(s, g) {
+            return Ok(());
         }
         let host = KernelProfile::default();
         // A host-profile scenario is compared with the simulator under the guest kernel's
@@ -342,14 +331,69 @@ pub(super) fn conform(a: &LabConformArgs, sk: &dyn Skbsim) -> Result<ExitCode, S
         let sim = match sk.run_sim(&sim_scenario) {
             Ok(o) => o,
             Err(e) => {
-                errors += 1;
-                results.push(json!({"scenario": s.name, "status": "error", "error": format!("simulator: {e}")}));
-                text.push(format!("   error  {}: simulator: {e}", s.name));
-                continue;
+                self.errors += 1;
+                self.results.push(json!({"scenario": s.name, "status": "error", "error": format!("simulator: {e}")}));
+                self.text
+                    .push(format!("   error  {}: simulator: {e}", s.name));
+                return Ok(());
             }
         };
         let first = sk.first_mismatch(s, &sim, &real)?;
-        // Every differing field of what the real arm can observe.
+        self.compared(s, &sim, &real, first, sk);
+        Ok(())
+    }
+
+    /// Whether the guest ran `s`'s real arm (status `ok`); otherwise why not, counted.
+    fn ran(&mut self, s: &Scenario, g: &Value) -> bool {
+        let status = g.get("status").and_then(Value::as_str).unwrap_or("");
+        let reason = g
+            .get("reason")
+            .or_else(|| g.get("error"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        match status {
+            "sim-only" => {
+                self.sim_only += 1;
+                self.results
+                    .push(json!({"scenario": s.name, "status": "sim-only", "reason": reason}));
+                self.text.push(format!("sim-only  {}: {reason}", s.name));
+            }
+            "needs-kernel" => {
+                self.other_kernel += 1;
+                self.results
+                    .push(json!({"scenario": s.name, "status": "needs-kernel", "reason": reason}));
+                self.text.push(format!("  kernel  {}: {reason}", s.name));
+            }
+            "no-real-arm" => {
+                self.no_arm += 1;
+                self.results
+                    .push(json!({"scenario": s.name, "status": "no-real-arm", "reason": reason}));
+                self.text.push(format!(" no-arm  {}: {reason}", s.name));
+            }
+            "ok" => return true,
+            _ => {
+                self.errors += 1;
+                self.results
+                    .push(json!({"scenario": s.name, "status": "error", "error": reason}));
+                self.text.push(format!(
+                    "   error  {}: real kernel (guest): {reason}",
+                    s.name
+                ));
+            }
+        }
+        false
+    }
+
+    /// A pass, or a failure with every differing field of what the real arm observes.
+    fn compared(
+        &mut self,
+        s: &Scenario,
+        sim: &ArmOutput,
+        real: &ArmOutput,
+        first: Option<Divergence>,
+        sk: &dyn Skbsim,
+    ) {
         let (a, ignore) = sk.comparable(s.pipeline, &sim.trace);
         let (b, _) = sk.comparable(s.pipeline, &real.trace);
         let diffs = all_differences(&a, &b, &ignore);
@@ -358,91 +402,103 @@ pub(super) fn conform(a: &LabConformArgs, sk: &dyn Skbsim) -> Result<ExitCode, S
             .lines()
             .filter(|l| l.starts_with("read "))
             .count();
-        match first {
-            None => {
-                passed += 1;
-                results.push(json!({"scenario": s.name, "status": "pass", "frames": real.frames, "reads": reads, "notes": real.notes}));
-                let mut t = format!(
-                    "    pass  {}  ({} frames, {reads} reads)",
-                    s.name, real.frames
-                );
-                for n in &real.notes {
-                    t.push_str(&format!("\n          note: {n}"));
-                }
-                text.push(t);
+        let Some(m) = first else {
+            self.passed += 1;
+            self.results.push(json!({"scenario": s.name, "status": "pass", "frames": real.frames, "reads": reads, "notes": real.notes}));
+            let mut t = format!(
+                "    pass  {}  ({} frames, {reads} reads)",
+                s.name, real.frames
+            );
+            for n in &real.notes {
+                t.push_str(&format!("\n          note: {n}"));
             }
-            Some(m) => {
-                failed += 1;
-                let list: Vec<Value> = diffs
-                    .iter()
-                    .map(|d| json!({"event": d.event, "field": d.field, "sim": d.left, "real": d.right}))
-                    .collect();
-                results.push(json!({
-                    "scenario": s.name,
-                    "status": "fail",
-                    "divergence": {"read": m.event, "field": m.field, "sim": m.left, "real": m.right},
-                    "differences": list,
-                    "notes": real.notes,
-                }));
-                let mut t = format!(
-                    "    FAIL  {}  ({} differing fields; first `{}` {})",
-                    s.name,
-                    diffs.len().max(1),
-                    m.event,
-                    m.field
-                );
-                if diffs.is_empty() {
-                    t.push_str(&format!(
-                        "\n          {} `{}`: sim {} | guest {}",
-                        m.event, m.field, m.left, m.right
-                    ));
-                }
-                for d in &diffs {
-                    t.push_str(&format!(
-                        "\n          {}  {}:\n            sim:   {}\n            guest: {}",
-                        d.event, d.field, d.left, d.right
-                    ));
-                }
-                text.push(t);
-            }
+            self.text.push(t);
+            return;
+        };
+        self.failed += 1;
+        let list: Vec<Value> = diffs
+            .iter()
+            .map(|d| json!({"event": d.event, "field": d.field, "sim": d.left, "real": d.right}))
+            .collect();
+        self.results.push(json!({
+            "scenario": s.name,
+            "status": "fail",
+            "divergence": {"read": m.event, "field": m.field, "sim": m.left, "real": m.right},
+            "differences": list,
+            "notes": real.notes,
+        }));
+        let mut t = format!(
+            "    FAIL  {}  ({} differing fields; first `{}` {})",
+            s.name,
+            diffs.len().max(1),
+            m.event,
+            m.field
+        );
+        if diffs.is_empty() {
+            t.push_str(&format!(
+                "\n          {} `{}`: sim {} | guest {}",
+                m.event, m.field, m.left, m.right
+            ));
         }
+        for d in &diffs {
+            t.push_str(&format!(
+                "\n          {}  {}:\n            sim:   {}\n            guest: {}",
+                d.event, d.field, d.left, d.right
+            ));
+        }
+        self.text.push(t);
     }
+}
+
+/// `<out_dir>/summary.json`, and the results on stdout (JSON, or a line per scenario
+/// and the counts); exit 2 on an error, 1 on a failure.
+fn report(
+    opts: &LabOpts,
+    sk: &dyn Skbsim,
+    t: &Tally,
+    guest: &GuestTraces,
+    out_dir: &Path,
+) -> Result<ExitCode, String> {
+    let kernel = &guest.kernel;
     let size = lab::fetch::dir_size(&cache_of(opts));
-    let (boot, boot_line) = boot_report(&run);
+    let (boot, boot_line) = boot_report(&guest.run);
     let summary_json = json!({
         "guest_kernel": kernel,
-        "results": results,
-        "passed": passed,
-        "failed": failed,
-        "sim_only": sim_only,
-        "errors": errors,
-        "no_real_arm": no_arm,
-        "needs_kernel": other_kernel,
-        "setup": setup.0,
+        "results": t.results,
+        "passed": t.passed,
+        "failed": t.failed,
+        "sim_only": t.sim_only,
+        "errors": t.errors,
+        "no_real_arm": t.no_arm,
+        "needs_kernel": t.other_kernel,
+        "setup": guest.setup.0,
         "boot": boot,
         "cache_bytes": size,
         "traces": out_dir,
     });
-    let _ = std::fs::create_dir_all(&out_dir);
+    let _ = std::fs::create_dir_all(out_dir);
     let _ = std::fs::write(out_dir.join("summary.json"), format!("{summary_json:#}\n"));
     if opts.guest.json {
         outln!(sk, "{summary_json}")?;
     } else {
-        for t in &text {
-            outln!(sk, "{t}")?;
+        for line in &t.text {
+            outln!(sk, "{line}")?;
         }
         let mut arm = String::new();
-        if other_kernel > 0 {
-            arm.push_str(&format!(", {other_kernel} for another kernel"));
+        if t.other_kernel > 0 {
+            arm.push_str(&format!(", {} for another kernel", t.other_kernel));
         }
-        if no_arm > 0 {
-            arm.push_str(&format!(", {no_arm} without a real arm"));
+        if t.no_arm > 0 {
+            arm.push_str(&format!(", {} without a real arm", t.no_arm));
         }
         outln!(
             sk,
-            "{passed} passed, {failed} failed, {sim_only} sim-only{arm} (real arm in guest {kernel} vs the simulator)"
+            "{} passed, {} failed, {} sim-only{arm} (real arm in guest {kernel} vs the simulator)",
+            t.passed,
+            t.failed,
+            t.sim_only
         )?;
-        eprintln!("lab: {}", setup.1);
+        eprintln!("lab: {}", guest.setup.1);
         eprintln!("lab: {boot_line}");
         eprintln!(
             "lab: guest traces in {}; cache {} ({})",
@@ -451,9 +507,9 @@ pub(super) fn conform(a: &LabConformArgs, sk: &dyn Skbsim) -> Result<ExitCode, S
             mib(size)
         );
     }
-    Ok(if errors > 0 {
+    Ok(if t.errors > 0 {
         ExitCode::from(2)
-    } else if failed > 0 {
+    } else if t.failed > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -20,7 +20,7 @@ use sim::profile::KernelProfile;
 use sim::scenario::Scenario;
 use sim::trace::diff::{first_divergence, Divergence};
 
-use super::conform::{guest_profile, guest_traces, real_output};
+use super::conform::{guest_profile, guest_traces, real_output, GuestTraces};
 use crate::kernel::DEFAULT_KERNEL;
 
 use super::skbsim::{outln, Skbsim};
@@ -177,6 +177,8 @@ fn div_json(d: &Option<Divergence>) -> Value {
     }
 }
 
+/// `skbsim lab diff`: both sides' guest traces, each scenario's verdict
+/// ([`Verdicts::scenario`]), then the report ([`Verdicts::report`]).
 pub(super) fn diff(a: &LabDiffArgs, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let (ka, kb) = sides(a)?;
     let scenarios: Vec<Scenario> = sk
@@ -189,20 +191,42 @@ pub(super) fn diff(a: &LabDiffArgs, sk: &dyn Skbsim) -> Result<ExitCode, String>
     let gb = guest_traces(&ob, "diff-b", &scenarios, false, &[], a.patch.as_deref())?;
     let pa = guest_profile(&ga.kernel, a.profile_a.as_deref())?;
     let pb = guest_profile(&gb.kernel, a.profile_b.as_deref())?;
-    let host = KernelProfile::default().name;
-    let label_b = match &a.patch {
-        Some(p) => format!("{} + {}", gb.kernel, p.display()),
-        None => gb.kernel.clone(),
-    };
-    let (mut same, mut predicted, mut unpredicted, mut spurious, mut skipped) = (0, 0, 0, 0, 0);
-    let mut elsewhere = 0;
-    let mut rows = Vec::new();
-    let mut text = Vec::new();
+    let mut v = Verdicts::default();
     for s in &scenarios {
+        v.scenario(s, (&ga, &gb), (pa, pb), sk)?;
+    }
+    v.report(a, sk, (&ga, &gb), (pa, pb))
+}
+
+/// Each scenario's verdict in `lab diff`: the counts, a JSON row and a text block each.
+#[derive(Default)]
+struct Verdicts {
+    same: usize,
+    predicted: usize,
+    elsewhere: usize,
+    unpredicted: usize,
+    spurious: usize,
+    skipped: usize,
+    rows: Vec<Value>,
+    text: Vec<String>,
+}
+
+impl Verdicts {
+    /// Scenario `s`: the first difference of the two guests' traces against the first
+    /// difference of the simulator's under the two profiles.
+    fn scenario(
+        &mut self,
+        s: &Scenario,
+        (ga, gb): (&GuestTraces, &GuestTraces),
+        (pa, pb): (KernelProfile, KernelProfile),
+        sk: &dyn Skbsim,
+    ) -> Result<(), String> {
+        let host = KernelProfile::default().name;
         if let Some(why) = &s.sim_only {
-            skipped += 1;
-            rows.push(json!({"scenario": s.name, "verdict": "skipped", "reason": why}));
-            continue;
+            self.skipped += 1;
+            self.rows
+                .push(json!({"scenario": s.name, "verdict": "skipped", "reason": why}));
+            return Ok(());
         }
         let ignore = ignored(s, sk);
         let (ra, rb) = (
@@ -212,10 +236,11 @@ pub(super) fn diff(a: &LabDiffArgs, sk: &dyn Skbsim) -> Result<ExitCode, String>
         let (ra, rb) = match (ra, rb) {
             (Ok(x), Ok(y)) => (x, y),
             (Err(e), _) | (_, Err(e)) => {
-                skipped += 1;
-                rows.push(json!({"scenario": s.name, "verdict": "skipped", "reason": e}));
-                text.push(format!("  skipped  {}: {e}", s.name));
-                continue;
+                self.skipped += 1;
+                self.rows
+                    .push(json!({"scenario": s.name, "verdict": "skipped", "reason": e}));
+                self.text.push(format!("  skipped  {}: {e}", s.name));
+                return Ok(());
             }
         };
         let real = first_divergence(ra.trim_end(), rb.trim_end(), &ignore);
@@ -223,23 +248,23 @@ pub(super) fn diff(a: &LabDiffArgs, sk: &dyn Skbsim) -> Result<ExitCode, String>
         let modelled = first_divergence(ma.trim_end(), mb.trim_end(), &ignore);
         let verdict = match (&real, &modelled) {
             (None, None) => {
-                same += 1;
+                self.same += 1;
                 "same"
             }
             (Some(r), Some(m)) if change(r) == change(m) => {
-                predicted += 1;
+                self.predicted += 1;
                 "predicted"
             }
             (Some(_), Some(_)) => {
-                elsewhere += 1;
+                self.elsewhere += 1;
                 "ELSEWHERE"
             }
             (Some(_), None) => {
-                unpredicted += 1;
+                self.unpredicted += 1;
                 "UNPREDICTED"
             }
             (None, Some(_)) => {
-                spurious += 1;
+                self.spurious += 1;
                 "SPURIOUS"
             }
         };
@@ -247,7 +272,7 @@ pub(super) fn diff(a: &LabDiffArgs, sk: &dyn Skbsim) -> Result<ExitCode, String>
             (Some(r), Some(m)) => change(r) == change(m),
             (r, m) => r.is_none() && m.is_none(),
         };
-        rows.push(json!({
+        self.rows.push(json!({
             "scenario": s.name,
             "verdict": verdict,
             "real": div_json(&real),
@@ -270,34 +295,72 @@ pub(super) fn diff(a: &LabDiffArgs, sk: &dyn Skbsim) -> Result<ExitCode, String>
                     pa.name, pb.name
                 )),
             }
-            text.push(t);
+            self.text.push(t);
         } else if let Some(m) = &modelled {
-            text.push(format!(
+            self.text.push(format!(
                 "{verdict:>11}  {}: the kernels agree; the model ({} vs {}) differs at `{}`, field `{}`: {} | {}",
                 s.name, pa.name, pb.name, m.event, m.field, m.left, m.right
             ));
         }
+        Ok(())
     }
-    let summary = json!({
-        "a": {"kernel": ga.kernel, "profile": pa.name, "setup": ga.setup.0},
-        "b": {"kernel": gb.kernel, "profile": pb.name, "patch": a.patch, "setup": gb.setup.0},
-        "results": rows,
-        "same": same,
-        "predicted": predicted,
-        "unpredicted": unpredicted,
-        "spurious": spurious,
-        "elsewhere": elsewhere,
-        "skipped": skipped,
-    });
-    if a.guest.json {
-        outln!(sk, "{summary}")?;
-    } else {
-        outln!(sk, "A: {} (model {})", ga.kernel, pa.name)?;
-        outln!(sk, "B: {label_b} (model {})", pb.name)?;
-        for t in &text {
-            outln!(sk, "{t}")?;
+
+    /// The results on stdout (JSON, or the sides, the text blocks, a table of the
+    /// differences and the counts); exit 1 unless every scenario is same or predicted.
+    fn report(
+        &self,
+        a: &LabDiffArgs,
+        sk: &dyn Skbsim,
+        (ga, gb): (&GuestTraces, &GuestTraces),
+        (pa, pb): (KernelProfile, KernelProfile),
+    ) -> Result<ExitCode, String> {
+        let summary = json!({
+            "a": {"kernel": ga.kernel, "profile": pa.name, "setup": ga.setup.0},
+            "b": {"kernel": gb.kernel, "profile": pb.name, "patch": a.patch, "setup": gb.setup.0},
+            "results": self.rows,
+            "same": self.same,
+            "predicted": self.predicted,
+            "unpredicted": self.unpredicted,
+            "spurious": self.spurious,
+            "elsewhere": self.elsewhere,
+            "skipped": self.skipped,
+        });
+        if a.guest.json {
+            outln!(sk, "{summary}")?;
+        } else {
+            let label_b = match &a.patch {
+                Some(p) => format!("{} + {}", gb.kernel, p.display()),
+                None => gb.kernel.clone(),
+            };
+            outln!(sk, "A: {} (model {})", ga.kernel, pa.name)?;
+            outln!(sk, "B: {label_b} (model {})", pb.name)?;
+            for t in &self.text {
+                outln!(sk, "{t}")?;
+            }
+            outln!(sk)?;
+            self.table(sk)?;
+            outln!(
+                sk,
+                "{} same, {} differences predicted, {} predicted elsewhere, {} unpredicted, {} predicted but not seen, {} skipped",
+                self.same,
+                self.predicted,
+                self.elsewhere,
+                self.unpredicted,
+                self.spurious,
+                self.skipped
+            )?;
+            eprintln!("lab: A {}", ga.setup.1);
+            eprintln!("lab: B {}", gb.setup.1);
         }
-        outln!(sk)?;
+        Ok(if self.unpredicted + self.spurious + self.elsewhere > 0 {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        })
+    }
+
+    /// A row per scenario that differs: where the kernels and the model first differ.
+    fn table(&self, sk: &dyn Skbsim) -> Result<(), String> {
         outln!(
             sk,
             "{:<44} {:<34} {:<34} verdict",
@@ -305,7 +368,7 @@ pub(super) fn diff(a: &LabDiffArgs, sk: &dyn Skbsim) -> Result<ExitCode, String>
             "real A vs B",
             "model"
         )?;
-        for r in &rows {
+        for r in &self.rows {
             let cell = |v: &Value| match v {
                 Value::Null => "same".to_string(),
                 v => format!(
@@ -331,18 +394,8 @@ pub(super) fn diff(a: &LabDiffArgs, sk: &dyn Skbsim) -> Result<ExitCode, String>
                 r["verdict"].as_str().unwrap_or("")
             )?;
         }
-        outln!(
-            sk,
-            "{same} same, {predicted} differences predicted, {elsewhere} predicted elsewhere, {unpredicted} unpredicted, {spurious} predicted but not seen, {skipped} skipped"
-        )?;
-        eprintln!("lab: A {}", ga.setup.1);
-        eprintln!("lab: B {}", gb.setup.1);
+        Ok(())
     }
-    Ok(if unpredicted + spurious + elsewhere > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
 }
 
 #[cfg(test)]
