@@ -517,6 +517,9 @@ fn report(
 }
 
 #[cfg(test)]
+mod tally_tests;
+
+#[cfg(test)]
 mod tests {
     use super::profile_name_for_release;
 
