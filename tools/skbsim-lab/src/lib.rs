@@ -9,8 +9,8 @@
 //!   its own cache directory, or a local build (`--kernel-dir`).
 //! - [`patch`]: `--patch`: the modules a kernel patch touches, rebuilt from Debian's
 //!   linux-source against its linux-headers.
-//! - [`image`]: the initramfs (a cached base archive and a per-run payload) and module
-//!   dependencies from `.modinfo`.
+//! - [`image`]: the initramfs (a cached base archive and a per-run payload).
+//! - [`modules`]: the guest kernel's modules and their dependencies from `.modinfo`.
 //! - [`cpio`]: the newc writer.
 //! - [`qemu`]: the boot, the watchdog, KVM-then-TCG.
 //! - [`vlan`]: the 802.1Q device check the guest runs (a VLAN device over a tap).
@@ -28,6 +28,7 @@ pub mod cpio;
 pub mod fetch;
 pub mod image;
 pub mod kernel;
+pub mod modules;
 pub mod patch;
 pub mod qemu;
 pub mod vlan;
@@ -37,8 +38,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use fetch::Tools;
-pub use image::{ModuleIndex, Payload, GUEST_IPROUTE2, GUEST_SKBSIM};
+pub use image::{Payload, GUEST_IPROUTE2, GUEST_SKBSIM};
 pub use kernel::{GuestKernel, KernelChoice, KernelSource};
+pub use modules::ModuleIndex;
 pub use qemu::{Accel, BootResult};
 
 /// A lab failure: the step that failed (`download`, `unpack`, `modules`, `initramfs`,

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::image::{modinfo, read_module, ModuleIndex};
 use super::kernel::{GuestKernel, KernelSource};
+use super::modules::{modinfo, read_module, ModuleIndex};
 use super::LabError;
 
 mod sources;
