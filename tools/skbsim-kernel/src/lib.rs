@@ -22,8 +22,9 @@
 //!   backend) for the vhost-tx arm.
 //! - [`child`]: a child process timed from outside with its exact peak RSS (`wait4`).
 //! - [`tcpreplay`]: tcpreplay through a real tap (write and read path) for `skbsim bench`.
-//! - [`lab`]: a guest Linux kernel under QEMU (fetched with apt, booted from an
-//!   initramfs) for what this machine's kernel lacks: GRE, 802.1Q devices, vhost_net.
+//!
+//! The kernel lab (a guest kernel under QEMU for what this machine's kernel lacks) is its
+//! own crate, `skbsim-lab`, built on this one.
 
 pub mod arm;
 pub mod bpf;
@@ -33,7 +34,6 @@ pub mod ethtool;
 pub mod features;
 pub mod genl;
 mod ioctl;
-pub mod lab;
 pub mod netlink;
 pub mod netns;
 pub mod packet;

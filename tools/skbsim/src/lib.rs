@@ -2,11 +2,6 @@
 //! binary runs.
 
 pub mod bench;
-pub mod bench_capture;
-pub mod bench_gro_real;
-pub mod bench_replay;
-pub mod bench_sim;
-pub mod bench_xdp_real;
 pub mod cli_error;
 pub mod conform;
 pub mod diff;

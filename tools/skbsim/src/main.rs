@@ -57,7 +57,7 @@ enum Command {
     Bench(bench::BenchArgs),
     /// A guest Linux kernel (Debian 12's 6.1) under QEMU for what this kernel lacks (GRE,
     /// 802.1Q devices, vhost_net): fetch it, run conform or checks inside it.
-    Lab(lab::LabArgs),
+    Lab(skbsim_lab::commands::LabArgs),
     /// Run a program as the calling user with a simulated /dev/net/tun (seccomp user
     /// notification); exits with the program's exit code.
     Exec(exec::ExecArgs),

@@ -10,7 +10,7 @@
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -127,6 +127,8 @@ fn kill(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// One boot: QEMU started, its console watched ([`Console`]) until it exits or the
+/// watchdog kills it, then the command's result read back ([`Console::outcome`]).
 fn attempt(
     art: &Tools,
     vmlinuz: &Path,
@@ -143,6 +145,50 @@ fn attempt(
             "QEMU's stdout is not a pipe",
         )));
     };
+    let (rx, reader) = read_lines(stdout);
+    let console_path = spec.run_dir.join("console.log");
+    let accel = if kvm { "kvm" } else { "tcg" };
+    let mut c = Console::new(start, accel);
+    let fail = |child: &mut Child, c: &Console, e: LabError| {
+        kill(child);
+        let _ = fs::write(&console_path, &c.log);
+        if c.init_at.is_some() {
+            Failure::After(e)
+        } else {
+            Failure::BeforeInit(e)
+        }
+    };
+    loop {
+        let deadline = c.deadline(spec);
+        let now = Instant::now();
+        if now >= deadline && c.end.is_some() {
+            // The command ended but the guest did not power off: its result stands.
+            kill(&mut child);
+            break;
+        }
+        if now >= deadline {
+            return Err(fail(&mut child, &c, c.timeout(spec)));
+        }
+        let line = match rx.recv_timeout(deadline - now) {
+            Ok(Line::Text(l)) => l,
+            Ok(Line::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+        };
+        if let Err(e) = c.take(line, progress) {
+            return Err(fail(&mut child, &c, e));
+        }
+    }
+    // QEMU closed its stdout: it is exiting.
+    let status = child.wait();
+    let _ = reader.join();
+    let total_time = start.elapsed();
+    let _ = fs::write(&console_path, &c.log);
+    c.outcome(spec, kvm, total_time, status)
+}
+
+/// QEMU's stdout (the guest console) line by line on a channel, read by a thread that
+/// ends with [`Line::Eof`] when QEMU closes it.
+fn read_lines(stdout: ChildStdout) -> (mpsc::Receiver<Line>, thread::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel();
     let reader = thread::spawn(move || {
         let mut r = BufReader::new(stdout);
@@ -165,172 +211,184 @@ fn attempt(
             }
         }
     });
-    let console_path = spec.run_dir.join("console.log");
-    let mut console = String::new();
-    let mut init_at: Option<Instant> = None;
-    let mut begin_at: Option<Instant> = None;
-    let mut end: Option<(Instant, i32)> = None;
-    let mut guest_kernel = String::new();
-    let mut stderr = String::new();
-    let accel = if kvm { "kvm" } else { "tcg" };
-    let fail = |child: &mut Child, console: &str, init: bool, e: LabError| {
-        kill(child);
-        let _ = fs::write(&console_path, console);
-        if init {
-            Failure::After(e)
-        } else {
-            Failure::BeforeInit(e)
+    (rx, reader)
+}
+
+/// What the guest's console has shown so far in one boot.
+struct Console {
+    /// QEMU's start.
+    start: Instant,
+    /// `kvm` or `tcg`.
+    accel: &'static str,
+    /// Every line, for `console.log`.
+    log: String,
+    /// When `/init` announced itself.
+    init_at: Option<Instant>,
+    /// When the command began.
+    begin_at: Option<Instant>,
+    /// When the command ended, and its exit status.
+    end: Option<(Instant, i32)>,
+    /// The guest's `uname -r` (from the init line).
+    guest_kernel: String,
+    /// The lines between the begin and end markers (the command's stderr, kernel messages).
+    stderr: String,
+}
+
+impl Console {
+    fn new(start: Instant, accel: &'static str) -> Console {
+        Console {
+            start,
+            accel,
+            log: String::new(),
+            init_at: None,
+            begin_at: None,
+            end: None,
+            guest_kernel: String::new(),
+            stderr: String::new(),
         }
-    };
-    loop {
-        let deadline = match (init_at, begin_at, end) {
+    }
+
+    /// When the watchdog acts next: the power-off wait after the command ended, else the
+    /// boot timeout (plus a minute for /init to start the command), else the run timeout.
+    fn deadline(&self, spec: &BootSpec) -> Instant {
+        match (self.init_at, self.begin_at, self.end) {
             (_, _, Some((e, _))) => e + POWEROFF_WAIT,
-            (None, _, _) => start + spec.boot_timeout,
-            (Some(_), None, _) => start + spec.boot_timeout + Duration::from_secs(60),
+            (None, _, _) => self.start + spec.boot_timeout,
+            (Some(_), None, _) => self.start + spec.boot_timeout + Duration::from_secs(60),
             (Some(_), Some(b), _) => b + spec.run_timeout,
-        };
-        let now = Instant::now();
-        if now >= deadline && end.is_some() {
-            // The command ended but the guest did not power off: its result stands.
-            kill(&mut child);
-            break;
         }
-        if now >= deadline {
-            let (step, what) = match (init_at, begin_at) {
-                (None, _) => (
-                    "boot timeout",
-                    format!(
-                        "the guest did not reach /init within {:?} ({accel})",
-                        spec.boot_timeout
-                    ),
+    }
+
+    /// The error for a deadline passed before the command ended.
+    fn timeout(&self, spec: &BootSpec) -> LabError {
+        let (step, what) = match (self.init_at, self.begin_at) {
+            (None, _) => (
+                "boot timeout",
+                format!(
+                    "the guest did not reach /init within {:?} ({})",
+                    spec.boot_timeout, self.accel
                 ),
-                (Some(_), None) => (
-                    "boot timeout",
-                    "the guest's /init did not start the command".to_string(),
-                ),
-                (Some(_), Some(_)) => (
-                    "run timeout",
-                    format!("the command in the guest ran over {:?}", spec.run_timeout),
-                ),
-            };
-            return Err(fail(
-                &mut child,
-                &console,
-                init_at.is_some(),
-                LabError::new(step, what),
-            ));
-        }
-        let line = match rx.recv_timeout(deadline - now) {
-            Ok(Line::Text(l)) => l,
-            Ok(Line::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            ),
+            (Some(_), None) => (
+                "boot timeout",
+                "the guest's /init did not start the command".to_string(),
+            ),
+            (Some(_), Some(_)) => (
+                "run timeout",
+                format!("the command in the guest ran over {:?}", spec.run_timeout),
+            ),
         };
-        console.push_str(&line);
-        console.push('\n');
-        if begin_at.is_some() && end.is_none() && !line.starts_with(CONSOLE_END) {
-            stderr.push_str(&line);
-            stderr.push('\n');
+        LabError::new(step, what)
+    }
+
+    /// Take one console line: logged, the markers noted, progress shown; a KVM internal
+    /// error or a kernel panic is the error that ends the boot.
+    fn take(&mut self, line: String, progress: &dyn Fn(&str)) -> Result<(), LabError> {
+        let accel = self.accel;
+        self.log.push_str(&line);
+        self.log.push('\n');
+        if self.begin_at.is_some() && self.end.is_none() && !line.starts_with(CONSOLE_END) {
+            self.stderr.push_str(&line);
+            self.stderr.push('\n');
         }
         if line.contains("KVM internal error") {
-            return Err(fail(
-                &mut child,
-                &console,
-                init_at.is_some(),
-                LabError::new("kvm", line.trim().to_string()),
-            ));
+            return Err(LabError::new("kvm", line.trim().to_string()));
         }
         if line.contains("Kernel panic") {
-            return Err(fail(
-                &mut child,
-                &console,
-                init_at.is_some(),
-                LabError::new("kernel panic", line.trim().to_string()),
-            ));
+            return Err(LabError::new("kernel panic", line.trim().to_string()));
         }
         if let Some(rest) = line.strip_prefix(CONSOLE_INIT) {
-            init_at = Some(Instant::now());
-            guest_kernel = rest.trim().to_string();
+            self.init_at = Some(Instant::now());
+            self.guest_kernel = rest.trim().to_string();
             progress(&format!(
-                "guest {guest_kernel} up ({accel}, {:.1} s)",
-                start.elapsed().as_secs_f64()
+                "guest {} up ({accel}, {:.1} s)",
+                self.guest_kernel,
+                self.start.elapsed().as_secs_f64()
             ));
         } else if line.starts_with(CONSOLE_BEGIN) {
-            begin_at = Some(Instant::now());
+            self.begin_at = Some(Instant::now());
         } else if let Some(rest) = line.strip_prefix(CONSOLE_END) {
             let rc = rest
                 .trim()
                 .strip_prefix("rc=")
                 .and_then(|r| r.parse().ok())
                 .unwrap_or(-1);
-            end = Some((Instant::now(), rc));
-        } else if begin_at.is_some() && end.is_none() {
+            self.end = Some((Instant::now(), rc));
+        } else if self.begin_at.is_some() && self.end.is_none() {
             let short: String = line.chars().take(100).collect();
             progress(&short);
-        } else if init_at.is_none() && !line.trim().is_empty() {
+        } else if self.init_at.is_none() && !line.trim().is_empty() {
             progress(&format!(
                 "booting ({accel}): {}",
                 line.chars().take(80).collect::<String>()
             ));
         }
+        Ok(())
     }
-    // QEMU closed its stdout: it is exiting.
-    let status = child.wait();
-    let _ = reader.join();
-    let total_time = start.elapsed();
-    let _ = fs::write(&console_path, &console);
-    let qemu_err = fs::read_to_string(spec.run_dir.join("qemu.stderr")).unwrap_or_default();
-    let qemu_err = qemu_err
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty() && !l.contains("warning:"))
-        .unwrap_or("")
-        .trim()
-        .to_string();
-    let Some(init) = init_at else {
-        let why = if qemu_err.is_empty() {
-            format!(
-                "QEMU exited ({}) before the guest reached /init",
-                status.map(|s| s.to_string()).unwrap_or_default()
-            )
-        } else {
-            qemu_err
+
+    /// After QEMU exited (`status`): the command's result, or why there is none (QEMU's
+    /// last stderr line when it never reached /init).
+    fn outcome(
+        self,
+        spec: &BootSpec,
+        kvm: bool,
+        total_time: Duration,
+        status: std::io::Result<ExitStatus>,
+    ) -> Result<BootResult, Failure> {
+        let qemu_err = fs::read_to_string(spec.run_dir.join("qemu.stderr")).unwrap_or_default();
+        let qemu_err = qemu_err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty() && !l.contains("warning:"))
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        let Some(init) = self.init_at else {
+            let why = if qemu_err.is_empty() {
+                format!(
+                    "QEMU exited ({}) before the guest reached /init",
+                    status.map(|s| s.to_string()).unwrap_or_default()
+                )
+            } else {
+                qemu_err
+            };
+            return Err(Failure::BeforeInit(LabError::new(
+                if kvm { "kvm" } else { "boot" },
+                why,
+            )));
         };
-        return Err(Failure::BeforeInit(LabError::new(
-            if kvm { "kvm" } else { "boot" },
-            why,
-        )));
-    };
-    let (Some(begin), Some((end_at, rc))) = (begin_at, end) else {
-        let tail: Vec<&str> = console.lines().rev().take(3).collect();
-        return Err(Failure::After(LabError::new(
-            "guest",
-            format!(
-                "the guest stopped before its command ended (console: {})",
-                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-            ),
-        )));
-    };
-    let data = fs::read(spec.run_dir.join("data.txt")).unwrap_or_default();
-    let output = between_markers(&String::from_utf8_lossy(&data)).ok_or_else(|| {
-        Failure::After(LabError::new(
-            "guest",
-            format!(
-                "no output between the data markers in {}",
-                spec.run_dir.join("data.txt").display()
-            ),
-        ))
-    })?;
-    Ok(BootResult {
-        accel,
-        kvm_failure: None,
-        boot_time: init - start,
-        run_time: end_at - begin,
-        total_time,
-        rc,
-        output,
-        stderr,
-        guest_kernel,
-    })
+        let (Some(begin), Some((end_at, rc))) = (self.begin_at, self.end) else {
+            let tail: Vec<&str> = self.log.lines().rev().take(3).collect();
+            return Err(Failure::After(LabError::new(
+                "guest",
+                format!(
+                    "the guest stopped before its command ended (console: {})",
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+                ),
+            )));
+        };
+        let data = fs::read(spec.run_dir.join("data.txt")).unwrap_or_default();
+        let output = between_markers(&String::from_utf8_lossy(&data)).ok_or_else(|| {
+            Failure::After(LabError::new(
+                "guest",
+                format!(
+                    "no output between the data markers in {}",
+                    spec.run_dir.join("data.txt").display()
+                ),
+            ))
+        })?;
+        Ok(BootResult {
+            accel: self.accel,
+            kvm_failure: None,
+            boot_time: init - self.start,
+            run_time: end_at - begin,
+            total_time,
+            rc,
+            output,
+            stderr: self.stderr,
+            guest_kernel: self.guest_kernel,
+        })
+    }
 }
 
 /// The text between the data channel's begin and end markers (carriage returns dropped).

@@ -19,15 +19,11 @@ use serde_json::{json, Value};
 use sim::profile::KernelProfile;
 use sim::scenario::Scenario;
 use sim::trace::diff::{first_divergence, Divergence};
-use skbsim::cli_error::CliError;
-use skbsim::conform::comparable;
-use skbsim::outln;
-use skbsim::runner::run_sim;
-use skbsim::suite::load_scenarios;
 
-use super::conform::{guest_profile, guest_traces, real_output};
-use skbsim_kernel::lab::kernel::DEFAULT_KERNEL;
+use super::conform::{guest_profile, guest_traces, real_output, GuestTraces};
+use crate::kernel::DEFAULT_KERNEL;
 
+use super::skbsim::{outln, Skbsim};
 use super::{GuestOpts, LabOpts};
 
 #[derive(Debug, Args)]
@@ -65,7 +61,7 @@ enum DiffSide {
 }
 
 /// The two sides `a` names (the same kernel twice with `--patch`), or what is wrong.
-fn sides(a: &LabDiffArgs) -> Result<(DiffSide, DiffSide), CliError> {
+fn sides(a: &LabDiffArgs) -> Result<(DiffSide, DiffSide), String> {
     let all: Vec<DiffSide> = a
         .kernels
         .iter()
@@ -76,14 +72,14 @@ fn sides(a: &LabDiffArgs) -> Result<(DiffSide, DiffSide), CliError> {
     match (all.as_slice(), &a.patch) {
         ([k], Some(_)) => Ok((k.clone(), k.clone())),
         ([x, y], None) => Ok((x.clone(), y.clone())),
-        (_, Some(_)) => Err(CliError(
+        (_, Some(_)) => Err(
             "lab diff: with --patch give one kernel (--kernel or --kernel-dir); it runs without and with the patch"
                 .into(),
-        )),
-        _ => Err(CliError(
+        ),
+        _ => Err(
             "lab diff: give two kernels (--kernel A --kernel B, or --kernel-dir for a local build), or one and --patch"
                 .into(),
-        )),
+        ),
     }
 }
 
@@ -100,14 +96,19 @@ fn side_opts(a: &LabDiffArgs, side: &DiffSide) -> LabOpts {
 }
 
 /// What one side's real arm gave for a scenario: its observable trace, or why none.
-fn observable(g: Option<&Value>, s: &Scenario, host: &str) -> Result<String, String> {
+fn observable(
+    g: Option<&Value>,
+    s: &Scenario,
+    host: &str,
+    sk: &dyn Skbsim,
+) -> Result<String, String> {
     let Some(g) = g else {
         return Err("no result from the guest".into());
     };
     match g.get("status").and_then(Value::as_str) {
         Some("ok") => {
             let real = real_output(g, host, host);
-            Ok(comparable(s.pipeline, &real.trace).0)
+            Ok(sk.comparable(s.pipeline, &real.trace).0)
         }
         Some(st) => Err(format!(
             "{st}: {}",
@@ -121,15 +122,15 @@ fn observable(g: Option<&Value>, s: &Scenario, host: &str) -> Result<String, Str
 }
 
 /// The simulator's observable trace of `s` under `profile`.
-fn model(s: &Scenario, profile: KernelProfile) -> Result<String, CliError> {
+fn model(s: &Scenario, profile: KernelProfile, sk: &dyn Skbsim) -> Result<String, String> {
     let mut c = s.clone();
     c.profile = profile;
     c.sim_only = None;
-    Ok(comparable(s.pipeline, &run_sim(&c, None)?.trace).0)
+    Ok(sk.comparable(s.pipeline, &sk.run_sim(&c)?.trace).0)
 }
 
-fn ignored(s: &Scenario) -> Vec<&'static str> {
-    let mut ignore = comparable(s.pipeline, "").1;
+fn ignored(s: &Scenario, sk: &dyn Skbsim) -> Vec<&'static str> {
+    let mut ignore = sk.comparable(s.pipeline, "").1;
     // The profile names differ by construction.
     ignore.push("profile");
     ignore
@@ -176,9 +177,12 @@ fn div_json(d: &Option<Divergence>) -> Value {
     }
 }
 
-pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
+/// `skbsim lab diff`: both sides' guest traces, each scenario's verdict
+/// ([`Verdicts::scenario`]), then the report ([`Verdicts::report`]).
+pub(super) fn diff(a: &LabDiffArgs, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let (ka, kb) = sides(a)?;
-    let scenarios: Vec<Scenario> = load_scenarios(&a.paths, None)?
+    let scenarios: Vec<Scenario> = sk
+        .load_scenarios(&a.paths, None)?
         .into_iter()
         .filter(|s| s.profile.name == KernelProfile::default().name)
         .collect();
@@ -187,57 +191,80 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
     let gb = guest_traces(&ob, "diff-b", &scenarios, false, &[], a.patch.as_deref())?;
     let pa = guest_profile(&ga.kernel, a.profile_a.as_deref())?;
     let pb = guest_profile(&gb.kernel, a.profile_b.as_deref())?;
-    let host = KernelProfile::default().name;
-    let label_b = match &a.patch {
-        Some(p) => format!("{} + {}", gb.kernel, p.display()),
-        None => gb.kernel.clone(),
-    };
-    let (mut same, mut predicted, mut unpredicted, mut spurious, mut skipped) = (0, 0, 0, 0, 0);
-    let mut elsewhere = 0;
-    let mut rows = Vec::new();
-    let mut text = Vec::new();
+    let mut v = Verdicts::default();
     for s in &scenarios {
+        v.scenario(s, (&ga, &gb), (pa, pb), sk)?;
+    }
+    v.report(a, sk, (&ga, &gb), (pa, pb))
+}
+
+/// Each scenario's verdict in `lab diff`: the counts, a JSON row and a text block each.
+#[derive(Default)]
+struct Verdicts {
+    same: usize,
+    predicted: usize,
+    elsewhere: usize,
+    unpredicted: usize,
+    spurious: usize,
+    skipped: usize,
+    rows: Vec<Value>,
+    text: Vec<String>,
+}
+
+impl Verdicts {
+    /// Scenario `s`: the first difference of the two guests' traces against the first
+    /// difference of the simulator's under the two profiles.
+    fn scenario(
+        &mut self,
+        s: &Scenario,
+        (ga, gb): (&GuestTraces, &GuestTraces),
+        (pa, pb): (KernelProfile, KernelProfile),
+        sk: &dyn Skbsim,
+    ) -> Result<(), String> {
+        let host = KernelProfile::default().name;
         if let Some(why) = &s.sim_only {
-            skipped += 1;
-            rows.push(json!({"scenario": s.name, "verdict": "skipped", "reason": why}));
-            continue;
+            self.skipped += 1;
+            self.rows
+                .push(json!({"scenario": s.name, "verdict": "skipped", "reason": why}));
+            return Ok(());
         }
-        let ignore = ignored(s);
+        let ignore = ignored(s, sk);
         let (ra, rb) = (
-            observable(ga.results.get(&s.name), s, host),
-            observable(gb.results.get(&s.name), s, host),
+            observable(ga.results.get(&s.name), s, host, sk),
+            observable(gb.results.get(&s.name), s, host, sk),
         );
         let (ra, rb) = match (ra, rb) {
             (Ok(x), Ok(y)) => (x, y),
             (Err(e), _) | (_, Err(e)) => {
-                skipped += 1;
-                rows.push(json!({"scenario": s.name, "verdict": "skipped", "reason": e}));
-                text.push(format!("  skipped  {}: {e}", s.name));
-                continue;
+                self.skipped += 1;
+                self.rows
+                    .push(json!({"scenario": s.name, "verdict": "skipped", "reason": e}));
+                self.text.push(format!("  skipped  {}: {e}", s.name));
+                return Ok(());
             }
         };
         let real = first_divergence(ra.trim_end(), rb.trim_end(), &ignore);
-        let (ma, mb) = (model(s, pa)?, model(s, pb)?);
+        let (ma, mb) = (model(s, pa, sk)?, model(s, pb, sk)?);
         let modelled = first_divergence(ma.trim_end(), mb.trim_end(), &ignore);
         let verdict = match (&real, &modelled) {
             (None, None) => {
-                same += 1;
+                self.same += 1;
                 "same"
             }
             (Some(r), Some(m)) if change(r) == change(m) => {
-                predicted += 1;
+                self.predicted += 1;
                 "predicted"
             }
             (Some(_), Some(_)) => {
-                elsewhere += 1;
+                self.elsewhere += 1;
                 "ELSEWHERE"
             }
             (Some(_), None) => {
-                unpredicted += 1;
+                self.unpredicted += 1;
                 "UNPREDICTED"
             }
             (None, Some(_)) => {
-                spurious += 1;
+                self.spurious += 1;
                 "SPURIOUS"
             }
         };
@@ -245,7 +272,7 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
             (Some(r), Some(m)) => change(r) == change(m),
             (r, m) => r.is_none() && m.is_none(),
         };
-        rows.push(json!({
+        self.rows.push(json!({
             "scenario": s.name,
             "verdict": verdict,
             "real": div_json(&real),
@@ -268,41 +295,80 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
                     pa.name, pb.name
                 )),
             }
-            text.push(t);
+            self.text.push(t);
         } else if let Some(m) = &modelled {
-            text.push(format!(
+            self.text.push(format!(
                 "{verdict:>11}  {}: the kernels agree; the model ({} vs {}) differs at `{}`, field `{}`: {} | {}",
                 s.name, pa.name, pb.name, m.event, m.field, m.left, m.right
             ));
         }
+        Ok(())
     }
-    let summary = json!({
-        "a": {"kernel": ga.kernel, "profile": pa.name, "setup": ga.setup.0},
-        "b": {"kernel": gb.kernel, "profile": pb.name, "patch": a.patch, "setup": gb.setup.0},
-        "results": rows,
-        "same": same,
-        "predicted": predicted,
-        "unpredicted": unpredicted,
-        "spurious": spurious,
-        "elsewhere": elsewhere,
-        "skipped": skipped,
-    });
-    if a.guest.json {
-        outln!("{summary}")?;
-    } else {
-        outln!("A: {} (model {})", ga.kernel, pa.name)?;
-        outln!("B: {label_b} (model {})", pb.name)?;
-        for t in &text {
-            outln!("{t}")?;
+
+    /// The results on stdout (JSON, or the sides, the text blocks, a table of the
+    /// differences and the counts); exit 1 unless every scenario is same or predicted.
+    fn report(
+        &self,
+        a: &LabDiffArgs,
+        sk: &dyn Skbsim,
+        (ga, gb): (&GuestTraces, &GuestTraces),
+        (pa, pb): (KernelProfile, KernelProfile),
+    ) -> Result<ExitCode, String> {
+        let summary = json!({
+            "a": {"kernel": ga.kernel, "profile": pa.name, "setup": ga.setup.0},
+            "b": {"kernel": gb.kernel, "profile": pb.name, "patch": a.patch, "setup": gb.setup.0},
+            "results": self.rows,
+            "same": self.same,
+            "predicted": self.predicted,
+            "unpredicted": self.unpredicted,
+            "spurious": self.spurious,
+            "elsewhere": self.elsewhere,
+            "skipped": self.skipped,
+        });
+        if a.guest.json {
+            outln!(sk, "{summary}")?;
+        } else {
+            let label_b = match &a.patch {
+                Some(p) => format!("{} + {}", gb.kernel, p.display()),
+                None => gb.kernel.clone(),
+            };
+            outln!(sk, "A: {} (model {})", ga.kernel, pa.name)?;
+            outln!(sk, "B: {label_b} (model {})", pb.name)?;
+            for t in &self.text {
+                outln!(sk, "{t}")?;
+            }
+            outln!(sk)?;
+            self.table(sk)?;
+            outln!(
+                sk,
+                "{} same, {} differences predicted, {} predicted elsewhere, {} unpredicted, {} predicted but not seen, {} skipped",
+                self.same,
+                self.predicted,
+                self.elsewhere,
+                self.unpredicted,
+                self.spurious,
+                self.skipped
+            )?;
+            eprintln!("lab: A {}", ga.setup.1);
+            eprintln!("lab: B {}", gb.setup.1);
         }
-        outln!()?;
+        Ok(if self.unpredicted + self.spurious + self.elsewhere > 0 {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        })
+    }
+
+    /// A row per scenario that differs: where the kernels and the model first differ.
+    fn table(&self, sk: &dyn Skbsim) -> Result<(), String> {
         outln!(
+            sk,
             "{:<44} {:<34} {:<34} verdict",
             "scenario",
             "real A vs B",
             "model"
         )?;
-        for r in &rows {
+        for r in &self.rows {
             let cell = |v: &Value| match v {
                 Value::Null => "same".to_string(),
                 v => format!(
@@ -320,6 +386,7 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
                 continue;
             }
             outln!(
+                sk,
                 "{:<44} {:<34} {:<34} {}",
                 r["scenario"].as_str().unwrap_or(""),
                 cell(&r["real"]),
@@ -327,17 +394,8 @@ pub(super) fn diff(a: &LabDiffArgs) -> Result<ExitCode, CliError> {
                 r["verdict"].as_str().unwrap_or("")
             )?;
         }
-        outln!(
-            "{same} same, {predicted} differences predicted, {elsewhere} predicted elsewhere, {unpredicted} unpredicted, {spurious} predicted but not seen, {skipped} skipped"
-        )?;
-        eprintln!("lab: A {}", ga.setup.1);
-        eprintln!("lab: B {}", gb.setup.1);
+        Ok(())
     }
-    Ok(if unpredicted + spurious + elsewhere > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
 }
 
 #[cfg(test)]

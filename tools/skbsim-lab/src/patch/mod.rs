@@ -21,10 +21,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::fetch::{commit_tree, download_unpack, stamp_of};
-use super::image::{modinfo, read_module, ModuleIndex};
 use super::kernel::{GuestKernel, KernelSource};
+use super::modules::{modinfo, read_module, ModuleIndex};
 use super::LabError;
+
+mod sources;
+
+use sources::{headers, series, source_dirs};
 
 /// The modules rebuilt for a patch.
 #[derive(Debug, Clone)]
@@ -151,6 +154,8 @@ pub fn module_rule(text: &str, object: &str) -> Option<ModuleRule> {
     })
 }
 
+/// Run `cmd` (`what` names it in the error); its stdout and stderr, or the error with
+/// its last error lines.
 fn run(what: &str, cmd: &mut Command) -> Result<String, LabError> {
     let out = cmd
         .output()
@@ -184,164 +189,6 @@ fn fnv(data: &[u8], mut h: u64) -> u64 {
     h
 }
 
-/// `6.1` from `6.1.0-57-cloud-amd64`, `6.12` from `6.12.117+deb12-cloud-amd64`.
-fn series(kver: &str) -> String {
-    kver.split('.').take(2).collect::<Vec<_>>().join(".")
-}
-
-/// The guest's headers tree (`.../usr/src/linux-headers-<release>`), fetched once.
-fn headers(cache: &Path, kver: &str, progress: &dyn Fn(&str)) -> Result<PathBuf, LabError> {
-    let root = cache.join("headers").join(kver);
-    let dir = root.join("usr/src").join(format!("linux-headers-{kver}"));
-    if stamp_of(&root).is_some() {
-        return Ok(dir);
-    }
-    let pkg = format!("linux-headers-{kver}");
-    let deps = super::fetch::depends_of(std::slice::from_ref(&pkg))?;
-    let groups = deps
-        .get(&pkg)
-        .ok_or_else(|| err(format!("apt knows no package {pkg}")))?;
-    let mut wanted = vec![pkg.clone()];
-    for alts in groups {
-        if let Some(a) = alts
-            .iter()
-            .find(|a| a.starts_with("linux-headers-") || a.starts_with("linux-kbuild-"))
-        {
-            wanted.push(a.clone());
-        }
-    }
-    fs::create_dir_all(cache.join("headers")).map_err(|e| err(e.to_string()))?;
-    let tmp = cache.join("headers").join(format!("{kver}.tmp"));
-    progress(&format!("fetching {}", wanted.join(", ")));
-    let stamp = download_unpack(
-        cache,
-        &format!("headers-{kver}"),
-        &wanted,
-        &tmp,
-        &[],
-        progress,
-    )?;
-    // The packages point at /usr/src and /usr/lib absolutely: into the cache instead.
-    let tdir = tmp.join("usr/src").join(format!("linux-headers-{kver}"));
-    let mk = tdir.join("Makefile");
-    let text = fs::read_to_string(&mk).map_err(|e| err(format!("{}: {e}", mk.display())))?;
-    let moved = text.replace("include /usr/", &format!("include {}/usr/", root.display()));
-    fs::write(&mk, moved).map_err(|e| err(format!("{}: {e}", mk.display())))?;
-    let mut stack = vec![tmp.join("usr")];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            let Ok(md) = p.symlink_metadata() else {
-                continue;
-            };
-            if md.file_type().is_symlink() {
-                if let Ok(t) = fs::read_link(&p) {
-                    if t.is_absolute() {
-                        let _ = fs::remove_file(&p);
-                        let target = root.join(t.strip_prefix("/").unwrap_or(&t));
-                        std::os::unix::fs::symlink(target, &p)
-                            .map_err(|e| err(format!("{}: {e}", p.display())))?;
-                    }
-                }
-            } else if md.is_dir() {
-                stack.push(p);
-            }
-        }
-    }
-    commit_tree(&tmp, &root, &stamp)?;
-    Ok(dir)
-}
-
-/// The directories `dirs` of linux-source-<series> at `version`, extracted into
-/// `<cache>/src/<version>/tree` (each once).
-fn source_dirs(
-    cache: &Path,
-    series: &str,
-    version: &str,
-    dirs: &BTreeSet<String>,
-    progress: &dyn Fn(&str),
-) -> Result<PathBuf, LabError> {
-    let base = cache.join("src").join(version.replace(['~', ':'], "_"));
-    let tree = base.join("tree");
-    let tarball = base.join(format!("linux-source-{series}.tar.xz"));
-    fs::create_dir_all(&tree).map_err(|e| err(e.to_string()))?;
-    let have = |d: &str| {
-        tree.join(format!("linux-source-{series}"))
-            .join(d)
-            .join(".skbsim-extracted")
-            .exists()
-    };
-    let missing: Vec<&String> = dirs.iter().filter(|d| !have(d)).collect();
-    if missing.is_empty() {
-        return Ok(tree.join(format!("linux-source-{series}")));
-    }
-    if !tarball.exists() {
-        let pkg = format!("linux-source-{series}");
-        progress(&format!("apt-get download {pkg}={version} (about 140 MB)"));
-        let dl = base.join("dl");
-        let _ = fs::remove_dir_all(&dl);
-        fs::create_dir_all(&dl).map_err(|e| err(e.to_string()))?;
-        run(
-            "apt-get download",
-            Command::new("apt-get")
-                .current_dir(&dl)
-                .args(["download", "-q", "-o", "APT::Sandbox::User=root"])
-                .arg(format!("{pkg}={version}")),
-        )?;
-        let deb = fs::read_dir(&dl)
-            .map_err(|e| err(e.to_string()))?
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|x| x == "deb"))
-            .ok_or_else(|| err(format!("apt-get download {pkg}={version} left no .deb")))?;
-        // Only the tarball: `dpkg-deb --fsys-tarfile | tar -x` of that one member.
-        let sh = format!(
-            "dpkg-deb --fsys-tarfile {} | tar -x -C {} ./usr/src/linux-source-{series}.tar.xz",
-            super::shell_quote(&deb.to_string_lossy()),
-            super::shell_quote(&dl.to_string_lossy())
-        );
-        run(
-            "dpkg-deb --fsys-tarfile",
-            Command::new("sh").args(["-c", &sh]),
-        )?;
-        fs::rename(
-            dl.join(format!("usr/src/linux-source-{series}.tar.xz")),
-            &tarball,
-        )
-        .map_err(|e| err(e.to_string()))?;
-        let _ = fs::remove_dir_all(&dl);
-    }
-    progress(&format!(
-        "extracting {} from linux-source-{series}",
-        missing
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    let mut cmd = Command::new("tar");
-    cmd.arg("-C")
-        .arg(&tree)
-        .arg("-xJf")
-        .arg(&tarball)
-        // The files of each directory, not its subdirectories (drivers/net/ethernet alone
-        // is 130 MB): a module's sources sit beside its Makefile.
-        .args([
-            "--wildcards",
-            "--no-wildcards-match-slash",
-            "--no-recursion",
-        ]);
-    for d in &missing {
-        cmd.arg(format!("linux-source-{series}/{d}/*"));
-    }
-    run("tar -xJf linux-source", &mut cmd)?;
-    for d in &missing {
-        let p = tree.join(format!("linux-source-{series}")).join(d.as_str());
-        fs::write(p.join(".skbsim-extracted"), "").map_err(|e| err(e.to_string()))?;
-    }
-    Ok(tree.join(format!("linux-source-{series}")))
-}
-
 /// `KEY=value` of a kernel `.config`.
 fn kconfig(text: &str) -> BTreeMap<String, String> {
     text.lines()
@@ -369,7 +216,10 @@ fn copy_files(from: &Path, to: &Path) -> Result<(), LabError> {
     Ok(())
 }
 
-/// Rebuild the modules `patch` touches for `kernel` (a Debian kernel).
+/// Rebuild the modules `patch` touches for `kernel` (a Debian kernel): the files it
+/// changes checked, the cached result reused, else the headers and the sources fetched,
+/// each `.c` file's module found ([`module_rules`]), the patch applied to a copy
+/// ([`apply`]) and each module built ([`Build::module`]).
 pub fn rebuild(
     cache: &Path,
     kernel: &GuestKernel,
@@ -407,12 +257,51 @@ pub fn rebuild(
         });
     }
     let start = Instant::now();
-    let c_files: Vec<&String> = files.iter().filter(|f| f.ends_with(".c")).collect();
+    check_files(patch, &files)?;
     let dirs: BTreeSet<String> = files
         .iter()
         .map(|f| f.rsplit_once('/').map_or("", |(d, _)| d).to_string())
         .collect();
-    for f in &files {
+    let hdr = headers(cache, &kernel.kver, progress)?;
+    let config = kconfig(
+        &fs::read_to_string(hdr.join(".config"))
+            .map_err(|e| err(format!("{}: {e}", hdr.display())))?,
+    );
+    let src = source_dirs(cache, &series(&kernel.kver), version, &dirs, progress)?;
+    let index = ModuleIndex::load(&kernel.modules)?;
+    let rules = module_rules(&files, &src, &config, &index, &kernel.kver)?;
+    // The patched copy of those directories, mirroring the source tree for `patch -p1`.
+    let build = out_dir.join("build");
+    apply(patch, version, &src, &dirs, &build, progress)?;
+    fs::create_dir_all(&out_dir).map_err(|e| err(e.to_string()))?;
+    let b = Build {
+        kver: &kernel.kver,
+        hdr: &hdr,
+        config: &config,
+        index: &index,
+        build: &build,
+    };
+    let mut modules = Vec::new();
+    for (name, (dir, rule)) in &rules {
+        let built = b.module(name, dir, rule, progress)?;
+        let dest = out_dir.join(format!("{name}.ko"));
+        fs::write(&dest, &built).map_err(|e| err(e.to_string()))?;
+        modules.push((name.clone(), dest));
+    }
+    let list: String = modules.iter().map(|(n, _)| format!("{n}\n")).collect();
+    fs::write(&done, list).map_err(|e| err(e.to_string()))?;
+    let _ = fs::remove_dir_all(&build);
+    Ok(Rebuilt {
+        modules,
+        cached: false,
+        time: start.elapsed(),
+    })
+}
+
+/// Only `.c` files, and headers beside one of them, can be rebuilt as modules.
+fn check_files(patch: &Path, files: &[String]) -> Result<(), LabError> {
+    let c_files: Vec<&String> = files.iter().filter(|f| f.ends_with(".c")).collect();
+    for f in files {
         let dir = f.rsplit_once('/').map_or("", |(d, _)| d);
         let beside_c =
             f.ends_with(".h") && c_files.iter().any(|c| c.starts_with(&format!("{dir}/")));
@@ -423,15 +312,21 @@ pub fn rebuild(
             )));
         }
     }
-    let hdr = headers(cache, &kernel.kver, progress)?;
-    let config = kconfig(
-        &fs::read_to_string(hdr.join(".config"))
-            .map_err(|e| err(format!("{}: {e}", hdr.display())))?,
-    );
-    let src = source_dirs(cache, &series(&kernel.kver), version, &dirs, progress)?;
-    let index = ModuleIndex::load(&kernel.modules)?;
+    Ok(())
+}
+
+/// Per module the `.c` files of `files` go into: its source directory and its Makefile
+/// rule. A file built in (`obj-y`, `=y` in `config`, or in `modules.builtin`) or not
+/// built at all is the error.
+fn module_rules(
+    files: &[String],
+    src: &Path,
+    config: &BTreeMap<String, String>,
+    index: &ModuleIndex,
+    kver: &str,
+) -> Result<BTreeMap<String, (String, ModuleRule)>, LabError> {
     let mut rules: BTreeMap<String, (String, ModuleRule)> = BTreeMap::new();
-    for f in &c_files {
+    for f in files.iter().filter(|f| f.ends_with(".c")) {
         let (dir, base) = f.rsplit_once('/').unwrap_or(("", f));
         let object = format!("{}.o", base.trim_end_matches(".c"));
         let mk = fs::read_to_string(src.join(dir).join("Makefile")).unwrap_or_default();
@@ -449,8 +344,7 @@ pub fn rebuild(
                     Some("y") => Some(format!("CONFIG_{sym}=y")),
                     _ => {
                         return Err(err(format!(
-                            "{f}: CONFIG_{sym} is not set in {}: the kernel has no such code",
-                            kernel.kver
+                            "{f}: CONFIG_{sym} is not set in {kver}: the kernel has no such code"
                         )))
                     }
                 }
@@ -462,16 +356,25 @@ pub fn rebuild(
                 .then(|| "modules.builtin".to_string())
         }) {
             return Err(err(format!(
-                "{f} is built into {} ({why}), not a module: a module rebuild cannot change it",
-                kernel.kver
+                "{f} is built into {kver} ({why}), not a module: a module rebuild cannot change it"
             )));
         }
         rules.insert(rule.module.clone(), (dir.to_string(), rule));
     }
-    // The patched copy of those directories, mirroring the source tree for `patch -p1`.
-    let build = out_dir.join("build");
-    let _ = fs::remove_dir_all(&build);
-    for d in &dirs {
+    Ok(rules)
+}
+
+/// Copy `dirs` of the source tree `src` under `<build>/src` and apply `patch` there.
+fn apply(
+    patch: &Path,
+    version: &str,
+    src: &Path,
+    dirs: &BTreeSet<String>,
+    build: &Path,
+    progress: &dyn Fn(&str),
+) -> Result<(), LabError> {
+    let _ = fs::remove_dir_all(build);
+    for d in dirs {
         copy_files(&src.join(d), &build.join("src").join(d))?;
     }
     progress("patch -p1");
@@ -496,17 +399,42 @@ pub fn rebuild(
             e.message
         ))
     })?;
-    fs::create_dir_all(&out_dir).map_err(|e| err(e.to_string()))?;
-    let mut modules = Vec::new();
-    for (name, (dir, rule)) in &rules {
-        let m = build.join(format!("mod-{name}"));
-        copy_files(&build.join("src").join(dir), &m)?;
+    Ok(())
+}
+
+/// What building one module against the guest's headers needs.
+struct Build<'a> {
+    kver: &'a str,
+    /// The guest's linux-headers tree (`make -C`).
+    hdr: &'a Path,
+    config: &'a BTreeMap<String, String>,
+    /// The stock modules, for the vermagic check.
+    index: &'a ModuleIndex,
+    /// The patched copy ([`apply`]).
+    build: &'a Path,
+}
+
+impl Build<'_> {
+    /// Build module `name` from the patched `dir` alone (a generated Kbuild, `make -C
+    /// <headers> M=`); its bytes, once its vermagic is the stock module's.
+    fn module(
+        &self,
+        name: &str,
+        dir: &str,
+        rule: &ModuleRule,
+        progress: &dyn Fn(&str),
+    ) -> Result<Vec<u8>, LabError> {
+        let m = self.build.join(format!("mod-{name}"));
+        copy_files(&self.build.join("src").join(dir), &m)?;
         let _ = fs::remove_file(m.join("Makefile"));
         let mut kbuild = format!("obj-m := {name}.o\n");
         for (o, cond) in &rule.objects {
             let on = match cond {
                 None => true,
-                Some(c) => matches!(config.get(c.as_str()).map(String::as_str), Some("y" | "m")),
+                Some(c) => matches!(
+                    self.config.get(c.as_str()).map(String::as_str),
+                    Some("y" | "m")
+                ),
             };
             if on {
                 kbuild.push_str(&format!("{name}-y += {o}\n"));
@@ -519,10 +447,10 @@ pub fn rebuild(
         fs::write(m.join("Kbuild"), kbuild).map_err(|e| err(e.to_string()))?;
         progress(&format!("make M=… {name}.ko"));
         run(
-            &format!("make -C {} M={} modules", hdr.display(), m.display()),
+            &format!("make -C {} M={} modules", self.hdr.display(), m.display()),
             Command::new("make")
                 .arg("-C")
-                .arg(&hdr)
+                .arg(self.hdr)
                 .arg(format!("M={}", m.display()))
                 // No BTF for the rebuilt module: it needs pahole (6.12's modfinal runs it
                 // even without a vmlinux to base it on), and a module loads without it.
@@ -531,9 +459,11 @@ pub fn rebuild(
         )?;
         let ko = m.join(format!("{name}.ko"));
         let built = fs::read(&ko).map_err(|e| err(format!("{}: {e}", ko.display())))?;
-        let stock = index
+        let kver = self.kver;
+        let stock = self
+            .index
             .file(name)
-            .ok_or_else(|| err(format!("{} has no stock module {name}", kernel.kver)))?;
+            .ok_or_else(|| err(format!("{kver} has no stock module {name}")))?;
         let (a, b) = (vermagic(&built), vermagic(&read_module(stock)?));
         if a.is_none() || a != b {
             return Err(err(format!(
@@ -542,18 +472,8 @@ pub fn rebuild(
                 b.unwrap_or_default()
             )));
         }
-        let dest = out_dir.join(format!("{name}.ko"));
-        fs::write(&dest, &built).map_err(|e| err(e.to_string()))?;
-        modules.push((name.clone(), dest));
+        Ok(built)
     }
-    let list: String = modules.iter().map(|(n, _)| format!("{n}\n")).collect();
-    fs::write(&done, list).map_err(|e| err(e.to_string()))?;
-    let _ = fs::remove_dir_all(&build);
-    Ok(Rebuilt {
-        modules,
-        cached: false,
-        time: start.elapsed(),
-    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! `skbsim bench` (the default, or `--replay`): the speed of `skbsim replay` itself, every
 //! pipeline, timed as a whole process, next to tcpreplay through a real tap where it is
-//! installed; see [`crate::bench_replay`].
+//! installed; see [`crate::bench::replay`].
 //!
 //! `skbsim bench --pipeline tun-read`: the model alone, simulated frames/s through the
 //! tun read path next to raw pcap read frames/s, measured in the same run on the same
@@ -14,7 +14,13 @@
 //! validate_xmit_vlan), alternating in slices of each run in one namespace.
 //!
 //! Generated captures live in a temporary directory removed when the bench ends
-//! ([`crate::bench_capture::Scratch`]); `--make-capture PATH` writes one to keep.
+//! ([`crate::bench::capture::Scratch`]); `--make-capture PATH` writes one to keep.
+
+pub mod capture;
+pub mod gro_real;
+pub mod model;
+pub mod replay;
+pub mod xdp_real;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,7 +34,7 @@ use sim::pipeline::{feed_frame, Input, Pipeline, PipelineError, Schedule};
 use sim::scenario::Scenario;
 use sim::skb::OpCounters;
 
-use crate::bench_capture::{frame_into, Capture, Limit, Scratch, SIZES};
+use crate::bench::capture::{frame_into, Capture, Limit, Scratch, SIZES};
 use crate::cli_error::CliError;
 use crate::progress;
 use crate::runner::{tap_ready, Backend};
@@ -173,16 +179,16 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
     if args.runs == 0 {
         return Err(CliError("--runs must be at least 1".into()));
     }
-    crate::bench_capture::install_interrupt_handler();
+    crate::bench::capture::install_interrupt_handler();
     let limit = match &args.bytes {
-        Some(b) => Limit::Bytes(crate::bench_capture::parse_bytes(b)?),
+        Some(b) => Limit::Bytes(crate::bench::capture::parse_bytes(b)?),
         None => Limit::Frames(args.frames.unwrap_or(1_000_000)),
     };
     if limit == Limit::Frames(0) {
         return Err(CliError("--frames must be at least 1".into()));
     }
     if let Some(path) = &args.make_capture {
-        let g = crate::bench_capture::make_capture(path, limit)?;
+        let g = crate::bench::capture::make_capture(path, limit)?;
         outln!(
             "{}: {} frames, {} bytes (60-1514 B, a third 802.1Q)",
             path.display(),
@@ -199,13 +205,13 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
     let pipeline = args.pipeline.as_deref();
     if args.backend == Backend::Tap {
         return match pipeline {
-            Some("gro") => crate::bench_gro_real::bench(args),
-            Some("xdp-tx") => crate::bench_xdp_real::bench(args),
+            Some("gro") => crate::bench::gro_real::bench(args),
+            Some("xdp-tx") => crate::bench::xdp_real::bench(args),
             _ => bench_tap(args),
         };
     }
     match pipeline {
-        None => crate::bench_replay::bench(args, limit),
+        None => crate::bench::replay::bench(args, limit),
         Some("tun-read") => bench_model(args, limit),
         Some("datapaths" | "xdp-vhost") => {
             let repo =
@@ -217,7 +223,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
                 )));
             }
             let (js, text) =
-                crate::bench_sim::run(&repo, args.frames.unwrap_or(1_000_000), args.runs)?;
+                crate::bench::model::run(&repo, args.frames.unwrap_or(1_000_000), args.runs)?;
             if args.json {
                 outln!("{js}")?;
             } else {
@@ -243,7 +249,7 @@ fn bench_model(args: &BenchArgs, limit: Limit) -> Result<ExitCode, CliError> {
     let (mut raw_t, mut hw_t, mut sw_t) = (Vec::new(), Vec::new(), Vec::new());
     let (mut frames, mut hw_ops, mut sw_ops) = (0, OpCounters::default(), OpCounters::default());
     for _ in 0..args.runs {
-        if crate::bench_capture::interrupted() {
+        if crate::bench::capture::interrupted() {
             return Err(CliError("interrupted".into()));
         }
         let t = Instant::now();

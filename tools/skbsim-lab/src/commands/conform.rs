@@ -11,23 +11,22 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
-use skbsim::cli_error::CliError;
-use skbsim::conform::{comparable, compare_scenario_outputs};
-use skbsim::outln;
-use skbsim::runner::{run_sim, run_tap, tap_ready, ScenarioOutput};
-use skbsim::suite::load_scenarios;
-use skbsim_kernel::lab;
-
-use sim::trace::diff::all_differences;
+use sim::trace::diff::{all_differences, Divergence};
 
 use super::hex::{hex, unhex};
+use super::skbsim::{outln, ArmOutput, Skbsim};
 use super::{boot_report, boot_with, cache_of, mib, LabConformArgs, LabOpts};
+use crate as lab;
 
 /// In the guest: one JSON line per scenario on stdout (the data channel); progress on
 /// stderr (the console).
-pub(super) fn guest_conform(paths: &[PathBuf], old_profiles: bool) -> Result<ExitCode, CliError> {
-    tap_ready("lab guest-conform")?;
-    let scenarios = load_scenarios(paths, None)?;
+pub(super) fn guest_conform(
+    paths: &[PathBuf],
+    old_profiles: bool,
+    sk: &dyn Skbsim,
+) -> Result<ExitCode, String> {
+    sk.tap_ready("lab guest-conform")?;
+    let scenarios = sk.load_scenarios(paths, None)?;
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let mut out = std::io::stdout().lock();
     let emit = |out: &mut std::io::StdoutLock<'_>, v: Value| {
@@ -59,7 +58,7 @@ pub(super) fn guest_conform(paths: &[PathBuf], old_profiles: bool) -> Result<Exi
         } else if let Some(why) = skbsim_kernel::features::missing(s) {
             json!({"scenario": s.name, "status": "needs-kernel", "reason": why})
         } else {
-            match run_tap(s) {
+            match sk.run_real(s) {
                 Ok(o) => json!({
                     "scenario": s.name,
                     "status": "ok",
@@ -71,7 +70,7 @@ pub(super) fn guest_conform(paths: &[PathBuf], old_profiles: bool) -> Result<Exi
                 }),
                 Err(e) => {
                     let prefix = format!("{}: ", s.name);
-                    let msg = e.0.strip_prefix(&prefix).unwrap_or(&e.0).to_string();
+                    let msg = e.strip_prefix(&prefix).unwrap_or(&e).to_string();
                     json!({"scenario": s.name, "status": "error", "error": msg})
                 }
             }
@@ -135,7 +134,7 @@ pub(super) fn guest_traces(
     old_profiles: bool,
     extra_modules: &[String],
     patch: Option<&Path>,
-) -> Result<GuestTraces, CliError> {
+) -> Result<GuestTraces, String> {
     let mut files = Vec::new();
     let mut guest_paths = Vec::new();
     for s in scenarios {
@@ -159,10 +158,10 @@ pub(super) fn guest_traces(
             .rev()
             .find(|l| l.contains("skbsim"))
             .unwrap_or("");
-        return Err(CliError(format!(
+        return Err(format!(
             "lab guest: skbsim exited {} in the guest: {last}",
             run.boot.rc
-        )));
+        ));
     }
     let mut results: HashMap<String, Value> = HashMap::new();
     let mut kernel = String::new();
@@ -186,18 +185,15 @@ pub(super) fn guest_traces(
 
 /// The profile the simulator uses for a guest kernel release: `--profile` when given,
 /// else the one modelling its build ([`profile_name_for_release`]).
-pub(super) fn guest_profile(
-    release: &str,
-    chosen: Option<&str>,
-) -> Result<KernelProfile, CliError> {
+pub(super) fn guest_profile(release: &str, chosen: Option<&str>) -> Result<KernelProfile, String> {
     if let Some(name) = chosen {
-        return KernelProfile::by_name(name).map_err(|e| CliError(format!("--profile: {e}")));
+        return KernelProfile::by_name(name).map_err(|e| format!("--profile: {e}"));
     }
     let name = profile_name_for_release(release);
     KernelProfile::by_name(&name).map_err(|_| {
-        CliError(format!(
+        format!(
             "lab: no kernel profile models the guest's {release} ({name}); name one with --profile"
-        ))
+        )
     })
 }
 
@@ -223,9 +219,9 @@ fn profile_name_for_release(release: &str) -> String {
     }
 }
 
-/// A guest's trace of a scenario as a [`ScenarioOutput`], its profile line naming
+/// A guest's trace of a scenario as an [`ArmOutput`], its profile line naming
 /// `profile` (the guest ran host-profile setups; see guest-conform).
-pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> ScenarioOutput {
+pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> ArmOutput {
     let trace = g
         .get("trace")
         .and_then(Value::as_str)
@@ -235,9 +231,8 @@ pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> Scena
             &format!("profile: {profile}"),
             1,
         );
-    ScenarioOutput {
+    ArmOutput {
         trace,
-        json: Value::Null,
         pcap: g
             .get("pcap")
             .and_then(Value::as_str)
@@ -256,15 +251,12 @@ pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> Scena
     }
 }
 
-pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
+/// `skbsim lab conform`: the guest's traces of `a.paths`, each compared with the
+/// simulator's ([`Tally::scenario`]), then the report ([`report`]).
+pub(super) fn conform(a: &LabConformArgs, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let opts = &a.opts;
-    let scenarios = load_scenarios(&a.paths, a.shard.as_deref())?;
-    let GuestTraces {
-        kernel,
-        results: guest,
-        run,
-        setup,
-    } = guest_traces(
+    let scenarios = sk.load_scenarios(&a.paths, a.shard.as_deref())?;
+    let guest = guest_traces(
         opts,
         "conform",
         &scenarios,
@@ -272,62 +264,54 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
         &a.modules,
         a.patch.as_deref(),
     )?;
-    let guest_prof = guest_profile(&kernel, a.profile.as_deref())?;
+    let guest_prof = guest_profile(&guest.kernel, a.profile.as_deref())?;
     let out_dir = a
         .out
         .clone()
-        .unwrap_or_else(|| cache_of(opts).join("results").join(&kernel));
-    let (mut passed, mut failed, mut sim_only, mut errors, mut no_arm) = (0, 0, 0, 0, 0);
-    let mut other_kernel = 0;
-    let mut results = Vec::new();
-    let mut text = Vec::new();
+        .unwrap_or_else(|| cache_of(opts).join("results").join(&guest.kernel));
+    let mut tally = Tally::default();
     for s in &scenarios {
-        let Some(g) = guest.get(&s.name) else {
-            errors += 1;
-            results.push(
+        tally.scenario(s, guest.results.get(&s.name), guest_prof, &out_dir, sk)?;
+    }
+    report(opts, sk, &tally, &guest, &out_dir)
+}
+
+/// What `lab conform` found, scenario by scenario: the counts, a JSON row and a text
+/// block each.
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    sim_only: usize,
+    errors: usize,
+    no_arm: usize,
+    other_kernel: usize,
+    results: Vec<Value>,
+    text: Vec<String>,
+}
+
+impl Tally {
+    /// One scenario: what the guest said of it (`g`); when its real arm ran, its trace
+    /// kept in `out_dir` and compared with the simulator's under `guest_prof`.
+    fn scenario(
+        &mut self,
+        s: &Scenario,
+        g: Option<&Value>,
+        guest_prof: KernelProfile,
+        out_dir: &Path,
+        sk: &dyn Skbsim,
+    ) -> Result<(), String> {
+        let Some(g) = g else {
+            self.errors += 1;
+            self.results.push(
                 json!({"scenario": s.name, "status": "error", "error": "no result from the guest"}),
             );
-            text.push(format!("   error  {}: no result from the guest", s.name));
-            continue;
+            self.text
+                .push(format!("   error  {}: no result from the guest", s.name));
+            return Ok(());
         };
-        let status = g.get("status").and_then(Value::as_str).unwrap_or("");
-        let reason = g
-            .get("reason")
-            .or_else(|| g.get("error"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        match status {
-            "sim-only" => {
-                sim_only += 1;
-                results.push(json!({"scenario": s.name, "status": "sim-only", "reason": reason}));
-                text.push(format!("sim-only  {}: {reason}", s.name));
-                continue;
-            }
-            "needs-kernel" => {
-                other_kernel += 1;
-                results
-                    .push(json!({"scenario": s.name, "status": "needs-kernel", "reason": reason}));
-                text.push(format!("  kernel  {}: {reason}", s.name));
-                continue;
-            }
-            "no-real-arm" => {
-                no_arm += 1;
-                results
-                    .push(json!({"scenario": s.name, "status": "no-real-arm", "reason": reason}));
-                text.push(format!(" no-arm  {}: {reason}", s.name));
-                continue;
-            }
-            "ok" => {}
-            _ => {
-                errors += 1;
-                results.push(json!({"scenario": s.name, "status": "error", "error": reason}));
-                text.push(format!(
-                    "   error  {}: real kernel (guest): {reason}",
-                    s.name
-                ));
-                continue;
-            }
+        if !self.ran(s, g) {
+            return Ok(());
         }
         let host = KernelProfile::default();
         // A host-profile scenario is compared with the simulator under the guest kernel's
@@ -344,109 +328,177 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
         let _ = std::fs::create_dir_all(&dir);
         let _ = std::fs::write(dir.join("trace.txt"), &real.trace);
         let _ = std::fs::write(dir.join("read.pcap"), &real.pcap);
-        let sim = match run_sim(&sim_scenario, None) {
+        let sim = match sk.run_sim(&sim_scenario) {
             Ok(o) => o,
             Err(e) => {
-                errors += 1;
-                results.push(json!({"scenario": s.name, "status": "error", "error": format!("simulator: {e}")}));
-                text.push(format!("   error  {}: simulator: {e}", s.name));
-                continue;
+                self.errors += 1;
+                self.results.push(json!({"scenario": s.name, "status": "error", "error": format!("simulator: {e}")}));
+                self.text
+                    .push(format!("   error  {}: simulator: {e}", s.name));
+                return Ok(());
             }
         };
-        let first = compare_scenario_outputs(s, &sim, &real)?;
-        // Every differing field of what the real arm can observe.
-        let (a, ignore) = comparable(s.pipeline, &sim.trace);
-        let (b, _) = comparable(s.pipeline, &real.trace);
+        let first = sk.first_mismatch(s, &sim, &real)?;
+        self.compared(s, &sim, &real, first, sk);
+        Ok(())
+    }
+
+    /// Whether the guest ran `s`'s real arm (status `ok`); otherwise why not, counted.
+    fn ran(&mut self, s: &Scenario, g: &Value) -> bool {
+        let status = g.get("status").and_then(Value::as_str).unwrap_or("");
+        let reason = g
+            .get("reason")
+            .or_else(|| g.get("error"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        match status {
+            "sim-only" => {
+                self.sim_only += 1;
+                self.results
+                    .push(json!({"scenario": s.name, "status": "sim-only", "reason": reason}));
+                self.text.push(format!("sim-only  {}: {reason}", s.name));
+            }
+            "needs-kernel" => {
+                self.other_kernel += 1;
+                self.results
+                    .push(json!({"scenario": s.name, "status": "needs-kernel", "reason": reason}));
+                self.text.push(format!("  kernel  {}: {reason}", s.name));
+            }
+            "no-real-arm" => {
+                self.no_arm += 1;
+                self.results
+                    .push(json!({"scenario": s.name, "status": "no-real-arm", "reason": reason}));
+                self.text.push(format!(" no-arm  {}: {reason}", s.name));
+            }
+            "ok" => return true,
+            _ => {
+                self.errors += 1;
+                self.results
+                    .push(json!({"scenario": s.name, "status": "error", "error": reason}));
+                self.text.push(format!(
+                    "   error  {}: real kernel (guest): {reason}",
+                    s.name
+                ));
+            }
+        }
+        false
+    }
+
+    /// A pass, or a failure with every differing field of what the real arm observes.
+    fn compared(
+        &mut self,
+        s: &Scenario,
+        sim: &ArmOutput,
+        real: &ArmOutput,
+        first: Option<Divergence>,
+        sk: &dyn Skbsim,
+    ) {
+        let (a, ignore) = sk.comparable(s.pipeline, &sim.trace);
+        let (b, _) = sk.comparable(s.pipeline, &real.trace);
         let diffs = all_differences(&a, &b, &ignore);
         let reads = real
             .trace
             .lines()
             .filter(|l| l.starts_with("read "))
             .count();
-        match first {
-            None => {
-                passed += 1;
-                results.push(json!({"scenario": s.name, "status": "pass", "frames": real.frames, "reads": reads, "notes": real.notes}));
-                let mut t = format!(
-                    "    pass  {}  ({} frames, {reads} reads)",
-                    s.name, real.frames
-                );
-                for n in &real.notes {
-                    t.push_str(&format!("\n          note: {n}"));
-                }
-                text.push(t);
+        let Some(m) = first else {
+            self.passed += 1;
+            self.results.push(json!({"scenario": s.name, "status": "pass", "frames": real.frames, "reads": reads, "notes": real.notes}));
+            let mut t = format!(
+                "    pass  {}  ({} frames, {reads} reads)",
+                s.name, real.frames
+            );
+            for n in &real.notes {
+                t.push_str(&format!("\n          note: {n}"));
             }
-            Some(m) => {
-                failed += 1;
-                let list: Vec<Value> = diffs
-                    .iter()
-                    .map(|d| json!({"event": d.event, "field": d.field, "sim": d.left, "real": d.right}))
-                    .collect();
-                results.push(json!({
-                    "scenario": s.name,
-                    "status": "fail",
-                    "divergence": {"read": m.read, "field": m.field, "sim": m.sim, "real": m.real},
-                    "differences": list,
-                    "notes": real.notes,
-                }));
-                let mut t = format!(
-                    "    FAIL  {}  ({} differing fields; first `{}` {})",
-                    s.name,
-                    diffs.len().max(1),
-                    m.read,
-                    m.field
-                );
-                if diffs.is_empty() {
-                    t.push_str(&format!(
-                        "\n          {} `{}`: sim {} | guest {}",
-                        m.read, m.field, m.sim, m.real
-                    ));
-                }
-                for d in &diffs {
-                    t.push_str(&format!(
-                        "\n          {}  {}:\n            sim:   {}\n            guest: {}",
-                        d.event, d.field, d.left, d.right
-                    ));
-                }
-                text.push(t);
-            }
+            self.text.push(t);
+            return;
+        };
+        self.failed += 1;
+        let list: Vec<Value> = diffs
+            .iter()
+            .map(|d| json!({"event": d.event, "field": d.field, "sim": d.left, "real": d.right}))
+            .collect();
+        self.results.push(json!({
+            "scenario": s.name,
+            "status": "fail",
+            "divergence": {"read": m.event, "field": m.field, "sim": m.left, "real": m.right},
+            "differences": list,
+            "notes": real.notes,
+        }));
+        let mut t = format!(
+            "    FAIL  {}  ({} differing fields; first `{}` {})",
+            s.name,
+            diffs.len().max(1),
+            m.event,
+            m.field
+        );
+        if diffs.is_empty() {
+            t.push_str(&format!(
+                "\n          {} `{}`: sim {} | guest {}",
+                m.event, m.field, m.left, m.right
+            ));
         }
+        for d in &diffs {
+            t.push_str(&format!(
+                "\n          {}  {}:\n            sim:   {}\n            guest: {}",
+                d.event, d.field, d.left, d.right
+            ));
+        }
+        self.text.push(t);
     }
+}
+
+/// `<out_dir>/summary.json`, and the results on stdout (JSON, or a line per scenario
+/// and the counts); exit 2 on an error, 1 on a failure.
+fn report(
+    opts: &LabOpts,
+    sk: &dyn Skbsim,
+    t: &Tally,
+    guest: &GuestTraces,
+    out_dir: &Path,
+) -> Result<ExitCode, String> {
+    let kernel = &guest.kernel;
     let size = lab::fetch::dir_size(&cache_of(opts));
-    let (boot, boot_line) = boot_report(&run);
+    let (boot, boot_line) = boot_report(&guest.run);
     let summary_json = json!({
         "guest_kernel": kernel,
-        "results": results,
-        "passed": passed,
-        "failed": failed,
-        "sim_only": sim_only,
-        "errors": errors,
-        "no_real_arm": no_arm,
-        "needs_kernel": other_kernel,
-        "setup": setup.0,
+        "results": t.results,
+        "passed": t.passed,
+        "failed": t.failed,
+        "sim_only": t.sim_only,
+        "errors": t.errors,
+        "no_real_arm": t.no_arm,
+        "needs_kernel": t.other_kernel,
+        "setup": guest.setup.0,
         "boot": boot,
         "cache_bytes": size,
         "traces": out_dir,
     });
-    let _ = std::fs::create_dir_all(&out_dir);
+    let _ = std::fs::create_dir_all(out_dir);
     let _ = std::fs::write(out_dir.join("summary.json"), format!("{summary_json:#}\n"));
     if opts.guest.json {
-        outln!("{summary_json}")?;
+        outln!(sk, "{summary_json}")?;
     } else {
-        for t in &text {
-            outln!("{t}")?;
+        for line in &t.text {
+            outln!(sk, "{line}")?;
         }
         let mut arm = String::new();
-        if other_kernel > 0 {
-            arm.push_str(&format!(", {other_kernel} for another kernel"));
+        if t.other_kernel > 0 {
+            arm.push_str(&format!(", {} for another kernel", t.other_kernel));
         }
-        if no_arm > 0 {
-            arm.push_str(&format!(", {no_arm} without a real arm"));
+        if t.no_arm > 0 {
+            arm.push_str(&format!(", {} without a real arm", t.no_arm));
         }
         outln!(
-            "{passed} passed, {failed} failed, {sim_only} sim-only{arm} (real arm in guest {kernel} vs the simulator)"
+            sk,
+            "{} passed, {} failed, {} sim-only{arm} (real arm in guest {kernel} vs the simulator)",
+            t.passed,
+            t.failed,
+            t.sim_only
         )?;
-        eprintln!("lab: {}", setup.1);
+        eprintln!("lab: {}", guest.setup.1);
         eprintln!("lab: {boot_line}");
         eprintln!(
             "lab: guest traces in {}; cache {} ({})",
@@ -455,14 +507,17 @@ pub(super) fn conform(a: &LabConformArgs) -> Result<ExitCode, CliError> {
             mib(size)
         );
     }
-    Ok(if errors > 0 {
+    Ok(if t.errors > 0 {
         ExitCode::from(2)
-    } else if failed > 0 {
+    } else if t.failed > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
 }
+
+#[cfg(test)]
+mod tally_tests;
 
 #[cfg(test)]
 mod tests {

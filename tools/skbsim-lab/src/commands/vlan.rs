@@ -4,19 +4,19 @@
 use std::process::ExitCode;
 
 use serde_json::{json, Value};
-use skbsim::cli_error::CliError;
-use skbsim::outln;
-use skbsim::runner::tap_ready;
-use skbsim_kernel::lab::{self, vlan};
 
 use super::hex::{hex, unhex};
+use super::skbsim::{outln, Skbsim};
 use super::{boot_report, boot_with, LabOpts};
+use crate as lab;
+use crate::vlan;
 
-pub(super) fn guest_vlan() -> Result<ExitCode, CliError> {
-    tap_ready("lab guest-vlan")?;
-    let obs = vlan::vlan_device_check().map_err(|e| CliError(format!("vlan check: {e}")))?;
+pub(super) fn guest_vlan(sk: &dyn Skbsim) -> Result<ExitCode, String> {
+    sk.tap_ready("lab guest-vlan")?;
+    let obs = vlan::vlan_device_check().map_err(|e| format!("vlan check: {e}"))?;
     for o in obs {
         outln!(
+            sk,
             "{}",
             json!({
                 "case": o.case,
@@ -70,7 +70,7 @@ fn vlan_line(o: &Value) -> String {
     s
 }
 
-pub(super) fn vlan(opts: &LabOpts) -> Result<ExitCode, CliError> {
+pub(super) fn vlan(opts: &LabOpts, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let script = format!("{} lab guest-vlan\n", lab::GUEST_SKBSIM);
     let modules = vec!["tun".to_string(), "8021q".to_string()];
     let (run, setup) = boot_with(opts, "vlan", script, modules, Vec::new(), true, None)?;
@@ -125,12 +125,14 @@ pub(super) fn vlan(opts: &LabOpts) -> Result<ExitCode, CliError> {
     let (boot, line) = boot_report(&run);
     if opts.guest.json {
         outln!(
+            sk,
             "{}",
             json!({"ok": ok, "observations": obs, "checks": checks.iter().map(|c| json!({"check": c.0, "ok": c.1})).collect::<Vec<_>>(),
                    "stderr": run.boot.stderr, "setup": setup.0, "boot": boot})
         )?;
     } else {
         outln!(
+            sk,
             "802.1Q device {} (vid {}) over tap {} in the guest {}:",
             vlan::VLAN_DEV,
             vlan::VID,
@@ -139,13 +141,14 @@ pub(super) fn vlan(opts: &LabOpts) -> Result<ExitCode, CliError> {
         )?;
         for o in &obs {
             outln!(
+                sk,
                 "  {:<15} {}",
                 o.get("case").and_then(Value::as_str).unwrap_or("?"),
                 vlan_line(o)
             )?;
         }
         for (what, good) in &checks {
-            outln!("  {} {what}", if *good { "ok  " } else { "FAIL" })?;
+            outln!(sk, "  {} {what}", if *good { "ok  " } else { "FAIL" })?;
         }
         if run.boot.rc != 0 {
             eprint!("{}", run.boot.stderr);

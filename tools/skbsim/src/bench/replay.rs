@@ -15,8 +15,8 @@ use serde_json::{json, Value};
 use skbsim_kernel::child::run_measured;
 use skbsim_kernel::tcpreplay::{find_tcpreplay, tcpreplay_bench, tcpreplay_version};
 
+use crate::bench::capture::{interrupted, Capture, Limit, Scratch};
 use crate::bench::BenchArgs;
-use crate::bench_capture::{interrupted, Capture, Limit, Scratch};
 use crate::cli_error::CliError;
 use crate::progress;
 use crate::{out, outln};

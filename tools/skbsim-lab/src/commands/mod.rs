@@ -1,7 +1,8 @@
 //! `skbsim lab`: a guest Linux kernel under QEMU (Debian 12's cloud kernel, 6.1) for the
 //! real arms this machine's kernel cannot run (GRE, 802.1Q devices, vhost_net). The work
-//! (fetching, the initramfs, QEMU and its watchdog) is `skbsim_kernel::lab`; this file is
-//! the command line and the comparison of the guest's traces with the simulator's.
+//! (fetching, the initramfs, QEMU and its watchdog) is the rest of this crate; this module
+//! is the command line and the comparison of the guest's traces with the simulator's. The
+//! CLI parses the arguments ([`LabArgs`]) and calls [`lab`] with its [`Skbsim`].
 //!
 //! - `skbsim lab fetch`: fetch and unpack (first run), build the base initramfs, print the
 //!   cache and its size.
@@ -20,156 +21,29 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Subcommand, ValueEnum};
+use crate as lab;
+use crate::{Accel, KernelChoice, KernelSource, Lab, LabError, LabRun, Payload, RunOptions};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
-use skbsim::cli_error::CliError;
-use skbsim::{out, outln};
-use skbsim_kernel::lab::{
-    self, Accel, KernelChoice, KernelSource, Lab, LabError, LabRun, Payload, RunOptions,
-};
 
+mod args;
 mod conform;
 mod diff;
 mod hex;
+mod skbsim;
 mod vlan;
+
+pub use args::{AccelArg, GuestOpts, LabArgs, LabCommand, LabConformArgs, LabOpts, LabRunArgs};
+pub use diff::LabDiffArgs;
+
+use skbsim::{out, outln};
+pub use skbsim::{ArmOutput, Skbsim};
 
 use conform::{conform, guest_conform};
 use vlan::{guest_vlan, vlan};
 
-#[derive(Debug, Args)]
-pub struct LabArgs {
-    #[command(subcommand)]
-    pub command: LabCommand,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum LabCommand {
-    /// Fetch the guest kernel, QEMU and busybox (apt-get download, nothing installed) and
-    /// build the base initramfs; print the cache.
-    Fetch(LabOpts),
-    /// List the guest kernels in the cache and the Debian cloud kernels apt offers.
-    Kernels(LabOpts),
-    /// The real traces of two kernels (or one kernel with and without `--patch`) compared
-    /// per scenario, and whether the model's profiles predict the difference.
-    Diff(diff::LabDiffArgs),
-    /// Run scenarios' real arms inside the guest kernel and compare with the simulator,
-    /// listing every field that differs.
-    Conform(LabConformArgs),
-    /// Prove GRE works in the guest: a gretap tunnel between two namespaces, pinged.
-    Gre(LabOpts),
-    /// 802.1Q in the guest: a VLAN device over a tap, read with tx VLAN offload on
-    /// (hw-accel splice) and off (software insertion), and received back untagged.
-    Vlan(LabOpts),
-    /// Run a shell script in the guest (busybox sh; iproute2 is /usr/bin/ip, this skbsim
-    /// /usr/bin/skbsim); print its stdout.
-    Run(LabRunArgs),
-    /// Inside the guest: run the real arm of each scenario, one JSON line per scenario.
-    #[command(hide = true)]
-    GuestConform {
-        paths: Vec<PathBuf>,
-        /// Run scenarios of other kernel profiles too, set up as the host profile's.
-        #[arg(long)]
-        old_profiles: bool,
-    },
-    /// Inside the guest: the 802.1Q device check, one JSON line per observation.
-    #[command(hide = true)]
-    GuestVlan,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AccelArg {
-    Auto,
-    Kvm,
-    Tcg,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct LabOpts {
-    /// The guest kernel: a Debian cloud kernel by version (`6.1`, `6.12`: the build apt's
-    /// metapackage names) or exact package (`linux-image-6.12.117+deb12-cloud-amd64`).
-    #[arg(long, value_name = "VERSION|PACKAGE", default_value = lab::kernel::DEFAULT_KERNEL, conflicts_with = "kernel_dir")]
-    pub kernel: String,
-    /// A local kernel build instead: a bzImage (`arch/x86/boot/bzImage`, `bzImage` or
-    /// `boot/vmlinuz-*`) and the `lib/modules/<release>` tree `make modules_install
-    /// INSTALL_MOD_PATH=DIR` leaves, under DIR.
-    #[arg(long, value_name = "DIR")]
-    pub kernel_dir: Option<PathBuf>,
-    #[command(flatten)]
-    pub guest: GuestOpts,
-}
-
-/// How the guest runs and reports: the same for every lab command, `lab diff` too.
-#[derive(Debug, Clone, Args)]
-pub struct GuestOpts {
-    /// The cache (default $SKBSIM_LAB_CACHE, else $XDG_CACHE_HOME/skbsim-lab, else
-    /// ~/.cache/skbsim-lab).
-    #[arg(long, value_name = "DIR")]
-    pub cache: Option<PathBuf>,
-    /// KVM when /dev/kvm works (auto falls back to TCG and remembers), or force one.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub accel: AccelArg,
-    /// Guest memory in MiB.
-    #[arg(long, default_value_t = 1024)]
-    pub memory: u32,
-    /// Seconds the guest's command may run.
-    #[arg(long, default_value_t = 1800)]
-    pub timeout: u64,
-    /// Print the result as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct LabConformArgs {
-    /// Scenario files or directories (searched recursively for *.toml).
-    #[arg(default_value = "scenarios/tun-read")]
-    pub paths: Vec<PathBuf>,
-    /// Run only shard K of N (1-based).
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<String>,
-    /// Also run scenarios of other kernel profiles (`linux-4.19`, ...) in the guest, set up
-    /// as 6.18 ones, and compare with the simulator under their own profile: which profile
-    /// does the guest kernel match?
-    #[arg(long)]
-    pub old_profiles: bool,
-    /// Where to keep the guest's traces (default <cache>/results/<guest kernel>).
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Extra guest modules to load (tun and bridge always are, vxlan for tap-gro).
-    #[arg(long, value_delimiter = ',')]
-    pub modules: Vec<String>,
-    /// A kernel patch: the modules it touches are rebuilt from Debian's linux-source of
-    /// the guest's version against its linux-headers and loaded instead of the stock ones.
-    #[arg(long, value_name = "FILE")]
-    pub patch: Option<PathBuf>,
-    /// The simulator's profile for the guest (default: the one modelling its release: linux-6.1, linux-6.12, or linux-6.1.187 / linux-6.12.107 for the builds before the ip6gretap fix).
-    #[arg(long, value_name = "NAME")]
-    pub profile: Option<String>,
-    #[command(flatten)]
-    pub opts: LabOpts,
-}
-
-#[derive(Debug, Args)]
-pub struct LabRunArgs {
-    /// The shell script.
-    pub script: PathBuf,
-    /// Guest modules to load (default: every module the lab carries).
-    #[arg(long, value_delimiter = ',')]
-    pub modules: Vec<String>,
-    /// Rebuild and load the modules this kernel patch touches (see `lab conform --patch`).
-    #[arg(long, value_name = "FILE")]
-    pub patch: Option<PathBuf>,
-    /// Host files the script needs (scenarios, pcaps, XDP objects), copied into the guest
-    /// at the same absolute paths; the guest starts in this directory, mirrored.
-    #[arg(long = "file", value_name = "PATH")]
-    pub files: Vec<PathBuf>,
-    #[command(flatten)]
-    pub opts: LabOpts,
-}
-
-fn lab_err(e: LabError) -> CliError {
-    CliError(e.to_string())
+fn lab_err(e: LabError) -> String {
+    e.to_string()
 }
 
 fn spinner(json: bool) -> ProgressBar {
@@ -215,20 +89,21 @@ pub(super) fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
-pub fn lab(args: &LabArgs) -> Result<ExitCode, CliError> {
+/// Run `skbsim lab ...`: the exit code, or the one-line error (exit 2).
+pub fn lab(args: &LabArgs, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     match &args.command {
-        LabCommand::Fetch(opts) => fetch(opts),
-        LabCommand::Kernels(opts) => kernels(opts),
-        LabCommand::Diff(a) => diff::diff(a),
-        LabCommand::Conform(a) => conform(a),
-        LabCommand::Gre(opts) => gre(opts),
-        LabCommand::Run(a) => run_script(a),
+        LabCommand::Fetch(opts) => fetch(opts, sk),
+        LabCommand::Kernels(opts) => kernels(opts, sk),
+        LabCommand::Diff(a) => diff::diff(a, sk),
+        LabCommand::Conform(a) => conform(a, sk),
+        LabCommand::Gre(opts) => gre(opts, sk),
+        LabCommand::Run(a) => run_script(a, sk),
         LabCommand::GuestConform {
             paths,
             old_profiles,
-        } => guest_conform(paths, *old_profiles),
-        LabCommand::Vlan(opts) => vlan(opts),
-        LabCommand::GuestVlan => guest_vlan(),
+        } => guest_conform(paths, *old_profiles, sk),
+        LabCommand::Vlan(opts) => vlan(opts, sk),
+        LabCommand::GuestVlan => guest_vlan(sk),
     }
 }
 
@@ -239,7 +114,7 @@ pub(super) fn kernel_choice(opts: &LabOpts) -> KernelChoice {
     }
 }
 
-pub(super) fn open_lab(opts: &LabOpts, pb: &ProgressBar) -> Result<Lab, CliError> {
+pub(super) fn open_lab(opts: &LabOpts, pb: &ProgressBar) -> Result<Lab, String> {
     let cache = cache_of(opts);
     let lab = Lab::open(&cache, &kernel_choice(opts), &|m: &str| {
         pb.set_message(m.to_string())
@@ -320,7 +195,7 @@ pub(super) fn boot_report(run: &LabRun) -> (Value, String) {
     )
 }
 
-fn fetch(opts: &LabOpts) -> Result<ExitCode, CliError> {
+fn fetch(opts: &LabOpts, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let pb = spinner(opts.guest.json);
     let lab = open_lab(opts, &pb)?;
     pb.finish_and_clear();
@@ -328,13 +203,15 @@ fn fetch(opts: &LabOpts) -> Result<ExitCode, CliError> {
     let (setup, line) = setup_report(&lab);
     if opts.guest.json {
         outln!(
+            sk,
             "{}",
             json!({"setup": setup, "cache_bytes": size, "packages": lab.tools.packages})
         )?;
     } else {
-        outln!("{line}")?;
-        outln!("cache {} ({})", lab.cache.display(), mib(size))?;
+        outln!(sk, "{line}")?;
+        outln!(sk, "cache {} ({})", lab.cache.display(), mib(size))?;
         outln!(
+            sk,
             "QEMU {}\nkernel {}\n{} packages: {}",
             lab.tools.qemu.display(),
             lab.kernel.vmlinuz.display(),
@@ -345,7 +222,7 @@ fn fetch(opts: &LabOpts) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
+fn kernels(opts: &LabOpts, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let cache = cache_of(opts);
     let cached = lab::kernel::cached(&cache);
     let local = lab::kernel::cached_local(&cache);
@@ -359,6 +236,7 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
         .collect();
     if opts.guest.json {
         outln!(
+            sk,
             "{}",
             json!({
                 "cache": cache,
@@ -370,19 +248,24 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
         )?;
         return Ok(ExitCode::SUCCESS);
     }
-    outln!("cached in {}:", lab::kernel::kernels_dir(&cache).display())?;
+    outln!(
+        sk,
+        "cached in {}:",
+        lab::kernel::kernels_dir(&cache).display()
+    )?;
     if cached.is_empty() {
-        outln!("  (none)")?;
+        outln!(sk, "  (none)")?;
     }
     for k in &cached {
-        outln!("  {}  {}  {}", k.package, k.version, mib(k.bytes))?;
+        outln!(sk, "  {}  {}  {}", k.package, k.version, mib(k.bytes))?;
     }
     outln!(
+        sk,
         "local builds (--kernel-dir) in {}:",
         lab::kernel::local_dir(&cache).display()
     )?;
     if local.is_empty() {
-        outln!("  (none)")?;
+        outln!(sk, "  (none)")?;
     }
     for k in &local {
         let tree = match (&k.tree, k.tree_present) {
@@ -393,9 +276,9 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
             ),
             (None, _) => "(tree not recorded; removed at the next --kernel-dir run)".to_string(),
         };
-        outln!("  {}  {}  {}", k.kver, mib(k.bytes), tree)?;
+        outln!(sk, "  {}  {}  {}", k.kver, mib(k.bytes), tree)?;
     }
-    outln!("available (apt):")?;
+    outln!(sk, "available (apt):")?;
     for (s, p) in &resolved {
         let builds: Vec<&str> = available
             .iter()
@@ -403,6 +286,7 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
             .map(|k| k.package.as_str())
             .collect();
         outln!(
+            sk,
             "  --kernel {s} -> {}  ({} builds)",
             p.as_deref().unwrap_or("(no metapackage)"),
             builds.len()
@@ -413,15 +297,15 @@ fn kernels(opts: &LabOpts) -> Result<ExitCode, CliError> {
             } else {
                 ""
             };
-            outln!("      {b}{mark}")?;
+            outln!(sk, "      {b}{mark}")?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_script(a: &LabRunArgs) -> Result<ExitCode, CliError> {
-    let script = std::fs::read_to_string(&a.script)
-        .map_err(|e| CliError(format!("{}: {e}", a.script.display())))?;
+fn run_script(a: &LabRunArgs, sk: &dyn Skbsim) -> Result<ExitCode, String> {
+    let script =
+        std::fs::read_to_string(&a.script).map_err(|e| format!("{}: {e}", a.script.display()))?;
     let modules = if a.modules.is_empty() {
         lab::image::LAB_MODULES
             .iter()
@@ -437,12 +321,7 @@ fn run_script(a: &LabRunArgs) -> Result<ExitCode, CliError> {
             std::fs::canonicalize(f)
                 .ok()
                 .filter(|p| p.is_file())
-                .ok_or_else(|| {
-                    CliError(format!(
-                        "lab run --file {}: not a readable file",
-                        f.display()
-                    ))
-                })
+                .ok_or_else(|| format!("lab run --file {}: not a readable file", f.display()))
         })
         .collect::<Result<Vec<_>, _>>()?;
     // This skbsim as /usr/bin/skbsim, as the help says: a script can run the arms.
@@ -455,7 +334,7 @@ fn run_script(a: &LabRunArgs) -> Result<ExitCode, CliError> {
         true,
         a.patch.as_deref(),
     )?;
-    out!("{}", run.boot.output)?;
+    out!(sk, "{}", run.boot.output)?;
     eprint!("{}", run.boot.stderr);
     eprintln!("lab: {}", boot_report(&run).1);
     Ok(if run.boot.rc == 0 {
@@ -474,7 +353,7 @@ pub(super) fn boot_with(
     files: Vec<PathBuf>,
     skbsim: bool,
     patch: Option<&Path>,
-) -> Result<(LabRun, (Value, String)), CliError> {
+) -> Result<(LabRun, (Value, String)), String> {
     let pb = spinner(opts.guest.json);
     let mut lab = open_lab(opts, &pb)?;
     let mut setup = setup_report(&lab);
@@ -505,9 +384,9 @@ pub(super) fn boot_with(
             }
         ));
     }
-    let cwd = std::env::current_dir().map_err(|e| CliError(format!("current directory: {e}")))?;
+    let cwd = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
     let skbsim = if skbsim {
-        Some(std::env::current_exe().map_err(|e| CliError(format!("this binary's path: {e}")))?)
+        Some(std::env::current_exe().map_err(|e| format!("this binary's path: {e}"))?)
     } else {
         None
     };
@@ -549,7 +428,7 @@ echo "stats-a: $($IP -s -n a link show gt0 | tr '\n' ' ')"
 echo "stats-b-veth: $($IP -s -n b link show vb | tr '\n' ' ')"
 "#;
 
-fn gre(opts: &LabOpts) -> Result<ExitCode, CliError> {
+fn gre(opts: &LabOpts, sk: &dyn Skbsim) -> Result<ExitCode, String> {
     let modules = vec!["ip_gre".to_string(), "veth".to_string()];
     let (run, setup) = boot_with(
         opts,
@@ -575,13 +454,15 @@ fn gre(opts: &LabOpts) -> Result<ExitCode, CliError> {
     let (boot, line) = boot_report(&run);
     if opts.guest.json {
         outln!(
+            sk,
             "{}",
             json!({"ok": ok, "rc": run.boot.rc, "output": out, "stderr": run.boot.stderr, "setup": setup.0, "boot": boot})
         )?;
     } else {
         if ok {
-            outln!("gretap works in the guest: {received}")?;
+            outln!(sk, "gretap works in the guest: {received}")?;
             outln!(
+                sk,
                 "  {}",
                 kind.split_whitespace()
                     .take(12)
@@ -589,8 +470,8 @@ fn gre(opts: &LabOpts) -> Result<ExitCode, CliError> {
                     .join(" ")
             )?;
         } else {
-            outln!("gretap FAILED in the guest (rc {}):", run.boot.rc)?;
-            out!("{out}")?;
+            outln!(sk, "gretap FAILED in the guest (rc {}):", run.boot.rc)?;
+            out!(sk, "{out}")?;
             eprint!("{}", run.boot.stderr);
         }
         eprintln!("lab: {}", setup.1);

@@ -12,12 +12,12 @@
 
 use std::time::Duration;
 
-use crate::error::{Cause, KernelError};
-use crate::ethtool::Ethtool;
-use crate::netns::Netns;
-use crate::packet::PacketSocket;
-use crate::tap::TapConfig;
 use sim::wire::{Endian, TunPiRepr, VirtioNetHdrRepr, VnetHdrLayout};
+use skbsim_kernel::error::{Cause, KernelError};
+use skbsim_kernel::ethtool::Ethtool;
+use skbsim_kernel::netns::Netns;
+use skbsim_kernel::packet::PacketSocket;
+use skbsim_kernel::tap::TapConfig;
 
 /// The tap under test.
 pub const TAP: &str = "skbdut";

@@ -1,5 +1,7 @@
 //! The kernel lab: a guest Linux kernel under QEMU for what this machine's kernel lacks
-//! (GRE, 802.1Q devices, vhost_net; Debian 12's cloud kernel has them as modules).
+//! (GRE, 802.1Q devices, vhost_net; Debian 12's cloud kernel has them as modules), and
+//! the `skbsim lab` commands that run the real arms in it and compare their traces with
+//! the simulator's.
 //!
 //! - [`fetch`]: QEMU and busybox from the system's package manager (`apt-get download` +
 //!   `dpkg-deb -x` into the cache; nothing is installed).
@@ -7,19 +9,26 @@
 //!   its own cache directory, or a local build (`--kernel-dir`).
 //! - [`patch`]: `--patch`: the modules a kernel patch touches, rebuilt from Debian's
 //!   linux-source against its linux-headers.
-//! - [`image`]: the initramfs (a cached base archive and a per-run payload) and module
-//!   dependencies from `.modinfo`.
+//! - [`image`]: the initramfs (a cached base archive and a per-run payload).
+//! - [`modules`]: the guest kernel's modules and their dependencies from `.modinfo`.
 //! - [`cpio`]: the newc writer.
 //! - [`qemu`]: the boot, the watchdog, KVM-then-TCG.
 //! - [`vlan`]: the 802.1Q device check the guest runs (a VLAN device over a tap).
+//! - [`commands`]: `skbsim lab ...`: the arguments, the guest side (`guest-conform`,
+//!   `guest-vlan`) and the host side (conform, diff, vlan, gre, run, fetch, kernels). What
+//!   they need from the rest of skbsim (scenarios, the simulator, the real arms, the
+//!   comparison, stdout) comes through [`commands::Skbsim`], which the CLI implements:
+//!   the CLI depends on this crate, so this crate cannot call it.
 //!
 //! [`Lab::open`] fetches (first run) and builds the base archive; [`Lab::run`] boots the
 //! guest for one [`Payload`] and returns the command's stdout and timings.
 
+pub mod commands;
 pub mod cpio;
 pub mod fetch;
 pub mod image;
 pub mod kernel;
+pub mod modules;
 pub mod patch;
 pub mod qemu;
 pub mod vlan;
@@ -29,8 +38,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use fetch::Tools;
-pub use image::{ModuleIndex, Payload, GUEST_IPROUTE2, GUEST_SKBSIM};
+pub use image::{Payload, GUEST_IPROUTE2, GUEST_SKBSIM};
 pub use kernel::{GuestKernel, KernelChoice, KernelSource};
+pub use modules::ModuleIndex;
 pub use qemu::{Accel, BootResult};
 
 /// A lab failure: the step that failed (`download`, `unpack`, `modules`, `initramfs`,

@@ -1,0 +1,139 @@
+//! `lab conform`'s host side without a guest, now that it is library code: the guest's
+//! JSON lines for a scenario against a stand-in for the rest of skbsim ([`Fake`]: its
+//! simulator prints a fixed trace under the profile it is given, its comparison is
+//! `sim::trace::diff`'s). Checked: the guest ran the host profile's setup, so the
+//! simulator runs under the guest kernel's profile (6.1.0-57 -> linux-6.1) and the
+//! guest trace's `profile:` line is rewritten to it before comparing; a pass counts the
+//! guest's frames and reads; a failure lists each differing field with both values;
+//! a scenario the guest did not run is counted and never simulated.
+
+use std::cell::Cell;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use sim::profile::KernelProfile;
+use sim::scenario::{Pipeline, Scenario};
+use sim::trace::diff::{first_divergence, Divergence};
+
+use super::{guest_profile, Tally};
+use crate::commands::skbsim::{ArmOutput, Skbsim};
+
+/// The trace both sides print, `{profile}` and `{proto}` filled in.
+const TRACE: &str = "scenario: tun-read/vlan-8021q-pi
+profile: {profile}
+device: tap pi
+
+read 0 (frame 0, ts 1.000000000): buffer 65536 -> 162
+  pi: flags 0x0000 proto {proto}
+  counters: tx_packets 1 tx_bytes 158
+";
+
+fn trace(profile: &str, proto: &str) -> String {
+    TRACE
+        .replace("{profile}", profile)
+        .replace("{proto}", proto)
+}
+
+struct Fake {
+    sim_runs: Cell<usize>,
+}
+
+impl Skbsim for Fake {
+    fn print(&self, _: fmt::Arguments<'_>) -> Result<(), String> {
+        Ok(())
+    }
+    fn load_scenarios(&self, _: &[PathBuf], _: Option<&str>) -> Result<Vec<Scenario>, String> {
+        Err("not used".into())
+    }
+    fn tap_ready(&self, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+    fn run_sim(&self, s: &Scenario) -> Result<ArmOutput, String> {
+        self.sim_runs.set(self.sim_runs.get() + 1);
+        Ok(ArmOutput {
+            trace: trace(s.profile.name, "0x0800"),
+            ..ArmOutput::default()
+        })
+    }
+    fn run_real(&self, _: &Scenario) -> Result<ArmOutput, String> {
+        Err("not used".into())
+    }
+    fn first_mismatch(
+        &self,
+        _: &Scenario,
+        sim: &ArmOutput,
+        real: &ArmOutput,
+    ) -> Result<Option<Divergence>, String> {
+        Ok(first_divergence(&sim.trace, &real.trace, &[]))
+    }
+    fn comparable(&self, _: Pipeline, trace: &str) -> (String, Vec<&'static str>) {
+        (trace.to_string(), Vec::new())
+    }
+}
+
+fn scenario() -> Scenario {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    Scenario::load(&repo.join("scenarios/tun-read/vlan-8021q-pi.toml")).expect("scenario")
+}
+
+/// Tally one guest answer `g` for the scenario under the 6.1 guest's profile.
+fn tally(g: serde_json::Value) -> (Tally, usize) {
+    let s = scenario();
+    assert_eq!(
+        s.profile.name,
+        KernelProfile::default().name,
+        "a host-profile scenario"
+    );
+    let out = std::env::temp_dir().join(format!("skbsim-lab-tally-{}", std::process::id()));
+    let prof = guest_profile("6.1.0-57-cloud-amd64", None).expect("linux-6.1 exists");
+    let sk = Fake {
+        sim_runs: Cell::new(0),
+    };
+    let mut t = Tally::default();
+    t.scenario(&s, Some(&g), prof, &out, &sk).expect("tally");
+    let _ = std::fs::remove_dir_all(&out);
+    (t, sk.sim_runs.get())
+}
+
+fn guest_ok(proto: &str) -> serde_json::Value {
+    let host = KernelProfile::default().name;
+    json!({"scenario": "tun-read/vlan-8021q-pi", "status": "ok", "trace": trace(host, proto),
+        "pcap": "", "frames": 3, "notes": []})
+}
+
+#[test]
+fn the_guests_trace_is_compared_under_the_guest_kernels_profile() {
+    let (t, runs) = tally(guest_ok("0x0800"));
+    assert_eq!(
+        (t.passed, t.failed, t.errors, runs),
+        (1, 0, 0, 1),
+        "{:?}",
+        t.text
+    );
+    assert_eq!(
+        t.text,
+        ["    pass  tun-read/vlan-8021q-pi  (3 frames, 1 reads)"]
+    );
+    assert_eq!(t.results[0]["status"], "pass");
+}
+
+#[test]
+fn a_differing_field_is_listed_with_both_values() {
+    let (t, _) = tally(guest_ok("0x8100"));
+    assert_eq!((t.passed, t.failed), (0, 1));
+    let d = &t.results[0]["differences"];
+    assert_eq!(d.as_array().map(Vec::len), Some(1), "{d}");
+    assert_eq!(d[0]["event"], "read 0 (frame 0, ts 1.000000000)");
+    assert_eq!(d[0]["field"], "pi");
+    assert_eq!(d[0]["sim"], "flags 0x0000 proto 0x0800");
+    assert_eq!(d[0]["real"], "flags 0x0000 proto 0x8100");
+}
+
+#[test]
+fn a_scenario_the_guest_did_not_run_is_counted_not_simulated() {
+    let (t, runs) = tally(json!({"scenario": "tun-read/vlan-8021q-pi",
+        "status": "needs-kernel", "reason": "gre: no ip_gre"}));
+    assert_eq!((t.other_kernel, t.passed, t.failed, runs), (1, 0, 0, 0));
+    assert_eq!(t.text, ["  kernel  tun-read/vlan-8021q-pi: gre: no ip_gre"]);
+}
