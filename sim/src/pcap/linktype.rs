@@ -143,6 +143,7 @@ const BROADCAST: [u8; 6] = [0xff; 6];
 ///
 /// * `src`: 02:00:00:00:00:01, the peer the frames come from;
 /// * `dst`: 02:00:00:00:00:02, the device they are replayed into.
+///
 /// A scenario's `[link]` table sets them as `src_mac` and `dst_mac`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]

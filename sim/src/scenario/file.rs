@@ -526,3 +526,7 @@ pub(super) fn tun_gro_unmodelled(what: &str) -> String {
          but the model's dev_gro_receive starts at an Ethernet header and a tun skb has none)"
     )
 }
+
+#[cfg(test)]
+#[path = "file_tests.rs"]
+mod tests;

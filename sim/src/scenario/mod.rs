@@ -54,8 +54,6 @@ use serde::Deserialize;
 mod across;
 mod file;
 pub mod limits;
-#[cfg(test)]
-mod old;
 use file::parse_toml;
 
 use crate::pipeline::frame_meta::SkbRecipe;
