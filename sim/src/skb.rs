@@ -22,12 +22,15 @@ pub use crate::consts::{
     VLAN_HLEN,
 };
 
-/// skb->ip_summed (include/linux/skbuff.h).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// skb->ip_summed (include/linux/skbuff.h). A scenario's `skb.checksum` names all but
+/// CHECKSUM_COMPLETE, which no transmitted skb has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum IpSummed {
     #[default]
     None,
     Unnecessary,
+    #[serde(skip)]
     Complete,
     Partial,
 }

@@ -54,8 +54,9 @@ pub const TAP_MAC: Mac = [0xfe, 0x5b, 0x00, 0x00, 0x00, 0x02];
 /// The uplink port's address (every writer tap of the real arm).
 pub const UPLINK_MAC: Mac = [0xfe, 0x5b, 0x00, 0x00, 0x00, 0x03];
 
-/// How frames reach the tap (`attach` in a tun-read scenario).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How frames reach the tap (`attach` in a tun-read scenario, by [`Attach::name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Attach {
     /// Through a default bridge, br_netfilter's `bridge-nf-call-*` off.
     Bridge,

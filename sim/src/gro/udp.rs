@@ -502,7 +502,6 @@ mod tests {
     /// showed exactly this difference (tap-gro/vxlan-udp-csum).
     #[test]
     fn outer_udp_checksum_seed_comes_from_the_outer_header_only_since_6_8() {
-        use super::super::csum;
         use crate::profile::LINUX_6_1;
         let inner = Tcp4 {
             payload: 1350,
@@ -513,17 +512,25 @@ mod tests {
         let f: Vec<Vec<u8>> = inner
             .stream(4)
             .encapsulated(1, |_, o, x| o.vxlan(50000, 42, true, x));
-        for (profile, from) in [
-            (&LINUX_6_18, (outer.saddr, outer.daddr)),
-            (&LINUX_6_1, (inner.saddr, inner.daddr)),
-        ] {
+        assert_eq!(
+            (outer.saddr, outer.daddr),
+            ([192, 168, 0, 1], [192, 168, 0, 2])
+        );
+        assert_eq!((inner.saddr, inner.daddr), ([10, 0, 0, 1], [10, 0, 0, 2]));
+        // The merged UDP length: UDP 8 + VXLAN 8 + inner Ethernet 14 + IPv4 20 + TCP 20 +
+        // 4 x 1350 payload = 5470 (0x155e). The expected checks, by hand: the RFC 768
+        // pseudo-header (saddr, daddr, zero and protocol 17, UDP length) summed in 16-bit
+        // one's complement (RFC 1071) and folded, not inverted (~udp_v4_check of a zero
+        // sum is the folded pseudo-header sum):
+        //   outer: c0a8 + 0001 + c0a8 + 0002 + 0011 + 155e = 1_96c2 -> 96c2 + 1 = 0x96c3
+        //   inner: 0a00 + 0001 + 0a00 + 0002 + 0011 + 155e = 0x2972 (no carry)
+        for (profile, want) in [(&LINUX_6_18, 0x96c3), (&LINUX_6_1, 0x2972)] {
             let d = run(profile, f.clone());
             assert_eq!(d.len(), 1, "{}: one merged skb", profile.name);
             let bytes = d[0].skb.to_vec();
             // Outer Ethernet 14 + IPv4 20: UDP at 34, its length at 38, checksum at 40.
             let udp_len = usize::from(u16::from_be_bytes([bytes[38], bytes[39]]));
-            assert_eq!(udp_len, bytes.len() - 34);
-            let want = csum::fold(csum::pseudo_v4(from.0, from.1, 17, udp_len));
+            assert_eq!((udp_len, bytes.len() - 34), (5470, 5470));
             assert_eq!(
                 u16::from_be_bytes([bytes[40], bytes[41]]),
                 want,

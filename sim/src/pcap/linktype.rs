@@ -143,10 +143,23 @@ const BROADCAST: [u8; 6] = [0xff; 6];
 ///
 /// * `src`: 02:00:00:00:00:01, the peer the frames come from;
 /// * `dst`: 02:00:00:00:00:02, the device they are replayed into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// A scenario's `[link]` table sets them as `src_mac` and `dst_mac`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct EthSynth {
+    #[serde(rename = "src_mac", deserialize_with = "mac_text")]
     pub src: [u8; 6],
+    #[serde(rename = "dst_mac", deserialize_with = "mac_text")]
     pub dst: [u8; 6],
+}
+
+/// A MAC address as [`parse_mac`] reads it.
+fn mac_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[u8; 6], D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(d)?;
+    parse_mac(&text).ok_or_else(|| {
+        serde::de::Error::custom(format!("{text:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"))
+    })
 }
 
 impl EthSynth {

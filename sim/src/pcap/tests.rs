@@ -504,6 +504,9 @@ impl Lcg {
     }
 }
 
+/// Checks that the reader neither panics nor loops on any truncation or mutation of valid
+/// captures or on garbage, that every error it gives is one line naming the input, and
+/// that no frame exceeds MAX_CAPLEN (`drain` asserts the last two).
 #[test]
 fn no_input_makes_the_reader_panic() {
     let mut written = PcapWriter::new(Vec::new(), PcapFormat::PcapNg).expect("header");

@@ -416,6 +416,9 @@ fn macs_parse() {
     }
 }
 
+/// Checks that `to_ethernet` and `to_l3` never panic on random frames of every supported
+/// link type (and three unsupported ones), and that what they return is within the
+/// input's bounds (the asserts).
 #[test]
 fn no_frame_makes_the_normalizer_panic() {
     let mut seed = 0x5eed_u64;

@@ -82,8 +82,9 @@ pub fn layout(frame: &[u8]) -> Option<Layout> {
     Some(lay)
 }
 
-/// What kind of GSO the sender asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What kind of GSO the sender asked for (a scenario's `skb.gso`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum GsoKind {
     #[default]
     None,

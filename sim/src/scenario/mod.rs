@@ -51,10 +51,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod across;
+mod file;
 pub mod limits;
-mod raw;
-use limits::in_range;
-use raw::{device_config, parse_raw, recipe, vnet_of, writer_plan, FillName};
+use file::parse_toml;
 
 use crate::pipeline::frame_meta::SkbRecipe;
 use crate::profile::KernelProfile;
@@ -130,8 +130,9 @@ impl Pipeline {
     }
 }
 
-/// How userspace reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How userspace reads (`[reader]`; checked in `file.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ReaderPlan {
     /// read() buffer sizes in order; the last one repeats.
     pub buffers: Vec<usize>,
@@ -139,6 +140,17 @@ pub struct ReaderPlan {
     pub fill: u8,
     /// Read after every N transmitted frames (and at the end).
     pub read_every: usize,
+}
+
+impl Default for ReaderPlan {
+    /// One 64 KiB read after every frame, into a buffer of 0xee.
+    fn default() -> Self {
+        ReaderPlan {
+            buffers: vec![65536],
+            fill: 0xee,
+            read_every: 1,
+        }
+    }
 }
 
 impl ReaderPlan {
@@ -156,19 +168,23 @@ impl ReaderPlan {
 /// device's).
 pub type WriterVnet = crate::wire::virtio_net_hdr::VirtioNetHdrRepr;
 
-/// How userspace writes into the tap (the `tap-write` pipeline).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// How userspace writes into the tap (the `tap-write` pipeline; `[writer]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct WriterPlan {
     pub nonblocking: bool,
     pub vnet: WriterVnet,
     /// tun_pi.proto for PI writes; None: the frame's EtherType.
     pub pi_proto: Option<u16>,
-    /// Per-write overrides by input index: (index, truncate to N bytes, nonblocking, vnet).
+    /// Per-write overrides by input index (`[[writer.write]]`): (index, truncate to N
+    /// bytes, nonblocking, vnet).
+    #[serde(rename = "write")]
     pub overrides: Vec<WriteOverride>,
 }
 
 /// One write's deviation from the plan.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WriteOverride {
     pub index: u64,
     /// Write only the first N bytes of the composed PI + vnet + frame.
@@ -177,15 +193,21 @@ pub struct WriteOverride {
     pub vnet: Option<WriterVnet>,
 }
 
-/// The XDP program a scenario attaches to the written tap.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The XDP program a scenario attaches to the written tap (`[xdp]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct XdpSpec {
     /// `.o` (clang -target bpf ELF) or `.s` (skbsim eBPF assembly), resolved against the
     /// scenario's directory.
     pub program: PathBuf,
     /// ELF section of the program (default "xdp").
+    #[serde(default = "xdp_section")]
     pub section: String,
     pub mode: crate::xdp::XdpMode,
+}
+
+fn xdp_section() -> String {
+    "xdp".to_string()
 }
 
 /// How the guest fills the TX virtqueue before kicking.
@@ -199,8 +221,9 @@ pub enum GuestFill {
     Trickle,
 }
 
-/// The guest side of a vhost-tx scenario.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The guest side of a vhost-tx scenario (`[vhost]`, read through `file.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "file::VhostKeys")]
 pub struct GuestPlan {
     /// The virtio_net_hdr the guest puts before each frame: 10, or 12 with MRG_RXBUF or
     /// VERSION_1 (docs/vhost-tx.md#header-size). The tap receives it (sock_hlen = hdr_len).
@@ -218,41 +241,6 @@ impl GuestPlan {
             .map(|(_, v)| *v)
             .unwrap_or(self.vnet)
     }
-}
-
-/// `[reader]` checked: every buffer within [`limits::MAX_READ_BUFFER`].
-fn reader_plan(r: &raw::RawReader) -> Result<ReaderPlan, String> {
-    let reader = ReaderPlan {
-        buffers: r.buffers.clone().unwrap_or_else(|| vec![65536]),
-        fill: r.fill.unwrap_or(0xee),
-        read_every: r.read_every.unwrap_or(1),
-    };
-    if reader.buffers.is_empty() {
-        return Err("reader.buffers: needs at least one size".into());
-    }
-    for (i, &b) in reader.buffers.iter().enumerate() {
-        let why = "no packet tun_put_user writes is larger, and the model allocates each buffer";
-        in_range(
-            &format!("reader.buffers[{i}]"),
-            b as u64,
-            (0, limits::MAX_READ_BUFFER),
-            why,
-        )?;
-    }
-    if reader.buffers.last() == Some(&0) {
-        return Err(
-            "reader.buffers: the last size repeats, so it must be > 0 (read(0) never dequeues)"
-                .into(),
-        );
-    }
-    let why = "a count of transmitted frames";
-    in_range(
-        "reader.read_every",
-        reader.read_every as u64,
-        limits::READ_EVERY,
-        why,
-    )?;
-    Ok(reader)
 }
 
 /// A loaded, validated scenario.
@@ -332,220 +320,16 @@ impl Scenario {
             path: path.to_path_buf(),
             message,
         };
-        let raw = parse_raw(text).map_err(&err)?;
-        let uses = raw.pipeline.tables();
-        for (table, present) in raw.tables() {
-            if present && !uses.contains(&table) {
-                let list: Vec<String> = uses.iter().map(|t| format!("[{t}]")).collect();
-                return Err(err(format!(
-                    "[{table}] is not used by pipeline {} (it reads {})",
-                    raw.pipeline.name(),
-                    list.join(", ")
-                )));
-            }
-        }
-        let profile = match &raw.profile {
-            None => KernelProfile::default(),
-            Some(name) => KernelProfile::by_name(name).map_err(|e| err(format!("profile: {e}")))?,
-        };
-        let mut link = crate::pcap::linktype::EthSynth::default();
-        if let Some(l) = &raw.link {
-            let mac = |key: &str, v: &Option<String>, into: &mut [u8; 6]| {
-                if let Some(text) = v {
-                    *into = crate::pcap::linktype::parse_mac(text).ok_or_else(|| {
-                        err(format!(
-                            "link.{key}: {text:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"
-                        ))
-                    })?;
-                }
-                Ok::<(), ScenarioError>(())
-            };
-            mac("src_mac", &l.src_mac, &mut link.src)?;
-            mac("dst_mac", &l.dst_mac, &mut link.dst)?;
-        }
-        // A missing table is an empty one.
-        let (no_device, no_reader, no_skb) = Default::default();
-        let raw_device = raw.device.as_ref().unwrap_or(&no_device);
-        let device = device_config(raw_device).map_err(&err)?;
-        let raw_reader = raw.reader.as_ref().unwrap_or(&no_reader);
-        let reader = reader_plan(raw_reader).map_err(&err)?;
-        // The receive path untags by default: that is how a tagged frame reaches a tap.
-        let base = SkbRecipe {
-            vlan_hwaccel: true,
-            ..SkbRecipe::default()
-        };
-        let raw_skb = raw.skb.as_ref().unwrap_or(&no_skb);
-        let skb = recipe(&raw_skb.fields(), &base).map_err(|m| err(format!("skb.{m}")))?;
-        let mut skb_overrides = Vec::new();
-        for (i, o) in raw_skb.frame.iter().enumerate() {
-            let r = recipe(&o.fields(), &skb).map_err(|m| err(format!("skb.frame[{i}].{m}")))?;
-            skb_overrides.push((o.index, r));
-        }
+        let file = parse_toml(text).map_err(&err)?;
+        let mut s = Scenario::try_from(file).map_err(&err)?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        let writer = writer_plan(raw.writer.as_ref()).map_err(|m| err(format!("writer.{m}")))?;
-        let xdp = raw.xdp.as_ref().map(|x| XdpSpec {
-            program: dir.join(&x.program),
-            section: x.section.clone().unwrap_or_else(|| "xdp".to_string()),
-            mode: x.mode,
-        });
-        if let (Some(x), crate::tun::DeviceKind::Tun) = (&xdp, device.kind) {
-            // tun_netdev_ops has no ndo_bpf (drivers/net/tun.c), so dev_xdp_attach
-            // (net/core/dev.c) refuses driver mode with EOPNOTSUPP; generic XDP on a
-            // device without a MAC header is not modelled (docs/tap-write.md#tun-device).
-            return Err(err(match x.mode {
-                crate::xdp::XdpMode::Native => "xdp.mode: \"native\" with a tun device: an IFF_TUN device has no ndo_bpf, so the kernel refuses driver-mode XDP (EOPNOTSUPP)".to_string(),
-                crate::xdp::XdpMode::Generic => "xdp: generic XDP on a tun device (no MAC header) is not modelled".to_string(),
-            }));
+        s.input = dir.join(&s.input);
+        if let Some(x) = &mut s.xdp {
+            x.program = dir.join(&x.program);
         }
-        if xdp.is_some() && !profile.tun_write.xdp {
-            return Err(err(format!(
-                "xdp: {} has no XDP on tap (v4.14)",
-                profile.name
-            )));
-        }
-        let redirect = match &raw.redirect {
-            Some(d) => Some(
-                device_config(d)
-                    .map_err(|m| err(format!("redirect.{}", m.trim_start_matches("device."))))?,
-            ),
-            None => None,
-        };
-        if raw.attach.is_some() && raw.pipeline != Pipeline::TunRead {
-            return Err(err(
-                "attach: only the tun-read pipeline has a bridge in front of the tap".to_string(),
-            ));
-        }
-        let attach = crate::bridge::Attach::default_for(device.kind);
-        let attach = match raw.attach.map(crate::bridge::Attach::from) {
-            None => attach,
-            Some(a) if a != crate::bridge::Attach::Direct && device.kind == crate::tun::DeviceKind::Tun => {
-                return Err(err(format!(
-                    "attach: \"{}\" with a tun device: only an Ethernet device can be a bridge port (br_add_if); use \"direct\"",
-                    a.name()
-                )))
-            }
-            Some(a) => a,
-        };
-        if raw.vhost.is_none() && raw.pipeline == Pipeline::VhostTx {
-            return Err(err("pipeline vhost-tx needs a [vhost] table".to_string()));
-        }
-        let mut device = device;
-        let guest = match &raw.vhost {
-            None => None,
-            Some(v) => {
-                let hdr_len = v.hdr_len.unwrap_or(12);
-                if hdr_len != 10 && hdr_len != 12 {
-                    return Err(err(format!(
-                        "vhost.hdr_len: {hdr_len}; a TX header is 10 or 12 bytes"
-                    )));
-                }
-                // QEMU's tap: IFF_NO_PI | IFF_VNET_HDR with the negotiated header size.
-                if raw_device.no_pi == Some(false) || raw_device.vnet_hdr == Some(false) {
-                    return Err(err(
-                        "device: a vhost-net tap has no_pi and vnet_hdr".to_string()
-                    ));
-                }
-                device.no_pi = true;
-                device.vnet_hdr = true;
-                device.vnet_hdr_sz = hdr_len;
-                let fill = match (v.fill.unwrap_or(FillName::All), v.burst) {
-                    (FillName::All, None) => GuestFill::All,
-                    (FillName::Trickle, None) => GuestFill::Trickle,
-                    (FillName::Burst, Some(n)) => {
-                        let why = "the burst must fit in the TX vring, at most 32768 descriptors";
-                        in_range("vhost.burst", n as u64, limits::VHOST_BURST, why)
-                            .map_err(&err)?;
-                        GuestFill::Burst(n)
-                    }
-                    (FillName::Burst, None) => {
-                        return Err(err("vhost.burst: fill = \"burst\" needs burst".to_string()))
-                    }
-                    (_, Some(_)) => {
-                        return Err(err("vhost.burst: only with fill = \"burst\"".to_string()))
-                    }
-                };
-                Some(GuestPlan {
-                    hdr_len,
-                    fill,
-                    vnet: v.vnet.as_ref().map(vnet_of).unwrap_or_default(),
-                    overrides: v
-                        .packet
-                        .iter()
-                        .map(|p| (p.index, vnet_of(&p.vnet)))
-                        .collect(),
-                })
-            }
-        };
-        if raw.pipeline == Pipeline::TapGro {
-            // tap-gro's tap: IFF_TAP | IFF_NAPI, IFF_NO_PI unless the scenario writes a PI.
-            if device.kind != crate::tun::DeviceKind::Tap {
-                return Err(err(raw::tun_gro_unmodelled("device.kind")));
-            }
-            if raw_device.napi == Some(false) {
-                return Err(err("device: the tap-gro tap has IFF_NAPI".to_string()));
-            }
-            device.napi = true;
-            if raw_device.no_pi.is_none() {
-                device.no_pi = true;
-            }
-        }
-        let gro = crate::gro::plan::gro_plan(
-            raw.gro.as_ref(),
-            &profile.gro,
-            profile.name,
-            matches!(raw.pipeline, Pipeline::TapGro | Pipeline::VhostTx),
-        )
-        .map_err(&err)?;
-        if device.napi_frags && gro.burst > 1 {
-            // tun_get_user hands an IFF_NAPI_FRAGS write to napi_gro_frags itself: there
-            // is no queue for MSG_MORE writes to fill, and no poll to batch them.
-            return Err(err(
-                "gro.burst: an IFF_NAPI_FRAGS tap (device.napi_frags) runs GRO in each write; there is no NAPI queue to burst".to_string(),
-            ));
-        }
-        if raw.pipeline == Pipeline::VhostTx && gro.flush_timeout_ns > 0 {
-            // The vhost-tx run has no end-of-input hrtimer: a held skb would be lost.
-            return Err(err(
-                "gro.flush_timeout_ns: not modelled for vhost-tx (only tap-gro fires the hrtimer at the end)".to_string(),
-            ));
-        }
-        if raw.pipeline == Pipeline::VhostTx
-            && (!gro.udp_gro_ports.is_empty() || gro.gro_udp_fwd || gro.gro_fraglist)
-        {
-            // Only the tap-gro arm sets the features and opens the sockets.
-            return Err(err(
-                "gro.udp_gro_socket, rx_udp_gro_forwarding, rx_gro_list: plain UDP GRO is a tap-gro setting".to_string(),
-            ));
-        }
-        let legacy = crate::gro::GRO_LEGACY_MAX_SIZE;
-        if raw.pipeline == Pipeline::VhostTx
-            && (gro.gro_max_size != legacy || gro.gro_ipv4_max_size != legacy)
-        {
-            // Only the tap-gro arm sets the tap's GRO sizes (docs/gro.md#big-tcp).
-            return Err(err(
-                "gro.gro_max_size: tap-gro only (the vhost-tx arm leaves the tap's GRO sizes at 65536)".to_string(),
-            ));
-        }
-        Ok(Scenario {
-            path: path.to_path_buf(),
-            name: Scenario::name_of(path),
-            description: raw.description,
-            input: dir.join(&raw.input),
-            pipeline: raw.pipeline,
-            profile,
-            sim_only: raw.sim_only,
-            attach,
-            device,
-            reader,
-            skb,
-            skb_overrides,
-            writer,
-            xdp,
-            redirect,
-            gro,
-            guest,
-            link,
-        })
+        s.path = path.to_path_buf();
+        s.name = Scenario::name_of(path);
+        Ok(s)
     }
 
     /// The write plan for input frame `index`: (truncate, nonblocking, vnet).

@@ -24,8 +24,9 @@ pub const TUN_READQ_SIZE: usize = 500;
 pub const DEFAULT_VNET_HDR_SZ: usize = crate::wire::virtio_net_hdr::VIRTIO_NET_HDR_LEN;
 pub use crate::consts::{TUN_PI_LEN, TUN_PKT_STRIP};
 
-/// IFF_TAP (Ethernet frames) or IFF_TUN (IP packets).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// IFF_TAP (Ethernet frames) or IFF_TUN (IP packets); a scenario's `device.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum DeviceKind {
     #[default]
     Tap,

@@ -168,6 +168,9 @@ fn touch_everything(buf: &[u8]) {
     }
 }
 
+/// Checks that no GRE getter panics on any truncation of random bytes under every
+/// layout-changing flag combination and every flags word (`touch_everything` only calls
+/// them), and the error type's text.
 #[test]
 fn fuzz_never_panics() {
     let mut rng = Lcg(0x5eed_0000_0000_0001);

@@ -18,6 +18,9 @@ impl Rng {
     }
 }
 
+/// Checks that no getter, payload or walk of a view panics on seeded random bytes once
+/// `check_len` passes (the `let _` calls), and that `new_checked` accepts only buffers
+/// whose declared lengths fit (the asserts).
 #[test]
 fn views_never_panic_on_random_bytes() {
     let mut rng = Rng(0x5eed_0f5b_5eed_0f5b);

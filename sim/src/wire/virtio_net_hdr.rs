@@ -331,8 +331,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> VirtioNetHdr<T> {
     }
 }
 
-/// Every field of the largest layout; fields a smaller layout lacks parse as 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Every field of the largest layout; fields a smaller layout lacks parse as 0. A
+/// scenario's `vnet` tables name the fields of struct virtio_net_hdr (the rest are 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct VirtioNetHdrRepr {
     pub flags: u8,
     pub gso_type: u8,
@@ -340,10 +342,15 @@ pub struct VirtioNetHdrRepr {
     pub gso_size: u16,
     pub csum_start: u16,
     pub csum_offset: u16,
+    #[serde(skip)]
     pub num_buffers: u16,
+    #[serde(skip)]
     pub hash_value: u32,
+    #[serde(skip)]
     pub hash_report: u16,
+    #[serde(skip)]
     pub outer_th_offset: u16,
+    #[serde(skip)]
     pub inner_nh_offset: u16,
 }
 

@@ -76,3 +76,16 @@ pub fn privileges_ok() -> Result<(), String> {
         Err(e) => Err(format!("cannot open /dev/net/tun: {e}")),
     }
 }
+
+/// The one guard of the real-kernel tests: panics, naming what is missing, unless
+/// [`privileges_ok`]. Every such test is also `#[ignore]`d, so a run that cannot use the
+/// kernel reports it as ignored, never as passed; `cargo test -- --include-ignored`
+/// (ci/test.sh as root) runs it, and there a missing privilege is a failure.
+pub fn require_privileges() {
+    if let Err(reason) = privileges_ok() {
+        panic!(
+            "this real-kernel test needs root and /dev/net/tun ({reason}); \
+             it is #[ignore]d: run it as root with `cargo test -- --include-ignored`"
+        );
+    }
+}

@@ -63,8 +63,9 @@ fn through(
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn data_valid_needs_the_gro_writer() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     Netns::run(|ns| {
         let plain = ns.tap_up(&TapConfig::tap("skbwplain").vnet_hdr(true))?;
         let gro = ns.tap_up(&TapConfig::tap("skbwgro").vnet_hdr(true).napi(true))?;
@@ -98,8 +99,9 @@ fn data_valid_needs_the_gro_writer() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn gso_hdr_len_is_the_writers_linear_part() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     Netns::run(|ns| {
         let plain = ns.tap_up(&TapConfig::tap("skbwplain").vnet_hdr(true))?;
         let frags = ns.tap_up(
@@ -147,8 +149,9 @@ fn gso_hdr_len_is_the_writers_linear_part() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn uso_needs_both_offload_bits() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     Netns::run(|ns| {
         let t = ns.tap(&TapConfig::tap("skbt0").vnet_hdr(true))?;
         for bits in [tun_f::CSUM | tun_f::USO4, tun_f::CSUM | tun_f::USO6] {
@@ -163,8 +166,9 @@ fn uso_needs_both_offload_bits() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn a_quiet_bridge_sends_nothing_of_its_own() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     Netns::run(|ns| {
         let w = ns.tap_up(&TapConfig::tap("skbwplain"))?;
         let b = reader(ns, &[&w], 0)?;

@@ -6,8 +6,9 @@ use skbsim_kernel::ethtool::ETHTOOL_F_UNSUPPORTED;
 use skbsim_kernel::{get_feature, set_feature, Cause, Errno, Ethtool, Netns, TapConfig};
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn tap_features_list_and_toggle() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     Netns::run(|ns| {
         let _tap = ns.tap_up(&TapConfig::tap("skbt0"))?;
         let mut et = Ethtool::new()?;

@@ -12,8 +12,9 @@ use skbsim_kernel::{
 };
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn write_60_bytes_counts_one_rx_packet() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     Netns::run(|ns| {
         let tap = ns.tap_up(&TapConfig::tap("skbt0"))?;
         let mut sniff = PacketSocket::bind(tap.ifindex())?;
@@ -50,8 +51,9 @@ fn write_60_bytes_counts_one_rx_packet() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn read_with_no_pi_pi_and_vnet_hdr() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     Netns::run(|ns| {
         let f = frame(MAC_A, MAC_B, 0x0800, 60);
         let mut buf = vec![0u8; 2048];
@@ -119,8 +121,9 @@ fn read_with_no_pi_pi_and_vnet_hdr() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn short_reads_truncate_and_small_buffers_fail() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     Netns::run(|ns| {
         let tap = ns.tap_up(&TapConfig::tap("skbt0").no_pi(false))?;
         let tx = PacketSocket::bind(tap.ifindex())?;
@@ -169,8 +172,9 @@ fn short_reads_truncate_and_small_buffers_fail() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn write_side_errors() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     Netns::run(|ns| {
         let tap = ns.tap(&TapConfig::tap("skbt0"))?;
         let f = frame(MAC_B, MAC_A, ETH_P_EXP, 60);
@@ -209,8 +213,9 @@ fn write_side_errors() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn tunsetiff_errors_carry_the_op_name() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     Netns::run(|_ns| {
         // IFF_TUN and IFF_TAP both unset is invalid.
         let mut cfg = TapConfig::tap("skbt0");
@@ -227,8 +232,9 @@ fn tunsetiff_errors_carry_the_op_name() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn multi_queue_opens_a_second_queue() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     Netns::run(|ns| {
         let q0 = ns.tap_up(&TapConfig::tap("skbt0").multi_queue(true))?;
         let q1 = q0.open_queue(false)?;

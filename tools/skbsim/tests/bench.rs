@@ -231,6 +231,7 @@ fn ctrl_c_during_a_replay_removes_the_temporary_directory() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn tcpreplay_runs_through_a_real_tap_on_the_same_capture() {
     if skbsim_kernel::tcpreplay::find_tcpreplay().is_none() {
         eprintln!(
@@ -238,7 +239,7 @@ fn tcpreplay_runs_through_a_real_tap_on_the_same_capture() {
         );
         return;
     }
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     let (dir, tmp) = dirs("bench-tcpreplay");
     let v = json_of(&skbsim(
         &[

@@ -22,6 +22,7 @@ fn scenario_dir() -> PathBuf {
 }
 
 #[rstest]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn sim_and_real_agree(
     #[base_dir = "../../scenarios/tun-read"]
     #[files("*.toml")]
@@ -37,7 +38,7 @@ fn sim_and_real_agree(
         eprintln!("sim-only {name}: {reason}");
         return;
     }
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     assert_agrees(&name, &scenario);
 }
 
@@ -95,8 +96,9 @@ fn netns_in_use(link: &str) -> bool {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn nothing_is_left_behind_after_normal_failing_and_killed_runs() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     let before = host_state();
 
     // A normal run.
@@ -186,6 +188,7 @@ fn tamper_pcap(out: &ScenarioOutput, offset: usize) -> Vec<u8> {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn a_wrong_model_is_caught_with_scenario_read_and_field() {
     let s = Scenario::load(&scenario_dir().join("vlan-8021q-pi.toml")).expect("scenario");
     let sim = run_sim(&s, None).expect("sim");
@@ -225,7 +228,7 @@ fn a_wrong_model_is_caught_with_scenario_read_and_field() {
         ("pcap frame 0", "byte 13")
     );
 
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     // ...and against the real kernel.
     let real = run_tap(&s).expect("real kernel");
     check(&real.trace);

@@ -24,6 +24,7 @@ fn scenario_dir() -> PathBuf {
 }
 
 #[rstest]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn sim_and_real_agree(#[files("../../scenarios/tap-gro/*.toml")] path: PathBuf) {
     let name = stem(&path);
     let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -40,7 +41,7 @@ fn sim_and_real_agree(#[files("../../scenarios/tap-gro/*.toml")] path: PathBuf) 
         }
         return;
     }
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     assert_agrees(&name, &scenario);
 }
 
@@ -49,8 +50,9 @@ fn load(stem: &str) -> Scenario {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn the_real_vxlan_trace_shows_what_the_kernel_exposes() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     let s = load("vxlan-napi-timeout");
     let real = run_tap(&s).expect("real kernel");
     eprintln!("{}", real.trace);
@@ -70,8 +72,9 @@ fn the_real_vxlan_trace_shows_what_the_kernel_exposes() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn bursts_share_one_napi_poll() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     // burst = 10, gro_flush_timeout 0: only a shared poll merges the ten writes.
     let real = run_tap(&load("tcp-data-same")).expect("real kernel");
     assert!(
@@ -90,8 +93,9 @@ fn bursts_share_one_napi_poll() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn a_packet_socket_on_the_tap_keeps_the_vxlan_device_from_merging() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     // Four 1350-byte segments of one inner flow, outer IP IDs jumping: the tap's GRO
     // passes them up one by one (docs/gro.md#gro-cells). Nothing on the tap: the vxlan
     // device's gro_cells merges them, 54 + 4 * 1350 = 5454 bytes from the inner MAC.
@@ -118,8 +122,9 @@ fn a_packet_socket_on_the_tap_keeps_the_vxlan_device_from_merging() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn the_vxlan6_device_merges_one_inner_flow_under_alternating_outer_hop_limits() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     // VXLAN over IPv6, outer hop limit 64, 63, 64, 63: from 6.10 ipv6_gro_flush flushes
     // each at the tap (docs/gro.md#tunnels-over-ipv6); vxlan_rcv never looks at the hop
     // limit, so the IPv6 vxlan device's cell merges the four inner segments: 54 + 4 *
@@ -157,6 +162,7 @@ fn with_trace(out: &ScenarioOutput, trace: String) -> ScenarioOutput {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn a_wrong_model_is_caught_with_scenario_delivery_and_field() {
     let s = load("tcp-bad-csum-mid-burst");
     let sim = run_sim(&s, None).expect("sim");
@@ -177,7 +183,7 @@ fn a_wrong_model_is_caught_with_scenario_delivery_and_field() {
     check(&sim.trace);
     assert_eq!(compare_gro_traces(&s.name, &sim.trace, &sim.trace), None);
 
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     // ...and against the real kernel, trace and pcap.
     let real = run_tap(&s).expect("real kernel");
     check(&real.trace);
@@ -228,8 +234,9 @@ fn host_state() -> (BTreeSet<String>, String) {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn nothing_is_left_behind_on_the_host() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     let before = host_state();
     // Threaded NAPI, vxlan devices and addresses: all inside the run's namespace.
     for stem in ["tcp-64k", "vxlan-vni"] {

@@ -23,6 +23,7 @@ fn scenario(name: &str) -> Scenario {
 }
 
 #[rstest]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn sim_and_real_agree(#[files("../../scenarios/tap-write/*.toml")] path: PathBuf) {
     let name = stem(&path);
     let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -34,7 +35,7 @@ fn sim_and_real_agree(#[files("../../scenarios/tap-write/*.toml")] path: PathBuf
         eprintln!("sim-only {name}: {reason}");
         return;
     }
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     assert_agrees(&name, &scenario);
 }
 
@@ -45,8 +46,9 @@ fn outputs(s: &Scenario) -> (ScenarioOutput, ScenarioOutput) {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn model_only_fields_are_what_the_real_trace_lacks() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     let s = scenario("xdp-count-native");
     let (sim, real) = outputs(&s);
     let ignore = model_only_fields(s.pipeline);
@@ -72,8 +74,9 @@ fn model_only_fields_are_what_the_real_trace_lacks() {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn a_wrong_model_is_caught_with_the_event_and_field() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     let s = scenario("xdp-count-native");
     let (mut sim, real) = outputs(&s);
     // A model that counts XDP_DROP natively as nothing at all (as the fallback does).
@@ -127,8 +130,9 @@ fn inline(name: &str, body: &str) -> Scenario {
 /// Device options the arm supports but no scenario file uses yet (TUNSETSNDBUF, IFF_NAPI,
 /// IFF_NAPI_FRAGS, B's mtu and txqueuelen, a devmap with no B): sim and real agree.
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn device_options_without_a_scenario_file_agree() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     let native = |prog: &str| format!("[xdp]\nprogram = \"../xdp/{prog}.o\"\nmode = \"native\"\n");
     let cases = [
         (

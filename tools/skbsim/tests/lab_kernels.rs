@@ -23,17 +23,6 @@ fn skbsim(args: &[&str]) -> Output {
 /// two TCG guests at once would only slow each other down.
 static LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn root_or_skip() -> bool {
-    let Err(reason) = skbsim_kernel::privileges_ok() else {
-        return true;
-    };
-    if std::env::var_os("CI").is_some() {
-        panic!("CI must run the lab tests: {reason}");
-    }
-    eprintln!("skipped: {reason}");
-    false
-}
-
 /// Copy `from` to `to` recursively (regular files and directories).
 fn copy_tree(from: &Path, to: &Path) {
     fs::create_dir_all(to).expect("lab test setup");
@@ -79,10 +68,9 @@ fn tree_from_debian_612(name: &str) -> (PathBuf, String) {
 }
 
 #[test]
+#[ignore = "kernel lab: needs root, /dev/net/tun and QEMU guests; ci/test.sh runs it as root with --include-ignored"]
 fn kernel_dir_from_debian_package_files_boots_and_conforms() {
-    if !root_or_skip() {
-        return;
-    }
+    skbsim_kernel::require_privileges();
     let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let (tree, release) = tree_from_debian_612("kdir-612");
     // vnet12-pad tells 6.12 (padding skipped) from 6.18 (zeroed): it passes only if the
@@ -159,10 +147,9 @@ fn kernel_dir_from_debian_package_files_boots_and_conforms() {
 /// well), built by `lab conform --kernel 6.12 --patch`: vnet12-pad then passes under
 /// linux-6.18 (padding zeroed) where the stock tree passes it under linux-6.12 (skipped).
 #[test]
+#[ignore = "kernel lab: needs root, /dev/net/tun and QEMU guests; ci/test.sh runs it as root with --include-ignored"]
 fn kernel_dir_module_rebuilt_in_place_is_what_the_guest_loads() {
-    if !root_or_skip() {
-        return;
-    }
+    skbsim_kernel::require_privileges();
     let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let (tree, release) = tree_from_debian_612("kdir-612-rebuilt");
     let conform = |extra: &[&str]| -> Value {
@@ -217,10 +204,9 @@ fn kernel_dir_module_rebuilt_in_place_is_what_the_guest_loads() {
 }
 
 #[test]
+#[ignore = "kernel lab: needs root, /dev/net/tun and QEMU guests; ci/test.sh runs it as root with --include-ignored"]
 fn kernel_dir_without_matching_modules_is_a_one_line_error() {
-    if !root_or_skip() {
-        return;
-    }
+    skbsim_kernel::require_privileges();
     let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let (tree, release) = tree_from_debian_612("kdir-612-nomods");
     fs::rename(
@@ -247,10 +233,9 @@ fn kernel_dir_without_matching_modules_is_a_one_line_error() {
 /// vlan-8021q-vnet12), first at their `vnet_pad` field, and linux-6.18's rule (zeroed
 /// padding) must predict each.
 #[test]
+#[ignore = "kernel lab: needs root, /dev/net/tun and QEMU guests; ci/test.sh runs it as root with --include-ignored"]
 fn patched_tun_changes_only_the_padding_as_the_patch_implies() {
-    if !root_or_skip() {
-        return;
-    }
+    skbsim_kernel::require_privileges();
     let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let out = skbsim(&[
         "lab",
@@ -303,10 +288,9 @@ fn patched_tun_changes_only_the_padding_as_the_patch_implies() {
 }
 
 #[test]
+#[ignore = "kernel lab: needs root, /dev/net/tun and QEMU guests; ci/test.sh runs it as root with --include-ignored"]
 fn patch_to_built_in_code_is_a_clear_error() {
-    if !root_or_skip() {
-        return;
-    }
+    skbsim_kernel::require_privileges();
     let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let patch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("eth-builtin.patch");
     fs::write(
@@ -335,10 +319,9 @@ fn patch_to_built_in_code_is_a_clear_error() {
 /// `lab kernels` lists what `--kernel 6.1` and `--kernel 6.12` resolve to, every build of
 /// each, and the cached ones (6.12 is cached by the fetch above).
 #[test]
+#[ignore = "kernel lab: needs root, /dev/net/tun and QEMU guests; ci/test.sh runs it as root with --include-ignored"]
 fn lab_kernels_lists_both_series_and_the_cache() {
-    if !root_or_skip() {
-        return;
-    }
+    skbsim_kernel::require_privileges();
     let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let fetched = skbsim(&["lab", "fetch", "--kernel", "6.12", "--json"]);
     assert!(fetched.status.success());
@@ -383,10 +366,9 @@ fn lab_kernels_lists_both_series_and_the_cache() {
 /// `lab run`: the script finds this skbsim at /usr/bin/skbsim (what the help says) and the
 /// `--file`s at their host paths, so a script can loop over the real arms in the guest.
 #[test]
+#[ignore = "kernel lab: needs root, /dev/net/tun and QEMU guests; ci/test.sh runs it as root with --include-ignored"]
 fn lab_run_has_this_skbsim_and_the_named_files() {
-    if !root_or_skip() {
-        return;
-    }
+    skbsim_kernel::require_privileges();
     let _lab = LAB.lock().unwrap_or_else(|e| e.into_inner());
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let data = dir.join("lab-run-data.txt");

@@ -4,21 +4,6 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-/// Return early with a note when the backend cannot run here (never in CI, which fails).
-#[macro_export]
-macro_rules! require_privileges {
-    () => {
-        if let Err(reason) = skbsim_kernel::privileges_ok() {
-            // CI runs as root: a skip there would hide a real-kernel test, so it fails.
-            if std::env::var_os("CI").is_some() {
-                panic!("CI must run the real-kernel tests: {reason}");
-            }
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
-}
-
 pub const WAIT: Duration = Duration::from_millis(500);
 
 pub const MAC_A: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x00, 0x0a];

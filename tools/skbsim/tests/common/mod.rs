@@ -6,21 +6,6 @@ use std::path::Path;
 use sim::scenario::Scenario;
 use skbsim::conform::{conform_one, Outcome};
 
-/// Return early with a note when the kernel backend cannot run here. CI runs as root, so
-/// a skip there would hide a real-kernel test: it fails instead.
-#[macro_export]
-macro_rules! require_privileges {
-    () => {
-        if let Err(reason) = skbsim_kernel::privileges_ok() {
-            if std::env::var_os("CI").is_some() {
-                panic!("CI must run the real-kernel tests: {reason}");
-            }
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
-}
-
 /// The scenario's file stem.
 pub fn stem(path: &Path) -> String {
     path.file_stem()
