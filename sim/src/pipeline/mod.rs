@@ -17,6 +17,7 @@ pub mod tap_gro;
 pub mod tap_gro_record;
 pub mod tap_write;
 pub mod tun_read;
+pub mod tun_read_trace;
 pub mod vhost_tx;
 
 pub use schedule::Schedule;

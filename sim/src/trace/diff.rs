@@ -29,7 +29,7 @@ pub(crate) struct Block<'a> {
     pub(crate) fields: Vec<(String, &'a str)>,
 }
 
-fn split_kv(line: &str) -> (String, &str) {
+pub(crate) fn split_kv(line: &str) -> (String, &str) {
     let t = line.trim_start();
     match t.split_once(": ") {
         Some((k, v)) => {

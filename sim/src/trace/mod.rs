@@ -12,12 +12,13 @@ pub mod gro;
 pub mod gro_cells;
 pub mod gro_delivery;
 pub mod gro_observed;
-mod render;
+pub mod record;
+pub mod record_diff;
+pub(crate) mod render;
 pub mod vhost;
 pub mod write;
 
 pub use render::{
-    describe_device, header_json, hex_string, read_comment, stats_json, tun_read_event,
-    tun_read_event_json, tun_read_header, tun_read_totals, TraceHeader, TunReadCounts,
+    counters_value, describe_device, header_json, hex_string, stats_json, TraceHeader,
     MODEL_ONLY_FIELDS,
 };

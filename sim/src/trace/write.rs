@@ -14,10 +14,9 @@ use crate::tun::write::Fate;
 use crate::tun::{DeviceKind, TunStats};
 use crate::wire::summary::{describe_into, describe_l3_into, vlan_tci_into};
 
-use super::render::{
-    counters, counters_into, describe_device, hexdump, render_read, result_into, stats_json,
-};
+use super::render::{counters, counters_into, describe_device, hexdump, result_into, stats_json};
 use super::TraceHeader;
+use crate::pipeline::tun_read_trace::render_read;
 
 /// Trace fields only the model knows (besides the tun-read ones).
 pub const WRITE_MODEL_ONLY_FIELDS: [&str; 4] = ["path", "xdp", "fate", "insns"];

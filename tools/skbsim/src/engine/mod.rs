@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use sim::trace::diff::Divergence;
 use sim::trace::diff_stream::StreamDiff;
+use sim::trace::record::Record;
 
 use crate::cli_error::CliError;
 
@@ -286,6 +287,9 @@ pub struct Sinks {
     pub trace: TraceOut,
     pub json: JsonOut,
     pub capture: CaptureOut,
+    /// The records themselves, kept in memory (`conform` compares them by their marks);
+    /// None: not kept.
+    pub records: Option<Vec<Record<'static>>>,
 }
 
 /// What a finished replay reports (the sinks' own results come from [`Sinks::finish`]).
@@ -313,6 +317,8 @@ pub struct Finished {
     pub capture: Vec<u8>,
     /// The first difference from the golden capture, if compared.
     pub capture_verdict: Option<capture::CaptureVerdict>,
+    /// The records, when kept (pipelines that build records: tun-read).
+    pub records: Vec<Record<'static>>,
 }
 
 impl Sinks {
@@ -322,7 +328,30 @@ impl Sinks {
             trace: TraceOut::to(Dest::Memory(Vec::new())),
             json: JsonOut::to(Dest::Memory(Vec::new())),
             capture: CaptureOut::to(Dest::Memory(Vec::new()), sim::pcap::PcapFormat::Pcap),
+            records: Some(Vec::new()),
         }
+    }
+
+    /// Whether any sink wants records (the text trace, the JSON lines, the kept records);
+    /// the capture's comments are asked for separately.
+    #[inline]
+    pub fn wants_records(&self) -> bool {
+        self.trace.on() || self.json.on() || self.records.is_some()
+    }
+
+    /// One record into every sink that wants it: its text, its JSON line, a copy kept.
+    pub fn record(&mut self, rec: &Record<'_>) -> Result<(), CliError> {
+        if self.trace.on() {
+            rec.write_text(&mut self.trace.buf);
+            self.trace.flush()?;
+        }
+        if self.json.on() {
+            self.json.line(&rec.to_json())?;
+        }
+        if let Some(kept) = self.records.as_mut() {
+            kept.push(rec.clone().into_owned());
+        }
+        Ok(())
     }
 
     /// A trace's header, in each sink that wants one: `text` writes the text trace's
@@ -355,6 +384,7 @@ impl Sinks {
             json,
             capture,
             capture_verdict,
+            records: self.records.unwrap_or_default(),
         })
     }
 }

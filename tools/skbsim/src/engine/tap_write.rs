@@ -6,10 +6,11 @@ use indicatif::ProgressBar;
 use serde_json::json;
 use sim::bpf::Maps;
 use sim::pipeline::tap_write::{TapWriteRun, WriteEvent};
+use sim::pipeline::tun_read_trace::read_record;
 use sim::pipeline::PipelineError;
 use sim::scenario::Scenario;
 use sim::trace::write::{render_header, render_host_event, render_totals, tap_write_event_json};
-use sim::trace::{header_json, read_comment, TraceHeader};
+use sim::trace::{header_json, TraceHeader};
 use sim::tun::TunStats;
 
 use super::capture::Point;
@@ -193,7 +194,10 @@ impl<'s> HostRender<'s> {
                 };
                 let data = record.frame_bytes(dev);
                 let orig = record.model.as_ref().map_or(data.len(), |m| m.frame_len);
-                let comment = sinks.capture.comments.then(|| read_comment(record, dev));
+                let comment = sinks
+                    .capture
+                    .comments
+                    .then(|| read_record("read", record, dev).comment());
                 let point = if *on_redirect { 2 } else { 1 };
                 sinks
                     .capture

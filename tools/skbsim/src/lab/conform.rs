@@ -253,6 +253,7 @@ pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> Scena
                     .collect()
             })
             .unwrap_or_default(),
+        records: Vec::new(),
     }
 }
 

@@ -1,0 +1,99 @@
+//! Records compared field by field, by their marks: the comparison of a simulator trace
+//! with a real arm's keeps only the fields both can see ([`Seen::Both`]), so no list of
+//! model-only fields is kept anywhere. The fields are those the text trace shows and the
+//! text comparison ([`super::diff`]) parses (the `bytes` dump a field per line,
+//! `bytes+0010`), compared by the same engine ([`compare_blocks`]).
+
+use super::diff::{compare_blocks, extra_event, split_kv, Block, Divergence};
+use super::record::{Record, Seen, HEADER};
+
+/// A record as the text comparison sees it: the event (the title before `: `) and its
+/// fields as text, each with its mark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flat {
+    pub event: String,
+    pub fields: Vec<(String, String, Seen)>,
+}
+
+impl Record<'_> {
+    /// The record's fields as the text trace shows them (what [`super::diff`] parses
+    /// from it), each with its mark.
+    pub fn flat(&self) -> Flat {
+        let mut fields = Vec::new();
+        let event = if self.kind == HEADER {
+            HEADER.to_string()
+        } else {
+            let mut title = String::new();
+            self.title_into(&mut title);
+            let (event, result) = match title.split_once(": ") {
+                Some((e, r)) => (e.to_string(), r.to_string()),
+                None => (title.clone(), String::new()),
+            };
+            fields.push(("result".to_string(), result, Seen::Both));
+            event
+        };
+        let mut one = Record::new(HEADER);
+        let mut text = String::new();
+        for f in &self.fields {
+            // Each field written alone, as the header writes it, and parsed back.
+            one.fields.clear();
+            one.fields.push(f.clone());
+            text.clear();
+            one.write_text(&mut text);
+            for line in text.lines() {
+                let (k, v) = split_kv(line);
+                fields.push((k, v.to_string(), f.seen));
+            }
+        }
+        Flat { event, fields }
+    }
+}
+
+/// The fields of `f` both arms can see, as a block of the text comparison.
+fn seen_by_both(f: &Flat) -> Block<'_> {
+    Block {
+        event: &f.event,
+        fields: f
+            .fields
+            .iter()
+            .filter(|(_, _, s)| *s == Seen::Both)
+            .map(|(k, v, _)| (k.clone(), v.as_str()))
+            .collect(),
+    }
+}
+
+/// The first difference between two traces as records (the simulator's, left, and a
+/// real arm's, right), comparing only the fields marked [`Seen::Both`] on their side:
+/// a field only the model knows is in neither comparison.
+pub fn first_record_divergence(left: &[Record<'_>], right: &[Record<'_>]) -> Option<Divergence> {
+    let (a, b): (Vec<Flat>, Vec<Flat>) = (
+        left.iter().map(Record::flat).collect(),
+        right.iter().map(Record::flat).collect(),
+    );
+    for (x, y) in a.iter().zip(b.iter()) {
+        if let Some(d) = compare_blocks(&seen_by_both(x), &seen_by_both(y), &[]) {
+            return Some(d);
+        }
+    }
+    if a.len() != b.len() {
+        let n = a.len().min(b.len());
+        let (x, y) = (a.get(n).map(seen_by_both), b.get(n).map(seen_by_both));
+        return Some(extra_event(x.as_ref(), y.as_ref()));
+    }
+    None
+}
+
+/// The names of the fields `records` mark as not seen by both arms, for comparing a
+/// trace that came as text (a lab guest's) with the simulator's: the marks decide
+/// what is left out, as [`first_record_divergence`] does with records.
+pub fn unseen_names(records: &[Record<'_>]) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = records
+        .iter()
+        .flat_map(|r| r.fields.iter())
+        .filter(|f| f.seen != Seen::Both)
+        .map(|f| f.name)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
