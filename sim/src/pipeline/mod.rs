@@ -16,6 +16,7 @@ pub mod schedule;
 pub mod tap_gro;
 pub mod tap_gro_record;
 pub mod tap_write;
+pub mod tap_write_trace;
 pub mod tun_read;
 pub mod tun_read_trace;
 pub mod vhost_tx;

@@ -7,7 +7,7 @@
 //! tun_put_user's own return, the op counts and the notes are the model's.
 
 use crate::skb::{gso, OpCounters};
-use crate::trace::record::{Field, Part, Record, Value};
+use crate::trace::record::{At, Field, Part, Record, Value};
 use crate::trace::render::counters_value;
 use crate::tun::read::SkbInfo;
 use crate::tun::{TunConfig, TunStats, TUN_PI_LEN, TUN_PKT_STRIP};
@@ -164,7 +164,7 @@ const XDP_FRAME_PI: &str = "an xdp_frame, read by tun_put_user_xdp: no PI is wri
 pub fn read_record<'r>(kind: &'static str, r: &'r ReadRecord, dev: &TunConfig) -> Record<'r> {
     let mut rec = Record::new(kind);
     rec.index = Some(r.read as u64);
-    rec.at = r.frame;
+    rec.at = r.frame.map(|(f, t)| At::Frame(f, t));
     rec.result = Some(Value::Parts(vec![
         Part::named("buffer", Value::Int(r.buffer_len as u64)),
         Part::word("->"),
@@ -232,7 +232,7 @@ pub fn read_record<'r>(kind: &'static str, r: &'r ReadRecord, dev: &TunConfig) -
 /// A drop with no read: `xmit-drop (frame 2, ts ...): tx_ring full`.
 fn drop_record(kind: &'static str, frame: u64, ts_ns: u64, what: &'static str) -> Record<'static> {
     let mut rec = Record::new(kind);
-    rec.at = Some((frame, ts_ns));
+    rec.at = Some(At::Frame(frame, ts_ns));
     rec.result = Some(Value::Word(what));
     rec
 }

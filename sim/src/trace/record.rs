@@ -90,7 +90,8 @@ impl<'a> Part<'a> {
 /// One named field of a record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field<'a> {
-    pub name: &'static str,
+    /// Mostly fixed (`pi`); made at run time for a map entry (`map hits[0]`).
+    pub name: Cow<'static, str>,
     pub value: Value<'a>,
     pub seen: Seen,
     /// Part of the packet's metadata: written into the capture's packet comment.
@@ -98,27 +99,27 @@ pub struct Field<'a> {
 }
 
 impl<'a> Field<'a> {
-    pub fn both(name: &'static str, value: Value<'a>) -> Field<'a> {
+    pub fn both(name: impl Into<Cow<'static, str>>, value: Value<'a>) -> Field<'a> {
         Field {
-            name,
+            name: name.into(),
             value,
             seen: Seen::Both,
             meta: false,
         }
     }
 
-    pub fn model(name: &'static str, value: Value<'a>) -> Field<'a> {
+    pub fn model(name: impl Into<Cow<'static, str>>, value: Value<'a>) -> Field<'a> {
         Field {
-            name,
+            name: name.into(),
             value,
             seen: Seen::ModelOnly,
             meta: false,
         }
     }
 
-    pub fn label(name: &'static str, value: Value<'a>) -> Field<'a> {
+    pub fn label(name: impl Into<Cow<'static, str>>, value: Value<'a>) -> Field<'a> {
         Field {
-            name,
+            name: name.into(),
             value,
             seen: Seen::Label,
             meta: false,
@@ -139,11 +140,29 @@ pub struct Record<'a> {
     pub kind: &'static str,
     /// The event's number (`read 3`).
     pub index: Option<u64>,
-    /// The input frame and its timestamp in ns (`(frame 2, ts 1.000002000)`).
-    pub at: Option<(u64, u64)>,
+    /// Where the event sits, in parentheses after the number.
+    pub at: Option<At>,
     /// What the title line says after `: ` (`buffer 100 -> 64`).
     pub result: Option<Value<'a>>,
     pub fields: Vec<Field<'a>>,
+    /// Who can see the event at all: a [`Seen::ModelOnly`] record (vhost's batches) is
+    /// left out of a comparison with a real arm whole.
+    pub seen: Seen,
+    /// Consecutive records of this kind are one observation of a real arm: compared as
+    /// one, the numbers of their results added (the model's used-ring update per flush
+    /// against the guest's one view of the used index per kick).
+    pub sums: bool,
+}
+
+/// Where an event sits, as its title shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    /// The input frame and its timestamp in ns: `(frame 2, ts 1.000002000)`.
+    Frame(u64, u64),
+    /// After write N: `(after 3)`.
+    After(u64),
+    /// A timestamp in ns: `(ts 1.000002000)`.
+    Ts(u64),
 }
 
 /// The kind of the header record: its fields are written at column 0 with no title.
@@ -157,6 +176,8 @@ impl<'a> Record<'a> {
             at: None,
             result: None,
             fields: Vec::new(),
+            seen: Seen::Both,
+            sums: false,
         }
     }
 
@@ -181,6 +202,8 @@ impl<'a> Record<'a> {
                     meta: f.meta,
                 })
                 .collect(),
+            seen: self.seen,
+            sums: self.sums,
         }
     }
 
@@ -192,12 +215,25 @@ impl<'a> Record<'a> {
             out.push(' ');
             text::dec(out, i);
         }
-        if let Some((f, t)) = self.at {
-            out.push_str(" (frame ");
-            text::dec(out, f);
-            out.push_str(", ts ");
-            text::ts(out, t);
-            out.push(')');
+        match self.at {
+            Some(At::Frame(f, t)) => {
+                out.push_str(" (frame ");
+                text::dec(out, f);
+                out.push_str(", ts ");
+                text::ts(out, t);
+                out.push(')');
+            }
+            Some(At::After(n)) => {
+                out.push_str(" (after ");
+                text::dec(out, n);
+                out.push(')');
+            }
+            Some(At::Ts(t)) => {
+                out.push_str(" (ts ");
+                text::ts(out, t);
+                out.push(')');
+            }
+            None => {}
         }
         out.push(':');
         if let Some(r) = &self.result {
@@ -227,7 +263,7 @@ impl<'a> Record<'a> {
         };
         for f in &self.fields {
             out.push_str(indent);
-            out.push_str(f.name);
+            out.push_str(&f.name);
             out.push(':');
             match &f.value {
                 Value::Bytes(b) => {
@@ -251,9 +287,18 @@ impl<'a> Record<'a> {
         if let Some(i) = self.index {
             o.insert("index".into(), json!(i));
         }
-        if let Some((f, t)) = self.at {
-            o.insert("frame".into(), json!(f));
-            o.insert("ts_ns".into(), json!(t));
+        match self.at {
+            Some(At::Frame(f, t)) => {
+                o.insert("frame".into(), json!(f));
+                o.insert("ts_ns".into(), json!(t));
+            }
+            Some(At::After(n)) => {
+                o.insert("after".into(), json!(n));
+            }
+            Some(At::Ts(t)) => {
+                o.insert("ts_ns".into(), json!(t));
+            }
+            None => {}
         }
         if let Some(r) = &self.result {
             o.insert("result".into(), r.to_json());
@@ -265,7 +310,7 @@ impl<'a> Record<'a> {
             } else {
                 &mut o
             };
-            to.insert(f.name.into(), f.value.to_json());
+            to.insert(f.name.to_string(), f.value.to_json());
         }
         if !model.is_empty() {
             o.insert("model".into(), Json::Object(model));
@@ -281,7 +326,7 @@ impl<'a> Record<'a> {
             if !c.is_empty() {
                 c.push_str("; ");
             }
-            c.push_str(f.name);
+            c.push_str(&f.name);
             c.push_str(": ");
             f.value.text_into(&mut c);
         }

@@ -5,7 +5,7 @@
 //! `bytes+0010`), compared by the same engine ([`compare_blocks`]).
 
 use super::diff::{compare_blocks, extra_event, split_kv, Block, Divergence};
-use super::record::{Record, Seen, HEADER};
+use super::record::{Record, Seen, Value, HEADER};
 
 /// A record as the text comparison sees it: the event (the title before `: `) and its
 /// fields as text, each with its mark.
@@ -62,14 +62,48 @@ fn seen_by_both(f: &Flat) -> Block<'_> {
     }
 }
 
+/// What of `records` a real arm can see: the records marked [`Seen::Both`], each run of
+/// consecutive [`Record::sums`] records of one kind as one, flattened.
+fn observed(records: &[Record<'_>]) -> Vec<Flat> {
+    let mut out: Vec<Flat> = Vec::new();
+    let mut run: Option<Record<'_>> = None;
+    for r in records.iter().filter(|r| r.seen == Seen::Both) {
+        match run.as_mut() {
+            Some(acc) if r.sums && acc.kind == r.kind => add_results(acc, r),
+            _ => {
+                if let Some(acc) = run.take() {
+                    out.push(acc.flat());
+                }
+                if r.sums {
+                    run = Some(r.clone());
+                } else {
+                    out.push(r.flat());
+                }
+            }
+        }
+    }
+    if let Some(acc) = run {
+        out.push(acc.flat());
+    }
+    out
+}
+
+/// `acc`'s result with `r`'s numbers added, part by part.
+fn add_results(acc: &mut Record<'_>, r: &Record<'_>) {
+    if let (Some(Value::Parts(a)), Some(Value::Parts(b))) = (acc.result.as_mut(), &r.result) {
+        for (x, y) in a.iter_mut().zip(b) {
+            if let (Value::Int(m), Value::Int(n)) = (&mut x.value, &y.value) {
+                *m += n;
+            }
+        }
+    }
+}
+
 /// The first difference between two traces as records (the simulator's, left, and a
-/// real arm's, right), comparing only the fields marked [`Seen::Both`] on their side:
-/// a field only the model knows is in neither comparison.
+/// real arm's, right), comparing only what is marked [`Seen::Both`] on its side: a
+/// field or an event only the model knows is in neither comparison.
 pub fn first_record_divergence(left: &[Record<'_>], right: &[Record<'_>]) -> Option<Divergence> {
-    let (a, b): (Vec<Flat>, Vec<Flat>) = (
-        left.iter().map(Record::flat).collect(),
-        right.iter().map(Record::flat).collect(),
-    );
+    let (a, b) = (observed(left), observed(right));
     for (x, y) in a.iter().zip(b.iter()) {
         if let Some(d) = compare_blocks(&seen_by_both(x), &seen_by_both(y), &[]) {
             return Some(d);
@@ -86,12 +120,12 @@ pub fn first_record_divergence(left: &[Record<'_>], right: &[Record<'_>]) -> Opt
 /// The names of the fields `records` mark as not seen by both arms, for comparing a
 /// trace that came as text (a lab guest's) with the simulator's: the marks decide
 /// what is left out, as [`first_record_divergence`] does with records.
-pub fn unseen_names(records: &[Record<'_>]) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = records
+pub fn unseen_names(records: &[Record<'_>]) -> Vec<String> {
+    let mut names: Vec<String> = records
         .iter()
         .flat_map(|r| r.fields.iter())
         .filter(|f| f.seen != Seen::Both)
-        .map(|f| f.name)
+        .map(|f| f.name.to_string())
         .collect();
     names.sort_unstable();
     names.dedup();

@@ -13,7 +13,7 @@ fn header(backend: &'static str) -> Record<'static> {
 fn read(real: bool, pi_flags: u64) -> Record<'static> {
     let mut r = Record::new("read");
     r.index = Some(3);
-    r.at = Some((2, 1_000_002_000));
+    r.at = Some(At::Frame(2, 1_000_002_000));
     r.result = Some(Value::Parts(vec![
         Part::named("buffer", Value::Int(100)),
         Part::word("->"),

@@ -2,8 +2,6 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{json, Value as Json};
-
 use super::record::{Field, Part, Record, Value, HEADER};
 use crate::scenario::Scenario;
 use crate::text;
@@ -25,8 +23,19 @@ pub struct TraceHeader {
 
 impl TraceHeader {
     /// The header as a record: `backend` names the arm (never compared between arms),
-    /// the rest is the scenario's.
+    /// the rest is the scenario's; `attach` where tun-read frames reach the tap another
+    /// way than the default.
     pub fn record(&self) -> Record<'_> {
+        let mut rec = self.record_with(Vec::new());
+        if let Some(a) = &self.attach {
+            rec.push(Field::both("attach", Value::text(a.as_str())));
+        }
+        rec
+    }
+
+    /// The header with `after_device` (tap-write's `redirect` and `xdp`) after the
+    /// device, and no `attach`.
+    pub fn record_with<'h>(&'h self, after_device: Vec<Field<'h>>) -> Record<'h> {
         let mut rec = Record::new(HEADER);
         fn t(s: &str) -> Value<'_> {
             Value::text(s)
@@ -36,11 +45,9 @@ impl TraceHeader {
         rec.push(Field::label("backend", t(&self.backend)));
         rec.push(Field::both("profile", t(&self.profile)));
         rec.push(Field::both("device", t(&self.device)));
+        rec.fields.extend(after_device);
         rec.push(Field::both("reader", t(&self.reader)));
         rec.push(Field::both("input", t(&self.input)));
-        if let Some(a) = &self.attach {
-            rec.push(Field::both("attach", t(a)));
-        }
         rec
     }
 
@@ -124,17 +131,6 @@ pub(crate) fn ts(ns: u64) -> String {
     let mut s = String::new();
     text::ts(&mut s, ns);
     s
-}
-
-pub(crate) fn counters(s: &TunStats) -> String {
-    let mut out = String::new();
-    counters_into(&mut out, s);
-    out
-}
-
-/// "tx_packets 1 tx_bytes 60 tx_dropped 0 rx_packets 0 rx_bytes 0 rx_dropped 0".
-pub(crate) fn counters_into(out: &mut String, s: &TunStats) {
-    counters_value(s).text_into(out);
 }
 
 /// The device counters as a trace value: what /sys/class/net/<dev>/statistics shows
@@ -224,27 +220,8 @@ pub(crate) fn hexdump(out: &mut String, data: &[u8]) {
     hex_lines(out, tail, &data[tail..]);
 }
 
-/// `Ok(n)` as n, an error by its name.
-pub(crate) fn result_into<T: itoa::Integer>(out: &mut String, r: Result<T, crate::errno::Errno>) {
-    match r {
-        Ok(n) => text::dec(out, n),
-        Err(e) => out.push_str(e.name()),
-    }
-}
-
-/// Trace fields only the model knows in a read block, for the traces still compared as
-/// text (tap-write and vhost-tx's; tun-read is compared by its records' marks).
+/// Trace fields only the model knows in a read block, for a trace compared as text with
+/// no records beside it (a lab guest's vhost-tx trace, `conform::comparable`); every
+/// other comparison goes by the records' marks.
 pub const MODEL_ONLY_FIELDS: [&str; 7] =
     ["backend", "skb", "put_user", "frame", "ops", "note", "why"];
-
-pub fn stats_json(s: &TunStats) -> Json {
-    json!({
-        "tx_packets": s.tx_packets, "tx_bytes": s.tx_bytes, "tx_dropped": s.tx_dropped,
-        "rx_packets": s.rx_packets, "rx_bytes": s.rx_bytes, "rx_dropped": s.rx_dropped,
-    })
-}
-
-/// The header of a trace for machines (the first JSON line of a streamed trace).
-pub fn header_json(header: &TraceHeader) -> Json {
-    header.record().to_json()
-}
