@@ -37,42 +37,11 @@ pub const GRO_MODEL_ONLY_FIELDS: [&str; 11] = [
     "held",
 ];
 
-/// "0-9", "0-3 5 7-8".
+/// "0-9", "0-3 5 7-8" ([`text::ranges_into`]).
 pub fn ranges(frames: &[u64]) -> String {
     let mut out = String::new();
-    ranges_into(&mut out, frames.iter().copied());
+    text::ranges_into(&mut out, frames.iter().copied());
     out
-}
-
-/// [`ranges`] of `frames` appended to `out`; returns how many frames there were.
-fn ranges_into(out: &mut String, frames: impl IntoIterator<Item = u64>) -> usize {
-    fn run(out: &mut String, first: bool, (a, b): (u64, u64)) {
-        if !first {
-            out.push(' ');
-        }
-        text::dec(out, a);
-        if b != a {
-            out.push('-');
-            text::dec(out, b);
-        }
-    }
-    let (mut n, mut cur, mut first) = (0, None::<(u64, u64)>, true);
-    for f in frames {
-        n += 1;
-        cur = match cur {
-            Some((a, b)) if b.checked_add(1) == Some(f) => Some((a, f)),
-            Some(r) => {
-                run(out, first, r);
-                first = false;
-                Some((f, f))
-            }
-            None => Some((f, f)),
-        };
-    }
-    if let Some(r) = cur {
-        run(out, first, r);
-    }
-    n
 }
 
 /// Why a delivered skb went up, appended to `out`.
@@ -232,7 +201,7 @@ pub(crate) fn model_head_lines(out: &mut String, d: &Delivered) {
     let s = &d.skb;
     // "  frames: {ranges} ({count})"
     out.push_str("  frames: ");
-    let count = ranges_into(out, s.frames());
+    let count = text::ranges_into(out, s.frames());
     out.push_str(" (");
     text::dec(out, count);
     out.push_str(")\n");
@@ -274,12 +243,6 @@ pub(crate) fn model_layout_line(out: &mut String, s: &SkBuff) {
     out.push_str("  layout: ");
     layout_into(out, s);
     out.push('\n');
-}
-
-/// An XDP verdict's name ("XDP_DROP"; an unknown value as a number).
-fn xdp_action_name(v: u32) -> String {
-    crate::bpf::xdp::XdpAction::from_u32(v)
-        .map_or_else(|| format!("action {v}"), |a| a.name().to_string())
 }
 
 /// Why tun_get_user refused a write of a `len`-byte frame, as the trace says it.
@@ -405,7 +368,7 @@ pub fn render_gro_totals(out: &mut String, run: &TapGro, t: &GroTotals) {
                 " frame {} {} {};",
                 x.frame,
                 x.report.place.name(),
-                xdp_action_name(x.report.action)
+                super::write::action_name(x.report.action)
             );
         }
         for x in &t.after_gro {
@@ -414,7 +377,7 @@ pub fn render_gro_totals(out: &mut String, run: &TapGro, t: &GroTotals) {
                 " frames {} {} {};",
                 ranges(&x.frames),
                 x.report.place.name(),
-                xdp_action_name(x.report.action)
+                super::write::action_name(x.report.action)
             );
         }
         let _ = writeln!(out, "  xdp:{}", line.trim_end_matches(';'));

@@ -19,18 +19,6 @@ pub const VHOST_GROUPING_FIELDS: [&str; 7] = [
     "per_packet",
 ];
 
-fn range(p: &[u64]) -> String {
-    match (p.first(), p.last()) {
-        (Some(a), Some(b)) if a == b => a.to_string(),
-        (Some(a), Some(b)) if (b - a) as usize + 1 == p.len() => format!("{a}-{b}"),
-        _ => p
-            .iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
-    }
-}
-
 /// The record of one worker event. Only the kicks and the used-ring returns are seen by
 /// the guest (the avail and used rings' idx); the batches, each packet's path and fate,
 /// the weight requeues and the put-back stalls are the model's (drivers/vhost/net.c:
@@ -58,7 +46,10 @@ pub fn worker_record(e: &VhostEvent) -> Record<'static> {
                 Part::bare("packets", Value::Int(packets.len() as u64)),
                 Part::word("packets in one TUN_MSG_PTR sendmsg"),
             ]));
-            rec.push(Field::model("packets", Value::text(range(packets))));
+            rec.push(Field::model(
+                "packets",
+                Value::text(super::gro::ranges(packets)),
+            ));
             rec.push(Field::model("reason", Value::Word(reason.name())));
             rec.push(Field::model(
                 "xdp_do_flush",
@@ -317,5 +308,18 @@ mod tests {
         );
         let real = records(&[VhostEvent::Kick { available: 1 }], 0);
         assert_eq!(first_record_divergence(&stalled, &real), None);
+    }
+
+    #[test]
+    fn a_batch_lists_its_packets_in_the_one_range_format() {
+        let e = VhostEvent::Batch {
+            batch: 4,
+            packets: vec![1, 2, 5],
+            reason: crate::vhost::FlushReason::RingEmpty,
+            xdp_flushes: 0,
+        };
+        let mut t = String::new();
+        super::worker_record(&e).write_text(&mut t);
+        assert!(t.contains("\n  packets: 1-2 5\n"), "{t}");
     }
 }

@@ -9,7 +9,9 @@ use crate::tun::write::Fate;
 /// Trace fields only the model knows (besides the tun-read ones).
 pub const WRITE_MODEL_ONLY_FIELDS: [&str; 4] = ["path", "xdp", "fate", "insns"];
 
-fn action_name(a: u32) -> String {
+/// An XDP verdict's name (`XDP_DROP`), an unknown value as `unknown action 7`: the one
+/// namer of every trace.
+pub fn action_name(a: u32) -> String {
     match XdpAction::from_u32(a) {
         Some(x) => x.name().to_string(),
         None => format!("unknown action {a}"),
