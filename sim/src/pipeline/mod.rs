@@ -15,6 +15,7 @@ pub mod frame_meta;
 pub mod schedule;
 pub mod tap_gro;
 pub mod tap_gro_record;
+pub mod tap_gro_trace;
 pub mod tap_write;
 pub mod tap_write_trace;
 pub mod tun_read;

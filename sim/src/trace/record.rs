@@ -27,6 +27,10 @@ pub enum Seen {
     /// Describes the run, not the datapath (`backend: sim` / `tap`): differs between
     /// arms by design, never compared between them.
     Label,
+    /// A real arm's own view of what the model reports in its own terms (tap-gro's
+    /// `layout: head N (vnet hdr_len)` beside the model's head and frags): shown, not
+    /// compared.
+    ArmOnly,
 }
 
 /// One field's value.
@@ -96,6 +100,10 @@ pub struct Field<'a> {
     pub seen: Seen,
     /// Part of the packet's metadata: written into the capture's packet comment.
     pub meta: bool,
+    /// What a real arm can see of the value when that is less than the text shows
+    /// (tap-gro's `gso`: only the gso types a virtio_net_hdr carries): compared instead
+    /// of the value.
+    pub compare_as: Option<Value<'a>>,
 }
 
 impl<'a> Field<'a> {
@@ -103,6 +111,7 @@ impl<'a> Field<'a> {
         Field {
             name: name.into(),
             value,
+            compare_as: None,
             seen: Seen::Both,
             meta: false,
         }
@@ -112,6 +121,7 @@ impl<'a> Field<'a> {
         Field {
             name: name.into(),
             value,
+            compare_as: None,
             seen: Seen::ModelOnly,
             meta: false,
         }
@@ -121,9 +131,24 @@ impl<'a> Field<'a> {
         Field {
             name: name.into(),
             value,
+            compare_as: None,
             seen: Seen::Label,
             meta: false,
         }
+    }
+
+    /// A real arm's own view (see [`Seen::ArmOnly`]).
+    pub fn arm(name: impl Into<Cow<'static, str>>, value: Value<'a>) -> Field<'a> {
+        Field {
+            seen: Seen::ArmOnly,
+            ..Field::both(name, value)
+        }
+    }
+
+    /// The same field, compared as `v` (see [`Field::compare_as`]).
+    pub fn compared_as(mut self, v: Value<'a>) -> Field<'a> {
+        self.compare_as = Some(v);
+        self
     }
 
     /// The same field, in the packet comment too.
@@ -163,6 +188,9 @@ pub enum At {
     After(u64),
     /// A timestamp in ns: `(ts 1.000002000)`.
     Ts(u64),
+    /// The NAPI poll that delivered it and its time, which only the model knows:
+    /// `(poll 2, ts 1.000002000)`, left out of a comparison with a real arm.
+    Poll(u64, u64),
 }
 
 /// The kind of the header record: its fields are written at column 0 with no title.
@@ -200,6 +228,7 @@ impl<'a> Record<'a> {
                     value: f.value.into_owned(),
                     seen: f.seen,
                     meta: f.meta,
+                    compare_as: f.compare_as.map(Value::into_owned),
                 })
                 .collect(),
             seen: self.seen,
@@ -230,6 +259,13 @@ impl<'a> Record<'a> {
             }
             Some(At::Ts(t)) => {
                 out.push_str(" (ts ");
+                text::ts(out, t);
+                out.push(')');
+            }
+            Some(At::Poll(p, t)) => {
+                out.push_str(" (poll ");
+                text::dec(out, p);
+                out.push_str(", ts ");
                 text::ts(out, t);
                 out.push(')');
             }
@@ -296,6 +332,10 @@ impl<'a> Record<'a> {
                 o.insert("after".into(), json!(n));
             }
             Some(At::Ts(t)) => {
+                o.insert("ts_ns".into(), json!(t));
+            }
+            Some(At::Poll(p, t)) => {
+                o.insert("poll".into(), json!(p));
                 o.insert("ts_ns".into(), json!(t));
             }
             None => {}

@@ -5,7 +5,7 @@
 //! `bytes+0010`), compared by the same engine ([`compare_blocks`]).
 
 use super::diff::{compare_blocks, extra_event, split_kv, Block, Divergence};
-use super::record::{Record, Seen, Value, HEADER};
+use super::record::{At, Record, Seen, Value, HEADER};
 
 /// A record as the text comparison sees it: the event (the title before `: `) and its
 /// fields as text, each with its mark.
@@ -19,12 +19,23 @@ impl Record<'_> {
     /// The record's fields as the text trace shows them (what [`super::diff`] parses
     /// from it), each with its mark.
     pub fn flat(&self) -> Flat {
+        self.flat_as(false)
+    }
+
+    /// [`Record::flat`], or with `observed` as a real arm can see it: the title without
+    /// the model's poll and time ([`super::record::At::Poll`]), each field's
+    /// [`super::record::Field::compare_as`] for its value.
+    fn flat_as(&self, observed: bool) -> Flat {
         let mut fields = Vec::new();
         let event = if self.kind == HEADER {
             HEADER.to_string()
         } else {
             let mut title = String::new();
-            self.title_into(&mut title);
+            let mut shown = self.clone();
+            if observed && matches!(self.at, Some(At::Poll(..))) {
+                shown.at = None;
+            }
+            shown.title_into(&mut title);
             let (event, result) = match title.split_once(": ") {
                 Some((e, r)) => (e.to_string(), r.to_string()),
                 None => (title.clone(), String::new()),
@@ -37,12 +48,16 @@ impl Record<'_> {
         for f in &self.fields {
             // Each field written alone, as the header writes it, and parsed back.
             one.fields.clear();
-            one.fields.push(f.clone());
+            let mut f = f.clone();
+            if let (true, Some(v)) = (observed, f.compare_as.take()) {
+                f.value = v;
+            }
+            one.fields.push(f);
             text.clear();
             one.write_text(&mut text);
             for line in text.lines() {
                 let (k, v) = split_kv(line);
-                fields.push((k, v.to_string(), f.seen));
+                fields.push((k, v.to_string(), one.fields[0].seen));
             }
         }
         Flat { event, fields }
@@ -72,18 +87,18 @@ fn observed(records: &[Record<'_>]) -> Vec<Flat> {
             Some(acc) if r.sums && acc.kind == r.kind => add_results(acc, r),
             _ => {
                 if let Some(acc) = run.take() {
-                    out.push(acc.flat());
+                    out.push(acc.flat_as(true));
                 }
                 if r.sums {
                     run = Some(r.clone());
                 } else {
-                    out.push(r.flat());
+                    out.push(r.flat_as(true));
                 }
             }
         }
     }
     if let Some(acc) = run {
-        out.push(acc.flat());
+        out.push(acc.flat_as(true));
     }
     out
 }

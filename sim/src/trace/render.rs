@@ -127,12 +127,6 @@ pub fn describe_device(c: &TunConfig) -> String {
     s
 }
 
-pub(crate) fn ts(ns: u64) -> String {
-    let mut s = String::new();
-    text::ts(&mut s, ns);
-    s
-}
-
 /// The device counters as a trace value: what /sys/class/net/<dev>/statistics shows
 /// (drivers/net/tun.c: tun_get_stats64, dev_get_tstats64).
 pub fn counters_value(s: &TunStats) -> Value<'static> {
