@@ -4,6 +4,12 @@
 //! Layout: a header of `key: value` lines, then one block per event that starts at
 //! column 0 (`read 3 (frame 2, ts ...)`), with indented `key: value` fields under it,
 //! then the totals. Blank lines separate blocks.
+//!
+//! Every block is built once as data, a [`record::Record`] of named fields each marked
+//! with who can see it ([`record::Seen`]); the text, the JSON lines, the capture's packet
+//! comments and the comparison of two arms ([`record_diff`]) all come from it. The
+//! pipelines build their records (`crate::pipeline::*_trace`); a trace that exists only
+//! as text (a golden, a lab guest's) is compared by [`diff`], the one comparison engine.
 
 pub mod diff;
 pub mod diff_comment;

@@ -12,8 +12,10 @@
 //! - the output capture ([`CaptureOut`]): a pcap writer, a golden capture comparator, or
 //!   memory.
 //!
-//! A sink nobody asked for does not run: the renderers check [`TraceOut::on`] and
-//! [`JsonOut::on`] before formatting anything. Every pipeline runs in the one loop of
+//! Every pipeline's header, events and totals are built once as records
+//! (`sim::trace::record`), and [`Sinks::record`] writes each into the sinks that want it
+//! (the text, the JSON line, a copy kept for `conform`); a renderer builds no record when
+//! no sink wants one ([`Sinks::wants_records`]). Every pipeline runs in the one loop of
 //! [`drive`] (`sim::pipeline::Pipeline`: inputs in, events out); the modules
 //! [`tun_read`], [`tap_write`], [`vhost_tx`] and [`tap_gro`] hold the renderer of each
 //! pipeline's events (a [`drive::Render`]), used by the simulator and the real arms
@@ -350,26 +352,6 @@ impl Sinks {
         }
         if let Some(kept) = self.records.as_mut() {
             kept.push(rec.clone().into_owned());
-        }
-        Ok(())
-    }
-
-    /// A trace's header, in each sink that wants one: `text` writes the text trace's
-    /// lines, `json` makes the JSON header line (tagged `"event": "header"` here).
-    /// Formatted only for a sink that is on.
-    pub fn header(
-        &mut self,
-        text: impl FnOnce(&mut String),
-        json: impl FnOnce() -> Value,
-    ) -> Result<(), CliError> {
-        if self.trace.on() {
-            text(&mut self.trace.buf);
-            self.trace.flush()?;
-        }
-        if self.json.on() {
-            let mut h = json();
-            h["event"] = Value::from("header");
-            self.json.line(&h)?;
         }
         Ok(())
     }
