@@ -73,6 +73,7 @@ pub fn host_event_record<'e>(scenario: &Scenario, e: &'e WriteEvent) -> Record<'
         WriteEvent::Write(w) => write_record(w),
         WriteEvent::Stack { write, delivery } => {
             let mut rec = Record::new("stack");
+            rec.comment_words = true;
             rec.at = Some(At::After(*write as u64));
             rec.result = Some(Value::Parts(vec![
                 Part::bare("len", Value::Int(delivery.frame.len() as u64)),
@@ -81,7 +82,7 @@ pub fn host_event_record<'e>(scenario: &Scenario, e: &'e WriteEvent) -> Record<'
             if let Some(v) = delivery.vlan {
                 let mut tag = String::new();
                 vlan_tci_into(&mut tag, v.proto, v.tci);
-                rec.push(Field::both("vlan", Value::text(tag)).meta());
+                rec.push(Field::both("vlan", Value::text(tag)).meta_at(2));
             }
             let protocol = Value::hex(u64::from(delivery.protocol), 4);
             rec.push(Field::both("protocol", protocol).meta());

@@ -98,8 +98,9 @@ pub struct Field<'a> {
     pub name: Cow<'static, str>,
     pub value: Value<'a>,
     pub seen: Seen,
-    /// Part of the packet's metadata: written into the capture's packet comment.
-    pub meta: bool,
+    /// Part of the packet's metadata: its place in the capture's packet comment (1
+    /// first; 0: not in the comment).
+    pub meta: u8,
     /// What a real arm can see of the value when that is less than the text shows
     /// (tap-gro's `gso`: only the gso types a virtio_net_hdr carries): compared instead
     /// of the value.
@@ -113,7 +114,7 @@ impl<'a> Field<'a> {
             value,
             compare_as: None,
             seen: Seen::Both,
-            meta: false,
+            meta: 0,
         }
     }
 
@@ -123,7 +124,7 @@ impl<'a> Field<'a> {
             value,
             compare_as: None,
             seen: Seen::ModelOnly,
-            meta: false,
+            meta: 0,
         }
     }
 
@@ -133,7 +134,7 @@ impl<'a> Field<'a> {
             value,
             compare_as: None,
             seen: Seen::Label,
-            meta: false,
+            meta: 0,
         }
     }
 
@@ -151,9 +152,14 @@ impl<'a> Field<'a> {
         self
     }
 
-    /// The same field, in the packet comment too.
-    pub fn meta(mut self) -> Field<'a> {
-        self.meta = true;
+    /// The same field, in the packet comment too (after the fields before it).
+    pub fn meta(self) -> Field<'a> {
+        self.meta_at(1)
+    }
+
+    /// The same field, at place `n` of the packet comment.
+    pub fn meta_at(mut self, n: u8) -> Field<'a> {
+        self.meta = n;
         self
     }
 }
@@ -177,6 +183,9 @@ pub struct Record<'a> {
     /// one, the numbers of their results added (the model's used-ring update per flush
     /// against the guest's one view of the used index per kick).
     pub sums: bool,
+    /// The packet comment as words (`protocol 0x0800 vlan ...`, a stack frame's) rather
+    /// than `name: value` parts joined by `; `.
+    pub comment_words: bool,
 }
 
 /// Where an event sits, as its title shows it.
@@ -206,6 +215,7 @@ impl<'a> Record<'a> {
             fields: Vec::new(),
             seen: Seen::Both,
             sums: false,
+            comment_words: false,
         }
     }
 
@@ -233,6 +243,7 @@ impl<'a> Record<'a> {
                 .collect(),
             seen: self.seen,
             sums: self.sums,
+            comment_words: self.comment_words,
         }
     }
 
@@ -358,16 +369,24 @@ impl<'a> Record<'a> {
         Json::Object(o)
     }
 
-    /// The packet comment: the fields marked [`Field::meta`], `name: value` joined by
-    /// `; ` (`skb: len 60 ...; pi: flags 0x0000 proto 0x0800`).
+    /// The packet comment: the fields marked [`Field::meta`] in their places, `name:
+    /// value` joined by `; ` (`skb: len 60 ...; pi: flags 0x0000 proto 0x0800`), or as
+    /// words ([`Record::comment_words`]: `protocol 0x0800 vlan ...`).
     pub fn comment(&self) -> String {
+        let mut meta: Vec<&Field<'_>> = self.fields.iter().filter(|f| f.meta > 0).collect();
+        meta.sort_by_key(|f| f.meta);
+        let (sep, kv) = if self.comment_words {
+            (" ", " ")
+        } else {
+            ("; ", ": ")
+        };
         let mut c = String::new();
-        for f in self.fields.iter().filter(|f| f.meta) {
+        for f in meta {
             if !c.is_empty() {
-                c.push_str("; ");
+                c.push_str(sep);
             }
             c.push_str(&f.name);
-            c.push_str(": ");
+            c.push_str(kv);
             f.value.text_into(&mut c);
         }
         c

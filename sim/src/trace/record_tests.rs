@@ -146,3 +146,15 @@ fn arms_are_compared_on_the_fields_both_see() {
         ("read 3 (frame 2, ts 1.000002000)", "(no more events)")
     );
 }
+
+#[test]
+fn a_stack_frame_s_comment_is_words_in_the_comment_s_order() {
+    // The capture comment of a frame the stack received, as the goldens' pcapng files
+    // carry it: "protocol 0x8100 vlan ..." though the trace shows the tag first.
+    let mut r = Record::new("stack");
+    r.comment_words = true;
+    r.push(Field::both("vlan", Value::Word("0x8100 vid 5")).meta_at(2));
+    r.push(Field::both("protocol", Value::hex(0x0800, 4)).meta_at(1));
+    r.push(Field::both("summary", Value::Word("IPv4")));
+    assert_eq!(r.comment(), "protocol 0x0800 vlan 0x8100 vid 5");
+}
