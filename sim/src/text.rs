@@ -77,6 +77,39 @@ pub fn ts(out: &mut String, ns: u64) {
     out.push_str(frac);
 }
 
+/// Ascending numbers as runs: `0-3 5 7-8` (a run of one is its number); returns how many
+/// numbers there were. The one range format of the traces (GRO's frames, vhost's
+/// batches).
+pub fn ranges_into(out: &mut String, numbers: impl IntoIterator<Item = u64>) -> usize {
+    fn run(out: &mut String, first: bool, (a, b): (u64, u64)) {
+        if !first {
+            out.push(' ');
+        }
+        dec(out, a);
+        if b != a {
+            out.push('-');
+            dec(out, b);
+        }
+    }
+    let (mut n, mut cur, mut first) = (0, None::<(u64, u64)>, true);
+    for f in numbers {
+        n += 1;
+        cur = match cur {
+            Some((a, b)) if b.checked_add(1) == Some(f) => Some((a, f)),
+            Some(r) => {
+                run(out, first, r);
+                first = false;
+                Some((f, f))
+            }
+            None => Some((f, f)),
+        };
+    }
+    if let Some(r) = cur {
+        run(out, first, r);
+    }
+    n
+}
+
 #[cfg(test)]
 #[path = "text_tests.rs"]
 mod tests;

@@ -57,3 +57,18 @@ fn timestamps_keep_nine_fraction_digits() {
         assert_eq!(with(|s| ts(s, ns)), want);
     }
 }
+
+#[test]
+fn ranges_are_runs_separated_by_spaces() {
+    let r = |v: &[u64]| {
+        let mut s = String::new();
+        let n = ranges_into(&mut s, v.iter().copied());
+        (s, n)
+    };
+    assert_eq!(r(&[0, 1, 2, 3, 5, 7, 8]), ("0-3 5 7-8".to_string(), 7));
+    assert_eq!(r(&[4]), ("4".to_string(), 1));
+    assert_eq!(r(&[]), (String::new(), 0));
+    // No overflow past the largest number.
+    let top = [u64::MAX - 1, u64::MAX];
+    assert_eq!(r(&top), (format!("{}-{}", top[0], top[1]), 2));
+}

@@ -289,7 +289,8 @@ fn bridge_nf_trims_the_skb_the_tap_reads() {
 #[test]
 fn bridge_drop_renders_with_a_model_only_reason() {
     use crate::pipeline::tun_read::Event;
-    use crate::trace::{tun_read_event, tun_read_event_json, TunReadCounts, MODEL_ONLY_FIELDS};
+    use crate::pipeline::tun_read_trace::event_record;
+    use crate::trace::record::Seen;
     let e = Event::BridgeDropped {
         frame: 7,
         ts_ns: 1_500_000_000,
@@ -297,13 +298,13 @@ fn bridge_drop_renders_with_a_model_only_reason() {
         stats: Default::default(),
     };
     let mut out = String::new();
-    let mut n = TunReadCounts::default();
-    tun_read_event(&mut out, &TunConfig::default(), &e, &mut n);
+    let rec = event_record(&e, &TunConfig::default());
+    rec.write_text(&mut out);
     assert!(out.starts_with("\nbridge-drop (frame 7, ts 1.500000000): not delivered\n  why: link-local 01:80:c2:00:00:02 not forwarded"), "{out}");
     assert!(out.contains("  counters: tx_packets 0"), "{out}");
-    assert_eq!(n.bridge_drops, 1);
-    assert!(MODEL_ONLY_FIELDS.contains(&"why"));
-    let j = tun_read_event_json(&TunConfig::default(), &e);
+    let why = rec.fields.iter().find(|f| f.name == "why").expect("why");
+    assert_eq!(why.seen, Seen::ModelOnly);
+    let j = rec.to_json();
     assert_eq!(j["event"], "bridge-drop");
     assert_eq!(j["frame"], 7);
     assert!(j["model"]["why"]
@@ -316,7 +317,7 @@ fn bridge_drop_renders_with_a_model_only_reason() {
         stats: Default::default(),
     };
     let mut out = String::new();
-    tun_read_event(&mut out, &TunConfig::default(), &real, &mut n);
+    event_record(&real, &TunConfig::default()).write_text(&mut out);
     assert!(!out.contains("why"), "{out}");
 }
 

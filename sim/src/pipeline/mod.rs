@@ -15,8 +15,11 @@ pub mod frame_meta;
 pub mod schedule;
 pub mod tap_gro;
 pub mod tap_gro_record;
+pub mod tap_gro_trace;
 pub mod tap_write;
+pub mod tap_write_trace;
 pub mod tun_read;
+pub mod tun_read_trace;
 pub mod vhost_tx;
 
 pub use schedule::Schedule;

@@ -119,7 +119,10 @@ pub fn run_tap_gro(
             .map_err(|e| RecipeError(format!("frame {index}: {}", e.0)))?;
     }
     run.finish();
-    let trace = crate::trace::gro::render_tap_gro(scenario, &run);
+    let mut trace = String::new();
+    for rec in super::tap_gro_trace::run_records(scenario, &run) {
+        rec.write_text(&mut trace);
+    }
     let delivered = run
         .delivered
         .iter()

@@ -29,7 +29,7 @@ pub(crate) struct Block<'a> {
     pub(crate) fields: Vec<(String, &'a str)>,
 }
 
-fn split_kv(line: &str) -> (String, &str) {
+pub(crate) fn split_kv(line: &str) -> (String, &str) {
     let t = line.trim_start();
     match t.split_once(": ") {
         Some((k, v)) => {
@@ -45,46 +45,6 @@ fn split_kv(line: &str) -> (String, &str) {
             None => (t.to_string(), ""),
         },
     }
-}
-
-fn blocks(text: &str) -> Vec<Block<'_>> {
-    let mut out: Vec<Block<'_>> = Vec::new();
-    let mut current: Option<Block<'_>> = None;
-    let mut first = true;
-    for line in text.lines() {
-        if line.trim().is_empty() {
-            if let Some(b) = current.take() {
-                out.push(b);
-            }
-            first = false;
-            continue;
-        }
-        let indented = line.starts_with(' ');
-        if current.is_none() {
-            if first {
-                current = Some(Block {
-                    event: "header",
-                    fields: Vec::new(),
-                });
-            } else {
-                let (event, value) = line.split_once(": ").unwrap_or((line, ""));
-                current = Some(Block {
-                    event,
-                    fields: vec![("result".to_string(), value)],
-                });
-                continue;
-            }
-        }
-        if let Some(b) = current.as_mut() {
-            let _ = indented;
-            let (k, v) = split_kv(line);
-            b.fields.push((k, v));
-        }
-    }
-    if let Some(b) = current {
-        out.push(b);
-    }
-    out
 }
 
 /// One block's text (no blank lines inside) as a [`Block`]; `header` for the trace's
@@ -189,33 +149,41 @@ pub(crate) fn extra_event(left: Option<&Block<'_>>, right: Option<&Block<'_>>) -
 /// The first difference between traces `left` and `right`, ignoring fields named in
 /// `ignore` (model-only fields when comparing with the real kernel) and whole events
 /// whose name is, or starts with, an entry and a space (`batch` drops `batch 3`).
-/// [`super::diff_stream::StreamDiff`] gives the same answer for traces of any size.
+/// The one comparison engine, [`super::diff_stream`], on two texts in memory.
 pub fn first_divergence(left: &str, right: &str, ignore: &[&str]) -> Option<Divergence> {
-    let a: Vec<Block<'_>> = blocks(left)
-        .into_iter()
-        .filter(|b| !skipped(b, ignore))
-        .collect();
-    let b: Vec<Block<'_>> = blocks(right)
-        .into_iter()
-        .filter(|b| !skipped(b, ignore))
-        .collect();
-    for (ba, bb) in a.iter().zip(b.iter()) {
-        if let Some(d) = compare_blocks(ba, bb, ignore) {
-            return Some(d);
-        }
+    match super::diff_stream::first_divergence_streams(left.as_bytes(), right.as_bytes(), ignore) {
+        Ok((d, _)) => d,
+        // Only a line over MAX_LINE bytes fails (no trace writes one): a difference.
+        Err(e) => Some(Divergence {
+            event: "(trace)".into(),
+            field: "line".into(),
+            left: format!("{e:?}"),
+            right: String::new(),
+        }),
     }
-    if a.len() != b.len() {
-        let n = a.len().min(b.len());
-        return Some(extra_event(a.get(n), b.get(n)));
-    }
-    None
 }
 
-/// The kept blocks of `text`, each with its occurrence among blocks of its name.
-fn keyed<'a>(text: &'a str, skip: &dyn Fn(&Block<'_>) -> bool) -> Vec<(usize, Block<'a>)> {
+/// The blocks of `text` as the one engine reads them ([`super::diff_stream::BlockReader`]):
+/// each block's text and whether it is the header.
+fn block_texts(text: &str) -> Vec<(String, bool)> {
+    let mut r = super::diff_stream::BlockReader::new(text.as_bytes());
+    let mut out = Vec::new();
+    // Reading from memory fails only on a line over MAX_LINE bytes: the blocks before it.
+    while let Ok(Some((t, h))) = r.next_block() {
+        out.push((t.to_string(), h));
+    }
+    out
+}
+
+/// The kept blocks of `texts`, each with its occurrence among blocks of its name.
+fn keyed<'a>(
+    texts: &'a [(String, bool)],
+    skip: &dyn Fn(&Block<'_>) -> bool,
+) -> Vec<(usize, Block<'a>)> {
     let mut seen: std::collections::BTreeMap<&str, usize> = Default::default();
-    blocks(text)
-        .into_iter()
+    texts
+        .iter()
+        .filter_map(|(t, h)| parse_block(t, *h))
         .filter(|b| !skip(b))
         .map(|b| {
             let n = seen.entry(b.event).or_default();
@@ -248,7 +216,8 @@ pub fn all_differences(left: &str, right: &str, ignore: &[&str]) -> Vec<Divergen
                 .iter()
                 .any(|i| f.0 == *i || f.0.starts_with(&format!("{i}+")))
     };
-    let (a, b) = (keyed(left, &skip_block), keyed(right, &skip_block));
+    let (ta, tb) = (block_texts(left), block_texts(right));
+    let (a, b) = (keyed(&ta, &skip_block), keyed(&tb, &skip_block));
     let absent = || "(absent)".to_string();
     let mut out = Vec::new();
     for (n, ba) in &a {

@@ -2,10 +2,11 @@
 //! trace diff's engine ([`super::diff::compare_blocks`]): `skbsim diff` of two pcapng
 //! files names the first frame and field whose metadata differ, as it does for traces.
 //!
-//! The writers' comments are `; `-separated parts, each `key: value` (`skb: len 154 ...;
-//! pi: flags 0x0000 proto 0x0800`, [`super::read_comment`]) or `key value` (`frames 3`
-//! in [`super::gro::delivered_comment`], `protocol 0x0800 vlan ...` for tap-write's stack
-//! frames): the key is the field, as `skb`, `pi` and `vnet` are fields of a trace's read.
+//! The comments are `; `-separated parts, each `key: value` as
+//! [`super::record::Record::comment`] writes them (`skb: len 154 ...; pi: flags 0x0000
+//! proto 0x0800`), or `key value` as older captures have them (`frames 3`, `protocol
+//! 0x0800 vlan ...`): the key is the field, as `skb`, `pi` and `vnet` are fields of a
+//! trace's read.
 
 use super::diff::{compare_blocks, Block, Divergence};
 

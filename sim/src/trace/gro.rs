@@ -4,75 +4,22 @@
 //!
 //! Observable by a real arm: `len`, `bytes`, `summary` (AF_PACKET on the tap), `gso` and
 //! `csum` (a TSO/vnet reader behind a bridge), `vxlan_dev` / `gretap_dev` (AF_PACKET on
-//! the vxlan or gretap device), the totals' `lengths`/`stack`/`tap`. Model-only: [`GRO_MODEL_ONLY_FIELDS`].
-//! A `deliver` block is the delivery event of [`super::gro_delivery`] (the real arm's
-//! too) with the model's own lines added by the same renderer.
+//! the vxlan or gretap device), the totals' `lengths`/`stack`/`tap`; the rest is marked
+//! model-only on the records. A `deliver` record is the delivery event of
+//! [`super::gro_delivery`] (the real arm's too) with the model's own fields added.
 
 use std::fmt::Write as _;
 
-use super::render::ts;
-
-use serde_json::{json, Value};
-
+use super::record::{At, Field, Part, Record, Value};
 use crate::gro::napi::{Delivered, End};
-use crate::pipeline::tap_gro::{TapGro, TapGroRun, WriteError, XdpBeforeGro};
-use crate::scenario::Scenario;
 use crate::skb::{gso, SkBuff};
 use crate::text;
-use crate::tun::napi::AfterGro;
 
-/// Trace fields only the model knows; a comparison with the real kernel skips them.
-/// `encap` (tunnel offsets and the UDP_TUNNEL_CSUM bit) is not in a virtio header either.
-pub const GRO_MODEL_ONLY_FIELDS: [&str; 11] = [
-    "xdp",
-    "backend",
-    "encap",
-    "frames",
-    "start",
-    "rule",
-    "end",
-    "layout",
-    "ip_summed",
-    "poll",
-    "held",
-];
-
-/// "0-9", "0-3 5 7-8".
+/// "0-9", "0-3 5 7-8" ([`text::ranges_into`]).
 pub fn ranges(frames: &[u64]) -> String {
     let mut out = String::new();
-    ranges_into(&mut out, frames.iter().copied());
+    text::ranges_into(&mut out, frames.iter().copied());
     out
-}
-
-/// [`ranges`] of `frames` appended to `out`; returns how many frames there were.
-fn ranges_into(out: &mut String, frames: impl IntoIterator<Item = u64>) -> usize {
-    fn run(out: &mut String, first: bool, (a, b): (u64, u64)) {
-        if !first {
-            out.push(' ');
-        }
-        text::dec(out, a);
-        if b != a {
-            out.push('-');
-            text::dec(out, b);
-        }
-    }
-    let (mut n, mut cur, mut first) = (0, None::<(u64, u64)>, true);
-    for f in frames {
-        n += 1;
-        cur = match cur {
-            Some((a, b)) if b.checked_add(1) == Some(f) => Some((a, f)),
-            Some(r) => {
-                run(out, first, r);
-                first = false;
-                Some((f, f))
-            }
-            None => Some((f, f)),
-        };
-    }
-    if let Some(r) = cur {
-        run(out, first, r);
-    }
-    n
 }
 
 /// Why a delivered skb went up, appended to `out`.
@@ -132,7 +79,7 @@ pub fn segs_of(s: &SkBuff) -> u64 {
 }
 
 /// "head {} frags {}", then the frag_list if any, appended to `t`.
-fn layout_into(t: &mut String, s: &SkBuff) {
+pub(crate) fn layout_into(t: &mut String, s: &SkBuff) {
     let l = s.layout();
     t.push_str("head ");
     text::dec(t, s.headlen());
@@ -148,7 +95,7 @@ fn layout_into(t: &mut String, s: &SkBuff) {
     }
 }
 
-fn encap_text(s: &SkBuff) -> String {
+pub(crate) fn encap_text(s: &SkBuff) -> String {
     if !s.encapsulation {
         return "none".into();
     }
@@ -184,102 +131,36 @@ pub(crate) fn gretap_dev_len(s: &SkBuff) -> Option<usize> {
     None
 }
 
-/// The model's run settings in the header's terms (those the real arm reads back).
-fn sim_setup(run: &TapGro) -> super::gro_observed::ObservedSetup {
-    let p = &run.plan;
-    let (gro_max_size, gro_ipv4_max_size) =
-        crate::gro::bigtcp::device_sizes(&run.cfg.rules, p.gro_max_size, p.gro_ipv4_max_size);
-    super::gro_observed::ObservedSetup {
-        backend: "sim".to_string(),
-        feature: p.feature,
-        teb_gro: p.teb_gro,
-        vlan_gro: p.vlan_gro,
-        vxlan_ports: p.vxlan_ports.clone(),
-        burst: p.burst,
-        flush_timeout_ns: p.flush_timeout_ns,
-        hz: p.hz,
-        weight: 64,
-        udp_gro: super::gro_observed::UdpGroSetup {
-            sockets: p.udp_gro_ports.clone(),
-            forwarding: p.gro_udp_fwd,
-            gro_list: p.gro_fraglist,
-        },
-        gro_max_size,
-        gro_ipv4_max_size,
-    }
-}
-
-/// The header lines of a tap-gro trace.
-pub fn tap_gro_header(out: &mut String, sc: &Scenario, run: &TapGro) {
-    let setup = sim_setup(run);
-    let napi_note = if run.cfg.rules.tun_napi {
-        ""
-    } else {
-        " (modelled: IFF_NAPI arrived in v4.15)"
-    };
-    super::gro_observed::header(out, sc, &setup, napi_note);
-}
-
-/// One delivered skb's block (without the separator line): its observable part
-/// ([`super::gro_delivery::project`]) with the model's own lines.
-pub fn render_delivered(out: &mut String, n: usize, d: &Delivered) {
-    super::gro_delivery::render_delivery(out, n, &super::gro_delivery::project(&d.skb), Some(d));
-}
-
-/// The model-only lines after a delivery's first: frames, start and rule (for the frame
-/// that started the skb), end.
-pub(crate) fn model_head_lines(out: &mut String, d: &Delivered) {
+/// The model-only fields after a delivery's title: frames, start and rule (for the
+/// frame that started the skb), end.
+pub(crate) fn model_head_fields(rec: &mut Record<'_>, d: &Delivered) {
     let s = &d.skb;
-    // "  frames: {ranges} ({count})"
-    out.push_str("  frames: ");
-    let count = ranges_into(out, s.frames());
-    out.push_str(" (");
-    text::dec(out, count);
-    out.push_str(")\n");
+    // "{ranges} ({count})"
+    let mut frames = String::new();
+    let count = text::ranges_into(&mut frames, s.frames());
+    frames.push_str(" (");
+    text::dec(&mut frames, count);
+    frames.push(')');
+    rec.push(Field::model("frames", Value::text(frames)).meta());
     if let Some(r) = s.model.start {
-        // "  start: frame {} {}", then " (also {a}, {b})" if any
-        out.push_str("  start: frame ");
-        text::dec(out, s.model.frame);
-        out.push(' ');
-        out.push_str(r.name);
+        // "frame {} {}", then " (also {a}, {b})" if any
+        let mut start = String::from("frame ");
+        text::dec(&mut start, s.model.frame);
+        start.push(' ');
+        start.push_str(r.name);
         for (i, a) in s.model.start_also.iter().enumerate() {
-            out.push_str(if i == 0 { " (also " } else { ", " });
-            out.push_str(a.name);
+            start.push_str(if i == 0 { " (also " } else { ", " });
+            start.push_str(a.name);
         }
         if !s.model.start_also.is_empty() {
-            out.push(')');
+            start.push(')');
         }
-        out.push_str("\n  rule: ");
-        out.push_str(r.rule);
-        out.push('\n');
+        rec.push(Field::model("start", Value::text(start)));
+        rec.push(Field::model("rule", Value::Word(r.rule)));
     }
-    out.push_str("  end: ");
-    end_into(out, &d.end);
-    out.push('\n');
-}
-
-/// The model-only `encap` line (no socket shows the inner header offsets).
-pub(crate) fn model_encap_line(out: &mut String, s: &SkBuff) {
-    out.push_str("  encap: ");
-    if s.encapsulation {
-        out.push_str(&encap_text(s));
-    } else {
-        out.push_str("none");
-    }
-    out.push('\n');
-}
-
-/// The model's `layout` line (head, frags, frag_list; a socket shows only hdr_len).
-pub(crate) fn model_layout_line(out: &mut String, s: &SkBuff) {
-    out.push_str("  layout: ");
-    layout_into(out, s);
-    out.push('\n');
-}
-
-/// An XDP verdict's name ("XDP_DROP"; an unknown value as a number).
-fn xdp_action_name(v: u32) -> String {
-    crate::bpf::xdp::XdpAction::from_u32(v)
-        .map_or_else(|| format!("action {v}"), |a| a.name().to_string())
+    let mut end = String::new();
+    end_into(&mut end, &d.end);
+    rec.push(Field::model("end", Value::text(end)));
 }
 
 /// Why tun_get_user refused a write of a `len`-byte frame, as the trace says it.
@@ -291,46 +172,19 @@ pub fn write_error_why(len: usize) -> &'static str {
     }
 }
 
-/// One write tun_get_user refused (without the separator line).
-pub fn render_write_error(out: &mut String, e: &WriteError) {
-    write_error_lines(out, e.frame, e.ts_ns, e.len, e.errno.name());
-}
-
-/// A refused write's block, either arm (`errno` by its name: "EINVAL").
-pub(crate) fn write_error_lines(out: &mut String, frame: u64, ts_ns: u64, len: usize, errno: &str) {
-    let _ = writeln!(
-        out,
-        "write-error (frame {frame}, ts {}): {errno}",
-        ts(ts_ns)
-    );
-    let _ = writeln!(out, "  len: {len} ({})", write_error_why(len));
+/// A refused write's record, either arm (`errno` by its name: "EINVAL").
+pub fn write_error_record(frame: u64, ts_ns: u64, len: usize, errno: &str) -> Record<'static> {
+    let mut rec = Record::new("write-error");
+    rec.at = Some(At::Frame(frame, ts_ns));
+    rec.result = Some(Value::text(errno.to_string()));
+    let why = format!("{len} ({})", write_error_why(len));
+    rec.push(Field::both("len", Value::text(why)));
+    rec
 }
 
 /// Delivered lengths listed in the totals; a longer run lists its count instead (each
 /// length is in its `deliver` block), so the totals stay bounded.
 pub const TOTALS_LENGTHS_MAX: usize = 4096;
-
-/// What the totals need of a streamed run: counted as the events go by.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GroTotals {
-    pub write_errors: u64,
-    pub delivered: u64,
-    /// The first [`TOTALS_LENGTHS_MAX`] delivered lengths.
-    pub lengths: Vec<usize>,
-    /// The XDP verdicts that kept frames from GRO or the stack (model only; the totals'
-    /// `xdp` line).
-    pub xdp_before: Vec<XdpBeforeGro>,
-    pub after_gro: Vec<AfterGro>,
-}
-
-impl GroTotals {
-    pub fn delivered(&mut self, len: usize) {
-        self.delivered += 1;
-        if self.lengths.len() < TOTALS_LENGTHS_MAX {
-            self.lengths.push(len);
-        }
-    }
-}
 
 /// The totals' lines both arms have (`totals`, `tap`, `stack`, `lengths`).
 #[derive(Debug, Clone, Copy)]
@@ -346,159 +200,44 @@ pub(crate) struct TotalsHead<'a> {
     pub lengths: &'a [usize],
 }
 
-/// The totals block's first lines (with its separator line).
-pub(crate) fn totals_head(out: &mut String, h: &TotalsHead<'_>) {
-    out.push('\n');
-    let _ = writeln!(
-        out,
-        "totals: written {} write_errors {} delivered {}",
-        h.written, h.write_errors, h.delivered
-    );
-    let _ = writeln!(
-        out,
-        "  tap: rx_packets {} rx_bytes {}",
-        h.rx_packets, h.rx_bytes
-    );
+/// The totals record's part both arms have: `totals`, `tap`, `stack`, `lengths`.
+pub(crate) fn totals_record(h: &TotalsHead<'_>) -> Record<'static> {
+    let mut rec = Record::new("totals");
+    let int = |n: u64| Value::Int(n);
+    rec.result = Some(Value::Parts(vec![
+        Part::named("written", int(h.written)),
+        Part::named("write_errors", int(h.write_errors)),
+        Part::named("delivered", int(h.delivered)),
+    ]));
+    rec.push(Field::both(
+        "tap",
+        Value::Parts(vec![
+            Part::named("rx_packets", int(h.rx_packets)),
+            Part::named("rx_bytes", int(h.rx_bytes)),
+        ]),
+    ));
     let (packets, bytes, segs) = h.stack;
-    let _ = writeln!(out, "  stack: packets {packets} bytes {bytes} segs {segs}");
-    if h.delivered as usize <= TOTALS_LENGTHS_MAX {
-        let lens: Vec<String> = h.lengths.iter().map(|l| l.to_string()).collect();
-        let _ = writeln!(out, "  lengths: [{}]", lens.join(", "));
+    rec.push(Field::both(
+        "stack",
+        Value::Parts(vec![
+            Part::named("packets", int(packets)),
+            Part::named("bytes", int(bytes)),
+            Part::named("segs", int(segs)),
+        ]),
+    ));
+    rec.push(Field::both(
+        "lengths",
+        lengths_value(h.delivered, h.lengths),
+    ));
+    rec
+}
+
+/// `[1454, 60]`, or past [`TOTALS_LENGTHS_MAX`] their count.
+pub(crate) fn lengths_value(delivered: u64, lengths: &[usize]) -> Value<'static> {
+    if delivered as usize <= TOTALS_LENGTHS_MAX {
+        let lens: Vec<String> = lengths.iter().map(|l| l.to_string()).collect();
+        Value::text(format!("[{}]", lens.join(", ")))
     } else {
-        let _ = writeln!(
-            out,
-            "  lengths: {} skbs (each in its deliver block)",
-            h.delivered
-        );
+        Value::text(format!("{delivered} skbs (each in its deliver block)"))
     }
-}
-
-/// The totals block (with its separator line).
-pub fn render_gro_totals(out: &mut String, run: &TapGro, t: &GroTotals) {
-    let c = &run.counts;
-    totals_head(
-        out,
-        &TotalsHead {
-            written: c.frames,
-            write_errors: t.write_errors,
-            delivered: t.delivered,
-            rx_packets: run.stats.rx_packets,
-            rx_bytes: run.stats.rx_bytes,
-            stack: (c.skbs, c.bytes, c.segs),
-            lengths: &t.lengths,
-        },
-    );
-    let _ = writeln!(
-        out,
-        "  held: merged {} held {} normal {} polls {}",
-        run.napi().merged,
-        run.napi().held,
-        run.napi().normal,
-        run.napi().polls
-    );
-    if !t.xdp_before.is_empty() || !t.after_gro.is_empty() {
-        // Model only: the XDP verdicts that kept frames from GRO or the stack.
-        let mut line = String::new();
-        for x in &t.xdp_before {
-            let _ = write!(
-                line,
-                " frame {} {} {};",
-                x.frame,
-                x.report.place.name(),
-                xdp_action_name(x.report.action)
-            );
-        }
-        for x in &t.after_gro {
-            let _ = write!(
-                line,
-                " frames {} {} {};",
-                ranges(&x.frames),
-                x.report.place.name(),
-                xdp_action_name(x.report.action)
-            );
-        }
-        let _ = writeln!(out, "  xdp:{}", line.trim_end_matches(';'));
-    }
-}
-
-/// The text trace of a finished run that kept its deliveries.
-pub fn render_tap_gro(sc: &Scenario, run: &TapGroRun) -> String {
-    let mut out = String::new();
-    tap_gro_header(&mut out, sc, run);
-    let mut t = GroTotals::default();
-    for e in &run.write_errors {
-        out.push('\n');
-        render_write_error(&mut out, e);
-        t.write_errors += 1;
-    }
-    for (n, d) in run.delivered.iter().enumerate() {
-        out.push('\n');
-        render_delivered(&mut out, n, d);
-        t.delivered(d.skb.len());
-    }
-    t.xdp_before.clone_from(&run.xdp_before);
-    t.after_gro.clone_from(&run.after_gro);
-    render_gro_totals(&mut out, run, &t);
-    out
-}
-
-fn end_json(e: &End) -> Value {
-    match e {
-        End::Normal => json!({"kind": "normal"}),
-        End::NapiComplete => json!({"kind": "napi_complete_done"}),
-        End::FragsComplete => json!({"kind": "napi_complete_frags"}),
-        End::NapiCompleteOld => json!({"kind": "napi_complete_done_old"}),
-        End::Timer => json!({"kind": "gro_flush_timeout"}),
-        End::Budget => json!({"kind": "budget"}),
-        End::BucketFull { frame } => json!({"kind": "bucket_full", "frame": frame}),
-        End::Frame {
-            frame,
-            reason,
-            merged,
-        } => {
-            json!({"kind": "frame", "frame": frame, "reason": reason.name, "merged": merged})
-        }
-    }
-}
-
-/// The JSON of one delivered skb: the observable fields
-/// ([`super::gro_delivery::delivery_json`]) and the model's own.
-pub fn delivered_json(n: usize, d: &Delivered) -> Value {
-    let s = &d.skb;
-    let mut v = super::gro_delivery::delivery_json(n, &super::gro_delivery::project(s));
-    let model = json!({
-        "poll": d.poll,
-        "ts_ns": d.ts_ns,
-        "frames": s.frames().collect::<Vec<u64>>(),
-        "start": s.model.start.map(|r| json!({"frame": s.model.frame, "reason": r.name,
-            "also": s.model.start_also.iter().map(|a| a.name).collect::<Vec<_>>()})),
-        "end": end_json(&d.end),
-        "ip_summed": s.ip_summed.kernel_name(),
-        "csum_level": s.csum_level,
-        "encapsulation": s.encapsulation,
-        "layout": {"head": s.headlen(), "frags": s.nr_frags(), "frag_list": s.layout().frag_list},
-    });
-    if let (Some(v), Value::Object(m)) = (v.as_object_mut(), model) {
-        v.extend(m);
-    }
-    v
-}
-
-/// A delivered skb's metadata for a pcapng packet comment.
-pub fn delivered_comment(d: &Delivered) -> String {
-    let s = &d.skb;
-    let mut csum = String::new();
-    super::gro_delivery::csum_value(&mut csum, super::gro_delivery::model_csum(s), Some(s));
-    format!(
-        "skb: len {} protocol {:#06x} gso {} {csum}; frames {}",
-        s.len(),
-        s.protocol,
-        super::gro_delivery::gso_text(super::gro_delivery::model_gso(s).as_ref()),
-        s.cb.count
-    )
-}
-
-/// The JSON header of a tap-gro trace.
-pub fn tap_gro_header_json(sc: &Scenario, run: &TapGro) -> Value {
-    super::gro_observed::header_json(sc, &sim_setup(run))
 }

@@ -4,25 +4,24 @@
 //! `tunnel-totals` block. With `tap_observer = "none"` nothing reads the tap, so the
 //! tap's own deliveries are not in the trace and its totals keep only the counters.
 //!
-//! A `tunnel` block has the fields of a `deliver` block plus `dev:`; `observable` strips
-//! its poll number and time the same way.
-
-use std::fmt::Write as _;
+//! A `tunnel` record has the fields of a `deliver` record plus `dev`, marked the same way.
 
 use crate::gro::cells::{segs, GroCells, TapObserver, TunnelDev, Unlisted, TUNNEL_LISTED_MAX};
 use crate::gro::napi::Delivered;
 use crate::gro::plan::GroPlan;
 
+use super::gro_delivery::delivery_record;
 use super::gro_observed::ObservedSkb;
+use super::record::{Field, Part, Record, Value};
 
-/// The header line (only when the plan runs gro_cells).
-pub fn cells_header(out: &mut String, plan: &GroPlan) {
+/// The header field (only when the plan runs gro_cells).
+pub fn cells_field(rec: &mut Record<'_>, plan: &GroPlan) {
     if plan.cells() {
-        let _ = writeln!(
-            out,
-            "cells: tap_observer {} tunnel devices gro on",
+        let v = format!(
+            "tap_observer {} tunnel devices gro on",
             plan.tap_observer.name()
         );
+        rec.push(Field::both("cells", Value::text(v)));
     }
 }
 
@@ -31,89 +30,88 @@ pub fn tap_observed(plan: &GroPlan) -> bool {
     plan.tap_observer == TapObserver::AfPacket
 }
 
-/// `block` (a `deliver N ...` block) as `tunnel N ...` with the device after the first line.
-fn as_tunnel(out: &mut String, block: &str, dev: &str) {
-    let rest = block.strip_prefix("deliver").unwrap_or(block);
-    let (first, tail) = rest.split_once('\n').unwrap_or((rest, ""));
-    out.push_str("tunnel");
-    out.push_str(first);
-    out.push_str("\n  dev: ");
-    out.push_str(dev);
-    out.push('\n');
-    out.push_str(tail);
+/// A `deliver` record as a `tunnel` one, the device first.
+fn as_tunnel(mut rec: Record<'static>, dev: String) -> Record<'static> {
+    rec.kind = "tunnel";
+    rec.fields.insert(0, Field::both("dev", Value::text(dev)));
+    rec
 }
 
-/// One tunnel delivery of the model (without the separator line).
-pub fn render_tunnel(out: &mut String, n: usize, dev: &TunnelDev, d: &Delivered) {
-    let mut b = String::new();
-    super::gro::render_delivered(&mut b, n, d);
-    as_tunnel(out, &b, &dev.describe());
+/// One tunnel delivery of the model.
+pub fn tunnel_record(n: usize, dev: &TunnelDev, d: &Delivered) -> Record<'static> {
+    let p = super::gro_delivery::project(&d.skb);
+    as_tunnel(delivery_record("deliver", n, &p, Some(d)), dev.describe())
 }
 
-/// One tunnel delivery a packet socket on the device read (without the separator line).
-pub fn render_tunnel_observed(
-    out: &mut String,
-    n: usize,
-    dev: &str,
-    s: &ObservedSkb,
-    ports: &[u16],
-) {
-    let mut b = String::new();
-    super::gro_observed::render_skb(&mut b, n, s, ports);
-    as_tunnel(out, &b, dev);
-}
-
-/// The totals block of the tunnel deliveries (with its separator line): the listed ones'
-/// lengths, and those past [`TUNNEL_LISTED_MAX`] counted.
-pub fn tunnel_totals(out: &mut String, lens: &[usize], segs: usize, more: Unlisted) {
+/// The totals record of the tunnel deliveries: the listed ones' lengths, and those past
+/// [`TUNNEL_LISTED_MAX`] counted.
+pub fn tunnel_totals(lens: &[usize], segs: usize, more: Unlisted) -> Record<'static> {
     let bytes: usize = lens.iter().sum::<usize>() + more.bytes;
     let l: Vec<String> = lens.iter().map(|x| x.to_string()).collect();
-    let _ = writeln!(
-        out,
-        "\ntunnel-totals: packets {} bytes {bytes} segs {}",
-        lens.len() + more.packets,
-        segs + more.segs
-    );
-    let _ = writeln!(out, "  lengths: [{}]", l.join(", "));
+    let mut rec = Record::new("tunnel-totals");
+    let int = |n: usize| Value::Int(n as u64);
+    rec.result = Some(Value::Parts(vec![
+        Part::named("packets", int(lens.len() + more.packets)),
+        Part::named("bytes", int(bytes)),
+        Part::named("segs", int(segs + more.segs)),
+    ]));
+    rec.push(Field::both(
+        "lengths",
+        Value::text(format!("[{}]", l.join(", "))),
+    ));
     if more.packets > 0 {
-        let _ = writeln!(
-            out,
-            "  unlisted: {} skbs after the first {TUNNEL_LISTED_MAX} (counted above)",
+        let v = format!(
+            "{} skbs after the first {TUNNEL_LISTED_MAX} (counted above)",
             more.packets
         );
+        rec.push(Field::both("unlisted", Value::text(v)));
     }
+    rec
 }
 
-/// The tap's totals when nothing reads the tap (with its separator line).
+/// The tap's totals when nothing reads the tap.
 pub fn unobserved_tap_totals(
-    out: &mut String,
     written: u64,
     write_errors: u64,
     rx_packets: u64,
     rx_bytes: u64,
-) {
-    let _ = writeln!(
-        out,
-        "\ntotals: written {written} write_errors {write_errors} delivered (tap not observed)"
-    );
-    let _ = writeln!(out, "  tap: rx_packets {rx_packets} rx_bytes {rx_bytes}");
+) -> Record<'static> {
+    let mut rec = Record::new("totals");
+    rec.result = Some(Value::Parts(vec![
+        Part::named("written", Value::Int(written)),
+        Part::named("write_errors", Value::Int(write_errors)),
+        Part::named("delivered", Value::Word("(tap not observed)")),
+    ]));
+    rec.push(Field::both(
+        "tap",
+        Value::Parts(vec![
+            Part::named("rx_packets", Value::Int(rx_packets)),
+            Part::named("rx_bytes", Value::Int(rx_bytes)),
+        ]),
+    ));
+    rec
 }
 
-/// The model's tunnel blocks and their totals.
-pub fn render_cells(out: &mut String, cells: &GroCells) {
+/// The model's tunnel records and their totals.
+pub fn cells_records(cells: &GroCells) -> Vec<Record<'static>> {
+    let mut out = Vec::new();
     let mut lens = Vec::new();
     let mut n_segs = 0;
     for (n, (dev, d)) in cells.deliveries().enumerate() {
-        out.push('\n');
-        render_tunnel(out, n, dev, d);
+        out.push(tunnel_record(n, dev, d));
         lens.push(d.skb.len());
         n_segs += segs(&d.skb);
     }
-    tunnel_totals(out, &lens, n_segs, cells.unlisted);
+    out.push(tunnel_totals(&lens, n_segs, cells.unlisted));
+    out
 }
 
-/// The real arm's tunnel blocks (device description, skb) and their totals.
-pub fn render_cells_observed(out: &mut String, tunnel: &[(String, ObservedSkb)], ports: &[u16]) {
+/// The real arm's tunnel records (device description, skb) and their totals.
+pub fn cells_records_observed(
+    tunnel: &[(String, ObservedSkb)],
+    ports: &[u16],
+) -> Vec<Record<'static>> {
+    let mut out = Vec::new();
     let (mut lens, mut n_segs, mut more) = (Vec::new(), 0, Unlisted::default());
     for (n, (dev, s)) in tunnel.iter().enumerate() {
         let segs = s.delivery(ports).segs();
@@ -123,10 +121,11 @@ pub fn render_cells_observed(out: &mut String, tunnel: &[(String, ObservedSkb)],
             more.segs += segs;
             continue;
         }
-        out.push('\n');
-        render_tunnel_observed(out, n, dev, s, ports);
+        let rec = super::gro_observed::skb_record(n, s, ports);
+        out.push(as_tunnel(rec, dev.clone()));
         lens.push(s.bytes.len());
         n_segs += segs;
     }
-    tunnel_totals(out, &lens, n_segs, more);
+    out.push(tunnel_totals(&lens, n_segs, more));
+    out
 }

@@ -5,21 +5,17 @@
 //! its bytes, the gso type, size and segment count, the checksum state as far as the
 //! `virtio_net_hdr` flags tell it, `hdr_len`, and the lengths the vxlan or gretap device's
 //! socket saw. The real arm reads it ([`super::gro_observed::ObservedSkb::delivery`]); the
-//! model projects its skb onto it ([`project`]). [`render_delivery`] writes the block from
-//! it; the model passes its [`Delivered`] along as the extras, whose lines (poll and time,
-//! frames, start, rule, end, the exact ip_summed and csum_level, encap, layout) go where
-//! the model's trace has them. Those are the fields a comparison skips
-//! ([`super::gro::GRO_MODEL_ONLY_FIELDS`]).
+//! model projects its skb onto it ([`project`]). [`delivery_record`] builds the record
+//! from it; the model passes its [`Delivered`] along as the extras, whose fields (poll and
+//! time, frames, start, rule, end, the exact ip_summed and csum_level, encap, layout) go
+//! where the model's trace has them, marked model-only: a comparison leaves them out.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 
-use serde_json::{json, Value};
-
+use super::record::{At, Field, Part, Record, Value};
 use crate::gro::napi::Delivered;
 use crate::skb::{gso, IpSummed, SkBuff};
 use crate::text;
-use crate::wire::summary::describe;
 use crate::wire::virtio_net_hdr::{
     VirtioNetHdrRepr, VIRTIO_NET_HDR_F_DATA_VALID, VIRTIO_NET_HDR_F_NEEDS_CSUM,
 };
@@ -173,78 +169,75 @@ pub fn gso_text(g: Option<&Gso>) -> String {
     format!("{} size {} segs {segs}", g.names(), g.size)
 }
 
-/// One delivery's block (without the separator line): the observable fields of `d`, and
-/// where the model has them, the lines of `model` only it knows. The lines every skb has
-/// are written by hand (see crate::text): a traced replay renders one block per frame.
-pub fn render_delivery(out: &mut String, n: usize, d: &Delivery<'_>, model: Option<&Delivered>) {
-    // "deliver {n} (poll {}, ts {}): len {}"
-    out.push_str("deliver ");
-    text::dec(out, n);
+/// One delivery's record (`kind` `deliver` or `tunnel`): the fields of `d` both arms
+/// see, and where the model has them (`model`), the fields only it knows, where its trace
+/// has them; a real arm's own view of the layout and the checksum state is its own
+/// ([`Seen::ArmOnly`](super::record::Seen::ArmOnly)).
+pub fn delivery_record(
+    kind: &'static str,
+    n: usize,
+    d: &Delivery<'_>,
+    model: Option<&Delivered>,
+) -> Record<'static> {
+    let mut rec = Record::new(kind);
+    rec.index = Some(n as u64);
+    rec.at = model.map(|m| At::Poll(m.poll, m.ts_ns));
+    rec.result = Some(Value::Parts(vec![Part::named(
+        "len",
+        Value::Int(d.bytes.len() as u64),
+    )]));
     if let Some(m) = model {
-        out.push_str(" (poll ");
-        text::dec(out, m.poll);
-        out.push_str(", ts ");
-        text::ts(out, m.ts_ns);
-        out.push(')');
+        super::gro::model_head_fields(&mut rec, m);
     }
-    out.push_str(": len ");
-    text::dec(out, d.bytes.len());
-    out.push('\n');
-    if let Some(m) = model {
-        super::gro::model_head_lines(out, m);
-    }
-    out.push_str("  gso: ");
-    out.push_str(&gso_text(d.gso.as_ref()));
-    out.push('\n');
-    out.push_str(if matches!(d.csum, Csum::Partial { .. }) {
-        "  csum: "
-    } else {
-        "  ip_summed: "
+    let gso = Field::both("gso", Value::text(gso_text(d.gso.as_ref()))).meta();
+    rec.push(match &d.gso {
+        // A virtio_net_hdr carries only some gso types (super::gro_observed::observable).
+        Some(g) => {
+            let segs = g.segs.map_or_else(|| "?".to_string(), |n| n.to_string());
+            let seen = super::gro_observed::virtio_gso_names(&g.names());
+            gso.compared_as(Value::text(format!("{seen} size {} segs {segs}", g.size)))
+        }
+        None => gso,
     });
-    csum_value(out, d.csum, model.map(|m| &*m.skb));
-    out.push('\n');
+    let mut csum = String::new();
+    csum_value(&mut csum, d.csum, model.map(|m| &*m.skb));
+    rec.push(
+        match (d.csum, model) {
+            (Csum::Partial { .. }, _) => Field::both("csum", Value::text(csum)),
+            (_, Some(_)) => Field::model("ip_summed", Value::text(csum)),
+            (_, None) => Field::arm("ip_summed", Value::text(csum)),
+        }
+        .meta(),
+    );
     if let Some(m) = model {
-        super::gro::model_encap_line(out, &m.skb);
+        rec.push(Field::model(
+            "encap",
+            Value::text(super::gro::encap_text(&m.skb)),
+        ));
     }
+    let len = |v: usize| Value::Parts(vec![Part::named("len", Value::Int(v as u64))]);
     if let Some(v) = d.vxlan_dev_len {
-        let _ = writeln!(out, "  vxlan_dev: len {v}");
+        rec.push(Field::both("vxlan_dev", len(v)));
     }
     if let Some(v) = d.gretap_dev_len {
-        let _ = writeln!(out, "  gretap_dev: len {v}");
+        rec.push(Field::both("gretap_dev", len(v)));
     }
     if let Some(m) = model {
-        super::gro::model_layout_line(out, &m.skb);
+        let mut l = String::new();
+        super::gro::layout_into(&mut l, &m.skb);
+        rec.push(Field::model("layout", Value::text(l)));
     } else if d.gso.is_some() {
-        let _ = writeln!(out, "  layout: head {} (vnet hdr_len)", d.hdr_len);
+        let l = format!("head {} (vnet hdr_len)", d.hdr_len);
+        rec.push(Field::arm("layout", Value::text(l)));
     }
-    out.push_str("  summary: ");
-    crate::wire::summary::describe_into(out, &d.bytes);
-    out.push('\n');
-    out.push_str("  bytes:\n");
-    super::render::hexdump(out, &d.bytes);
-}
-
-/// The JSON of one delivery's observable fields; each arm adds its own (the model's
-/// extras, the real arm's raw vnet header).
-pub fn delivery_json(n: usize, d: &Delivery<'_>) -> Value {
-    let (csum_start, csum_offset) = match d.csum {
-        Csum::Partial { start, offset } => (Some(start), Some(offset)),
-        _ => (None, None),
-    };
-    json!({
-        "deliver": n,
-        "len": d.bytes.len(),
-        "gso_type": d.gso.map_or_else(|| "none".to_string(), |g| g.names()),
-        "gso_size": d.gso.map_or(0, |g| g.size),
-        "gso_segs": d.gso.and_then(|g| g.segs),
-        "data_valid": d.csum == Csum::Unnecessary,
-        "csum_start": csum_start,
-        "csum_offset": csum_offset,
-        "vxlan_dev_len": d.vxlan_dev_len,
-        "gretap_dev_len": d.gretap_dev_len,
-        "summary": describe(&d.bytes),
-        "bytes": super::render::hex_string(&d.bytes),
-    })
+    let mut summary = String::new();
+    crate::wire::summary::describe_into(&mut summary, &d.bytes);
+    rec.push(Field::both("summary", Value::text(summary)));
+    rec.push(Field::both(
+        "bytes",
+        Value::Bytes(Cow::Owned(d.bytes.clone().into_owned())),
+    ));
+    rec
 }
 
 #[cfg(test)]
@@ -270,7 +263,7 @@ mod tests {
             gretap_dev_len: None,
         };
         let mut t = String::new();
-        render_delivery(&mut t, 3, &d, None);
+        delivery_record("deliver", 3, &d, None).write_block(&mut t);
         let head: Vec<&str> = t.lines().take(4).collect();
         assert_eq!(
             head,
@@ -287,11 +280,14 @@ mod tests {
             ..d
         };
         let mut t = String::new();
-        render_delivery(&mut t, 0, &d, None);
+        let rec = delivery_record("deliver", 0, &d, None);
+        rec.write_block(&mut t);
         assert!(t.contains(
             "\n  gso: none\n  ip_summed: CHECKSUM_UNNECESSARY (vnet DATA_VALID)\n  summary: "
         ));
-        assert_eq!(delivery_json(0, &d)["data_valid"], json!(true));
+        // The real arm's own view of the checksum state: shown, not compared.
+        let f = rec.fields.iter().find(|f| f.name == "ip_summed").unwrap();
+        assert_eq!(f.seen, crate::trace::record::Seen::ArmOnly);
     }
 
     #[test]
@@ -299,7 +295,8 @@ mod tests {
         use crate::gro::plan::GroPlan;
         use crate::pipeline::tap_gro::TapGroRun;
         use crate::profile::LINUX_6_18;
-        use crate::trace::gro_observed::{observable, ObservedSkb, GRO_UNOBSERVED_FIELDS};
+        use crate::trace::gro_observed::ObservedSkb;
+        use crate::trace::record_diff::first_record_divergence;
         use crate::wire::virtio_net_hdr::{VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4};
         // Ten 1400-byte segments held by a 1 ms gro_flush_timeout merge into one skb.
         let plan = GroPlan {
@@ -317,8 +314,7 @@ mod tests {
         }
         r.finish();
         let d = &r.delivered[0];
-        let mut model = String::new();
-        crate::trace::gro::render_delivered(&mut model, 0, d);
+        let model = [crate::pipeline::tap_gro_trace::delivered_record(0, d)];
         // What tcp_gro_complete and virtio_net_hdr_from_skb give a packet socket:
         // TCPV4, gso_size 1400, NEEDS_CSUM at the TCP header (34, checksum at 16).
         let seen = ObservedSkb {
@@ -334,16 +330,12 @@ mod tests {
             }),
             ..ObservedSkb::default()
         };
-        let real = |s: &ObservedSkb| {
-            let mut t = String::new();
-            crate::trace::gro_observed::render_skb(&mut t, 0, s, &[]);
-            observable(&t)
-        };
-        let mut skip = crate::trace::gro::GRO_MODEL_ONLY_FIELDS.to_vec();
-        skip.extend(GRO_UNOBSERVED_FIELDS);
-        let cmp = |t: &str| crate::trace::diff::first_divergence(&observable(&model), t, &skip);
-        assert_eq!(cmp(&real(&seen)), None, "{model}");
-        assert!(real(&seen).contains("  gso: TCPV4 size 1400 segs 10\n"));
+        let real = |s: &ObservedSkb| [crate::trace::gro_observed::skb_record(0, s, &[])];
+        let cmp = |r: &[Record<'static>]| first_record_divergence(&model, r);
+        assert_eq!(cmp(&real(&seen)), None, "{model:?}");
+        let mut t = String::new();
+        real(&seen)[0].write_block(&mut t);
+        assert!(t.contains("  gso: TCPV4 size 1400 segs 10\n"), "{t}");
         let mut other = seen.clone();
         other.vnet.as_mut().unwrap().csum_start = 54;
         assert_eq!(

@@ -1,11 +1,10 @@
 //! The tap-gro trace of a real-kernel run: skbs as an AF_PACKET socket with
 //! `PACKET_VNET_HDR` saw them on the tap (and on a vxlan or gretap device), with no model
 //! information. Each [`ObservedSkb`] becomes the delivery event both arms give
-//! ([`ObservedSkb::delivery`]) and is written by the model's renderer
-//! ([`super::gro_delivery::render_delivery`], without the model's lines), so
-//! `first_divergence` compares the two field by field once both went through
-//! [`observable`] and the model-only fields ([`super::gro::GRO_MODEL_ONLY_FIELDS`]) and the
-//! fields no socket shows ([`GRO_UNOBSERVED_FIELDS`]) are skipped.
+//! ([`ObservedSkb::delivery`]) and the same record as the model's
+//! ([`super::gro_delivery::delivery_record`], without the model's fields), so the two are
+//! compared field by field on what both see. [`observable`] does the same to a trace
+//! that came as text (a lab guest's).
 //!
 //! What the kernel shows, per delivered skb: its bytes and length (AF_PACKET), and the
 //! `virtio_net_hdr` that `virtio_net_hdr_from_skb` builds from it: `gso_type` (only
@@ -19,9 +18,8 @@ use std::fmt::Write as _;
 
 use std::borrow::Cow;
 
-use serde_json::{json, Value};
-
-use super::gro_delivery::{delivery_json, render_delivery, Csum, Delivery, Gso, GsoType};
+use super::gro_delivery::{delivery_record, Csum, Delivery, Gso, GsoType};
+use super::record::{Field, Record, Value, HEADER};
 
 use crate::pipeline::tap_gro::innermost_tcp;
 use crate::scenario::Scenario;
@@ -30,10 +28,6 @@ use crate::wire::virtio_net_hdr::{
     VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4,
 };
 use crate::wire::{tcp, udp, TcpPacket};
-
-/// Trace fields of the simulator that no real-kernel observation shows: `encap` (the
-/// inner header offsets of an encapsulated skb).
-pub const GRO_UNOBSERVED_FIELDS: [&str; 1] = ["encap"];
 
 /// The gso type of the `virtio_net_hdr` AF_PACKET returned, in the simulator's names
 /// ("TCPV4", "TCPV4|TCP_ECN"), "none".
@@ -183,69 +177,77 @@ impl ObservedSkb {
     }
 }
 
-/// The header lines of a tap-gro trace, real or simulated; `device_note` qualifies the
-/// device line.
-pub(crate) fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup, device_note: &str) {
+/// The header of a tap-gro trace, real or simulated; `device_note` qualifies the
+/// device.
+pub(crate) fn header_record(
+    sc: &Scenario,
+    o: &ObservedSetup,
+    device_note: &str,
+) -> Record<'static> {
     let on = |b: bool| if b { "on" } else { "off" };
     let ports: Vec<String> = o.vxlan_ports.iter().map(|x| x.to_string()).collect();
-    let _ = writeln!(out, "scenario: {}", sc.name);
-    let _ = writeln!(out, "description: {}", sc.description);
-    let _ = writeln!(out, "backend: {}", o.backend);
-    let _ = writeln!(out, "profile: {}", sc.profile.name);
+    let mut rec = Record::new(HEADER);
+    let mut add = |name: &'static str, v: String| rec.push(Field::both(name, Value::text(v)));
+    add("scenario", sc.name.clone());
+    add("description", sc.description.clone());
     let d = &sc.device;
-    out.push_str("device: tap IFF_NAPI");
+    let mut dev = String::from("tap IFF_NAPI");
     if d.napi_frags {
-        out.push_str(" IFF_NAPI_FRAGS");
+        dev.push_str(" IFF_NAPI_FRAGS");
     }
-    out.push_str(if d.no_pi { " no_pi" } else { " pi" });
+    dev.push_str(if d.no_pi { " no_pi" } else { " pi" });
     if d.vnet_hdr {
-        let _ = write!(out, " vnet_hdr {}", d.vnet_hdr_sz);
+        let _ = write!(dev, " vnet_hdr {}", d.vnet_hdr_sz);
     }
-    let _ = writeln!(out, "{device_note}");
+    dev.push_str(device_note);
+    let mut fields = vec![
+        Field::label("backend", Value::text(o.backend.clone())),
+        Field::both("profile", Value::Word(sc.profile.name)),
+        Field::both("device", Value::text(dev)),
+    ];
     if let Some(x) = &sc.xdp {
-        let _ = writeln!(
-            out,
-            "xdp: {} {}",
+        let prog = format!(
+            "{} {}",
             crate::pipeline::tap_write::program_label(x),
             x.mode.name()
         );
+        fields.push(Field::both("xdp", Value::text(prog)));
     }
-    let _ = writeln!(
-        out,
-        "gro: {} teb {} vlan {} vxlan_ports [{}]",
+    let gro = format!(
+        "{} teb {} vlan {} vxlan_ports [{}]",
         on(o.feature),
         on(o.teb_gro),
         on(o.vlan_gro),
         ports.join(", ")
     );
+    fields.push(Field::both("gro", Value::text(gro)));
     let u = &o.udp_gro;
     if u != &UdpGroSetup::default() {
         let socks: Vec<String> = u.sockets.iter().map(|x| x.to_string()).collect();
-        let _ = writeln!(
-            out,
-            "udp_gro: sockets [{}] rx-udp-gro-forwarding {} rx-gro-list {}",
+        let v = format!(
+            "sockets [{}] rx-udp-gro-forwarding {} rx-gro-list {}",
             socks.join(", "),
             on(u.forwarding),
             on(u.gro_list)
         );
+        fields.push(Field::both("udp_gro", Value::text(v)));
     }
-    let _ = writeln!(
-        out,
-        "napi: burst {} gro_flush_timeout {} ns HZ {} weight {}",
+    let napi = format!(
+        "burst {} gro_flush_timeout {} ns HZ {} weight {}",
         o.burst, o.flush_timeout_ns, o.hz, o.weight
     );
+    fields.push(Field::both("napi", Value::text(napi)));
     // Only a setting other than GRO_LEGACY_MAX_SIZE is named (docs/gro.md#big-tcp).
     let legacy = crate::gro::GRO_LEGACY_MAX_SIZE;
     if o.gro_max_size != legacy || o.gro_ipv4_max_size != legacy {
-        let _ = writeln!(
-            out,
-            "gro_max_size: {} gro_ipv4_max_size {}",
+        let v = format!(
+            "{} gro_ipv4_max_size {}",
             o.gro_max_size, o.gro_ipv4_max_size
         );
+        fields.push(Field::both("gro_max_size", Value::text(v)));
     }
-    let _ = writeln!(
-        out,
-        "write: {} {}",
+    let write = format!(
+        "{} {}",
         if sc.writer.nonblocking {
             "nonblocking"
         } else {
@@ -257,53 +259,54 @@ pub(crate) fn header(out: &mut String, sc: &Scenario, o: &ObservedSetup, device_
             "CHECKSUM_NONE"
         }
     );
+    fields.push(Field::both("write", Value::text(write)));
     let input = sc
         .input
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let _ = writeln!(out, "input: {input}");
+    fields.push(Field::both("input", Value::text(input)));
+    rec.fields.extend(fields);
+    rec
 }
 
-/// One delivery a packet socket read (without the separator line): the delivery block,
-/// or why the skb could not be read.
-pub(crate) fn render_skb(out: &mut String, n: usize, s: &ObservedSkb, ports: &[u16]) {
+/// One delivery a packet socket read: the delivery record, or why the skb could not be
+/// read.
+pub(crate) fn skb_record(n: usize, s: &ObservedSkb, ports: &[u16]) -> Record<'static> {
     if s.vnet.is_none() {
-        let _ = writeln!(out, "deliver {n}: unreadable");
-        let _ = writeln!(
-            out,
-            "  error: {}",
-            s.error.as_deref().unwrap_or("no virtio-net header")
-        );
-        return;
+        let mut rec = Record::new("deliver");
+        rec.index = Some(n as u64);
+        rec.result = Some(Value::Word("unreadable"));
+        let why = s.error.as_deref().unwrap_or("no virtio-net header");
+        rec.push(Field::both("error", Value::text(why.to_string())));
+        return rec;
     }
-    render_delivery(out, n, &s.delivery(ports), None);
+    delivery_record("deliver", n, &s.delivery(ports), None)
 }
 
-/// The text trace of a real run, in the simulator's layout.
-pub fn render_observed(sc: &Scenario, o: &ObservedGro) -> String {
-    let mut out = String::new();
-    header(&mut out, sc, &o.setup, "");
-    super::gro_cells::cells_header(&mut out, &sc.gro);
+/// The records of a real run, in the simulator's layout.
+pub fn observed_records(sc: &Scenario, o: &ObservedGro) -> Vec<Record<'static>> {
+    let mut header = header_record(sc, &o.setup, "");
+    super::gro_cells::cells_field(&mut header, &sc.gro);
+    let mut out = vec![header];
     for e in &o.write_errors {
-        out.push('\n');
-        super::gro::write_error_lines(&mut out, e.frame, e.ts_ns, e.len, &e.errno);
+        out.push(super::gro::write_error_record(
+            e.frame, e.ts_ns, e.len, &e.errno,
+        ));
     }
     let ports = &o.setup.vxlan_ports;
     if !super::gro_cells::tap_observed(&sc.gro) {
-        super::gro_cells::unobserved_tap_totals(
-            &mut out,
+        out.push(super::gro_cells::unobserved_tap_totals(
             o.written,
             o.write_errors.len() as u64,
             o.rx_packets,
             o.rx_bytes,
-        );
-        super::gro_cells::render_cells_observed(&mut out, &o.tunnel, ports);
+        ));
+        out.extend(super::gro_cells::cells_records_observed(&o.tunnel, ports));
         return out;
     }
     for (n, s) in o.deliveries.iter().enumerate() {
-        out.push('\n');
-        render_skb(&mut out, n, s, ports);
+        out.push(skb_record(n, s, ports));
     }
     let lengths: Vec<usize> = o
         .deliveries
@@ -313,77 +316,19 @@ pub fn render_observed(sc: &Scenario, o: &ObservedGro) -> String {
         .collect();
     let bytes: usize = o.deliveries.iter().map(|d| d.bytes.len()).sum();
     let segs: usize = o.deliveries.iter().map(|d| d.delivery(ports).segs()).sum();
-    super::gro::totals_head(
-        &mut out,
-        &super::gro::TotalsHead {
-            written: o.written,
-            write_errors: o.write_errors.len() as u64,
-            delivered: o.deliveries.len() as u64,
-            rx_packets: o.rx_packets,
-            rx_bytes: o.rx_bytes,
-            stack: (o.deliveries.len() as u64, bytes as u64, segs as u64),
-            lengths: &lengths,
-        },
-    );
+    out.push(super::gro::totals_record(&super::gro::TotalsHead {
+        written: o.written,
+        write_errors: o.write_errors.len() as u64,
+        delivered: o.deliveries.len() as u64,
+        rx_packets: o.rx_packets,
+        rx_bytes: o.rx_bytes,
+        stack: (o.deliveries.len() as u64, bytes as u64, segs as u64),
+        lengths: &lengths,
+    }));
     if sc.gro.cells() {
-        super::gro_cells::render_cells_observed(&mut out, &o.tunnel, ports);
+        out.extend(super::gro_cells::cells_records_observed(&o.tunnel, ports));
     }
     out
-}
-
-/// The JSON header of a tap-gro trace, real or simulated.
-pub(crate) fn header_json(sc: &Scenario, p: &ObservedSetup) -> Value {
-    json!({
-        "scenario": sc.name,
-        "backend": p.backend,
-        "profile": sc.profile.name,
-        "gro": {
-            "feature": p.feature, "teb_gro": p.teb_gro, "vlan_gro": p.vlan_gro,
-            "vxlan_ports": p.vxlan_ports, "burst": p.burst,
-            "flush_timeout_ns": p.flush_timeout_ns, "hz": p.hz,
-            "nonblocking": sc.writer.nonblocking, "vnet_hdr": sc.device.vnet_hdr,
-            "udp_gro_socket": p.udp_gro.sockets, "rx_udp_gro_forwarding": p.udp_gro.forwarding,
-            "rx_gro_list": p.udp_gro.gro_list,
-            "gro_max_size": p.gro_max_size, "gro_ipv4_max_size": p.gro_ipv4_max_size,
-        },
-    })
-}
-
-/// The same for machines: the header, and the deliveries as
-/// [`super::gro_delivery::delivery_json`] writes them with the raw vnet header.
-pub fn observed_json(sc: &Scenario, o: &ObservedGro) -> Value {
-    let ports = &o.setup.vxlan_ports;
-    let deliveries: Vec<Value> = o
-        .deliveries
-        .iter()
-        .enumerate()
-        .map(|(n, s)| {
-            let mut d = delivery_json(n, &s.delivery(ports));
-            d["error"] = json!(s.error);
-            d["vnet"] = json!(s
-                .vnet
-                .map(|v| json!({"flags": v.flags, "gso_type": v.gso_type,
-                    "hdr_len": v.hdr_len, "gso_size": v.gso_size,
-                    "csum_start": v.csum_start, "csum_offset": v.csum_offset})));
-            d
-        })
-        .collect();
-    let mut v = header_json(sc, &o.setup);
-    v["write_errors"] = o
-        .write_errors
-        .iter()
-        .map(|e| json!({"frame": e.frame, "ts_ns": e.ts_ns, "len": e.len, "errno": e.errno}))
-        .collect();
-    v["deliveries"] = Value::Array(deliveries);
-    v["totals"] = json!({
-        "written": o.written,
-        "rx_packets": o.rx_packets,
-        "rx_bytes": o.rx_bytes,
-        "stack_packets": o.deliveries.len(),
-        "stack_bytes": o.deliveries.iter().map(|d| d.bytes.len()).sum::<usize>(),
-        "lengths": o.deliveries.iter().map(|d| d.bytes.len()).collect::<Vec<_>>(),
-    });
-    v
 }
 
 /// The part of a gso type name list (`TCPV4|UDP_TUNNEL`) a `virtio_net_hdr` can carry:

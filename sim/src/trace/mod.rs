@@ -4,6 +4,12 @@
 //! Layout: a header of `key: value` lines, then one block per event that starts at
 //! column 0 (`read 3 (frame 2, ts ...)`), with indented `key: value` fields under it,
 //! then the totals. Blank lines separate blocks.
+//!
+//! Every block is built once as data, a [`record::Record`] of named fields each marked
+//! with who can see it ([`record::Seen`]); the text, the JSON lines, the capture's packet
+//! comments and the comparison of two arms ([`record_diff`]) all come from it. The
+//! pipelines build their records (`crate::pipeline::*_trace`); a trace that exists only
+//! as text (a golden, a lab guest's) is compared by [`diff`], the one comparison engine.
 
 pub mod diff;
 pub mod diff_comment;
@@ -12,12 +18,10 @@ pub mod gro;
 pub mod gro_cells;
 pub mod gro_delivery;
 pub mod gro_observed;
-mod render;
+pub mod record;
+pub mod record_diff;
+pub(crate) mod render;
 pub mod vhost;
 pub mod write;
 
-pub use render::{
-    describe_device, header_json, hex_string, read_comment, stats_json, tun_read_event,
-    tun_read_event_json, tun_read_header, tun_read_totals, TraceHeader, TunReadCounts,
-    MODEL_ONLY_FIELDS,
-};
+pub use render::{counters_value, describe_device, hex_string, TraceHeader, MODEL_ONLY_FIELDS};

@@ -2,19 +2,10 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{json, Value};
-
-use crate::pipeline::tun_read::{Event, ReadRecord};
+use super::record::{Field, Part, Record, Value, HEADER};
 use crate::scenario::Scenario;
-use crate::skb::{gso, OpCounters};
 use crate::text;
-use crate::tun::read::SkbInfo;
-use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, TUN_PI_LEN};
-use crate::wire::summary::{describe_into, vlan_tci_into};
-use crate::wire::tun_pi::TunPi;
-use crate::wire::virtio_net_hdr::{
-    flags_names, gso_type_name, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_LEN,
-};
+use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian};
 
 /// The lines above the events.
 #[derive(Debug, Clone)]
@@ -31,6 +22,35 @@ pub struct TraceHeader {
 }
 
 impl TraceHeader {
+    /// The header as a record: `backend` names the arm (never compared between arms),
+    /// the rest is the scenario's; `attach` where tun-read frames reach the tap another
+    /// way than the default.
+    pub fn record(&self) -> Record<'_> {
+        let mut rec = self.record_with(Vec::new());
+        if let Some(a) = &self.attach {
+            rec.push(Field::both("attach", Value::text(a.as_str())));
+        }
+        rec
+    }
+
+    /// The header with `after_device` (tap-write's `redirect` and `xdp`) after the
+    /// device, and no `attach`.
+    pub fn record_with<'h>(&'h self, after_device: Vec<Field<'h>>) -> Record<'h> {
+        let mut rec = Record::new(HEADER);
+        fn t(s: &str) -> Value<'_> {
+            Value::text(s)
+        }
+        rec.push(Field::both("scenario", t(&self.scenario)));
+        rec.push(Field::both("description", t(&self.description)));
+        rec.push(Field::label("backend", t(&self.backend)));
+        rec.push(Field::both("profile", t(&self.profile)));
+        rec.push(Field::both("device", t(&self.device)));
+        rec.fields.extend(after_device);
+        rec.push(Field::both("reader", t(&self.reader)));
+        rec.push(Field::both("input", t(&self.input)));
+        rec
+    }
+
     /// The header for `scenario` run on `backend` ("sim" or "tap").
     pub fn for_scenario(scenario: &Scenario, backend: &str) -> TraceHeader {
         let r = &scenario.reader;
@@ -107,69 +127,22 @@ pub fn describe_device(c: &TunConfig) -> String {
     s
 }
 
-pub(crate) fn ts(ns: u64) -> String {
-    let mut s = String::new();
-    text::ts(&mut s, ns);
-    s
-}
-
-pub(crate) fn counters(s: &TunStats) -> String {
-    let mut out = String::new();
-    counters_into(&mut out, s);
-    out
-}
-
-/// "tx_packets 1 tx_bytes 60 tx_dropped 0 rx_packets 0 rx_bytes 0 rx_dropped 0".
-pub(crate) fn counters_into(out: &mut String, s: &TunStats) {
-    for (name, n) in [
-        ("tx_packets ", s.tx_packets),
-        (" tx_bytes ", s.tx_bytes),
-        (" tx_dropped ", s.tx_dropped),
-        (" rx_packets ", s.rx_packets),
-        (" rx_bytes ", s.rx_bytes),
-        (" rx_dropped ", s.rx_dropped),
-    ] {
-        out.push_str(name);
-        text::dec(out, n);
-    }
-}
-
-fn skb_line(k: &SkbInfo) -> String {
-    let mut s = String::new();
-    skb_line_into(&mut s, k);
-    s
-}
-
-/// "len {} headlen {} protocol {:#06x}", the tag, the checksum state and GSO.
-fn skb_line_into(s: &mut String, k: &SkbInfo) {
-    s.push_str("len ");
-    text::dec(s, k.len);
-    s.push_str(" headlen ");
-    text::dec(s, k.headlen);
-    s.push_str(" protocol ");
-    text::hex0x(s, u64::from(k.protocol), 4);
-    if let Some(v) = k.vlan {
-        s.push_str(" hwaccel-tag ");
-        vlan_tci_into(s, v.proto, v.tci);
-    }
-    s.push(' ');
-    s.push_str(k.ip_summed.kernel_name());
-    if k.ip_summed == crate::skb::IpSummed::Partial {
-        let _ = write!(
-            s,
-            " csum_start {} csum_offset {}",
-            k.csum_start, k.csum_offset
-        );
-    }
-    if k.gso_size != 0 {
-        let _ = write!(
-            s,
-            " gso {} size {} segs {}",
-            gso::names(k.gso_type),
-            k.gso_size,
-            k.gso_segs
-        );
-    }
+/// The device counters as a trace value: what /sys/class/net/<dev>/statistics shows
+/// (drivers/net/tun.c: tun_get_stats64, dev_get_tstats64).
+pub fn counters_value(s: &TunStats) -> Value<'static> {
+    Value::Parts(
+        [
+            ("tx_packets", s.tx_packets),
+            ("tx_bytes", s.tx_bytes),
+            ("tx_dropped", s.tx_dropped),
+            ("rx_packets", s.rx_packets),
+            ("rx_bytes", s.rx_bytes),
+            ("rx_dropped", s.rx_dropped),
+        ]
+        .into_iter()
+        .map(|(name, n)| Part::named(name, Value::Int(n)))
+        .collect(),
+    )
 }
 
 /// Bytes dumped in full; longer reads show their head and tail (the output pcap keeps
@@ -241,350 +214,8 @@ pub(crate) fn hexdump(out: &mut String, data: &[u8]) {
     hex_lines(out, tail, &data[tail..]);
 }
 
-/// PI and vnet header as userspace sees them in `data`.
-struct Decoded<'r> {
-    pi: Option<(u16, u16)>,
-    /// The header and the bytes of the area past it.
-    vnet: Option<(VirtioNetHdrRepr, &'r [u8])>,
-}
-
-fn decode<'r>(r: &'r ReadRecord, dev: &TunConfig) -> Decoded<'r> {
-    let mut pos = 0;
-    let mut d = Decoded {
-        pi: None,
-        vnet: None,
-    };
-    if !dev.no_pi {
-        if let Ok(pi) = TunPi::new_checked(&r.data[..]) {
-            d.pi = Some((pi.flags(), pi.proto()));
-        }
-        pos = TUN_PI_LEN;
-    }
-    if dev.vnet_hdr && r.result.is_ok() && r.data.len() >= pos + dev.vnet_hdr_sz {
-        let area = &r.data[pos..pos + dev.vnet_hdr_sz];
-        if let Ok(view) = VirtioNetHdr::new_checked(area, VnetHdrLayout::Basic, dev.vnet_endian) {
-            if let Ok(h) = VirtioNetHdrRepr::parse(&view) {
-                d.vnet = Some((h, &area[VIRTIO_NET_HDR_LEN..]));
-            }
-        }
-    }
-    d
-}
-
-/// `Ok(n)` as n, an error by its name.
-pub(crate) fn result_into<T: itoa::Integer>(out: &mut String, r: Result<T, crate::errno::Errno>) {
-    match r {
-        Ok(n) => text::dec(out, n),
-        Err(e) => out.push_str(e.name()),
-    }
-}
-
-/// The block of one read. The lines every read has are written by hand (see
-/// crate::text): a traced replay renders one per frame.
-pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &TunConfig) {
-    // "{label} {read} (frame {f}, ts {t}): buffer {len} -> {result}"
-    out.push_str(label);
-    out.push(' ');
-    text::dec(out, r.read);
-    if let Some((f, t)) = r.frame {
-        out.push_str(" (frame ");
-        text::dec(out, f);
-        out.push_str(", ts ");
-        text::ts(out, t);
-        out.push(')');
-    }
-    out.push_str(": buffer ");
-    text::dec(out, r.buffer_len);
-    out.push_str(" -> ");
-    result_into(out, r.result);
-    out.push('\n');
-    if let Some(k) = r.model.as_ref().and_then(|m| m.skb.as_ref()) {
-        out.push_str("  skb: ");
-        skb_line_into(out, k);
-        out.push('\n');
-    }
-    if r.model.as_ref().is_some_and(|m| m.xdp_frame) {
-        let what = if dev.no_pi {
-            "an xdp_frame, read by tun_put_user_xdp (zero vnet area, no offload metadata)"
-        } else {
-            "an xdp_frame, read by tun_put_user_xdp: no PI is written, so a PI reader takes the frame's first 4 bytes for one"
-        };
-        let _ = writeln!(out, "  note: {what}");
-    }
-    let d = decode(r, dev);
-    if let Some((flags, proto)) = d.pi {
-        let strip = if flags & crate::tun::TUN_PKT_STRIP != 0 {
-            " (TUN_PKT_STRIP)"
-        } else {
-            ""
-        };
-        // "  pi: flags {flags:#06x}{strip} proto {proto:#06x}"
-        out.push_str("  pi: flags ");
-        text::hex0x(out, u64::from(flags), 4);
-        out.push_str(strip);
-        out.push_str(" proto ");
-        text::hex0x(out, u64::from(proto), 4);
-        out.push('\n');
-    }
-    if let Some((h, pad)) = &d.vnet {
-        out.push_str("  vnet: ");
-        vnet_fields_into(out, h);
-        out.push('\n');
-        if !pad.is_empty() {
-            let zero = pad.iter().all(|b| *b == 0);
-            out.push_str("  vnet_pad: ");
-            text::dec(out, pad.len());
-            out.push_str(if zero {
-                " bytes zero\n"
-            } else {
-                " bytes not zeroed\n"
-            });
-        }
-    }
-    if let Some(m) = &r.model {
-        if m.skb.is_some() {
-            match m.put_user_ret {
-                Some(ret) => {
-                    out.push_str("  put_user: ");
-                    text::dec(out, ret);
-                    out.push_str("\n  frame: ");
-                    text::dec(out, m.frame_copied);
-                    out.push_str(" of ");
-                    text::dec(out, m.frame_len);
-                    out.push_str(" bytes\n");
-                }
-                None => {
-                    let _ = writeln!(out, "  put_user: EINVAL, skb freed, no counter moves");
-                }
-            }
-        } else if r.buffer_len == 0 {
-            let _ = writeln!(out, "  note: read(0) returns 0 and leaves the frame queued");
-        }
-    }
-    if r.result.is_ok_and(|n| n > 0) {
-        out.push_str("  summary: ");
-        describe_into(out, r.frame_bytes(dev));
-        out.push('\n');
-    }
-    if let Some(m) = &r.model {
-        if m.skb.is_some() {
-            out.push_str("  ops: ");
-            m.ops.text_into(out);
-            out.push('\n');
-        }
-    }
-    out.push_str("  counters: ");
-    counters_into(out, &r.stats);
-    out.push('\n');
-    if !r.data.is_empty() {
-        out.push_str("  bytes:\n");
-        hexdump(out, &r.data);
-    }
-}
-
-/// The skb metadata of a read, for a pcapng packet comment: what the trace's `skb:`,
-/// `pi:` and `vnet:` lines say (the skb only where the model knows it).
-pub fn read_comment(r: &ReadRecord, dev: &TunConfig) -> String {
-    let mut c = String::new();
-    if let Some(k) = r.model.as_ref().and_then(|m| m.skb.as_ref()) {
-        let _ = write!(c, "skb: {}", skb_line(k));
-    }
-    let d = decode(r, dev);
-    if let Some((flags, proto)) = d.pi {
-        let sep = if c.is_empty() { "" } else { "; " };
-        let _ = write!(c, "{sep}pi: flags {flags:#06x} proto {proto:#06x}");
-    }
-    if let Some((h, _)) = &d.vnet {
-        if !c.is_empty() {
-            c.push_str("; ");
-        }
-        c.push_str("vnet: ");
-        vnet_fields_into(&mut c, h);
-    }
-    c
-}
-
-/// "flags {} gso_type {} hdr_len {} gso_size {} csum_start {} csum_offset {}".
-fn vnet_fields_into(out: &mut String, h: &VirtioNetHdrRepr) {
-    out.push_str("flags ");
-    // The common header (no flags, no GSO) without the names' allocations.
-    if h.flags == 0 {
-        out.push_str("none");
-    } else {
-        out.push_str(&flags_names(h.flags));
-    }
-    out.push_str(" gso_type ");
-    if h.gso_type == crate::wire::virtio_net_hdr::VIRTIO_NET_HDR_GSO_NONE {
-        out.push_str("NONE");
-    } else {
-        out.push_str(&gso_type_name(h.gso_type));
-    }
-    for (name, n) in [
-        (" hdr_len ", h.hdr_len),
-        (" gso_size ", h.gso_size),
-        (" csum_start ", h.csum_start),
-        (" csum_offset ", h.csum_offset),
-    ] {
-        out.push_str(name);
-        text::dec(out, n);
-    }
-}
-
-/// Trace fields only the model knows; a comparison with the real kernel skips them.
+/// Trace fields only the model knows in a read block, for a trace compared as text with
+/// no records beside it (a lab guest's vhost-tx trace, `conform::comparable`); every
+/// other comparison goes by the records' marks.
 pub const MODEL_ONLY_FIELDS: [&str; 7] =
     ["backend", "skb", "put_user", "frame", "ops", "note", "why"];
-
-/// The header lines of a tun-read trace.
-pub fn tun_read_header(out: &mut String, header: &TraceHeader) {
-    let _ = writeln!(out, "scenario: {}", header.scenario);
-    let _ = writeln!(out, "description: {}", header.description);
-    let _ = writeln!(out, "backend: {}", header.backend);
-    let _ = writeln!(out, "profile: {}", header.profile);
-    let _ = writeln!(out, "device: {}", header.device);
-    let _ = writeln!(out, "reader: {}", header.reader);
-    let _ = writeln!(out, "input: {}", header.input);
-    if let Some(a) = &header.attach {
-        let _ = writeln!(out, "attach: {a}");
-    }
-}
-
-/// Reads and drops seen so far (the totals line).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TunReadCounts {
-    pub reads: u64,
-    pub drops: u64,
-    /// Frames the bridge did not deliver.
-    pub bridge_drops: u64,
-}
-
-/// One event's block, preceded by its blank separator line.
-pub fn tun_read_event(out: &mut String, device: &TunConfig, e: &Event, n: &mut TunReadCounts) {
-    out.push('\n');
-    match e {
-        Event::XmitDropped {
-            frame,
-            ts_ns,
-            stats,
-        } => {
-            n.drops += 1;
-            let _ = writeln!(
-                out,
-                "xmit-drop (frame {frame}, ts {}): tx_ring full",
-                ts(*ts_ns)
-            );
-            let _ = writeln!(out, "  counters: {}", counters(stats));
-        }
-        Event::Read(r) => {
-            n.reads += 1;
-            render_read(out, "read", r, device);
-        }
-        Event::BridgeDropped {
-            frame,
-            ts_ns,
-            reason,
-            stats,
-        } => {
-            n.bridge_drops += 1;
-            let _ = writeln!(
-                out,
-                "bridge-drop (frame {frame}, ts {}): not delivered",
-                ts(*ts_ns)
-            );
-            if let Some(why) = reason {
-                let _ = writeln!(out, "  why: {why}");
-            }
-            let _ = writeln!(out, "  counters: {}", counters(stats));
-        }
-    }
-}
-
-/// The totals block.
-pub fn tun_read_totals(
-    out: &mut String,
-    n: &TunReadCounts,
-    stats: &TunStats,
-    ops: Option<&OpCounters>,
-) {
-    out.push('\n');
-    let _ = write!(out, "totals: reads {} xmit_drops {}", n.reads, n.drops);
-    if n.bridge_drops > 0 {
-        let _ = write!(out, " bridge_drops {}", n.bridge_drops);
-    }
-    out.push('\n');
-    let _ = writeln!(out, "  counters: {}", counters(stats));
-    if let Some(ops) = ops {
-        let _ = writeln!(out, "  ops: {ops}");
-    }
-}
-
-pub fn stats_json(s: &TunStats) -> Value {
-    json!({
-        "tx_packets": s.tx_packets, "tx_bytes": s.tx_bytes, "tx_dropped": s.tx_dropped,
-        "rx_packets": s.rx_packets, "rx_bytes": s.rx_bytes, "rx_dropped": s.rx_dropped,
-    })
-}
-
-/// The JSON of one tun-read event.
-pub fn tun_read_event_json(device: &TunConfig, e: &Event) -> Value {
-    match e {
-        Event::XmitDropped {
-            frame,
-            ts_ns,
-            stats,
-        } => {
-            json!({"event": "xmit-drop", "frame": frame, "ts_ns": ts_ns, "counters": stats_json(stats)})
-        }
-        Event::BridgeDropped {
-            frame,
-            ts_ns,
-            reason,
-            stats,
-        } => {
-            json!({"event": "bridge-drop", "frame": frame, "ts_ns": ts_ns,
-                "model": reason.as_ref().map(|r| json!({"why": r.to_string()})),
-                "counters": stats_json(stats)})
-        }
-        Event::Read(r) => {
-            let d = decode(r, device);
-            let m = r.model.as_ref();
-            json!({
-                "event": "read",
-                "read": r.read,
-                "frame": r.frame.map(|f| f.0),
-                "ts_ns": r.frame.map(|f| f.1),
-                "buffer": r.buffer_len,
-                "result": match r.result { Ok(n) => json!(n), Err(e) => json!(e.name()) },
-                "pi": d.pi.map(|(f, p)| json!({"flags": f, "proto": p})),
-                "vnet": d.vnet.as_ref().map(|(h, pad)| json!({
-                    "flags": h.flags, "gso_type": h.gso_type, "hdr_len": h.hdr_len,
-                    "gso_size": h.gso_size, "csum_start": h.csum_start,
-                    "csum_offset": h.csum_offset, "pad": pad.len(),
-                })),
-                "model": m.map(|m| json!({
-                    "skb": m.skb.as_ref().map(skb_line),
-                    "put_user": m.put_user_ret,
-                    "frame_len": m.frame_len,
-                    "frame_copied": m.frame_copied,
-                })),
-                "counters": stats_json(&r.stats),
-                "bytes": hex_string(&r.data),
-            })
-        }
-    }
-}
-
-/// The header of a trace for machines (the first JSON line of a streamed trace).
-pub fn header_json(header: &TraceHeader) -> Value {
-    let mut v = json!({
-        "scenario": header.scenario,
-        "backend": header.backend,
-        "profile": header.profile,
-        "device": header.device,
-        "reader": header.reader,
-        "input": header.input,
-    });
-    if let Some(a) = &header.attach {
-        v["attach"] = json!(a);
-    }
-    v
-}

@@ -1,14 +1,11 @@
 //! The trace of a vhost-tx run: the worker's kicks, batches, used-ring updates and
 //! requeues; each packet's path and fate; what the host saw; the op counts.
 
-use std::fmt::Write as _;
-
 use crate::scenario::{GuestFill, Scenario};
 use crate::vhost::{VhostEvent, VhostOps, Via};
 
-use crate::text;
-
-use super::write::{action_line, fate_into};
+use super::record::{At, Field, Part, Record, Seen, Value};
+use super::write::{action_line, fate_line};
 
 /// Fields that describe how packets were grouped, not what became of them: ignore these
 /// (and the worker's blocks) to compare two profiles' verdicts and bytes.
@@ -22,22 +19,19 @@ pub const VHOST_GROUPING_FIELDS: [&str; 7] = [
     "per_packet",
 ];
 
-fn range(p: &[u64]) -> String {
-    match (p.first(), p.last()) {
-        (Some(a), Some(b)) if a == b => a.to_string(),
-        (Some(a), Some(b)) if (b - a) as usize + 1 == p.len() => format!("{a}-{b}"),
-        _ => p
-            .iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
-    }
-}
-
-pub fn render_worker(out: &mut String, e: &VhostEvent) {
+/// The record of one worker event. Only the kicks and the used-ring returns are seen by
+/// the guest (the avail and used rings' idx); the batches, each packet's path and fate,
+/// the weight requeues and the put-back stalls are the model's (drivers/vhost/net.c:
+/// handle_tx_copy, vhost_tx_batch, vhost_net_tx_get_vq_desc).
+pub fn worker_record(e: &VhostEvent) -> Record<'static> {
     match e {
         VhostEvent::Kick { available } => {
-            let _ = writeln!(out, "kick: {available} descriptors available");
+            let mut rec = Record::new("kick");
+            rec.result = Some(Value::Parts(vec![
+                Part::bare("available", Value::Int(*available as u64)),
+                Part::word("descriptors available"),
+            ]));
+            rec
         }
         VhostEvent::Batch {
             batch,
@@ -45,90 +39,106 @@ pub fn render_worker(out: &mut String, e: &VhostEvent) {
             reason,
             xdp_flushes,
         } => {
-            let _ = writeln!(
-                out,
-                "batch {batch}: {} packets in one TUN_MSG_PTR sendmsg",
-                packets.len()
-            );
-            let _ = writeln!(out, "  packets: {}", range(packets));
-            let _ = writeln!(out, "  reason: {}", reason.name());
-            let _ = writeln!(out, "  xdp_do_flush: {xdp_flushes}");
+            let mut rec = Record::new("batch");
+            rec.seen = Seen::ModelOnly;
+            rec.index = Some(*batch as u64);
+            rec.result = Some(Value::Parts(vec![
+                Part::bare("packets", Value::Int(packets.len() as u64)),
+                Part::word("packets in one TUN_MSG_PTR sendmsg"),
+            ]));
+            rec.push(Field::model(
+                "packets",
+                Value::text(super::gro::ranges(packets)),
+            ));
+            rec.push(Field::model("reason", Value::Word(reason.name())));
+            rec.push(Field::model(
+                "xdp_do_flush",
+                Value::Int(*xdp_flushes as u64),
+            ));
+            rec
         }
         VhostEvent::Packet(p) => {
-            // A block per packet: by hand (see crate::text).
-            out.push_str("packet ");
-            text::dec(out, p.packet);
-            out.push_str(" (ts ");
-            text::ts(out, p.ts_ns);
-            out.push_str("): ");
-            match p.result {
-                Ok(()) => out.push_str("ok"),
-                Err(e) => out.push_str(e.name()),
-            }
-            out.push_str("\n  via: ");
-            match p.via {
-                Via::Batch(b) => {
-                    out.push_str("batch ");
-                    text::dec(out, b);
-                }
-                Via::Single { more: true } => out.push_str("sendmsg alone (MSG_MORE)"),
-                Via::Single { more: false } => out.push_str("sendmsg alone"),
-            }
-            out.push('\n');
+            let mut rec = Record::new("packet");
+            rec.seen = Seen::ModelOnly;
+            rec.index = Some(p.packet);
+            rec.at = Some(At::Ts(p.ts_ns));
+            rec.result = Some(match p.result {
+                Ok(()) => Value::Word("ok"),
+                Err(e) => Value::Word(e.name()),
+            });
+            let via = match p.via {
+                Via::Batch(b) => Value::Parts(vec![Part::named("batch", Value::Int(b as u64))]),
+                Via::Single { more: true } => Value::Word("sendmsg alone (MSG_MORE)"),
+                Via::Single { more: false } => Value::Word("sendmsg alone"),
+            };
+            rec.push(Field::model("via", via));
             if let Some(x) = &p.xdp {
-                let _ = writeln!(out, "  xdp: {}", action_line(x));
+                rec.push(Field::model("xdp", Value::text(action_line(x))));
             }
-            out.push_str("  fate: ");
-            fate_into(out, &p.fate);
-            out.push('\n');
+            rec.push(Field::model("fate", Value::text(fate_line(&p.fate))));
+            rec
         }
         VhostEvent::Used { heads } => {
-            let _ = writeln!(out, "used: {heads} heads, one vhost_add_used_and_signal_n");
+            let mut rec = Record::new("used");
+            rec.sums = true;
+            rec.result = Some(Value::Parts(vec![
+                Part::bare("heads", Value::Int(*heads as u64)),
+                Part::word("heads, one vhost_add_used_and_signal_n"),
+            ]));
+            rec
         }
         VhostEvent::Requeue { packets, bytes } => {
-            let _ = writeln!(
-                out,
-                "requeue: weight reached after {packets} packets, {bytes} bytes"
-            );
+            let mut rec = Record::new("requeue");
+            rec.seen = Seen::ModelOnly;
+            rec.result = Some(Value::text(format!(
+                "weight reached after {packets} packets, {bytes} bytes"
+            )));
+            rec
         }
         VhostEvent::Stall { packet, errno } => {
-            let _ = writeln!(out, "stall: packet {packet} put back after {errno}");
+            let mut rec = Record::new("stall");
+            rec.seen = Seen::ModelOnly;
+            rec.result = Some(Value::text(format!(
+                "packet {packet} put back after {errno}"
+            )));
+            rec
         }
     }
 }
 
-pub fn ops_lines(out: &mut String, o: &VhostOps, packets: u64) {
-    let _ = writeln!(
-        out,
-        "  ops: sendmsg batched {} single {}, xdp_do_flush {}, used updates {}, signals {}, requeues {}, handle_tx runs {}, bytes copied {}, page puts {}",
+/// The worker's op counts in the totals, and per packet (model-only).
+pub fn ops_fields(rec: &mut Record<'_>, o: &VhostOps, packets: u64) {
+    rec.push(Field::model("ops", Value::text(format!(
+        "sendmsg batched {} single {}, xdp_do_flush {}, used updates {}, signals {}, requeues {}, handle_tx runs {}, bytes copied {}, page puts {}",
         o.sendmsg_batched, o.sendmsg_single, o.xdp_flushes, o.used_updates, o.signals, o.requeues,
         o.handle_tx_runs, o.bytes_copied, o.page_puts
-    );
+    ))));
     if packets > 0 {
         let per = |x: u64| x as f64 / packets as f64;
-        let _ = writeln!(
-            out,
-            "  per_packet: sendmsg {:.4}, xdp_do_flush {:.4}, used updates {:.4}",
-            per(o.sendmsg_batched + o.sendmsg_single),
-            per(o.xdp_flushes),
-            per(o.used_updates)
-        );
+        rec.push(Field::model(
+            "per_packet",
+            Value::text(format!(
+                "sendmsg {:.4}, xdp_do_flush {:.4}, used updates {:.4}",
+                per(o.sendmsg_batched + o.sendmsg_single),
+                per(o.xdp_flushes),
+                per(o.used_updates)
+            )),
+        ));
     }
 }
 
-/// The `guest:` header line of a vhost-tx trace.
-pub fn guest_line(out: &mut String, scenario: &Scenario) {
+/// The `guest` header field of a vhost-tx trace.
+pub fn guest_field(rec: &mut Record<'_>, scenario: &Scenario) {
     if let Some(g) = &scenario.guest {
         let fill = match g.fill {
             GuestFill::All => "all at once".to_string(),
             GuestFill::Burst(n) => format!("bursts of {n}"),
             GuestFill::Trickle => "one packet per kick".to_string(),
         };
-        let _ = writeln!(
-            out,
-            "guest: virtio_net_hdr {} bytes, fills {fill}",
-            g.hdr_len
-        );
+        rec.push(Field::both(
+            "guest",
+            Value::text(format!("virtio_net_hdr {} bytes, fills {fill}", g.hdr_len)),
+        ));
     }
 }
 
@@ -185,6 +195,7 @@ pub fn observable(trace: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::observable;
+    use crate::vhost::VhostEvent;
 
     const TRACE: &str = "scenario: vhost-tx/x\nbackend: sim\n\nkick: 3 descriptors available\n\nbatch 0: 2 packets in one TUN_MSG_PTR sendmsg\n  packets: 0-1\n\npacket 0 (ts 1.000000000): ok\n  via: batch 0\n\nused: 2 heads, one vhost_add_used_and_signal_n\n\npacket 2 (ts 1.000002000): ok\n  via: sendmsg alone\n\nused: 1 heads, one vhost_add_used_and_signal_n\n\nread A 0 (frame 2, ts 1.000002000): buffer 100 -> 60\n  counters: tx_packets 1\n\ntotals:\n  counters A: tx_packets 1\n  ops: sendmsg batched 1 single 1\n  per_packet: sendmsg 0.6667\n";
 
@@ -207,5 +218,108 @@ mod tests {
             observable(t),
             "kick: 1 descriptors available\n\nkick: 2 descriptors available\n\nused: 2 descriptors returned to the guest\n"
         );
+    }
+
+    /// The records of the trace above: the worker's, then a read and the totals.
+    fn records(worker: &[VhostEvent], ops: u64) -> Vec<crate::trace::record::Record<'static>> {
+        use crate::trace::record::{Field, Part, Record, Value};
+        let mut out: Vec<Record<'static>> = worker.iter().map(super::worker_record).collect();
+        let mut read = Record::new("read A");
+        read.index = Some(0);
+        read.result = Some(Value::Word("60"));
+        read.push(Field::both("counters", Value::Word("tx_packets 1")));
+        out.push(read);
+        let mut totals = Record::new("totals");
+        totals.push(Field::both("counters A", Value::Word("tx_packets 1")));
+        let batched = Value::Parts(vec![Part::named("batched", Value::Int(ops))]);
+        totals.push(Field::model("ops", batched));
+        out.push(totals);
+        out
+    }
+
+    fn packet(packet: u64, via: crate::vhost::Via) -> VhostEvent {
+        VhostEvent::Packet(crate::vhost::PacketFate {
+            packet,
+            ts_ns: 1_000_000_000 + packet * 1000,
+            via,
+            result: Ok(()),
+            xdp: None,
+            fate: crate::tun::write::Fate::Stack,
+        })
+    }
+
+    #[test]
+    fn records_compare_the_guest_s_view_batches_and_packets_are_the_model_s() {
+        use crate::trace::record_diff::first_record_divergence;
+        use crate::vhost::{FlushReason, Via};
+        let sim = records(
+            &[
+                VhostEvent::Kick { available: 3 },
+                VhostEvent::Batch {
+                    batch: 0,
+                    packets: vec![0, 1],
+                    reason: FlushReason::RingEmpty,
+                    xdp_flushes: 0,
+                },
+                packet(0, Via::Batch(0)),
+                packet(1, Via::Batch(0)),
+                VhostEvent::Used { heads: 2 },
+                packet(2, Via::Single { more: false }),
+                VhostEvent::Used { heads: 1 },
+            ],
+            1,
+        );
+        // The guest sees one move of the used index per kick, 3 descriptors.
+        let real = |heads: usize| {
+            records(
+                &[
+                    VhostEvent::Kick { available: 3 },
+                    VhostEvent::Used { heads },
+                ],
+                0,
+            )
+        };
+        assert_eq!(first_record_divergence(&sim, &real(3)), None);
+        let d = first_record_divergence(&sim, &real(2)).expect("2 of 3 returned");
+        assert_eq!(
+            (
+                d.event.as_str(),
+                d.field.as_str(),
+                d.left.as_str(),
+                d.right.as_str()
+            ),
+            (
+                "used",
+                "result",
+                "3 heads, one vhost_add_used_and_signal_n",
+                "2 heads, one vhost_add_used_and_signal_n"
+            )
+        );
+        // A kick with nothing returned has no used record on either side.
+        let stalled = records(
+            &[
+                VhostEvent::Kick { available: 1 },
+                VhostEvent::Stall {
+                    packet: 0,
+                    errno: crate::errno::Errno::EAGAIN,
+                },
+            ],
+            0,
+        );
+        let real = records(&[VhostEvent::Kick { available: 1 }], 0);
+        assert_eq!(first_record_divergence(&stalled, &real), None);
+    }
+
+    #[test]
+    fn a_batch_lists_its_packets_in_the_one_range_format() {
+        let e = VhostEvent::Batch {
+            batch: 4,
+            packets: vec![1, 2, 5],
+            reason: crate::vhost::FlushReason::RingEmpty,
+            xdp_flushes: 0,
+        };
+        let mut t = String::new();
+        super::worker_record(&e).write_text(&mut t);
+        assert!(t.contains("\n  packets: 1-2 5\n"), "{t}");
     }
 }

@@ -497,6 +497,7 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode, CliError> {
             Some(p) => CaptureOut::to(dest(p)?, output_format(p, &scenario)?),
             None => CaptureOut::off(),
         },
+        records: None,
     };
     let pb = progress::bar(1, "replaying");
     let summary =

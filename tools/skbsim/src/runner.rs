@@ -44,6 +44,9 @@ pub struct ScenarioOutput {
     pub frames: u64,
     /// What the real arm noticed that the trace cannot show (empty for the simulator).
     pub notes: Vec<String>,
+    /// The trace as records, with their marks (empty for a pipeline that does not build
+    /// records yet, and for a trace that came as text from a lab guest).
+    pub records: Vec<sim::trace::record::Record<'static>>,
 }
 
 impl From<ArmError> for CliError {
@@ -109,6 +112,7 @@ pub fn run_backend(
         pcap: done.capture,
         frames: summary.frames,
         notes: summary.notes,
+        records: done.records,
     })
 }
 

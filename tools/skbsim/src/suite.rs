@@ -256,6 +256,7 @@ pub fn check_streaming(
             trace: TraceOut::compare(GoldenTrace::open(&trace_path, &[])?),
             json: JsonOut::off(),
             capture: CaptureOut::compare(GoldenCapture::open(&pcap_path)?),
+            records: None,
         }
     };
     let summary = crate::runner::replay_into(s, Backend::Sim, &mut sinks, progress)?;

@@ -242,6 +242,7 @@ fn a_wrong_model_is_caught_with_scenario_read_and_field() {
         pcap: sim.pcap.clone(),
         frames: sim.frames,
         notes: Vec::new(),
+        records: Vec::new(),
     };
     let m = compare_outputs(&s.name, &wrong_out, &real)
         .expect("compare")

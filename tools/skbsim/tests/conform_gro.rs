@@ -158,6 +158,7 @@ fn with_trace(out: &ScenarioOutput, trace: String) -> ScenarioOutput {
         pcap: out.pcap.clone(),
         frames: out.frames,
         notes: Vec::new(),
+        records: Vec::new(),
     }
 }
 

@@ -12,8 +12,10 @@
 //! - the output capture ([`CaptureOut`]): a pcap writer, a golden capture comparator, or
 //!   memory.
 //!
-//! A sink nobody asked for does not run: the renderers check [`TraceOut::on`] and
-//! [`JsonOut::on`] before formatting anything. Every pipeline runs in the one loop of
+//! Every pipeline's header, events and totals are built once as records
+//! (`sim::trace::record`), and [`Sinks::record`] writes each into the sinks that want it
+//! (the text, the JSON line, a copy kept for `conform`); a renderer builds no record when
+//! no sink wants one ([`Sinks::wants_records`]). Every pipeline runs in the one loop of
 //! [`drive`] (`sim::pipeline::Pipeline`: inputs in, events out); the modules
 //! [`tun_read`], [`tap_write`], [`vhost_tx`] and [`tap_gro`] hold the renderer of each
 //! pipeline's events (a [`drive::Render`]), used by the simulator and the real arms
@@ -35,6 +37,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use sim::trace::diff::Divergence;
 use sim::trace::diff_stream::StreamDiff;
+use sim::trace::record::Record;
 
 use crate::cli_error::CliError;
 
@@ -286,6 +289,9 @@ pub struct Sinks {
     pub trace: TraceOut,
     pub json: JsonOut,
     pub capture: CaptureOut,
+    /// The records themselves, kept in memory (`conform` compares them by their marks);
+    /// None: not kept.
+    pub records: Option<Vec<Record<'static>>>,
 }
 
 /// What a finished replay reports (the sinks' own results come from [`Sinks::finish`]).
@@ -313,6 +319,8 @@ pub struct Finished {
     pub capture: Vec<u8>,
     /// The first difference from the golden capture, if compared.
     pub capture_verdict: Option<capture::CaptureVerdict>,
+    /// The records, when kept (pipelines that build records: tun-read).
+    pub records: Vec<Record<'static>>,
 }
 
 impl Sinks {
@@ -322,25 +330,28 @@ impl Sinks {
             trace: TraceOut::to(Dest::Memory(Vec::new())),
             json: JsonOut::to(Dest::Memory(Vec::new())),
             capture: CaptureOut::to(Dest::Memory(Vec::new()), sim::pcap::PcapFormat::Pcap),
+            records: Some(Vec::new()),
         }
     }
 
-    /// A trace's header, in each sink that wants one: `text` writes the text trace's
-    /// lines, `json` makes the JSON header line (tagged `"event": "header"` here).
-    /// Formatted only for a sink that is on.
-    pub fn header(
-        &mut self,
-        text: impl FnOnce(&mut String),
-        json: impl FnOnce() -> Value,
-    ) -> Result<(), CliError> {
+    /// Whether any sink wants records (the text trace, the JSON lines, the kept records);
+    /// the capture's comments are asked for separately.
+    #[inline]
+    pub fn wants_records(&self) -> bool {
+        self.trace.on() || self.json.on() || self.records.is_some()
+    }
+
+    /// One record into every sink that wants it: its text, its JSON line, a copy kept.
+    pub fn record(&mut self, rec: &Record<'_>) -> Result<(), CliError> {
         if self.trace.on() {
-            text(&mut self.trace.buf);
+            rec.write_text(&mut self.trace.buf);
             self.trace.flush()?;
         }
         if self.json.on() {
-            let mut h = json();
-            h["event"] = Value::from("header");
-            self.json.line(&h)?;
+            self.json.line(&rec.to_json())?;
+        }
+        if let Some(kept) = self.records.as_mut() {
+            kept.push(rec.clone().into_owned());
         }
         Ok(())
     }
@@ -355,6 +366,7 @@ impl Sinks {
             json,
             capture,
             capture_verdict,
+            records: self.records.unwrap_or_default(),
         })
     }
 }

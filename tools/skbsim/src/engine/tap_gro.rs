@@ -2,13 +2,11 @@
 //! NAPI poll; each skb the stack receives is rendered as it comes out of GRO and its
 //! buffers recycled, so a long replay holds only what GRO itself holds.
 
-use serde_json::json;
 use sim::pipeline::tap_gro::{GroEvent, TapGro};
-use sim::scenario::Scenario;
-use sim::trace::gro::{
-    delivered_comment, delivered_json, render_delivered, render_gro_totals, render_write_error,
-    tap_gro_header, tap_gro_header_json, GroTotals,
+use sim::pipeline::tap_gro_trace::{
+    delivered_record, header_record, refused_record, totals_record, GroTotals,
 };
+use sim::scenario::Scenario;
 use sim::trace::gro_cells;
 
 use super::capture::Point;
@@ -75,37 +73,23 @@ impl Render<GroEvent> for GroRender {
         match e {
             GroEvent::WriteError(e) => {
                 t.write_errors += 1;
-                if sinks.trace.on() {
-                    sinks.trace.buf.push('\n');
-                    render_write_error(&mut sinks.trace.buf, e);
-                    sinks.trace.flush()?;
-                }
-                if sinks.json.on() {
-                    sinks
-                        .json
-                        .line(&json!({"event": "write-error", "frame": e.frame,
-                        "ts_ns": e.ts_ns, "len": e.len, "errno": e.errno.name()}))?;
+                if sinks.wants_records() {
+                    sinks.record(&refused_record(e))?;
                 }
             }
             GroEvent::XdpBeforeGro(x) => t.xdp_before.push(x.clone()),
             GroEvent::AfterGro(a) => t.after_gro.push(a.clone()),
-            // Nothing reads the tap (`[gro] tap_observer = "none"`).
             GroEvent::Deliver(_) if !self.observed => {}
             GroEvent::Deliver(d) => {
                 let n = t.delivered as usize;
                 t.delivered(d.skb.len());
-                if sinks.trace.on() {
-                    sinks.trace.buf.push('\n');
-                    render_delivered(&mut sinks.trace.buf, n, d);
-                    sinks.trace.flush()?;
-                }
-                if sinks.json.on() {
-                    let mut v = delivered_json(n, d);
-                    v["event"] = json!("deliver");
-                    sinks.json.line(&v)?;
+                let comments = sinks.capture.on() && sinks.capture.comments;
+                let rec = (sinks.wants_records() || comments).then(|| delivered_record(n, d));
+                if let Some(rec) = rec.as_ref().filter(|_| sinks.wants_records()) {
+                    sinks.record(rec)?;
                 }
                 if sinks.capture.on() {
-                    let comment = sinks.capture.comments.then(|| delivered_comment(d));
+                    let comment = rec.filter(|_| comments).map(|r| r.comment());
                     let bytes = d.skb.bytes();
                     sinks
                         .capture
@@ -125,13 +109,9 @@ pub fn run_sim(
 ) -> Result<RunSummary, CliError> {
     let mut run = TapGro::for_scenario(scenario)
         .map_err(|e| CliError(format!("{}: {}", scenario.name, e.0)))?;
-    sinks.header(
-        |out| {
-            tap_gro_header(out, scenario, &run);
-            gro_cells::cells_header(out, &run.plan);
-        },
-        || tap_gro_header_json(scenario, &run),
-    )?;
+    if sinks.wants_records() {
+        sinks.record(&header_record(scenario, &run))?;
+    }
     sinks.capture.begin(&[STACK])?;
     let mut render = GroRender {
         observed: gro_cells::tap_observed(&run.plan),
@@ -142,54 +122,23 @@ pub fn run_sim(
         CliError(format!("{}: {e}", scenario.name))
     })?;
     let (t, tally) = (render.t, render.tally);
-    if sinks.trace.on() {
-        if gro_cells::tap_observed(&run.plan) {
-            render_gro_totals(&mut sinks.trace.buf, &run, &t);
-        } else {
-            gro_cells::unobserved_tap_totals(
-                &mut sinks.trace.buf,
-                run.counts.frames,
-                t.write_errors,
-                run.stats.rx_packets,
-                run.stats.rx_bytes,
-            );
-        }
+    if sinks.wants_records() {
+        sinks.record(&totals_record(&run, &t))?;
         if let Some(c) = &run.cells {
-            gro_cells::render_cells(&mut sinks.trace.buf, c);
+            for rec in gro_cells::cells_records(c) {
+                sinks.record(&rec)?;
+            }
         }
-        sinks.trace.flush()?;
     }
     if let Some(c) = run
         .cells
         .as_ref()
         .filter(|_| !gro_cells::tap_observed(&run.plan))
     {
-        // Without a tap observer the output pcap holds what the tunnel devices received.
         for (_, d) in c.deliveries() {
             let bytes = d.skb.bytes();
             sinks.capture.frame(0, d.ts_ns, &bytes, bytes.len(), None)?;
         }
-    }
-    if sinks.json.on() {
-        if let Some(c) = &run.cells {
-            for (n, (dev, d)) in c.deliveries().enumerate() {
-                let mut v = delivered_json(n, d);
-                v["event"] = json!("tunnel");
-                v["dev"] = json!(dev.describe());
-                sinks.json.line(&v)?;
-            }
-        }
-    }
-    if sinks.json.on() {
-        sinks.json.line(&json!({
-            "event": "totals",
-            "written": run.counts.frames,
-            "write_errors": t.write_errors,
-            "rx_packets": run.stats.rx_packets,
-            "rx_bytes": run.stats.rx_bytes,
-            "stack_packets": run.counts.skbs,
-            "stack_bytes": run.counts.bytes,
-        }))?;
     }
     Ok(RunSummary {
         frames,
@@ -203,18 +152,16 @@ pub fn run_sim(
 /// written by the model's delivery renderer (`sim::trace::gro_delivery`), the frames the
 /// AF_PACKET socket saw.
 pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, CliError> {
-    use sim::trace::gro_observed::{observed_json, render_observed};
+    use sim::trace::gro_observed::observed_records;
     use skbsim_kernel::arm::{tap_gro::run_tap_gro, ArmError};
     let real = run_tap_gro(scenario).map_err(|e| match e {
         ArmError::Kernel(k) => CliError(format!("{}: {k}", scenario.name)),
         other => CliError(format!("{}: {other}", scenario.name)),
     })?;
-    if sinks.trace.on() {
-        sinks.trace.buf = render_observed(scenario, &real.observed);
-        sinks.trace.flush()?;
-    }
-    if sinks.json.on() {
-        sinks.json.line(&observed_json(scenario, &real.observed))?;
+    if sinks.wants_records() {
+        for rec in observed_records(scenario, &real.observed) {
+            sinks.record(&rec)?;
+        }
     }
     sinks.capture.begin(&[STACK])?;
     for (d, ts) in real.observed.deliveries.iter().zip(&real.delivered_ts) {

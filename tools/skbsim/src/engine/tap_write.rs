@@ -3,13 +3,13 @@
 //! through one renderer.
 
 use indicatif::ProgressBar;
-use serde_json::json;
 use sim::bpf::Maps;
 use sim::pipeline::tap_write::{TapWriteRun, WriteEvent};
+use sim::pipeline::tap_write_trace::{header_record, host_event_record, totals_record};
 use sim::pipeline::PipelineError;
 use sim::scenario::Scenario;
-use sim::trace::write::{render_header, render_host_event, render_totals, tap_write_event_json};
-use sim::trace::{header_json, read_comment, TraceHeader};
+use sim::trace::record::Record;
+use sim::trace::TraceHeader;
 use sim::tun::TunStats;
 
 use super::capture::Point;
@@ -27,8 +27,6 @@ pub struct HostRender<'s> {
     /// The capture's timestamp for every frame the stack received: the first write's
     /// (tap-write) or the first input frame's (vhost-tx).
     pub capture_ts: Option<u64>,
-    /// The packet comment being built, reused.
-    comment: String,
     /// What became of each frame, for the summary: reads on A and B; the stack's frames
     /// are counted by fate when the model gives one ([`HostRender::fate`]).
     tally: Tally,
@@ -44,21 +42,19 @@ const READ_A: usize = 1;
 const READ_B: usize = 2;
 
 impl<'s> HostRender<'s> {
-    /// The header; `extra` adds pipeline lines (vhost-tx's guest line).
+    /// The header; `extra` adds pipeline fields (vhost-tx's guest).
     pub fn begin(
         scenario: &'s Scenario,
         backend: &str,
         sinks: &mut Sinks,
-        extra: impl FnOnce(&mut String),
+        extra: impl FnOnce(&mut Record<'_>),
     ) -> Result<HostRender<'s>, CliError> {
         let header = TraceHeader::for_scenario(scenario, backend);
-        sinks.header(
-            |out| {
-                render_header(out, &header, scenario);
-                extra(out);
-            },
-            || header_json(&header),
-        )?;
+        if sinks.wants_records() {
+            let mut rec = header_record(&header, scenario);
+            extra(&mut rec);
+            sinks.record(&rec)?;
+        }
         let mut points = vec![
             Point::for_device("stack", &scenario.device),
             Point::for_device("read A", &scenario.device),
@@ -79,7 +75,6 @@ impl<'s> HostRender<'s> {
             last_a: TunStats::default(),
             last_b: None,
             capture_ts: None,
-            comment: String::new(),
             tally: Tally::new(&observed),
             stack_fates: 0,
             fates_known: false,
@@ -133,55 +128,33 @@ impl<'s> HostRender<'s> {
 
     #[inline]
     pub fn event(&mut self, sinks: &mut Sinks, e: &WriteEvent) -> Result<(), CliError> {
-        if sinks.trace.on() {
-            sinks.trace.buf.push('\n');
-            render_host_event(
-                &mut sinks.trace.buf,
-                self.scenario,
-                e,
-                &mut self.last_a,
-                &mut self.last_b,
-            );
-            sinks.trace.flush()?;
-        } else {
-            match e {
-                WriteEvent::Write(w) => {
-                    self.last_a = w.stats;
-                    self.last_b = w.redirect_stats;
-                }
-                WriteEvent::Read {
-                    on_redirect: true,
-                    record,
-                } => self.last_b = Some(record.stats),
-                WriteEvent::Read { record, .. } => self.last_a = record.stats,
-                WriteEvent::Stack { .. } => {}
+        match e {
+            WriteEvent::Write(w) => {
+                self.last_a = w.stats;
+                self.last_b = w.redirect_stats;
+                self.capture_ts.get_or_insert(w.ts_ns);
             }
-        }
-        if let WriteEvent::Write(w) = e {
-            self.capture_ts.get_or_insert(w.ts_ns);
+            WriteEvent::Read {
+                on_redirect: true,
+                record,
+            } => self.last_b = Some(record.stats),
+            WriteEvent::Read { record, .. } => self.last_a = record.stats,
+            WriteEvent::Stack { .. } => {}
         }
         self.count(e);
-        if sinks.json.on() {
-            sinks.json.line(&tap_write_event_json(e))?;
+        let comments = sinks.capture.comments;
+        let rec = (sinks.wants_records() || comments).then(|| host_event_record(self.scenario, e));
+        if let Some(rec) = rec.as_ref().filter(|_| sinks.wants_records()) {
+            sinks.record(rec)?;
         }
+        let comment = || rec.as_ref().filter(|_| comments).map(Record::comment);
         let ts = self.capture_ts.unwrap_or(0);
         match e {
             WriteEvent::Stack { delivery, .. } => {
-                let comment = if sinks.capture.comments {
-                    // "protocol {:#06x}" and " vlan {tag}", by hand (sim::text).
-                    self.comment.clear();
-                    self.comment.push_str("protocol ");
-                    sim::text::hex0x(&mut self.comment, u64::from(delivery.protocol), 4);
-                    if let Some(v) = delivery.vlan {
-                        self.comment.push_str(" vlan ");
-                        sim::wire::summary::vlan_tci_into(&mut self.comment, v.proto, v.tci);
-                    }
-                    Some(self.comment.as_str())
-                } else {
-                    None
-                };
                 let f = &delivery.frame;
-                sinks.capture.frame(0, ts, f, f.len(), comment)?;
+                sinks
+                    .capture
+                    .frame(0, ts, f, f.len(), comment().as_deref())?;
             }
             WriteEvent::Read {
                 on_redirect,
@@ -193,11 +166,10 @@ impl<'s> HostRender<'s> {
                 };
                 let data = record.frame_bytes(dev);
                 let orig = record.model.as_ref().map_or(data.len(), |m| m.frame_len);
-                let comment = sinks.capture.comments.then(|| read_comment(record, dev));
                 let point = if *on_redirect { 2 } else { 1 };
                 sinks
                     .capture
-                    .frame(point, ts, data, orig, comment.as_deref())?;
+                    .frame(point, ts, data, orig, comment().as_deref())?;
             }
             _ => {}
         }
@@ -205,7 +177,7 @@ impl<'s> HostRender<'s> {
     }
 
     /// The totals: A's and B's final counters (`last` overrides the latest seen), maps,
-    /// and `extra` lines (vhost-tx's op counts). Returns the tally for the summary: the
+    /// and `extra` fields (vhost-tx's op counts). Returns the tally for the summary: the
     /// frames a full ring of A or B dropped are their `tx_dropped` (tun_net_xmit and
     /// tun_xdp_xmit count nothing else there).
     pub fn end(
@@ -213,22 +185,13 @@ impl<'s> HostRender<'s> {
         sinks: &mut Sinks,
         last: Option<(TunStats, Option<TunStats>)>,
         maps: Option<&Maps>,
-        extra: impl FnOnce(&mut String),
+        extra: impl FnOnce(&mut Record<'static>),
     ) -> Result<Tally, CliError> {
         let (a, b) = last.unwrap_or((self.last_a, self.last_b));
-        if sinks.trace.on() {
-            let out = &mut sinks.trace.buf;
-            out.push_str("\ntotals:\n");
-            render_totals(out, &a, b.as_ref(), maps);
-            extra(out);
-            sinks.trace.flush()?;
-        }
-        if sinks.json.on() {
-            sinks.json.line(&json!({
-                "event": "totals",
-                "counters": sim::trace::stats_json(&a),
-                "redirect_counters": b.as_ref().map(sim::trace::stats_json),
-            }))?;
+        if sinks.wants_records() {
+            let mut rec = totals_record(&a, b.as_ref(), maps);
+            extra(&mut rec);
+            sinks.record(&rec)?;
         }
         let mut tally = self.tally.clone();
         let stack = tally.points[STACK].skbs.unwrap_or(0);

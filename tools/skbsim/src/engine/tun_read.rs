@@ -2,14 +2,11 @@
 //! go through the same renderer into the same sinks.
 
 use indicatif::ProgressBar;
-use serde_json::json;
 use sim::pipeline::tun_read::{Event, TunReadRun};
+use sim::pipeline::tun_read_trace::{event_record, totals_record, TunReadCounts};
 use sim::scenario::Scenario;
 use sim::skb::OpCounters;
-use sim::trace::{
-    header_json, read_comment, tun_read_event, tun_read_event_json, tun_read_header,
-    tun_read_totals, TraceHeader, TunReadCounts,
-};
+use sim::trace::TraceHeader;
 use sim::tun::TunStats;
 
 use super::capture::Point;
@@ -18,7 +15,8 @@ use super::summary::{read_fate, Reason, Tally};
 use super::{RunSummary, Sinks};
 use crate::cli_error::CliError;
 
-/// Renders tun-read events into the sinks.
+/// Renders tun-read events into the sinks: each event becomes one record
+/// (`sim::pipeline::tun_read_trace`), written by the sinks' writers.
 #[derive(Debug)]
 pub struct TunReadRender<'s> {
     scenario: &'s Scenario,
@@ -34,7 +32,9 @@ impl<'s> TunReadRender<'s> {
         sinks: &mut Sinks,
     ) -> Result<TunReadRender<'s>, CliError> {
         let header = TraceHeader::for_scenario(scenario, backend);
-        sinks.header(|out| tun_read_header(out, &header), || header_json(&header))?;
+        if sinks.wants_records() {
+            sinks.record(&header.record())?;
+        }
         sinks
             .capture
             .begin(&[Point::for_device("read", &scenario.device)])?;
@@ -48,18 +48,11 @@ impl<'s> TunReadRender<'s> {
     #[inline]
     pub fn event(&mut self, sinks: &mut Sinks, e: &Event) -> Result<(), CliError> {
         let device = &self.scenario.device;
-        if sinks.trace.on() {
-            tun_read_event(&mut sinks.trace.buf, device, e, &mut self.counts);
-            sinks.trace.flush()?;
-        } else {
-            match e {
-                Event::XmitDropped { .. } => self.counts.drops += 1,
-                Event::Read(_) => self.counts.reads += 1,
-                Event::BridgeDropped { .. } => self.counts.bridge_drops += 1,
-            }
-        }
-        if sinks.json.on() {
-            sinks.json.line(&tun_read_event_json(device, e))?;
+        self.counts.count(e);
+        let comments = sinks.capture.comments;
+        let rec = (sinks.wants_records() || comments).then(|| event_record(e, device));
+        if let Some(rec) = rec.as_ref().filter(|_| sinks.wants_records()) {
+            sinks.record(rec)?;
         }
         match e {
             Event::XmitDropped { .. } => self.tally.dropped(Reason::RingFull, 1),
@@ -75,7 +68,7 @@ impl<'s> TunReadRender<'s> {
                 let data = r.frame_bytes(device);
                 // A short read keeps the frame's whole length as orig_len.
                 let orig = r.model.as_ref().map_or(data.len(), |m| m.frame_len);
-                let comment = sinks.capture.comments.then(|| read_comment(r, device));
+                let comment = rec.filter(|_| comments).map(|rec| rec.comment());
                 sinks.capture.frame(0, ts, data, orig, comment.as_deref())?;
             }
         }
@@ -89,18 +82,8 @@ impl<'s> TunReadRender<'s> {
         stats: &TunStats,
         ops: Option<&OpCounters>,
     ) -> Result<Tally, CliError> {
-        if sinks.trace.on() {
-            tun_read_totals(&mut sinks.trace.buf, &self.counts, stats, ops);
-            sinks.trace.flush()?;
-        }
-        if sinks.json.on() {
-            sinks.json.line(&json!({
-                "event": "totals",
-                "reads": self.counts.reads,
-                "xmit_drops": self.counts.drops,
-                "bridge_drops": self.counts.bridge_drops,
-                "counters": sim::trace::stats_json(stats),
-            }))?;
+        if sinks.wants_records() {
+            sinks.record(&totals_record(&self.counts, stats, ops))?;
         }
         Ok(self.tally)
     }

@@ -6,7 +6,7 @@ use sim::pcap::EthernetInput;
 use sim::pipeline::tap_write::{IFINDEX_DUT, IFINDEX_REDIRECT};
 use sim::pipeline::vhost_tx::{VhostTxEvent, VhostTxRun};
 use sim::scenario::Scenario;
-use sim::trace::vhost::{guest_line, ops_lines, render_worker};
+use sim::trace::vhost::{guest_field, ops_fields, worker_record};
 use sim::vhost::{VhostEvent, VhostOps};
 
 use super::drive::{drive, render_all, Render};
@@ -60,10 +60,8 @@ impl Render<VhostTxEvent> for VhostRender<'_> {
         match e {
             VhostTxEvent::Worker(w) => {
                 self.count(w);
-                if sinks.trace.on() {
-                    sinks.trace.buf.push('\n');
-                    render_worker(&mut sinks.trace.buf, w);
-                    sinks.trace.flush()?;
+                if sinks.wants_records() {
+                    sinks.record(&worker_record(w))?;
                 }
                 Ok(())
             }
@@ -89,7 +87,7 @@ pub fn run_sim(
 ) -> Result<RunSummary, CliError> {
     let mut run = VhostTxRun::new(scenario)
         .map_err(|e| CliError(format!("{}: {}", scenario.path.display(), e.0)))?;
-    let host = HostRender::begin(scenario, "sim", sinks, |out| guest_line(out, scenario))?;
+    let host = HostRender::begin(scenario, "sim", sinks, |rec| guest_field(rec, scenario))?;
     let mut render = VhostRender {
         host,
         stalled: Default::default(),
@@ -110,8 +108,8 @@ pub fn run_sim(
     let ops = run.ops();
     let tally = render
         .host
-        .end(sinks, Some(stats), run.host().maps(), |out| {
-            ops_lines(out, &ops, frames)
+        .end(sinks, Some(stats), run.host().maps(), |rec| {
+            ops_fields(rec, &ops, frames)
         })?;
     Ok(RunSummary {
         frames,
@@ -125,7 +123,7 @@ pub fn run_sim(
 pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, CliError> {
     let real = skbsim_kernel::arm::run_vhost_tx(scenario)
         .map_err(|e| CliError(format!("{}: {e}", scenario.name)))?;
-    let host = HostRender::begin(scenario, "tap", sinks, |out| guest_line(out, scenario))?;
+    let host = HostRender::begin(scenario, "tap", sinks, |rec| guest_field(rec, scenario))?;
     let mut render = VhostRender {
         host,
         stalled: Default::default(),
@@ -135,8 +133,8 @@ pub fn run_real(scenario: &Scenario, sinks: &mut Sinks) -> Result<RunSummary, Cl
     let ops = VhostOps::default();
     let tally = render
         .host
-        .end(sinks, Some(real.stats), real.maps.as_ref(), |out| {
-            ops_lines(out, &ops, real.frames)
+        .end(sinks, Some(real.stats), real.maps.as_ref(), |rec| {
+            ops_fields(rec, &ops, real.frames)
         })?;
     Ok(RunSummary {
         frames: real.frames,

@@ -2,7 +2,7 @@
 //! namespace, and every skb the stack sees after GRO read back with an AF_PACKET socket
 //! (`PACKET_VNET_HDR`) on the tap, and on a vxlan or gretap device for VXLAN and GRE-TEB
 //! flows. The result is an [`ObservedGro`], which
-//! `sim::trace::gro_observed::render_observed` writes in the simulator's tap-gro trace
+//! `sim::trace::gro_observed::observed_records` writes in the simulator's tap-gro trace
 //! layout.
 //!
 //! # The setup (one fresh [`Netns::run`] per scenario)
@@ -143,7 +143,7 @@ const POLL_WAIT: Duration = Duration::from_secs(2);
 /// What the real arm produced for one scenario.
 #[derive(Debug, Clone)]
 pub struct RealTapGro {
-    /// What the sockets saw, for `render_observed`.
+    /// What the sockets saw, for `observed_records`.
     pub observed: ObservedGro,
     /// For each delivery, the input timestamp of the last frame written before the arm
     /// collected it (the arm does not time deliveries; the output pcap uses these).

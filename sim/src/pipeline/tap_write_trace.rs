@@ -1,0 +1,142 @@
+//! The tap-write pipeline's events (and vhost-tx's host side) as trace records
+//! ([`crate::trace::record`]). Seen by both arms: what write() returned, what the stack
+//! received on A (AF_PACKET with PACKET_AUXDATA: the tag, the protocol, the bytes), the
+//! reads on A and B, the device counters and the XDP program's maps (read back with
+//! BPF_MAP_GET_NEXT_KEY / LOOKUP_ELEM). The model's: which path tun_get_user took
+//! (drivers/net/tun.c: tun_get_user / tun_xdp_one), each XDP run and the frame's fate.
+
+use crate::bpf::Maps;
+use crate::scenario::Scenario;
+use crate::trace::record::{At, Field, Part, Record, Value};
+use crate::trace::write::{action_line, fate_line};
+use crate::trace::{counters_value, describe_device, TraceHeader};
+use crate::tun::{DeviceKind, TunStats};
+use crate::wire::summary::{describe_into, describe_l3_into, vlan_tci_into};
+
+use super::tap_write::{program_label, WriteEvent, WriteRecord};
+use super::tun_read_trace::{read_record, result_value};
+
+/// The header of a tap-write or vhost-tx trace: B's device and the XDP program after A's.
+pub fn header_record<'h>(header: &'h TraceHeader, scenario: &Scenario) -> Record<'h> {
+    let mut after = Vec::new();
+    if let Some(b) = &scenario.redirect {
+        after.push(Field::both("redirect", Value::text(describe_device(b))));
+    }
+    if let Some(x) = &scenario.xdp {
+        let prog = format!("{} {}", program_label(x), x.mode.name());
+        after.push(Field::both("xdp", Value::text(prog)));
+    }
+    header.record_with(after)
+}
+
+fn write_record(w: &WriteRecord) -> Record<'_> {
+    let mut rec = Record::new("write");
+    rec.index = Some(w.write as u64);
+    rec.at = Some(At::Frame(w.frame, w.ts_ns));
+    let mode = if w.nonblocking {
+        "nonblocking"
+    } else {
+        "blocking"
+    };
+    rec.result = Some(Value::Parts(vec![
+        Part::bare("len", Value::Int(w.len as u64)),
+        Part::word("bytes"),
+        Part::bare("mode", Value::Word(mode)),
+        Part::word("->"),
+        Part::bare("result", result_value(w.result.map(|n| n as u64))),
+    ]));
+    if let Some(m) = &w.model {
+        if let Some(p) = m.path {
+            rec.push(Field::model("path", Value::Word(p.name())));
+        }
+        for x in &m.xdp {
+            rec.push(Field::model("xdp", Value::text(action_line(x))));
+        }
+        rec.push(Field::model("fate", Value::text(fate_line(&m.fate))));
+    }
+    counters_ab(&mut rec, &w.stats, w.redirect_stats.as_ref());
+    rec
+}
+
+/// `counters A` and, with a redirect device, `counters B`.
+fn counters_ab(rec: &mut Record<'_>, a: &TunStats, b: Option<&TunStats>) {
+    rec.push(Field::both("counters A", counters_value(a)));
+    if let Some(b) = b {
+        rec.push(Field::both("counters B", counters_value(b)));
+    }
+}
+
+/// The record of one host-side event: a write, a frame the stack received, a read on A
+/// or B.
+pub fn host_event_record<'e>(scenario: &Scenario, e: &'e WriteEvent) -> Record<'e> {
+    match e {
+        WriteEvent::Write(w) => write_record(w),
+        WriteEvent::Stack { write, delivery } => {
+            let mut rec = Record::new("stack");
+            rec.comment_words = true;
+            rec.at = Some(At::After(*write as u64));
+            rec.result = Some(Value::Parts(vec![
+                Part::bare("len", Value::Int(delivery.frame.len() as u64)),
+                Part::word("bytes"),
+            ]));
+            if let Some(v) = delivery.vlan {
+                let mut tag = String::new();
+                vlan_tci_into(&mut tag, v.proto, v.tci);
+                rec.push(Field::both("vlan", Value::text(tag)).meta_at(2));
+            }
+            let protocol = Value::hex(u64::from(delivery.protocol), 4);
+            rec.push(Field::both("protocol", protocol).meta());
+            // An IFF_TUN device's stack sees the packet from the network header on.
+            let mut summary = String::new();
+            match scenario.device.kind {
+                DeviceKind::Tap => describe_into(&mut summary, &delivery.frame),
+                DeviceKind::Tun => {
+                    describe_l3_into(&mut summary, delivery.protocol, &delivery.frame)
+                }
+            }
+            rec.push(Field::both("summary", Value::text(summary)));
+            rec.push(Field::both(
+                "bytes",
+                Value::Bytes(delivery.frame.as_slice().into()),
+            ));
+            rec
+        }
+        WriteEvent::Read {
+            on_redirect,
+            record,
+        } => {
+            if *on_redirect {
+                let dev = scenario.redirect.as_ref().unwrap_or(&scenario.device);
+                read_record("read B", record, dev)
+            } else {
+                read_record("read A", record, &scenario.device)
+            }
+        }
+    }
+}
+
+/// A little-endian key or value as a number when it is 1-8 bytes, else hex.
+fn le_num(b: &[u8]) -> String {
+    if (1..=8).contains(&b.len()) {
+        let mut v = [0u8; 8];
+        v[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(v).to_string()
+    } else {
+        crate::trace::hex_string(b)
+    }
+}
+
+/// The totals: the final counters of A and B and the program's maps (not the devmaps).
+pub fn totals_record(a: &TunStats, b: Option<&TunStats>, maps: Option<&Maps>) -> Record<'static> {
+    let mut rec = Record::new("totals");
+    counters_ab(&mut rec, a, b);
+    if let Some(maps) = maps {
+        for m in maps.iter().filter(|m| !m.spec().map_type.is_devmap()) {
+            for (k, v) in m.dump() {
+                let name = format!("map {}[{}]", m.name(), le_num(&k));
+                rec.push(Field::both(name, Value::text(le_num(&v))));
+            }
+        }
+    }
+    rec
+}

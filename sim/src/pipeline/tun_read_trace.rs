@@ -1,0 +1,298 @@
+//! The tun-read pipeline's events as trace records ([`crate::trace::record`]): the
+//! pipeline turns its own types into data once; the text trace, the JSON lines, the
+//! capture's packet comments and the comparison with a real arm are all derived from it.
+//! The marks follow what userspace sees from tun_chr_read_iter (drivers/net/tun.c:
+//! tun_put_user writes the PI, the vnet header and the frame; the device counters are
+//! read from /sys/class/net/*/statistics): those fields are seen by both arms; the skb,
+//! tun_put_user's own return, the op counts and the notes are the model's.
+
+use crate::skb::{gso, OpCounters};
+use crate::trace::record::{At, Field, Part, Record, Value};
+use crate::trace::render::counters_value;
+use crate::tun::read::SkbInfo;
+use crate::tun::{TunConfig, TunStats, TUN_PI_LEN, TUN_PKT_STRIP};
+use crate::wire::summary::{describe_into, vlan_tci_into};
+use crate::wire::tun_pi::TunPi;
+use crate::wire::virtio_net_hdr::{
+    flags_names, gso_type_name, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout,
+    VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_LEN,
+};
+
+use super::tun_read::{Event, ReadRecord};
+
+/// Reads and drops seen so far (the totals line).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TunReadCounts {
+    pub reads: u64,
+    pub drops: u64,
+    /// Frames the bridge did not deliver.
+    pub bridge_drops: u64,
+}
+
+impl TunReadCounts {
+    /// Count `e`.
+    pub fn count(&mut self, e: &Event) {
+        match e {
+            Event::XmitDropped { .. } => self.drops += 1,
+            Event::Read(_) => self.reads += 1,
+            Event::BridgeDropped { .. } => self.bridge_drops += 1,
+        }
+    }
+}
+
+/// `len 60 headlen 60 protocol 0x0800`, the tag, the checksum state and GSO.
+fn skb_value(k: &SkbInfo) -> Value<'static> {
+    let mut p = vec![
+        Part::named("len", Value::Int(k.len as u64)),
+        Part::named("headlen", Value::Int(k.headlen as u64)),
+        Part::named("protocol", Value::hex(u64::from(k.protocol), 4)),
+    ];
+    if let Some(v) = k.vlan {
+        let mut tag = String::new();
+        vlan_tci_into(&mut tag, v.proto, v.tci);
+        p.push(Part::named("hwaccel-tag", Value::text(tag)));
+    }
+    p.push(Part::bare(
+        "ip_summed",
+        Value::Word(k.ip_summed.kernel_name()),
+    ));
+    if k.ip_summed == crate::skb::IpSummed::Partial {
+        p.push(Part::named("csum_start", Value::Int(k.csum_start as u64)));
+        p.push(Part::named("csum_offset", Value::Int(k.csum_offset as u64)));
+    }
+    if k.gso_size != 0 {
+        p.push(Part::named("gso", Value::text(gso::names(k.gso_type))));
+        p.push(Part {
+            name: "gso_size",
+            label: Some("size"),
+            value: Value::Int(u64::from(k.gso_size)),
+        });
+        p.push(Part {
+            name: "gso_segs",
+            label: Some("segs"),
+            value: Value::Int(u64::from(k.gso_segs)),
+        });
+    }
+    Value::Parts(p)
+}
+
+/// `flags none gso_type NONE hdr_len 0 gso_size 0 csum_start 0 csum_offset 0`.
+fn vnet_value(h: &VirtioNetHdrRepr) -> Value<'static> {
+    let flags = if h.flags == 0 {
+        Value::Word("none")
+    } else {
+        Value::text(flags_names(h.flags))
+    };
+    let gso_type = if h.gso_type == VIRTIO_NET_HDR_GSO_NONE {
+        Value::Word("NONE")
+    } else {
+        Value::text(gso_type_name(h.gso_type))
+    };
+    let int = |n: u16| Value::Int(u64::from(n));
+    Value::Parts(vec![
+        Part::named("flags", flags),
+        Part::named("gso_type", gso_type),
+        Part::named("hdr_len", int(h.hdr_len)),
+        Part::named("gso_size", int(h.gso_size)),
+        Part::named("csum_start", int(h.csum_start)),
+        Part::named("csum_offset", int(h.csum_offset)),
+    ])
+}
+
+/// `flags 0x0001 (TUN_PKT_STRIP) proto 0x0800`.
+fn pi_value(flags: u16, proto: u16) -> Value<'static> {
+    let mut p = vec![Part::named("flags", Value::hex(u64::from(flags), 4))];
+    if flags & TUN_PKT_STRIP != 0 {
+        p.push(Part::bare("strip", Value::Word("(TUN_PKT_STRIP)")));
+    }
+    p.push(Part::named("proto", Value::hex(u64::from(proto), 4)));
+    Value::Parts(p)
+}
+
+/// The PI and the vnet header as userspace reads them from the buffer (a real arm's
+/// read has nothing else), and the vnet area's bytes past the header.
+fn userspace_fields<'r>(f: &mut Vec<Field<'r>>, r: &'r ReadRecord, dev: &TunConfig) {
+    let mut pos = 0;
+    if !dev.no_pi {
+        if let Ok(pi) = TunPi::new_checked(&r.data[..]) {
+            f.push(Field::both("pi", pi_value(pi.flags(), pi.proto())).meta());
+        }
+        pos = TUN_PI_LEN;
+    }
+    if !(dev.vnet_hdr && r.result.is_ok() && r.data.len() >= pos + dev.vnet_hdr_sz) {
+        return;
+    }
+    let area = &r.data[pos..pos + dev.vnet_hdr_sz];
+    let Ok(view) = VirtioNetHdr::new_checked(area, VnetHdrLayout::Basic, dev.vnet_endian) else {
+        return;
+    };
+    let Ok(h) = VirtioNetHdrRepr::parse(&view) else {
+        return;
+    };
+    f.push(Field::both("vnet", vnet_value(&h)).meta());
+    let pad = &area[VIRTIO_NET_HDR_LEN..];
+    if !pad.is_empty() {
+        let zero = if pad.iter().all(|b| *b == 0) {
+            "zero"
+        } else {
+            "not zeroed"
+        };
+        f.push(Field::both(
+            "vnet_pad",
+            Value::Parts(vec![
+                Part::bare("len", Value::Int(pad.len() as u64)),
+                Part::word("bytes"),
+                Part::bare("state", Value::Word(zero)),
+            ]),
+        ));
+    }
+}
+
+/// `Ok(n)` as n, an error by its name.
+pub fn result_value<T: Into<u64>>(r: Result<T, crate::errno::Errno>) -> Value<'static> {
+    match r {
+        Ok(n) => Value::Int(n.into()),
+        Err(e) => Value::Word(e.name()),
+    }
+}
+
+const XDP_FRAME_NO_PI: &str =
+    "an xdp_frame, read by tun_put_user_xdp (zero vnet area, no offload metadata)";
+const XDP_FRAME_PI: &str = "an xdp_frame, read by tun_put_user_xdp: no PI is written, so a PI reader takes the frame's first 4 bytes for one";
+
+/// The record of one read (`kind` `read`, or `read A` / `read B` on tap-write).
+pub fn read_record<'r>(kind: &'static str, r: &'r ReadRecord, dev: &TunConfig) -> Record<'r> {
+    let mut rec = Record::new(kind);
+    rec.index = Some(r.read as u64);
+    rec.at = r.frame.map(|(f, t)| At::Frame(f, t));
+    rec.result = Some(Value::Parts(vec![
+        Part::named("buffer", Value::Int(r.buffer_len as u64)),
+        Part::word("->"),
+        Part::bare("result", result_value(r.result.map(|n| n as u64))),
+    ]));
+    let f = &mut rec.fields;
+    let skb = r.model.as_ref().filter(|m| m.skb.is_some());
+    if let Some(k) = skb.and_then(|m| m.skb.as_ref()) {
+        f.push(Field::model("skb", skb_value(k)).meta());
+    }
+    if r.model.as_ref().is_some_and(|m| m.xdp_frame) {
+        let what = if dev.no_pi {
+            XDP_FRAME_NO_PI
+        } else {
+            XDP_FRAME_PI
+        };
+        f.push(Field::model("note", Value::Word(what)));
+    }
+    userspace_fields(f, r, dev);
+    if let Some(m) = skb {
+        match m.put_user_ret {
+            Some(ret) => {
+                f.push(Field::model("put_user", Value::Int(ret as u64)));
+                f.push(Field::model(
+                    "frame",
+                    Value::Parts(vec![
+                        Part::bare("frame_copied", Value::Int(m.frame_copied as u64)),
+                        Part {
+                            name: "frame_len",
+                            label: Some("of"),
+                            value: Value::Int(m.frame_len as u64),
+                        },
+                        Part::word("bytes"),
+                    ]),
+                ));
+            }
+            None => f.push(Field::model(
+                "put_user",
+                Value::Word("EINVAL, skb freed, no counter moves"),
+            )),
+        }
+    } else if r.model.is_some() && r.buffer_len == 0 {
+        f.push(Field::model(
+            "note",
+            Value::Word("read(0) returns 0 and leaves the frame queued"),
+        ));
+    }
+    if r.result.is_ok_and(|n| n > 0) {
+        let mut s = String::new();
+        describe_into(&mut s, r.frame_bytes(dev));
+        f.push(Field::both("summary", Value::text(s)));
+    }
+    if let Some(m) = skb {
+        let mut s = String::new();
+        m.ops.text_into(&mut s);
+        f.push(Field::model("ops", Value::text(s)));
+    }
+    f.push(Field::both("counters", counters_value(&r.stats)));
+    if !r.data.is_empty() {
+        f.push(Field::both("bytes", Value::Bytes(r.data.as_slice().into())));
+    }
+    rec
+}
+
+/// A drop with no read: `xmit-drop (frame 2, ts ...): tx_ring full`.
+fn drop_record(kind: &'static str, frame: u64, ts_ns: u64, what: &'static str) -> Record<'static> {
+    let mut rec = Record::new(kind);
+    rec.at = Some(At::Frame(frame, ts_ns));
+    rec.result = Some(Value::Word(what));
+    rec
+}
+
+/// The record of one tun-read event.
+pub fn event_record<'e>(e: &'e Event, dev: &TunConfig) -> Record<'e> {
+    match e {
+        Event::XmitDropped {
+            frame,
+            ts_ns,
+            stats,
+        } => {
+            let mut rec = drop_record("xmit-drop", *frame, *ts_ns, "tx_ring full");
+            rec.push(Field::both("counters", counters_value(stats)));
+            rec
+        }
+        Event::Read(r) => read_record("read", r, dev),
+        Event::BridgeDropped {
+            frame,
+            ts_ns,
+            reason,
+            stats,
+        } => {
+            let mut rec = drop_record("bridge-drop", *frame, *ts_ns, "not delivered");
+            if let Some(why) = reason {
+                rec.push(Field::model("why", Value::text(why.to_string())));
+            }
+            rec.push(Field::both("counters", counters_value(stats)));
+            rec
+        }
+    }
+}
+
+/// The totals: `totals: reads 1 xmit_drops 0`, the final counters, and the model's op
+/// counts.
+pub fn totals_record(
+    n: &TunReadCounts,
+    stats: &TunStats,
+    ops: Option<&OpCounters>,
+) -> Record<'static> {
+    let mut rec = Record::new("totals");
+    let mut p = vec![
+        Part::named("reads", Value::Int(n.reads)),
+        Part::named("xmit_drops", Value::Int(n.drops)),
+    ];
+    if n.bridge_drops > 0 {
+        p.push(Part::named("bridge_drops", Value::Int(n.bridge_drops)));
+    }
+    rec.result = Some(Value::Parts(p));
+    rec.push(Field::both("counters", counters_value(stats)));
+    if let Some(ops) = ops {
+        let mut s = String::new();
+        ops.text_into(&mut s);
+        rec.push(Field::model("ops", Value::text(s)));
+    }
+    rec
+}
+
+/// One read's block as text, without the blank line before it (tap-write's reads; see
+/// [`read_record`]).
+pub fn render_read(out: &mut String, kind: &'static str, r: &ReadRecord, dev: &TunConfig) {
+    read_record(kind, r, dev).write_block(out);
+}
