@@ -248,7 +248,6 @@ pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> ArmOu
                     .collect()
             })
             .unwrap_or_default(),
-        records: Vec::new(),
     }
 }
 
