@@ -191,8 +191,9 @@ impl Bench<'_> {
 }
 
 #[test]
+#[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn the_simulated_device_answers_as_the_kernel() {
-    require_privileges!();
+    skbsim_kernel::require_privileges();
     Netns::run(|ns| {
         let mut b = Bench {
             ns,
