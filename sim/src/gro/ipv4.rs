@@ -3,9 +3,9 @@
 //! flush_id/is_atomic pair; the 3.12 `held id + count` rule).
 
 use super::core::checksum_validate_needed;
-use super::csum;
 use super::rules::IpIdRule;
 use super::{gre, reason, tcp, udp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
+use crate::wire::checksum as csum;
 use crate::wire::ipv4::{HEADER_LEN as IPV4_HLEN, IP_MF, IP_OFFSET};
 use crate::wire::Ipv4Packet;
 

@@ -15,6 +15,7 @@
 use super::ipv4::IPPROTO_GRE;
 use super::udp6::{self, NEXTHDR_UDP};
 use super::{gre, reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
+use crate::wire::checksum as csum;
 use crate::wire::{Ipv6ExtHeader, Ipv6Packet};
 
 /// NEXTHDR_TCP.
@@ -180,7 +181,7 @@ fn has_l4(cfg: &GroConfig, proto: u8) -> bool {
 pub fn gro_compute_pseudo(skb: &SkBuff, proto: u8) -> u32 {
     let nh = skb.cb.network_offsets[usize::from(skb.cb.encap_mark)];
     let (saddr, daddr) = addrs(skb, nh);
-    super::csum::pseudo_v6(saddr, daddr, proto, skb.gro_len())
+    csum::pseudo_v6(saddr, daddr, proto, skb.gro_len())
 }
 
 /// saddr and daddr of the IPv6 header at `nh` (offset from data), as the pseudo-header

@@ -26,7 +26,6 @@ pub mod bigtcp;
 pub mod cells;
 pub mod cells6;
 pub mod core;
-pub mod csum;
 pub mod eth;
 pub mod frames;
 pub mod frames6;
@@ -45,6 +44,7 @@ mod udp_tests;
 
 use crate::skb::SkBuff;
 pub use crate::skb::ETH_HLEN;
+use crate::wire::checksum as csum;
 
 pub use self::core::{dev_gro_receive, napi_gro_complete, GroResult};
 pub use napi::{Delivered, End, Napi};
@@ -324,13 +324,13 @@ impl SkBuff {
                 return;
             }
             let from = off.saturating_sub(start);
-            let ps = csum::sum(p.get(from..).unwrap_or(&[]));
+            let ps = csum::ones_complement_sum(p.get(from..).unwrap_or(&[]), 0);
             let ps = if (start + from - off) % 2 == 1 {
                 u32::from(csum::fold(ps).swap_bytes())
             } else {
                 ps
             };
-            s = csum::csum_add(s, ps);
+            s = csum::add(s, ps);
         });
         s
     }

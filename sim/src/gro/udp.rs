@@ -9,12 +9,12 @@
 //! by default, so such frames flush (`udp:no-gro`). docs/gro.md#udp-gro.
 
 use super::core::{call_l3_receive, checksum_validate, postpull_rcsum, skb_gro_receive, L3Handler};
-use super::csum;
 use super::eth::eth_gro_complete;
 use super::ipv4::{gro_compute_pseudo, IPPROTO_UDP};
 use super::rules::UdpCompleteIph;
 use super::{reason, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
 use crate::skb::{gso, IpSummed};
+use crate::wire::checksum as csum;
 use crate::wire::udp::{Packet as UdpView, HEADER_LEN as UDP_HLEN};
 use crate::wire::VxlanPacket;
 
@@ -502,8 +502,8 @@ mod tests {
     /// showed exactly this difference (tap-gro/vxlan-udp-csum).
     #[test]
     fn outer_udp_checksum_seed_comes_from_the_outer_header_only_since_6_8() {
-        use super::super::csum;
         use crate::profile::LINUX_6_1;
+        use crate::wire::checksum as csum;
         let inner = Tcp4 {
             payload: 1350,
             ..Tcp4::default()

@@ -10,7 +10,8 @@ use super::udp::{
     udp_gro_complete, udp_gro_complete_fraglist, udp_gro_receive, udp_gro_validate, udp_hdr,
     UdpSock,
 };
-use super::{csum, GroConfig, SkBuff};
+use super::{GroConfig, SkBuff};
+use crate::wire::checksum as csum;
 use crate::wire::ipv6::Packet as Ipv6View;
 use crate::wire::udp::HEADER_LEN as UDP_HLEN;
 
