@@ -3,13 +3,13 @@
 
 use super::napi::{End, Napi};
 use super::{
-    bigtcp, eth, ipv4, ipv6, reason, GroConfig, Reason, ETH_HLEN, GRO_RECURSION_LIMIT,
-    MAX_GRO_SKBS, MAX_SKB_FRAGS,
+    bigtcp, eth, ipv4, ipv6, reason, GroConfig, Reason, GRO_RECURSION_LIMIT, MAX_GRO_SKBS,
 };
+use crate::consts::{ETH_HLEN, MAX_SKB_FRAGS};
 use crate::skb::{gso, IpSummed, SkBuff};
 use crate::wire::checksum as csum;
 
-pub use crate::consts::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB};
+use crate::consts::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB};
 
 /// What dev_gro_receive did with a frame (enum gro_result).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use crate::wire::checksum as csum;
 use crate::wire::ipv4::{HEADER_LEN as IPV4_HLEN, IP_MF, IP_OFFSET};
 use crate::wire::Ipv4Packet;
 
-pub use crate::consts::{IPPROTO_GRE, IPPROTO_TCP, IPPROTO_UDP};
+use crate::consts::{IPPROTO_GRE, IPPROTO_TCP, IPPROTO_UDP};
 pub use crate::wire::ipv4::IP_DF;
 /// IP_MF | IP_OFFSET: ip_is_fragment.
 const IP_MF_OFFSET: u16 = IP_MF | IP_OFFSET;

@@ -11,12 +11,10 @@ use super::udp::{
     UdpSock,
 };
 use super::{GroConfig, SkBuff};
+use crate::consts::NEXTHDR_UDP;
 use crate::wire::checksum as csum;
 use crate::wire::ipv6::Packet as Ipv6View;
 use crate::wire::udp::HEADER_LEN as UDP_HLEN;
-
-/// IPPROTO_UDP as an IPv6 next header (NEXTHDR_UDP).
-pub const NEXTHDR_UDP: u8 = 17;
 
 /// udp6_gro_lookup_skb: a VXLAN socket, or a UDP_GRO socket, bound to `dport`. The
 /// model's sockets listen on both families (a socket bound to the wildcard address of
