@@ -8,7 +8,8 @@ use crate::consts::{
     skb_data_align, PAGE_SIZE, SKB_SHARED_INFO_ALIGNED, TUN_RX_PAD, VLAN_VID_MASK,
     XDP_PACKET_HEADROOM,
 };
-use crate::consts::{ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
+use crate::consts::{ETH_HLEN, ETH_P_IP, ETH_P_IPV6};
+use crate::wire::vlan::eth_type_vlan;
 use crate::errno::Errno;
 pub(crate) use crate::ethernet::eth_type_trans;
 use crate::net::{Delivery, Net};
@@ -360,7 +361,7 @@ impl Net {
             return;
         }
         while skb.vlan.is_some_and(|t| t.tci & VLAN_VID_MASK == 0)
-            && matches!(skb.protocol, ETH_P_8021Q | ETH_P_8021AD)
+            && eth_type_vlan(skb.protocol)
         {
             // __vlan_hwaccel_clear_tag + skb_vlan_untag; a frame too short for the next
             // tag is freed without a count.
