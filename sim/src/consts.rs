@@ -50,6 +50,10 @@ pub const VXLAN_HLEN: usize = 8;
 
 /// NEXTHDR_HOP (include/net/ipv6.h): hop-by-hop options.
 pub const NEXTHDR_HOP: u8 = 0;
+/// NEXTHDR_TCP (include/net/ipv6.h).
+pub const NEXTHDR_TCP: u8 = 6;
+/// NEXTHDR_UDP (include/net/ipv6.h).
+pub const NEXTHDR_UDP: u8 = 17;
 /// NEXTHDR_ROUTING (include/net/ipv6.h).
 pub const NEXTHDR_ROUTING: u8 = 43;
 /// NEXTHDR_FRAGMENT (include/net/ipv6.h).

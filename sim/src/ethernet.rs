@@ -9,9 +9,10 @@
 //! payload bytes: 0xffff is Novell's raw 802.3 (IPX without an LLC header, never a valid
 //! DSAP/SSAP pair), so ETH_P_802_3; anything else is an 802.2 LLC frame, ETH_P_802_2.
 
-pub use crate::consts::{ETH_P_802_2, ETH_P_802_3, ETH_P_802_3_MIN};
+use crate::consts::ETH_HLEN;
+use crate::consts::{ETH_P_802_2, ETH_P_802_3, ETH_P_802_3_MIN};
 use crate::skb::SkBuff;
-use crate::wire::ethernet::{self, ETH_HLEN};
+use crate::wire::ethernet;
 
 /// eth_proto_is_802_3 (include/linux/etherdevice.h): the field is an EtherType, not an
 /// 802.3 length.

@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::ethernet::ETH_P_802_2;
+use crate::consts::ETH_P_802_2;
+use crate::consts::{ETH_P_IP, ETH_P_IPV6};
 use crate::pool::Pool;
-use crate::skb::{SkBuff, VlanTag, ETH_P_IP, ETH_P_IPV6};
+use crate::skb::{SkBuff, VlanTag};
 use crate::tun::TunDevice;
 
 /// A frame the stack received (__netif_receive_skb_core delivered it to the packet taps).

@@ -16,11 +16,9 @@ mod shinfo;
 #[path = "skb_vlan.rs"]
 mod vlan;
 
-// Re-exported so that the datapath's `crate::skb::ETH_HLEN` paths keep working.
-pub use crate::consts::{
-    ETH_ALEN, ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB, NET_SKB_PAD,
-    VLAN_HLEN,
-};
+// Still re-exported for trace/ and tun/vnet_to_skb.rs, which other items of issue 21
+// rewrite (they import crate::consts directly once those land).
+pub use crate::consts::{ETH_HLEN, ETH_P_IP, ETH_P_IPV6};
 
 /// skb->ip_summed (include/linux/skbuff.h). A scenario's `skb.checksum` names all but
 /// CHECKSUM_COMPLETE, which no transmitted skb has.
@@ -122,7 +120,7 @@ pub mod gso {
 /// (include/linux/if_vlan.h: __vlan_hwaccel_put_tag).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VlanTag {
-    /// TPID in host order, e.g. 0x8100 or 0x88a8.
+    /// TPID in host order, e.g. ETH_P_8021Q or ETH_P_8021AD.
     pub proto: u16,
     pub tci: u16,
 }

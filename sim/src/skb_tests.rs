@@ -1,6 +1,7 @@
 //! Tests of skb.rs.
 
 use super::*;
+use crate::consts::{ETH_P_8021Q, NET_SKB_PAD};
 
 fn tagged_frame() -> Vec<u8> {
     let mut f = vec![

@@ -4,7 +4,8 @@
 //! the insert may need (net/core/skbuff.c: pskb_expand_head). The tag is read and
 //! written through the wire views (`EthernetPacket`, `VlanPacket`).
 
-use super::{IpSummed, SkBuff, VlanTag, ETH_ALEN, ETH_HLEN, NET_SKB_PAD, VLAN_HLEN};
+use super::{IpSummed, SkBuff, VlanTag};
+use crate::consts::{ETH_ALEN, ETH_HLEN, NET_SKB_PAD, VLAN_HLEN};
 use crate::wire::vlan::eth_type_vlan;
 use crate::wire::{EthernetPacket, VlanPacket};
 

@@ -17,8 +17,9 @@
 
 use super::maps::{MapType, Maps, MAX_KEY_SIZE};
 use super::vm::Machine;
-use super::xdp::{RedirectTarget, XdpBuff, ETH_HLEN, XDP_ABORTED, XDP_FRAME_SIZE, XDP_REDIRECT};
+use super::xdp::{RedirectTarget, XdpBuff, XDP_ABORTED, XDP_FRAME_SIZE, XDP_REDIRECT};
 use super::{BpfError, CTX_ADDR, MAP_HANDLE_ADDR, MAP_VALUE_ADDR, MAP_VALUE_STRIDE};
+use crate::consts::ETH_HLEN;
 
 pub const FUNC_MAP_LOOKUP_ELEM: u32 = 1;
 pub const FUNC_MAP_UPDATE_ELEM: u32 = 2;

@@ -5,8 +5,8 @@
 //! `data_hard_start`; the program sees them at [`PACKET_ADDR`](super::PACKET_ADDR) + offset.
 
 use super::BpfError;
+use crate::consts::XDP_PACKET_HEADROOM;
 use crate::consts::{skb_data_align, PAGE_SIZE, SKB_SHARED_INFO_ALIGNED};
-pub use crate::consts::{ETH_HLEN, XDP_PACKET_HEADROOM};
 
 pub const XDP_ABORTED: u32 = 0;
 pub const XDP_DROP: u32 = 1;

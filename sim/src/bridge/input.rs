@@ -2,10 +2,12 @@
 //! (br_handle_frame, br_handle_frame_finish) and net/bridge/br_forward.c
 //! (should_deliver, br_dev_queue_push_xmit). See the module docs of [`super`].
 
+use crate::consts::{ETH_HLEN, VLAN_HLEN};
+use crate::consts::{ETH_P_IP, ETH_P_IPV6};
 use crate::ethernet::{encap_proto, eth_proto_is_802_3};
-use crate::skb::{gso, IpSummed, SkBuff, ETH_HLEN, VLAN_HLEN};
+use crate::skb::{gso, IpSummed, SkBuff};
 use crate::tun::TunConfig;
-use crate::wire::{ethernet, vlan, ETH_P_IP, ETH_P_IPV6};
+use crate::wire::{ethernet, vlan};
 
 use super::{multicast, netfilter, Bridge, DropReason, Mac, Port, Verdict};
 

@@ -19,8 +19,10 @@
 //! real bridge's querier exist within a replay (seen on 6.18: after such an MLDv2
 //! query, IPv6 multicast to a unicast address went to the router port only).
 
+use crate::consts::IPPROTO_ICMPV6;
 use crate::wire::checksum::{checksum, fold, ones_complement_sum};
-use crate::wire::{be16_at, be32_at, ipv4, ipv6, IPPROTO_ICMPV6};
+use crate::wire::ipv6::{ExtHeaders, ExtRule};
+use crate::wire::{be16_at, be32_at, ipv4, ipv6};
 
 use crate::consts::IPPROTO_IGMP;
 /// include/uapi/linux/igmp.h message types.
@@ -44,8 +46,8 @@ const IGMPV3_GREC_LEN: usize = 8;
 /// why the frame is dropped.
 pub fn rcv(protocol: u16, net: &[u8], csum_unnecessary: bool) -> Result<(), &'static str> {
     match protocol {
-        crate::wire::ETH_P_IP => ipv4_rcv(net, csum_unnecessary),
-        crate::wire::ETH_P_IPV6 => ipv6_mc_check_mld(net, csum_unnecessary),
+        crate::consts::ETH_P_IP => ipv4_rcv(net, csum_unnecessary),
+        crate::consts::ETH_P_IPV6 => ipv6_mc_check_mld(net, csum_unnecessary),
         _ => Ok(()),
     }
 }
@@ -129,9 +131,7 @@ fn igmp3_report(igmp: &[u8]) -> Result<(), &'static str> {
     Ok(())
 }
 
-use crate::consts::{
-    NEXTHDR_AUTH, NEXTHDR_DEST, NEXTHDR_FRAGMENT, NEXTHDR_HOP, NEXTHDR_NONE, NEXTHDR_ROUTING,
-};
+use crate::consts::{NEXTHDR_HOP, NEXTHDR_NONE};
 /// include/uapi/linux/icmpv6.h MLD types.
 const ICMPV6_MGM_QUERY: u8 = 130;
 const ICMPV6_MGM_REPORT: u8 = 131;
@@ -245,37 +245,11 @@ fn mld2_report(msg: &[u8]) -> Result<(), &'static str> {
 
 /// net/ipv6/exthdrs_core.c: ipv6_skip_exthdr from `start` with first header `nexthdr`:
 /// the upper-layer protocol and its offset, or None when a header does not fit (the walk
-/// reads the whole skb, padding included) or is NEXTHDR_NONE.
-fn ipv6_skip_exthdr(net: &[u8], mut start: usize, mut nexthdr: u8) -> Option<(u8, usize)> {
-    while matches!(
-        nexthdr,
-        NEXTHDR_HOP
-            | NEXTHDR_ROUTING
-            | NEXTHDR_FRAGMENT
-            | NEXTHDR_AUTH
-            | NEXTHDR_NONE
-            | NEXTHDR_DEST
-    ) {
-        if nexthdr == NEXTHDR_NONE {
-            return None;
-        }
-        let hp = net.get(start..start + 2)?;
-        let hdrlen = match nexthdr {
-            NEXTHDR_FRAGMENT => {
-                let frag_off = be16_at(net, start + 2)?;
-                if frag_off & !0x7 != 0 {
-                    // A non-first fragment: the walk stops at the fragment header.
-                    return Some((nexthdr, start));
-                }
-                8
-            }
-            NEXTHDR_AUTH => (usize::from(hp[1]) + 2) << 2,
-            _ => (usize::from(hp[1]) + 1) << 3,
-        };
-        nexthdr = hp[0];
-        start += hdrlen;
-    }
-    Some((nexthdr, start))
+/// reads the whole skb, padding included) or is NEXTHDR_NONE. The wire walk by
+/// [`ExtRule::SkipExthdr`].
+fn ipv6_skip_exthdr(net: &[u8], start: usize, nexthdr: u8) -> Option<(u8, usize)> {
+    let (nexthdr, off) = ExtHeaders::skip(ExtRule::SkipExthdr, nexthdr, net.get(start..)?).ok()?;
+    (nexthdr != NEXTHDR_NONE).then_some((nexthdr, start + off))
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //! in-band cases (`is_vlan_ip`, `is_pppoe_ip`) need `bridge-nf-filter-vlan-tagged` /
 //! `-pppoe-tagged`, which are off by default.
 
-use crate::wire::{be32_at, ipv4, ipv6, IPPROTO_HOPOPTS};
+use crate::consts::IPPROTO_HOPOPTS;
+use crate::wire::{be32_at, ipv4, ipv6};
 
 /// `IPV6_TLV_PAD1`, `IPV6_TLV_PADN`, `IPV6_TLV_JUMBO` (include/uapi/linux/in6.h).
 const IPV6_TLV_PAD1: u8 = 0;

@@ -8,7 +8,8 @@
 //! `gro_ipv4_max_size` (docs/gro.md#big-tcp).
 
 use super::rules::{GroRules, GroSizeRule};
-use super::{reason, GroConfig, Reason, SkBuff, ETH_HLEN, GRO_LEGACY_MAX_SIZE, GRO_MAX_SIZE};
+use super::{reason, GroConfig, Reason, SkBuff, GRO_LEGACY_MAX_SIZE, GRO_MAX_SIZE};
+use crate::consts::ETH_HLEN;
 use crate::consts::{ETH_P_IPV6, IPPROTO_TCP, NEXTHDR_HOP};
 use crate::wire::ipv6 as ip6;
 

@@ -250,7 +250,7 @@ fn ipv4_takes_gro_ipv4_max_size_and_writes_tot_len_0_from_6_3() {
     let b = d[0].to_vec();
     assert_eq!(b.len(), 14 + 40 + 64 * 1440);
     assert_eq!(&b[16..18], &[0, 0], "tot_len 0");
-    assert!(crate::gro::csum::ipv4_header_ok(&b[14..34]));
+    assert!(crate::wire::checksum::ipv4_header_ok(&b[14..34]));
     // gro_max_size is IPv6's only; on 6.1 IPv4 stays below 64K whatever it says.
     let d = run_sizes(&LINUX_6_18, 185_000, 65536, frames());
     assert_eq!(lens_of(&d), vec![54 + 45 * 1440, 54 + 19 * 1440]);

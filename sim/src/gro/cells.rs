@@ -28,7 +28,8 @@ use std::collections::BTreeMap;
 
 use super::core::dev_gro_receive;
 use super::napi::{Delivered, End, Napi};
-use super::{GroConfig, GroResult, Reason, ReasonDef, SkBuff, ETH_HLEN, NAPI_POLL_WEIGHT};
+use super::{GroConfig, GroResult, Reason, ReasonDef, SkBuff, NAPI_POLL_WEIGHT};
+use crate::consts::ETH_HLEN;
 use crate::consts::{ETH_P_IP, ETH_P_IPV6, ETH_P_TEB, IPPROTO_GRE, IPPROTO_UDP, VXLAN_HLEN};
 use crate::skb::{gso, IpSummed};
 use crate::wire::gre::{Gre, GRE_BASE_LEN, GRE_ROUTING, GRE_VERSION};

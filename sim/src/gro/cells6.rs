@@ -17,7 +17,7 @@
 use std::net::Ipv6Addr;
 
 use super::cells::{Outer, TunnelDev};
-use super::ETH_HLEN;
+use crate::consts::ETH_HLEN;
 use crate::consts::{ETH_P_IPV6, ETH_P_TEB, IPPROTO_GRE, IPPROTO_UDP, VXLAN_HLEN};
 use crate::wire::gre::{Gre, GRE_ROUTING, GRE_VERSION};
 use crate::wire::vxlan::VXLAN_HF_VNI;

@@ -3,12 +3,13 @@
 
 use super::napi::{End, Napi};
 use super::{
-    bigtcp, eth, ipv4, ipv6, reason, GroConfig, Reason, ETH_HLEN, GRO_RECURSION_LIMIT,
-    MAX_GRO_SKBS, MAX_SKB_FRAGS,
+    bigtcp, eth, ipv4, ipv6, reason, GroConfig, Reason, GRO_RECURSION_LIMIT, MAX_GRO_SKBS,
 };
+use crate::consts::{ETH_HLEN, MAX_SKB_FRAGS};
 use crate::skb::{gso, IpSummed, SkBuff};
+use crate::wire::checksum as csum;
 
-pub use crate::consts::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB};
+use crate::consts::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB};
 
 /// What dev_gro_receive did with a frame (enum gro_result).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -339,14 +340,13 @@ pub fn checksum_validate_needed(skb: &SkBuff, zero_okay: bool, check: u16) -> bo
 pub fn checksum_validate(skb: &mut SkBuff, zero_okay: bool, check: u16, psum: u32) -> bool {
     if checksum_validate_needed(skb, zero_okay, check) {
         // __skb_gro_checksum_validate_complete
-        let carried_ok = skb.cb.csum_valid
-            && super::csum::fold(super::csum::csum_add(psum, skb.cb.csum)) == 0xffff;
+        let carried_ok = skb.cb.csum_valid && csum::fold(csum::add(psum, skb.cb.csum)) == 0xffff;
         if !carried_ok {
             // __skb_gro_checksum_complete
             let wsum = skb.sum_from(skb.cb.data_offset);
             skb.cb.csum = wsum;
             skb.cb.csum_valid = true;
-            if super::csum::fold(super::csum::csum_add(psum, wsum)) != 0xffff {
+            if csum::fold(csum::add(psum, wsum)) != 0xffff {
                 return true;
             }
         }
@@ -375,8 +375,8 @@ fn incr_checksum_unnecessary(skb: &mut SkBuff) {
 /// skb_gro_postpull_rcsum: keep the carried sum covering only [data_offset, end).
 pub fn postpull_rcsum(skb: &mut SkBuff, start: usize, len: usize) {
     if skb.cb.csum_valid {
-        let s = super::csum::sum(skb.hdr(start, len).unwrap_or(&[]));
+        let s = csum::ones_complement_sum(skb.hdr(start, len).unwrap_or(&[]), 0);
         // csum_sub: add the complement.
-        skb.cb.csum = super::csum::csum_add(skb.cb.csum, u32::from(!super::csum::fold(s)));
+        skb.cb.csum = csum::add(skb.cb.csum, u32::from(!csum::fold(s)));
     }
 }

@@ -4,7 +4,8 @@
 //! CONFIG_VLAN_8021Q (off on this machine's kernel).
 
 use super::core::{call_l3_receive, complete_by_type, find_receive_by_type, postpull_rcsum};
-use super::{reason, GroConfig, SkBuff, ETH_HLEN};
+use super::{reason, GroConfig, SkBuff};
+use crate::consts::ETH_HLEN;
 
 use crate::consts::VLAN_HLEN;
 use crate::wire::{EthernetPacket, VlanPacket};

@@ -2,9 +2,9 @@
 
 use super::core::{
     call_l3_receive, checksum_validate, complete_by_type, find_receive_by_type, postpull_rcsum,
-    ETH_P_TEB,
 };
 use super::{reason, GroConfig, SkBuff};
+use crate::consts::ETH_P_TEB;
 use crate::skb::gso;
 use crate::wire::Gre;
 

@@ -3,13 +3,13 @@
 //! flush_id/is_atomic pair; the 3.12 `held id + count` rule).
 
 use super::core::checksum_validate_needed;
-use super::csum;
 use super::rules::IpIdRule;
 use super::{gre, reason, tcp, udp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
+use crate::wire::checksum as csum;
 use crate::wire::ipv4::{HEADER_LEN as IPV4_HLEN, IP_MF, IP_OFFSET};
 use crate::wire::Ipv4Packet;
 
-pub use crate::consts::{IPPROTO_GRE, IPPROTO_TCP, IPPROTO_UDP};
+use crate::consts::{IPPROTO_GRE, IPPROTO_TCP, IPPROTO_UDP};
 pub use crate::wire::ipv4::IP_DF;
 /// IP_MF | IP_OFFSET: ip_is_fragment.
 const IP_MF_OFFSET: u16 = IP_MF | IP_OFFSET;

@@ -12,15 +12,14 @@
 //! gre_offload for inet6_offloads[IPPROTO_GRE] too, so an IPv6 outer header hands GRE to
 //! the same gre_gro_receive / gre_gro_complete as IPv4 (docs/gro.md#tunnels-over-ipv6).
 
-use super::ipv4::IPPROTO_GRE;
-use super::udp6::{self, NEXTHDR_UDP};
+use super::udp6;
 use super::{gre, reason, tcp, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
-use crate::wire::{Ipv6ExtHeader, Ipv6Packet};
+use crate::consts::IPPROTO_GRE;
+use crate::consts::{NEXTHDR_TCP, NEXTHDR_UDP};
+use crate::wire::checksum as csum;
+use crate::wire::ipv6::{ExtHeaders, ExtRule};
+use crate::wire::Ipv6Packet;
 
-/// NEXTHDR_TCP.
-pub const NEXTHDR_TCP: u8 = 6;
-// The extension headers registered with INET6_PROTO_GSO_EXTHDR.
-use crate::consts::{NEXTHDR_DEST, NEXTHDR_HOP, NEXTHDR_ROUTING};
 pub use crate::wire::ipv6::HEADER_LEN as IPV6_HLEN;
 /// The Version and Flow Label bits of the first word: a difference there is another flow.
 const FLOW_BITS: u32 = 0xF00F_FFFF;
@@ -41,21 +40,12 @@ fn ip6h_at(skb: &SkBuff, off: usize) -> Option<Ipv6Packet<&[u8]>> {
 
 /// ipv6_gro_pull_exthdrs / ipv6_exthdrs_len: from the first next header `proto` over the
 /// extension headers in `bytes` (what follows the fixed header), the protocol after them
-/// and their length. A header that does not fit ends the walk at its own protocol.
-///
-/// Not the view's `ExtHeaders` walk (ipv6_skip_exthdr): GRO steps over only the
-/// headers with INET6_PROTO_GSO_EXTHDR, as many as there are.
-pub fn walk_exthdrs(bytes: &[u8], mut proto: u8) -> (u8, usize) {
-    let mut len = 0;
-    while matches!(proto, NEXTHDR_HOP | NEXTHDR_ROUTING | NEXTHDR_DEST) {
-        // The checked view holds the whole header (ipv6_optlen: (hdrlen + 1) * 8).
-        let Ok(h) = Ipv6ExtHeader::new_checked(proto, bytes.get(len..).unwrap_or(&[])) else {
-            break;
-        };
-        proto = h.next_header();
-        len += h.header_len();
-    }
-    (proto, len)
+/// and their length. A header that does not fit ends the walk at its own protocol: the
+/// wire walk by [`ExtRule::GroPull`].
+pub fn walk_exthdrs(bytes: &[u8], proto: u8) -> (u8, usize) {
+    let mut walk = ExtHeaders::with_rule(ExtRule::GroPull, proto, bytes);
+    walk.by_ref().take_while(|step| step.is_ok()).for_each(drop);
+    (walk.next_header(), walk.offset())
 }
 
 /// ipv6_gro_receive.
@@ -180,7 +170,7 @@ fn has_l4(cfg: &GroConfig, proto: u8) -> bool {
 pub fn gro_compute_pseudo(skb: &SkBuff, proto: u8) -> u32 {
     let nh = skb.cb.network_offsets[usize::from(skb.cb.encap_mark)];
     let (saddr, daddr) = addrs(skb, nh);
-    super::csum::pseudo_v6(saddr, daddr, proto, skb.gro_len())
+    csum::pseudo_v6(saddr, daddr, proto, skb.gro_len())
 }
 
 /// saddr and daddr of the IPv6 header at `nh` (offset from data), as the pseudo-header

@@ -26,7 +26,6 @@ pub mod bigtcp;
 pub mod cells;
 pub mod cells6;
 pub mod core;
-pub mod csum;
 pub mod eth;
 pub mod frames;
 pub mod frames6;
@@ -43,8 +42,9 @@ pub mod udp6;
 #[cfg(test)]
 mod udp_tests;
 
+use crate::consts::ETH_HLEN;
 use crate::skb::SkBuff;
-pub use crate::skb::ETH_HLEN;
+use crate::wire::checksum as csum;
 
 pub use self::core::{dev_gro_receive, napi_gro_complete, GroResult};
 pub use napi::{Delivered, End, Napi};
@@ -60,7 +60,6 @@ pub const GRO_LEGACY_MAX_SIZE: usize = 65536;
 /// GRO_MAX_SIZE (include/linux/netdevice.h, 8 * 65535 since 0fe79f28bfaf, v5.19): the
 /// largest gro_max_size / gro_ipv4_max_size rtnetlink's do_setlink accepts.
 pub const GRO_MAX_SIZE: usize = 8 * 65535;
-pub use crate::consts::MAX_SKB_FRAGS;
 /// NAPI_POLL_WEIGHT (include/linux/netdevice.h): tun's napi weight and poll budget.
 pub const NAPI_POLL_WEIGHT: usize = 64;
 /// GRO_RECURSION_LIMIT (include/net/gro.h).
@@ -324,13 +323,13 @@ impl SkBuff {
                 return;
             }
             let from = off.saturating_sub(start);
-            let ps = csum::sum(p.get(from..).unwrap_or(&[]));
+            let ps = csum::ones_complement_sum(p.get(from..).unwrap_or(&[]), 0);
             let ps = if (start + from - off) % 2 == 1 {
                 u32::from(csum::fold(ps).swap_bytes())
             } else {
                 ps
             };
-            s = csum::csum_add(s, ps);
+            s = csum::add(s, ps);
         });
         s
     }

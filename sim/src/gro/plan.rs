@@ -129,7 +129,7 @@ impl GroPlan {
             gro_fraglist: self.gro_fraglist,
             gro_max_size: self.gro_max_size,
             gro_ipv4_max_size: self.gro_ipv4_max_size,
-            hard_header_len: super::ETH_HLEN,
+            hard_header_len: crate::consts::ETH_HLEN,
         }
     }
 }

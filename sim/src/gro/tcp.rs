@@ -2,12 +2,13 @@
 //! tcp4_gro_complete; net/ipv6/tcpv6_offload.c: tcp6_gro_receive, tcp6_gro_complete.
 
 use super::core::{checksum_validate, skb_gro_receive};
-use super::csum;
-use super::ipv4::{gro_compute_pseudo, IPPROTO_TCP};
+use super::ipv4::gro_compute_pseudo;
 use super::ipv6;
 use super::rules::{CwrGso, IpIdRule};
 use super::{reason, GroConfig, Reason, SkBuff};
+use crate::consts::IPPROTO_TCP;
 use crate::skb::{gso, IpSummed};
+use crate::wire::checksum as csum;
 use crate::wire::tcp::{HEADER_LEN as TCP_HLEN, TCPHDR_FIN, TCPHDR_PSH};
 use crate::wire::TcpPacket;
 

@@ -9,16 +9,17 @@
 //! by default, so such frames flush (`udp:no-gro`). docs/gro.md#udp-gro.
 
 use super::core::{call_l3_receive, checksum_validate, postpull_rcsum, skb_gro_receive, L3Handler};
-use super::csum;
 use super::eth::eth_gro_complete;
-use super::ipv4::{gro_compute_pseudo, IPPROTO_UDP};
+use super::ipv4::gro_compute_pseudo;
 use super::rules::UdpCompleteIph;
 use super::{reason, GroConfig, Reason, SkBuff, GRO_RECURSION_LIMIT};
+use crate::consts::IPPROTO_UDP;
 use crate::skb::{gso, IpSummed};
+use crate::wire::checksum as csum;
 use crate::wire::udp::{Packet as UdpView, HEADER_LEN as UDP_HLEN};
 use crate::wire::VxlanPacket;
 
-pub use crate::consts::VXLAN_HLEN;
+use crate::consts::VXLAN_HLEN;
 /// UDP_GRO_CNT_MAX (net/ipv4/udp_offload.c): segments per merged skb.
 pub const UDP_GRO_CNT_MAX: u16 = 64;
 /// GRO_LEGACY_MAX_SIZE as skb_gro_receive_list tests it (`p->len + skb->len >= 65536`).
@@ -503,6 +504,7 @@ mod tests {
     #[test]
     fn outer_udp_checksum_seed_comes_from_the_outer_header_only_since_6_8() {
         use crate::profile::LINUX_6_1;
+        use crate::wire::checksum as csum;
         let inner = Tcp4 {
             payload: 1350,
             ..Tcp4::default()

@@ -10,12 +10,11 @@ use super::udp::{
     udp_gro_complete, udp_gro_complete_fraglist, udp_gro_receive, udp_gro_validate, udp_hdr,
     UdpSock,
 };
-use super::{csum, GroConfig, SkBuff};
+use super::{GroConfig, SkBuff};
+use crate::consts::NEXTHDR_UDP;
+use crate::wire::checksum as csum;
 use crate::wire::ipv6::Packet as Ipv6View;
 use crate::wire::udp::HEADER_LEN as UDP_HLEN;
-
-/// IPPROTO_UDP as an IPv6 next header (NEXTHDR_UDP).
-pub const NEXTHDR_UDP: u8 = 17;
 
 /// udp6_gro_lookup_skb: a VXLAN socket, or a UDP_GRO socket, bound to `dport`. The
 /// model's sockets listen on both families (a socket bound to the wildcard address of

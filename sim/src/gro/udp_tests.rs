@@ -8,6 +8,7 @@ use super::testutil::{lens, run_with};
 use super::{reason, Layout, Reason};
 use crate::profile::{KernelProfile, LINUX_4_19, LINUX_6_1, LINUX_6_18};
 use crate::skb::{gso, IpSummed};
+use crate::wire::checksum as csum;
 use crate::wire::checksum::checksum;
 
 const SRC4: [u8; 4] = [10, 77, 0, 1];
@@ -210,9 +211,9 @@ fn a_udp_gro_socket_merges_into_one_udp_l4_skb() {
         // udp_gro_complete: ~udp_v4_check / ~udp_v6_check (len, saddr, daddr, 0): the
         // folded pseudo-header sum, as for CHECKSUM_PARTIAL.
         let want = if v6 {
-            super::csum::fold(super::csum::pseudo_v6(addr6(1), addr6(2), 17, 4008))
+            csum::fold(csum::pseudo_v6(addr6(1), addr6(2), 17, 4008))
         } else {
-            super::csum::fold(super::csum::pseudo_v4(SRC4, DST4, 17, 4008))
+            csum::fold(csum::pseudo_v4(SRC4, DST4, 17, 4008))
         };
         assert_eq!(be16(&b, th + 6), want);
         if v6 {

@@ -59,9 +59,13 @@
 //! carries untagged L3 packets (`drivers/net/tun.c: tun_net_xmit` queues the skb from
 //! its network header; a VLAN tag belongs to the L2 device the packet came from).
 
-use crate::ethernet::{encap_proto, ETH_P_802_2, ETH_P_802_3, ETH_P_802_3_MIN};
-use crate::wire::ethernet::{self, ETH_HLEN};
-use crate::wire::{ipv4, ipv6, vlan, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1};
+use crate::consts::{ETH_HLEN, VLAN_HLEN};
+use crate::consts::{ETH_P_802_2, ETH_P_802_3, ETH_P_802_3_MIN};
+use crate::consts::{ETH_P_IP, ETH_P_IPV6};
+use crate::ethernet::encap_proto;
+use crate::wire::ethernet;
+use crate::wire::walk::{vlan_tags, TpidRule};
+use crate::wire::{ipv4, ipv6};
 
 pub mod encap;
 mod error;
@@ -475,21 +479,19 @@ pub fn to_ethernet<'a>(
 }
 
 /// Steps over VLAN tags (TPID, TCI) starting at `at`, whose type field said
-/// `protocol`; returns the inner protocol and where its packet starts.
+/// `protocol`; returns the inner protocol and where its packet starts. A capture's tags
+/// are the ones capture tools decode ([`TpidRule::Capture`]).
 fn skip_tags(
     link_type: u32,
     data: &[u8],
-    mut at: usize,
-    mut protocol: u16,
+    at: usize,
+    protocol: u16,
 ) -> Result<(u16, usize), LinkTypeError> {
-    while matches!(protocol, ETH_P_8021Q | ETH_P_8021AD | ETH_P_QINQ1) {
-        let Ok(tag) = vlan::Packet::new_checked(data.get(at..).unwrap_or(&[])) else {
-            return Err(short(link_type, data.len(), at + vlan::VLAN_HLEN));
-        };
-        protocol = tag.ethertype();
-        at += vlan::VLAN_HLEN;
+    let tags = vlan_tags(data, at, protocol, TpidRule::Capture, usize::MAX);
+    if tags.truncated {
+        return Err(short(link_type, data.len(), tags.offset + VLAN_HLEN));
     }
-    Ok((protocol, at))
+    Ok((tags.ethertype, tags.offset))
 }
 
 /// The frame's network-layer packet, for an IFF_TUN device. Never copies. See the
@@ -501,7 +503,7 @@ pub fn to_l3(link_type: u32, data: &[u8]) -> Result<L3Packet<'_>, LinkTypeError>
         LINKTYPE_IPV6 => (ETH_P_IPV6, 0),
         LINKTYPE_NULL | LINKTYPE_LOOP => (family(link_type, data)?, 4),
         LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2 => {
-            // libpcap re-inserts an offloaded VLAN tag as protocol 0x8100 + TCI + type.
+            // libpcap re-inserts an offloaded VLAN tag as protocol ETH_P_8021Q + TCI + type.
             let c = cooked(link_type, data)?;
             skip_tags(link_type, data, c.header_len, c.protocol)?
         }

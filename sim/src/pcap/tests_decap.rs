@@ -124,7 +124,7 @@ fn l3_packets_and_cut_frames() {
             if ty >= 0x600 {
                 assert_eq!(l3.protocol, ty, "{file} {}", f.index);
             } else {
-                assert_eq!(l3.protocol, crate::ethernet::ETH_P_802_2);
+                assert_eq!(l3.protocol, crate::consts::ETH_P_802_2);
             }
         }
     }

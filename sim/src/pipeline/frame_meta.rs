@@ -2,10 +2,11 @@
 //! the receive and transmit paths attach before tun_net_xmit (skb_vlan_untag,
 //! eth_type_trans, CHECKSUM_PARTIAL from a TSO/CSUM sender, GSO fields).
 
-use crate::consts::{ETH_P_QINQ1, IPPROTO_TCP, IPPROTO_UDP};
-use crate::skb::{
-    gso, IpSummed, SkBuff, ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6,
-};
+use crate::consts::ETH_HLEN;
+use crate::consts::{ETH_P_IP, ETH_P_IPV6, IPPROTO_TCP, IPPROTO_UDP, VLAN_HLEN};
+use crate::skb::{gso, IpSummed, SkBuff};
+use crate::wire::vlan::eth_type_vlan;
+use crate::wire::walk::{self, Ipv4Rule, Rule, TpidRule, Tunnels};
 
 /// Where the headers of a frame are, from the start of the frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,59 +28,41 @@ impl Layout {
     }
 }
 
-fn be16(b: &[u8], i: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(i)?, *b.get(i + 1)?]))
-}
+/// The walk of [`layout`]: the sender's side. The offsets become the virtio-net header
+/// the real arm's writer hands to virtio_net_hdr_to_skb, which takes csum_start as
+/// given, so the tags are what capture tools decode ([`TpidRule::Capture`], 0x9100
+/// included: behaviour kept from before the walker); IPv4 as ip_rcv_core checks it;
+/// IPv6 extension headers are not walked.
+const LAYOUT_RULE: Rule<'static> = Rule {
+    tpid: TpidRule::Capture,
+    max_tags: usize::MAX,
+    ipv4: Ipv4Rule::Checked,
+    ipv6_ext: None,
+    tunnels: Tunnels {
+        vxlan_ports: &[],
+        gre_teb: false,
+        ip_in_ip: false,
+    },
+};
 
 /// Walk the Ethernet header, in-band tags, IPv4 (IHL) or IPv6 (fixed header; extension
-/// headers are not walked) and TCP/UDP. None when the frame is shorter than an Ethernet
-/// header.
+/// headers are not walked) and TCP/UDP ([`walk::ethernet`] by [`LAYOUT_RULE`]). None
+/// when the frame is shorter than an Ethernet header.
 pub fn layout(frame: &[u8]) -> Option<Layout> {
-    let mut off = 12;
-    let mut proto = be16(frame, off)?;
-    while matches!(proto, ETH_P_8021Q | ETH_P_8021AD | ETH_P_QINQ1) {
-        off += 4;
-        let Some(p) = be16(frame, off) else {
-            break;
-        };
-        proto = p;
-    }
-    let l3 = off + 2;
-    let mut lay = Layout {
-        l3_proto: proto,
-        l3_offset: l3,
-        l4_proto: None,
-        l4_offset: l3,
-        l4_hlen: None,
+    let l = walk::ethernet(frame, 0, &LAYOUT_RULE)?;
+    // A tag the frame cuts short: the network header would follow it.
+    let l3_offset = if l.tags.truncated {
+        l.l3_offset + VLAN_HLEN
+    } else {
+        l.l3_offset
     };
-    let (l4_proto, l4_off) = match proto {
-        ETH_P_IP => {
-            let vihl = *frame.get(l3)?;
-            let ihl = usize::from(vihl & 0x0f) * 4;
-            if vihl >> 4 != 4 || ihl < 20 || frame.len() < l3 + ihl {
-                return Some(lay);
-            }
-            (frame[l3 + 9], l3 + ihl)
-        }
-        ETH_P_IPV6 => {
-            if frame.len() < l3 + 40 {
-                return Some(lay);
-            }
-            (frame[l3 + 6], l3 + 40)
-        }
-        _ => return Some(lay),
-    };
-    lay.l4_proto = Some(l4_proto);
-    lay.l4_offset = l4_off;
-    lay.l4_hlen = match l4_proto {
-        IPPROTO_TCP => frame
-            .get(l4_off + 12)
-            .map(|d| usize::from(d >> 4) * 4)
-            .filter(|h| *h >= 20 && frame.len() >= l4_off + h),
-        IPPROTO_UDP if frame.len() >= l4_off + 8 => Some(8),
-        _ => None,
-    };
-    Some(lay)
+    Some(Layout {
+        l3_proto: l.l3_proto,
+        l3_offset,
+        l4_proto: l.transport.map(|t| t.proto),
+        l4_offset: l.transport.map_or(l3_offset, |t| t.offset),
+        l4_hlen: l.transport.and_then(|t| walk::transport_len(frame, t)),
+    })
 }
 
 /// What kind of GSO the sender asked for (a scenario's `skb.gso`).
@@ -131,8 +114,8 @@ pub fn build_skb(
         )));
     }
     let untag = recipe.vlan_hwaccel
-        && matches!(be16(frame, 12), Some(ETH_P_8021Q | ETH_P_8021AD))
-        && frame.len() >= ETH_HLEN + 4;
+        && eth_type_vlan(u16::from_be_bytes([frame[12], frame[13]]))
+        && frame.len() >= ETH_HLEN + VLAN_HLEN;
     // The layout the skb will have once the outer tag is out of band.
     let shift = if untag { 4 } else { 0 };
     let lay = layout(frame).ok_or_else(|| RecipeError("no Ethernet header".into()))?;
@@ -149,7 +132,7 @@ pub fn build_skb(
         Some(Some(n)) => (n + shift).min(full),
     }
     .max(min_linear);
-    skb.fill_from_frame(frame, crate::skb::NET_SKB_PAD, headlen);
+    skb.fill_from_frame(frame, crate::consts::NET_SKB_PAD, headlen);
     skb.reset_mac_header();
     skb.protocol = lay.l3_proto;
     if untag {
@@ -280,7 +263,7 @@ mod tests {
         let f = tagged_tcp();
         let mut skb = SkBuff::default();
         build_skb(&mut skb, &f, &SkbRecipe::default(), false).unwrap();
-        assert_eq!(skb.protocol, ETH_P_8021Q);
+        assert_eq!(skb.protocol, crate::consts::ETH_P_8021Q);
         assert_eq!(skb.vlan, None);
         assert_eq!(skb.to_vec(), f);
     }

@@ -18,7 +18,6 @@ use crate::gro::GroConfig;
 use crate::net::Net;
 use crate::profile::KernelProfile;
 use crate::scenario::Scenario;
-use crate::skb::ETH_HLEN;
 use crate::tun::napi::{AfterGro, TunNapi};
 use crate::tun::write::{Fate, ModelError, WriteOpts, XdpReport};
 use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats};
@@ -329,54 +328,10 @@ impl Pipeline for TapGro {
     }
 }
 
-/// The innermost TCP header (NEEDS_CSUM's csum_start): Ethernet (with up to two VLAN
-/// tags), IPv4 or IPv6 (no extension headers), then through GRE-TEB or VXLAN (to a VXLAN port) to the inner
-/// Ethernet/IP/TCP, or through IP in IP (protocol 4 or 41) to the inner IP/TCP.
+/// The innermost TCP header (NEEDS_CSUM's csum_start): [`crate::wire::walk::innermost_tcp`],
+/// kept here for the trace's segment count until it calls the walker itself.
 pub fn innermost_tcp(f: &[u8], vxlan_ports: &[u16]) -> Option<usize> {
-    let be16 = |o: usize| f.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
-    let mut off = 0;
-    // An IP-in-IP inner header: (its offset, its EtherType), no Ethernet header before it.
-    let mut bare: Option<(usize, u16)> = None;
-    for _ in 0..2 {
-        let (ip, ethertype) = match bare.take() {
-            Some(b) => b,
-            None => {
-                // 802.1Q / 802.1ad tags between the MAC addresses and the EtherType.
-                let mut tags = 0;
-                while matches!(be16(off + 12 + tags)?, 0x8100 | 0x88a8) && tags < 8 {
-                    tags += 4;
-                }
-                (off + ETH_HLEN + tags, be16(off + 12 + tags)?)
-            }
-        };
-        let (l4, proto) = match ethertype {
-            0x0800 => (ip + usize::from(*f.get(ip)? & 0x0f) * 4, *f.get(ip + 9)?),
-            0x86dd => {
-                // Past the extension headers GRO walks (hop-by-hop, routing, dest opts).
-                let (proto, ext) =
-                    crate::gro::ipv6::walk_exthdrs(f.get(ip + 40..)?, *f.get(ip + 6)?);
-                (ip + 40 + ext, proto)
-            }
-            _ => return None,
-        };
-        match proto {
-            6 => return Some(l4),
-            17 if vxlan_ports.contains(&be16(l4 + 2)?) => off = l4 + 16,
-            47 if be16(l4 + 2)? == 0x6558 => {
-                let flags = be16(l4)?;
-                off = l4
-                    + 4
-                    + 4 * (usize::from(flags & 0x8000 != 0)
-                        + usize::from(flags & 0x2000 != 0)
-                        + usize::from(flags & 0x1000 != 0));
-            }
-            // IP in IP (ipip, sit, ip6tnl).
-            4 => bare = Some((l4, 0x0800)),
-            41 => bare = Some((l4, 0x86dd)),
-            _ => return None,
-        }
-    }
-    None
+    crate::wire::walk::innermost_tcp(f, vxlan_ports)
 }
 
 /// The bench's input streams.

@@ -48,7 +48,7 @@ fn ten_segments_with_a_1ms_timeout_become_one_14054_byte_packet() {
     let b = s.to_vec();
     // IPv4 tot_len = 14054 - 14 = 14040 = 0x36d8, and the header checksum verifies.
     assert_eq!(be16(&b, 16), 14040);
-    assert!(crate::gro::csum::ipv4_header_ok(&b[14..34]));
+    assert!(crate::wire::checksum::ipv4_header_ok(&b[14..34]));
     // TCP check = folded pseudo-header: 0x0a00+0x0001+0x0a00+0x0002+6 = 0x1409, plus
     // the TCP length 14040-20 = 0x36c4: 0x4acd.
     assert_eq!(be16(&b, 34 + 16), 0x4acd);
@@ -132,8 +132,8 @@ fn vxlan_over_the_napi_tap_merges_to_13604_and_13554_on_the_vxlan_device() {
         assert_eq!(be16(&b, 16), 13590, "outer tot_len");
         assert_eq!(be16(&b, 38), 13570, "udp len");
         assert_eq!(be16(&b, 66), 13540, "inner tot_len");
-        assert!(crate::gro::csum::ipv4_header_ok(&b[14..34]));
-        assert!(crate::gro::csum::ipv4_header_ok(&b[64..84]));
+        assert!(crate::wire::checksum::ipv4_header_ok(&b[14..34]));
+        assert!(crate::wire::checksum::ipv4_header_ok(&b[64..84]));
         let want = if udp_csum {
             crate::skb::gso::UDP_TUNNEL_CSUM
         } else {

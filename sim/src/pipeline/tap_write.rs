@@ -10,12 +10,13 @@
 use std::path::Path;
 
 use crate::bpf::{assemble, load_elf_file, BasicEnv, Maps, Program};
+use crate::consts::TUN_PI_LEN;
 use crate::errno::Errno;
 use crate::net::{Delivery, Net};
 use crate::pcap::linktype::{to_l3, LINKTYPE_ETHERNET};
 use crate::scenario::{Scenario, XdpSpec};
 use crate::tun::write::{ModelError, WriteOpts, WriteOutcome};
-use crate::tun::{DeviceKind, TunDevice, TunStats, TUN_PI_LEN};
+use crate::tun::{DeviceKind, TunDevice, TunStats};
 use crate::wire::virtio_net_hdr::{VirtioNetHdr, VnetHdrLayout};
 use crate::wire::TunPiRepr;
 use crate::xdp::XdpAttachment;

@@ -5,12 +5,13 @@
 use std::collections::VecDeque;
 
 use crate::bridge::{self, Attach, Bridge, DropReason, Verdict};
+use crate::consts::TUN_PI_LEN;
 use crate::errno::Errno;
 use crate::pool::Pool;
 use crate::scenario::Scenario;
 use crate::skb::{OpCounters, SkBuff};
 use crate::tun::read::ReadOutcome;
-use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats, TUN_PI_LEN};
+use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats};
 
 use super::frame_meta::{build_skb, RecipeError};
 use super::{Input, Pipeline, PipelineError};

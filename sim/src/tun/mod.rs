@@ -15,13 +15,15 @@ pub mod write;
 
 use std::collections::VecDeque;
 
-use crate::skb::{SkBuff, ETH_P_8021AD, ETH_P_8021Q};
+use crate::consts::{ETH_P_8021AD, ETH_P_8021Q};
+use crate::skb::SkBuff;
 
 /// TUN_READQ_SIZE: the default tx_queue_len, and so the tx_ring size (tun.c).
 pub const TUN_READQ_SIZE: usize = 500;
 /// Default and minimum TUNSETVNETHDRSZ: sizeof(struct virtio_net_hdr) (tun.c: tun_set_iff;
 /// tun_vnet.h: tun_vnet_ioctl rejects less).
 pub const DEFAULT_VNET_HDR_SZ: usize = crate::wire::virtio_net_hdr::VIRTIO_NET_HDR_LEN;
+// Still re-exported for trace/render.rs (rewritten by another item of issue 21).
 pub use crate::consts::{TUN_PI_LEN, TUN_PKT_STRIP};
 
 /// IFF_TAP (Ethernet frames) or IFF_TUN (IP packets); a scenario's `device.kind`.

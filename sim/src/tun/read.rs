@@ -2,14 +2,16 @@
 //! (drivers/net/tun.c), for skbs. Rules: docs/tun-read.md, from docs/tun-read.md#layout
 //! to docs/tun-read.md#history-later.
 
+use crate::consts::{ETH_ALEN, VLAN_HLEN};
 use crate::errno::Errno;
 use crate::profile::{PutUserAccounting, StripRule, TunReadRules};
-use crate::skb::{IpSummed, OpCounters, SkBuff, VlanTag, ETH_ALEN, VLAN_HLEN};
+use crate::skb::{IpSummed, OpCounters, SkBuff, VlanTag};
 
 use crate::wire::virtio_net_hdr::{VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_LEN};
 
 use super::vnet::vnet_hdr_from_skb;
-use super::{RingEntry, TunDevice, XdpFrame, TUN_PI_LEN, TUN_PKT_STRIP};
+use super::{RingEntry, TunDevice, XdpFrame};
+use crate::consts::{TUN_PI_LEN, TUN_PKT_STRIP};
 use crate::wire::TunPi;
 
 /// The skb as tun_put_user saw it: the metadata a trace reports.

@@ -2,8 +2,9 @@
 //! hand from the rule it cites (docs/tun-read.md), not copied from output.
 
 use super::*;
+use crate::consts::{ETH_P_8021Q, ETH_P_IP, NET_SKB_PAD};
 use crate::profile::{LINUX_3_12, LINUX_4_19, LINUX_6_18};
-use crate::skb::{gso, IpSummed, SkBuff, ETH_P_8021Q, ETH_P_IP, NET_SKB_PAD};
+use crate::skb::{gso, IpSummed, SkBuff};
 use crate::tun::{TunConfig, TunDevice};
 
 const DST: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];

@@ -4,10 +4,10 @@
 //! docs/vhost-tx.md#tun-xdp-one, v4.20+).
 
 use crate::bpf::XdpBuff;
+use crate::consts::ETH_HLEN;
 use crate::errno::Errno;
 use crate::net::Net;
 use crate::profile::TunWriteRules;
-use crate::skb::ETH_HLEN;
 use crate::wire::virtio_net_hdr::VirtioNetHdrRepr;
 use crate::xdp::tun_xdp_one::XdpOneProg;
 use crate::xdp::XdpMode;

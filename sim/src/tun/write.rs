@@ -8,11 +8,13 @@ use crate::consts::{
     skb_data_align, PAGE_SIZE, SKB_SHARED_INFO_ALIGNED, TUN_RX_PAD, VLAN_VID_MASK,
     XDP_PACKET_HEADROOM,
 };
+use crate::consts::{ETH_HLEN, ETH_P_IP, ETH_P_IPV6};
+use crate::wire::vlan::eth_type_vlan;
 use crate::errno::Errno;
 pub(crate) use crate::ethernet::eth_type_trans;
 use crate::net::{Delivery, Net};
 use crate::profile::{TunReadRules, TunWriteRules};
-use crate::skb::{SkBuff, ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
+use crate::skb::SkBuff;
 use crate::wire::virtio_net_hdr::{
     VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_F_NEEDS_CSUM,
     VIRTIO_NET_HDR_GSO_NONE,
@@ -22,7 +24,8 @@ use crate::xdp::tun_build_skb::{tun_build_skb_native, NativeResult};
 use crate::xdp::XdpMode;
 
 pub(crate) use super::vnet_to_skb::vnet_hdr_to_skb;
-use super::{DeviceKind, TUN_PI_LEN};
+use super::DeviceKind;
+use crate::consts::TUN_PI_LEN;
 
 /// How the write was issued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -338,7 +341,7 @@ impl Net {
     /// and finds no VLAN device (none is modelled): a priority tag (VID 0) over another
     /// tag is untagged again (check_vlan_id), then the tag is cleared and the frame needs
     /// a ptype_base handler for skb->protocol, or it is dropped and counted in
-    /// rx_dropped (dev_core_stats_rx_dropped_inc): a QinQ frame (inner 0x8100), a raw
+    /// rx_dropped (dev_core_stats_rx_dropped_inc): a QinQ frame (inner ETH_P_8021Q), a raw
     /// 802.3 frame in a tag. An untagged frame always has the taps as its handler.
     pub(crate) fn deliver(&mut self, ifindex: u32, skb: &mut SkBuff) {
         if skb.vlan.is_none() {
@@ -361,7 +364,7 @@ impl Net {
             return;
         }
         while skb.vlan.is_some_and(|t| t.tci & VLAN_VID_MASK == 0)
-            && matches!(skb.protocol, ETH_P_8021Q | ETH_P_8021AD)
+            && eth_type_vlan(skb.protocol)
         {
             // __vlan_hwaccel_clear_tag + skb_vlan_untag; a frame too short for the next
             // tag is freed without a count.

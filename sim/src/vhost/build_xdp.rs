@@ -2,7 +2,7 @@
 //! chain into a page-frag buffer laid out as an xdp_buff, the vnet header at data_hard_start.
 
 use crate::bpf::XdpBuff;
-pub use crate::consts::VHOST_NET_RX_PAD;
+use crate::consts::VHOST_NET_RX_PAD;
 use crate::consts::{skb_data_align, PAGE_SIZE, SKB_SHARED_INFO_ALIGNED, XDP_PACKET_HEADROOM};
 use crate::errno::Errno;
 use crate::tun::sendmsg::BatchBuff;

@@ -12,7 +12,7 @@
 //! `crate::ethernet`) decides between an EtherType and an 802.3 length.
 
 use super::{Error, Result};
-pub use crate::skb::{ETH_ALEN, ETH_HLEN};
+use crate::consts::{ETH_ALEN, ETH_HLEN};
 
 /// A MAC address, as the kernel stores it (`unsigned char[ETH_ALEN]`).
 pub type EthAddr = [u8; ETH_ALEN];

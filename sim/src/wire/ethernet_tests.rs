@@ -1,8 +1,8 @@
 //! Tests of ethernet.rs.
 
 use super::*;
+use crate::consts::{ETH_P_8021AD, ETH_P_IP};
 use crate::wire::test_frames::{QINQ_ARP, TCP4_SYN};
-use crate::wire::{ETH_P_8021AD, ETH_P_IP};
 
 #[test]
 fn captured_frame_fields() {

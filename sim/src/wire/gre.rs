@@ -21,8 +21,6 @@
 use super::checksum;
 use super::{be16_at, be32_at, Error, Result};
 
-pub use super::{ETH_P_IP, ETH_P_IPV6, ETH_P_TEB};
-
 /// GRE_CSUM: checksum present.
 pub const GRE_CSUM: u16 = 0x8000;
 /// GRE_ROUTING: RFC 1701 routing present.

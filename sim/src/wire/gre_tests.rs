@@ -1,6 +1,7 @@
 //! Tests of gre.rs.
 
 use super::*;
+use crate::consts::{ETH_P_IP, ETH_P_TEB};
 
 // C|K|S, TEB, checksum 0x4cd8 (over these 20 bytes), reserved1 0, key 42, seq 7,
 // payload de ad be ef.

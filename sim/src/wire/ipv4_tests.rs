@@ -1,8 +1,8 @@
 //! Tests of ipv4.rs.
 
 use super::*;
+use crate::consts::{IPPROTO_TCP, IPPROTO_UDP};
 use crate::wire::test_frames::{TCP4_SYN, UDP4};
-use crate::wire::{IPPROTO_TCP, IPPROTO_UDP};
 
 fn ip(frame: &[u8]) -> &[u8] {
     &frame[14..]

@@ -19,7 +19,9 @@
 use std::net::Ipv6Addr;
 
 use super::{Error, Result};
-use super::{IPPROTO_AH, IPPROTO_DSTOPTS, IPPROTO_FRAGMENT, IPPROTO_HOPOPTS, IPPROTO_ROUTING};
+use crate::consts::{
+    IPPROTO_AH, IPPROTO_DSTOPTS, IPPROTO_FRAGMENT, IPPROTO_HOPOPTS, IPPROTO_ROUTING,
+};
 
 /// sizeof(struct ipv6hdr).
 pub const HEADER_LEN: usize = 40;
@@ -449,9 +451,46 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ExtHeader<T> {
     }
 }
 
-/// How many extension headers [`ExtHeaders`] steps over before it stops: a chain of
+/// How many extension headers [`ExtRule::View`] steps over before it stops: a chain of
 /// empty options headers could otherwise be as long as the packet.
 pub const MAX_EXT_HEADERS: usize = 8;
+
+/// Which extension headers a walk steps over and how much of each it needs: the kernel's
+/// walks differ, and each caller names the one its kernel counterpart does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtRule {
+    /// The views and the trace summaries: every [`is_ext_header`], each whole in the
+    /// buffer, at most [`MAX_EXT_HEADERS`].
+    View,
+    /// net/ipv6/exthdrs_core.c: ipv6_skip_exthdr: every [`is_ext_header`], as many as
+    /// there are, reading only nexthdr and hdrlen of each (and a fragment header's
+    /// frag_off), and stopping at the fragment header of a non-first fragment.
+    SkipExthdr,
+    /// net/ipv6/ip6_offload.c: ipv6_gro_pull_exthdrs: only the protocols registered with
+    /// INET6_PROTO_GSO_EXTHDR (hop-by-hop, routing, destination options), each whole, as
+    /// many as there are.
+    GroPull,
+}
+
+impl ExtRule {
+    fn steps_over(self, nexthdr: u8) -> bool {
+        match self {
+            ExtRule::View | ExtRule::SkipExthdr => is_ext_header(nexthdr),
+            ExtRule::GroPull => {
+                matches!(nexthdr, IPPROTO_HOPOPTS | IPPROTO_ROUTING | IPPROTO_DSTOPTS)
+            }
+        }
+    }
+
+    /// The bytes of header `h` the walk reads before stepping over it.
+    fn needs<T: AsRef<[u8]>>(self, h: &ExtHeader<T>) -> usize {
+        match (self, h.kind()) {
+            (ExtRule::SkipExthdr, IPPROTO_FRAGMENT) => 4,
+            (ExtRule::SkipExthdr, _) => 2,
+            _ => h.header_len(),
+        }
+    }
+}
 
 /// One step of [`ExtHeaders`]: a header of kind `kind` at `offset` (from the end of the
 /// fixed header), `len` bytes, followed by `next_header`.
@@ -467,13 +506,15 @@ pub struct ExtHeaderAt {
     pub next_header: u8,
 }
 
-/// Walks the extension headers of an IPv6 payload (net/ipv6/exthdrs_core.c:
-/// ipv6_skip_exthdr), yielding each header, or one [`Error::Truncated`] and then
-/// nothing when a header runs past the payload. After the walk, [`ExtHeaders::next_header`]
-/// and [`ExtHeaders::offset`] name the upper-layer header (or the header the walk stopped at).
+/// Walks the extension headers of an IPv6 payload by an [`ExtRule`] (the one walk of
+/// the project), yielding each header, or one [`Error::Truncated`] and then nothing when
+/// a header runs past the payload. After the walk, [`ExtHeaders::next_header`] and
+/// [`ExtHeaders::offset`] name the upper-layer header (or the header the walk stopped
+/// at).
 #[derive(Debug, Clone)]
 pub struct ExtHeaders<'a> {
     payload: &'a [u8],
+    rule: ExtRule,
     next_header: u8,
     offset: usize,
     steps: usize,
@@ -481,15 +522,31 @@ pub struct ExtHeaders<'a> {
 }
 
 impl<'a> ExtHeaders<'a> {
-    /// Starts at the fixed header's nexthdr and payload.
+    /// Starts at the fixed header's nexthdr and payload, walking by [`ExtRule::View`].
     pub fn new(next_header: u8, payload: &'a [u8]) -> ExtHeaders<'a> {
+        Self::with_rule(ExtRule::View, next_header, payload)
+    }
+
+    /// Starts at `next_header` over `payload`, walking by `rule`.
+    pub fn with_rule(rule: ExtRule, next_header: u8, payload: &'a [u8]) -> ExtHeaders<'a> {
         ExtHeaders {
             payload,
+            rule,
             next_header,
             offset: 0,
             steps: 0,
             done: false,
         }
+    }
+
+    /// Walks to the end: the header after the ones `rule` steps over and its offset in
+    /// `payload`, or [`Error::Truncated`] when one of them runs past it.
+    pub fn skip(rule: ExtRule, next_header: u8, payload: &'a [u8]) -> Result<(u8, usize)> {
+        let mut walk = Self::with_rule(rule, next_header, payload);
+        for step in walk.by_ref() {
+            step?;
+        }
+        Ok((walk.next_header, walk.offset))
     }
 
     /// The next header not yet stepped over.
@@ -515,13 +572,20 @@ impl<'a> Iterator for ExtHeaders<'a> {
     type Item = Result<ExtHeaderAt>;
 
     fn next(&mut self) -> Option<Result<ExtHeaderAt>> {
-        if self.done || self.steps == MAX_EXT_HEADERS || !is_ext_header(self.next_header) {
+        let bounded = self.rule == ExtRule::View && self.steps == MAX_EXT_HEADERS;
+        if self.done || bounded || !self.rule.steps_over(self.next_header) {
             return None;
         }
         let h = self.current();
-        if let Err(e) = h.check_len() {
+        if self.payload.len().saturating_sub(self.offset) < self.rule.needs(&h) {
             self.done = true;
-            return Some(Err(e));
+            return Some(Err(Error::Truncated));
+        }
+        // ipv6_skip_exthdr: `if (ntohs(*fp) & ~0x7) break;` a later fragment's payload is
+        // no header.
+        if self.rule == ExtRule::SkipExthdr && h.frag_off().is_some_and(|f| f & !0x7 != 0) {
+            self.done = true;
+            return None;
         }
         let at = ExtHeaderAt {
             kind: self.next_header,

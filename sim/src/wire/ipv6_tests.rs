@@ -1,8 +1,8 @@
 //! Tests of ipv6.rs.
 
 use super::*;
+use crate::consts::{IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP};
 use crate::wire::test_frames::{MLD_HBH, TCP6_SYN, V6_EXT_CHAIN, V6_FRAG_TAIL};
-use crate::wire::{IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP};
 
 fn ip(frame: &[u8]) -> &[u8] {
     &frame[14..]

@@ -48,6 +48,7 @@ pub mod udp;
 pub mod virtio_net_hdr;
 pub mod vlan;
 pub mod vxlan;
+pub mod walk;
 
 #[cfg(test)]
 mod test_frames;
@@ -68,16 +69,6 @@ pub use udp::{Packet as UdpPacket, Repr as UdpRepr};
 pub use virtio_net_hdr::{Endian, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout};
 pub use vlan::{Packet as VlanPacket, Repr as VlanRepr};
 pub use vxlan::{Packet as VxlanPacket, Repr as VxlanRepr};
-
-pub use crate::consts::{
-    ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1, ETH_P_TEB,
-};
-
-// IPPROTO_* (include/uapi/linux/in.h, in6.h): defined in crate::consts.
-pub use crate::consts::{
-    IPPROTO_AH, IPPROTO_DSTOPTS, IPPROTO_FRAGMENT, IPPROTO_GRE, IPPROTO_HOPOPTS, IPPROTO_ICMP,
-    IPPROTO_ICMPV6, IPPROTO_ROUTING, IPPROTO_TCP, IPPROTO_UDP,
-};
 
 /// Why a view or repr refused a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

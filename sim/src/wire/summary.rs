@@ -16,12 +16,16 @@ use std::fmt::Write as _;
 use super::arp::{self, ARPOP_REPLY, ARPOP_REQUEST};
 use super::gre::Gre;
 use super::ipv6::{ExtHeaders, FRAG_HLEN};
+use super::walk::TpidRule;
 use super::{be16_at, ethernet, ipv4 as ip4, ipv6 as ip6, tcp as tcp_, udp as udp_, vlan, vxlan};
-use super::{ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1, ETH_P_TEB};
-use super::{
-    IPPROTO_FRAGMENT, IPPROTO_GRE, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP,
+use crate::consts::{
+    ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_QINQ1, ETH_P_TEB,
 };
-use crate::ethernet::{eth_proto_is_802_3, ETH_P_802_3_MIN};
+use crate::consts::{
+    ETH_P_802_3_MIN, IPPROTO_FRAGMENT, IPPROTO_GRE, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP,
+    IPPROTO_UDP, VLAN_HLEN,
+};
+use crate::ethernet::eth_proto_is_802_3;
 use crate::text;
 
 /// How many tunnels deep `inner:` summaries go before eliding the rest.
@@ -104,10 +108,6 @@ fn tpid_name(tpid: u16) -> String {
     }
 }
 
-fn is_vlan_tpid(ethertype: u16) -> bool {
-    matches!(ethertype, ETH_P_8021Q | ETH_P_8021AD | ETH_P_QINQ1)
-}
-
 fn ethertype_name(ethertype: u16) -> String {
     match ethertype {
         ETH_P_IP => "IPv4".to_string(),
@@ -178,16 +178,17 @@ fn ethernet(frame: &[u8], depth: usize, out: &mut String) {
 }
 
 /// VLAN tags, then the network layer named by `ethertype` (net/ethernet/eth.c:
-/// eth_type_trans; net/core/flow_dissector.c walks tags the same way).
+/// eth_type_trans). A summary shows what a capture tool decodes, so the tags are
+/// [`TpidRule::Capture`]'s (0x9100 too; the kernel's eth_type_vlan would stop there).
 fn network(mut ethertype: u16, mut rest: &[u8], depth: usize, out: &mut String) {
     let mut tags = 0;
-    while is_vlan_tpid(ethertype) {
+    while TpidRule::Capture.is_tag(ethertype) {
         if tags == MAX_VLAN_TAGS {
             part!(out, "more VLAN tags not shown, {} bytes", rest.len());
             return;
         }
         let Ok(tag) = vlan::Packet::new_checked(rest) else {
-            return truncated(out, &tpid_name(ethertype), vlan::VLAN_HLEN, rest.len());
+            return truncated(out, &tpid_name(ethertype), VLAN_HLEN, rest.len());
         };
         sep(out);
         vlan_tci_into(out, ethertype, tag.tci());

@@ -319,8 +319,8 @@ fn fuzz_never_panics() {
 /// the byte-by-byte walk it replaced gave (worked out from that code for each frame).
 #[test]
 fn ipv6_extension_headers() {
+    use crate::consts::{IPPROTO_AH, IPPROTO_DSTOPTS};
     use crate::wire::test_frames::{MLD_HBH, V6_EXT_CHAIN, V6_FRAG_TAIL};
-    use crate::wire::{IPPROTO_AH, IPPROTO_DSTOPTS};
     let chain = "02:00:00:00:00:01 > 02:00:00:00:00:02, IPv6 fd00::1 > fd00::2";
     // HBH, routing, destination options, fragment (offset 0, M, id 0x12345678), UDP.
     assert_eq!(

@@ -16,7 +16,8 @@
 use std::net::IpAddr;
 
 use super::checksum;
-use super::{Error, Result, IPPROTO_TCP};
+use super::{Error, Result};
+use crate::consts::IPPROTO_TCP;
 
 /// The fixed part of the header: doff 5.
 pub const HEADER_LEN: usize = 20;

@@ -14,7 +14,7 @@
 //! derive it from the Ethernet header with eth_type_trans() instead).
 
 use super::{Error, Result};
-pub use crate::consts::{TUN_PI_LEN, TUN_PKT_STRIP};
+use crate::consts::{TUN_PI_LEN, TUN_PKT_STRIP};
 
 mod field {
     use core::ops::Range;
@@ -197,7 +197,7 @@ mod tests {
     fn emit_ipv4_no_flags() {
         let repr = TunPiRepr {
             flags: 0,
-            proto: crate::wire::ETH_P_IP,
+            proto: crate::consts::ETH_P_IP,
         };
         let mut out = [0u8; 4];
         repr.emit(&mut TunPi::new_unchecked(&mut out[..]))

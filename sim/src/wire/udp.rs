@@ -12,7 +12,8 @@
 use std::net::IpAddr;
 
 use super::checksum;
-use super::{Error, Result, IPPROTO_UDP};
+use super::{Error, Result};
+use crate::consts::IPPROTO_UDP;
 
 /// sizeof(struct udphdr).
 pub const HEADER_LEN: usize = 8;

@@ -100,7 +100,7 @@ fn zero_sum_is_sent_as_csum_mangled_0() {
     .emit(&mut p)
     .expect("room");
     // Pick the two payload bytes that make the folded sum 0xffff, so the complement is 0.
-    let pseudo = checksum::pseudo_header(src, dst, crate::wire::IPPROTO_UDP, 10).expect("v4");
+    let pseudo = checksum::pseudo_header(src, dst, crate::consts::IPPROTO_UDP, 10).expect("v4");
     let s = checksum::fold(checksum::ones_complement_sum(&b[..8], pseudo));
     b[8..].copy_from_slice(&(!s).to_be_bytes());
     let mut p = Packet::new_unchecked(&mut b[..]);

@@ -14,8 +14,8 @@
 //! the service tag of QinQ; [`eth_type_vlan`] is the kernel's test for both.
 
 use super::{Error, Result};
-pub use super::{ETH_P_8021AD, ETH_P_8021Q};
-pub use crate::skb::VLAN_HLEN;
+use crate::consts::VLAN_HLEN;
+use crate::consts::{ETH_P_8021AD, ETH_P_8021Q};
 
 /// VLAN_PRIO_MASK (include/linux/if_vlan.h): the priority code point bits of the TCI.
 pub const VLAN_PRIO_MASK: u16 = 0xe000;

@@ -1,8 +1,8 @@
 //! Tests of vlan.rs.
 
 use super::*;
+use crate::consts::{ETH_P_ARP, ETH_P_IP, ETH_P_QINQ1};
 use crate::wire::test_frames::{QINQ_ARP, VLAN_PRIO};
-use crate::wire::{ETH_P_ARP, ETH_P_IP, ETH_P_QINQ1};
 
 #[test]
 fn captured_qinq_tags() {

@@ -11,7 +11,7 @@
 //! and the 24-bit VNI.
 
 use super::{Error, Result};
-pub use crate::consts::VXLAN_HLEN;
+use crate::consts::VXLAN_HLEN;
 
 /// VXLAN_HF_VNI (include/net/vxlan.h), as a bit of the first byte: vxlan_rcv drops a
 /// header without the I flag.

@@ -43,7 +43,7 @@ pub fn next_frame(rng: &mut Lcg) -> FrameSpec {
     let kind = rng.range(0, 99);
     let vlans = if tagged {
         vec![VlanTag {
-            tpid: 0x8100,
+            tpid: sim::consts::ETH_P_8021Q,
             pcp: 0,
             dei: 0,
             vid: 1 + flow % 8,

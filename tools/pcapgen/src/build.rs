@@ -1,6 +1,6 @@
 //! Builds frame bytes from a resolved [`FrameSpec`] with pnet_packet's mutable packets.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use pnet_packet::ethernet::{EtherType, MutableEthernetPacket};
 use pnet_packet::ip::IpNextHeaderProtocol;
@@ -11,6 +11,7 @@ use pnet_packet::udp::{self, MutableUdpPacket};
 use pnet_packet::vlan::{ClassOfService, MutableVlanPacket};
 use serde::Deserialize;
 use sim::pcap::MAX_CAPLEN;
+use sim::wire::checksum;
 
 use sim::consts::{ETH_P_IP, ETH_P_IPV6, IPPROTO_NONE, IPPROTO_TCP, IPPROTO_UDP};
 
@@ -188,8 +189,8 @@ pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
         L3::None => {}
         L3::V4(ip) => {
             let p = IpNextHeaderProtocol(ip.proto.or(proto).unwrap_or(IPPROTO_EXPERIMENT));
-            let pseudo = sum_words(&ip.src.octets()) + sum_words(&ip.dst.octets());
-            fill_l4(spec, l4_bytes, p, pseudo, |t, u| match (t, u) {
+            let addrs = (IpAddr::V4(ip.src), IpAddr::V4(ip.dst));
+            fill_l4(spec, l4_bytes, p, addrs, |t, u| match (t, u) {
                 (Some(t), _) => tcp::ipv4_checksum(&t.to_immutable(), &ip.src, &ip.dst),
                 (_, Some(u)) => udp::ipv4_checksum(&u.to_immutable(), &ip.src, &ip.dst),
                 _ => 0,
@@ -218,8 +219,8 @@ pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
         }
         L3::V6(ip) => {
             let p = IpNextHeaderProtocol(ip.next_header.or(proto).unwrap_or(IPPROTO_NONE));
-            let pseudo = sum_words(&ip.src.octets()) + sum_words(&ip.dst.octets());
-            fill_l4(spec, l4_bytes, p, pseudo, |t, u| match (t, u) {
+            let addrs = (IpAddr::V6(ip.src), IpAddr::V6(ip.dst));
+            fill_l4(spec, l4_bytes, p, addrs, |t, u| match (t, u) {
                 (Some(t), _) => tcp::ipv6_checksum(&t.to_immutable(), &ip.src, &ip.dst),
                 (_, Some(u)) => udp::ipv6_checksum(&u.to_immutable(), &ip.src, &ip.dst),
                 _ => 0,
@@ -248,16 +249,18 @@ pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
 }
 
 /// Writes the TCP/UDP header into `l4` (header + payload) and its checksum.
-/// `full` computes the correct checksum with pnet; `pseudo_addrs` is the sum of the
-/// address words, for "partial".
+/// `full` computes the correct checksum with pnet; "partial" is the folded pseudo-header
+/// sum of `addrs` (sim's checksum module: the one pseudo-header of the project).
 fn fill_l4(
     spec: &FrameSpec,
     l4: &mut [u8],
     proto: IpNextHeaderProtocol,
-    pseudo_addrs: u32,
+    addrs: (IpAddr, IpAddr),
     full: impl Fn(Option<&MutableTcpPacket>, Option<&MutableUdpPacket>) -> u16,
 ) -> Result<(), String> {
-    let partial = fold(pseudo_addrs + u32::from(proto.0) + l4.len() as u32);
+    let len = u32::try_from(l4.len()).unwrap_or(u32::MAX);
+    let pseudo = checksum::pseudo_header(addrs.0, addrs.1, proto.0, len);
+    let partial = checksum::fold(pseudo.unwrap_or(0));
     let l4_len = l4.len() as u16;
     match &spec.l4 {
         L4::None => {}
@@ -305,19 +308,6 @@ fn pick(c: Csum, good: u16, partial: u16) -> u16 {
             b => b,
         },
     }
-}
-
-fn sum_words(b: &[u8]) -> u32 {
-    b.chunks(2)
-        .map(|w| u32::from(w[0]) << 8 | u32::from(w.get(1).copied().unwrap_or(0)))
-        .sum()
-}
-
-fn fold(mut s: u32) -> u16 {
-    while s > 0xffff {
-        s = (s >> 16) + (s & 0xffff);
-    }
-    s as u16
 }
 
 #[cfg(test)]

@@ -124,7 +124,7 @@ pub struct VlanDesc {
 }
 
 fn tpid_8021q() -> u16 {
-    0x8100
+    sim::consts::ETH_P_8021Q
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -14,11 +14,7 @@
 
 use serde::Deserialize;
 
-/// NEXTHDR_* (include/net/ipv6.h).
-pub const NEXTHDR_HOP: u8 = 0;
-pub const NEXTHDR_ROUTING: u8 = 43;
-pub const NEXTHDR_FRAGMENT: u8 = 44;
-pub const NEXTHDR_DEST: u8 = 60;
+use sim::consts::{NEXTHDR_DEST, NEXTHDR_FRAGMENT, NEXTHDR_HOP, NEXTHDR_ROUTING};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -52,9 +52,6 @@ pub mod cmd {
 pub const BPF_PROG_TYPE_XDP: u32 = 6;
 /// `BPF_XDP` (`enum bpf_attach_type`).
 pub const BPF_XDP: u32 = 37;
-/// `XDP_PACKET_HEADROOM`: what `BPF_PROG_TEST_RUN` puts in front of the data.
-pub use sim::consts::XDP_PACKET_HEADROOM;
-pub use sim::consts::{XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE, XDP_FLAGS_UPDATE_IF_NOEXIST};
 
 /// `sizeof(union bpf_attr)` on 6.18; the kernel accepts it (and shorter ones).
 const ATTR_SIZE: usize = 144;
@@ -442,9 +439,9 @@ impl LoadedXdp {
     }
 
     /// `BPF_PROG_TEST_RUN` once (`repeat` 1) on a copy of `frame`: the kernel puts it
-    /// behind [`XDP_PACKET_HEADROOM`] bytes in a page with the shared-info tailroom, runs
-    /// the program with the loopback device's rx queue, and returns the verdict and the
-    /// packet (from `data_meta` to `data_end`).
+    /// behind [`sim::consts::XDP_PACKET_HEADROOM`] bytes in a page with the shared-info
+    /// tailroom, runs the program with the loopback device's rx queue, and returns the
+    /// verdict and the packet (from `data_meta` to `data_end`).
     pub fn test_run(&self, frame: &[u8]) -> Result<TestRun, KernelError> {
         self.test_run_repeat(frame, 1)
     }

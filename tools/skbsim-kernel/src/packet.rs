@@ -104,7 +104,7 @@ pub(crate) fn with_tag_reinserted(frame: &[u8], aux: &libc::tpacket_auxdata) -> 
     let tpid = if aux.tp_status & tp_status::VLAN_TPID_VALID != 0 {
         aux.tp_vlan_tpid
     } else {
-        0x8100
+        sim::consts::ETH_P_8021Q
     };
     let mut out = Vec::with_capacity(frame.len() + 4);
     out.extend_from_slice(&frame[..12]);
@@ -143,7 +143,7 @@ pub struct AuxData {
     pub net: u16,
     /// `tp_vlan_tci`, meaningful when `vlan_valid`.
     pub vlan_tci: u16,
-    /// `tp_vlan_tpid` (0x8100, 0x88a8), meaningful when `vlan_tpid_valid`.
+    /// `tp_vlan_tpid` (ETH_P_8021Q, ETH_P_8021AD), meaningful when `vlan_tpid_valid`.
     pub vlan_tpid: u16,
     /// `TP_STATUS_VLAN_VALID`: the kernel held a tag out of band (`skb->vlan_tci`).
     pub vlan_valid: bool,

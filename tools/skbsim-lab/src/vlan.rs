@@ -192,7 +192,7 @@ pub fn vlan_device_check() -> Result<Vec<VlanObservation>, KernelError> {
         tagged.extend(&frame[12..]);
         let mut write = TunPiRepr {
             flags: 0,
-            proto: 0x8100,
+            proto: sim::consts::ETH_P_8021Q,
         }
         .to_bytes()
         .to_vec();

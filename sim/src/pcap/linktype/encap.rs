@@ -15,7 +15,7 @@
 use super::ieee80211;
 use super::nflog;
 use super::{short, LinkTypeError, SkipReason};
-use crate::wire::{ETH_P_IP, ETH_P_IPV6};
+use crate::consts::{ETH_P_IP, ETH_P_IPV6};
 
 /// LINKTYPE_PPP: a PPP frame, possibly with the HDLC address and control bytes.
 pub const LINKTYPE_PPP: u32 = 9;

@@ -12,7 +12,7 @@
 
 use super::encap::{Decap, LINKTYPE_NFLOG};
 use super::{short, LinkTypeError, SkipReason};
-use crate::wire::{ETH_P_IP, ETH_P_IPV6};
+use crate::consts::{ETH_P_IP, ETH_P_IPV6};
 
 /// NFPROTO_IPV4 and NFPROTO_IPV6 (include/uapi/linux/netfilter.h), the AF_ values.
 const NFPROTO_IPV4: u8 = 2;

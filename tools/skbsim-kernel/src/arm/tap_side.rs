@@ -273,7 +273,7 @@ impl<'s> TapSide<'s> {
                 proto: if aux.vlan_tpid_valid {
                     aux.vlan_tpid
                 } else {
-                    sim::skb::ETH_P_8021Q
+                    sim::consts::ETH_P_8021Q
                 },
                 tci: aux.vlan_tci,
             });

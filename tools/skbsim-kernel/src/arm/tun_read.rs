@@ -46,19 +46,20 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use sim::bridge::{Attach, TAP_MAC, UPLINK_MAC};
-use sim::consts::{IPPROTO_TCP, IPPROTO_UDP};
+use sim::consts::{ETH_HLEN, ETH_P_IP, ETH_P_IPV6, IPPROTO_TCP, IPPROTO_UDP, VLAN_HLEN};
 use sim::errno::Errno as SimErrno;
 use sim::pcap::EthernetInput;
 use sim::pipeline::frame_meta::{build_skb, layout, GsoKind, SkbRecipe};
 use sim::pipeline::tun_read::{header_len, Event, ReadRecord};
 use sim::scenario::{Pipeline, Scenario};
-use sim::skb::{IpSummed, SkBuff, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6};
+use sim::skb::{IpSummed, SkBuff};
 use sim::tun::{DeviceKind, TunConfig, TunStats};
 use sim::wire::virtio_net_hdr::{
     Endian, VirtioNetHdrRepr, VIRTIO_NET_HDR_F_DATA_VALID, VIRTIO_NET_HDR_F_NEEDS_CSUM,
     VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6,
     VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4, VIRTIO_NET_HDR_LEN,
 };
+use sim::wire::vlan::eth_type_vlan;
 
 use super::tun_read_path::{self, Observer, NAPI_SETTLE};
 use super::{kerr, tun_stats, ArmError};
@@ -189,7 +190,7 @@ fn open_writer(ns: &mut Netns, kind: WriterKind) -> Result<Tap, KernelError> {
 /// The outer tag, if the frame has an 802.1Q/802.1ad one the receive path would untag.
 fn outer_vlan_tpid(frame: &[u8]) -> Option<u16> {
     let tpid = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
-    (matches!(tpid, ETH_P_8021Q | ETH_P_8021AD) && frame.len() >= 18).then_some(tpid)
+    (eth_type_vlan(tpid) && frame.len() >= ETH_HLEN + VLAN_HLEN).then_some(tpid)
 }
 
 /// Whether GRO on the writer can validate this frame's L4 checksum (the only way to a

@@ -113,8 +113,8 @@ pub(super) fn vlan(opts: &LabOpts, sk: &dyn Skbsim) -> Result<ExitCode, String> 
             proto_of(on) == Some(0x0800),
         ),
         (
-            "pi.proto is the TPID 0x8100 with offload off (vlan_insert_tag_set_proto)",
-            proto_of(off) == Some(0x8100),
+            "pi.proto is the TPID ETH_P_8021Q with offload off (vlan_insert_tag_set_proto)",
+            proto_of(off) == Some(u64::from(sim::consts::ETH_P_8021Q)),
         ),
         (
             "a tagged frame written into the tap reaches the VLAN device untagged",

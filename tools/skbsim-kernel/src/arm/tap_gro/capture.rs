@@ -7,7 +7,7 @@ use sim::wire::virtio_net_hdr::VIRTIO_NET_HDR_F_NEEDS_CSUM as VNET_F_NEEDS_CSUM;
 /// The longest frame a capture socket reads whole (net/core/gro.c: skb_gro_receive keeps
 /// `p->len` below gro_max_size, at most GRO_MAX_SIZE; ipv6_gro_complete adds 8 bytes).
 pub(super) const CAPTURE_MAX_FRAME: usize =
-    sim::gro::GRO_MAX_SIZE + sim::gro::ETH_HLEN + sim::gro::bigtcp::HOP_JUMBO_LEN;
+    sim::gro::GRO_MAX_SIZE + sim::consts::ETH_HLEN + sim::gro::bigtcp::HOP_JUMBO_LEN;
 
 /// An AF_PACKET socket with `PACKET_VNET_HDR` on one device: every frame comes with the
 /// `virtio_net_hdr` the kernel builds from its skb.

@@ -17,9 +17,9 @@
 
 #[allow(unused_imports)]
 use super::*;
-use sim::consts::ETH_P_TEB;
-// GRE header flag bits (include/net/gre.h), from the model's GRE view.
-use sim::wire::gre::{GRE_CSUM, GRE_KEY, GRE_ROUTING, GRE_SEQ, GRE_VERSION};
+use sim::consts::{ETH_HLEN, ETH_P_TEB, IPPROTO_GRE};
+use sim::wire::gre::{Gre, GRE_CSUM, GRE_KEY};
+use sim::wire::{walk, Ipv4Packet};
 
 const IFLA_GRE_LINK: u16 = 1;
 const IFLA_GRE_IFLAGS: u16 = 2;
@@ -67,43 +67,23 @@ pub(super) struct GreTebFrame<A> {
 /// The GRE-TEB view of `f` when it is IPv4/GRE (protocol 47), version 0 without
 /// routing, carrying ETH_P_TEB: what `gre_parse_header` accepts for a gretap.
 pub(super) fn gre_teb_of(f: &[u8]) -> Option<GreTebFrame<[u8; 4]>> {
-    if f.get(12..14)? != [0x08, 0x00] {
+    let g = walk::ipv4_transport(f, IPPROTO_GRE)?;
+    let gre = Gre::new_checked(f.get(g..)?).ok()?;
+    if gre.version() != 0 || gre.routing_present() || gre.protocol() != ETH_P_TEB {
         return None;
     }
-    let ihl = usize::from(f.get(14)? & 0x0f) * 4;
-    if *f.get(14 + 9)? != 47 || ihl < 20 {
+    let inner = g + gre.header_len();
+    if f.len() < inner + ETH_HLEN {
         return None;
     }
-    let g = 14 + ihl;
-    let flags = u16::from_be_bytes([*f.get(g)?, *f.get(g + 1)?]);
-    let proto = u16::from_be_bytes([*f.get(g + 2)?, *f.get(g + 3)?]);
-    if flags & (GRE_VERSION | GRE_ROUTING) != 0 || proto != ETH_P_TEB {
-        return None;
-    }
-    let mut o = g + 4;
-    if flags & GRE_CSUM != 0 {
-        o += 4;
-    }
-    let key = if flags & GRE_KEY != 0 {
-        let k = f.get(o..o + 4)?.try_into().ok()?;
-        o += 4;
-        Some(k)
-    } else {
-        None
-    };
-    if flags & GRE_SEQ != 0 {
-        o += 4;
-    }
-    if f.len() < o + 14 {
-        return None;
-    }
+    let ip = Ipv4Packet::new_unchecked(f.get(ETH_HLEN..)?);
     Some(GreTebFrame {
         dst_mac: f.get(0..6)?.try_into().ok()?,
-        src_ip: f.get(26..30)?.try_into().ok()?,
-        dst_ip: f.get(30..34)?.try_into().ok()?,
-        key,
-        csum: flags & GRE_CSUM != 0,
-        inner: o,
+        src_ip: ip.src_addr().octets(),
+        dst_ip: ip.dst_addr().octets(),
+        key: gre.key().map(u32::to_be_bytes),
+        csum: gre.checksum_present(),
+        inner,
     })
 }
 

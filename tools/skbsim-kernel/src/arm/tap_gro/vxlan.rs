@@ -2,6 +2,8 @@
 
 #[allow(unused_imports)]
 use super::*;
+use sim::consts::{ETH_HLEN, IPPROTO_UDP, VXLAN_HLEN};
+use sim::wire::{udp, walk, Ipv4Packet, UdpPacket, VxlanPacket};
 
 const IFLA_VXLAN_ID: u16 = 1;
 const IFLA_VXLAN_LINK: u16 = 3;
@@ -23,26 +25,21 @@ pub(super) struct VxlanFrame {
 
 /// The VXLAN view of `f` when it is IPv4/UDP to a port in `ports`.
 pub(super) fn vxlan_of(f: &[u8], ports: &[u16]) -> Option<VxlanFrame> {
-    if f.get(12..14)? != [0x08, 0x00] {
-        return None;
-    }
-    let ihl = usize::from(f.get(14)? & 0x0f) * 4;
-    if *f.get(14 + 9)? != 17 || ihl < 20 {
-        return None;
-    }
-    let udp = 14 + ihl;
-    let port = u16::from_be_bytes([*f.get(udp + 2)?, *f.get(udp + 3)?]);
+    let u = walk::ipv4_transport(f, IPPROTO_UDP)?;
+    // The fixed header only (its length field is vxlan_rcv's business, not the setup's).
+    let port = UdpPacket::new_unchecked(f.get(u..u + udp::HEADER_LEN)?).dst_port();
     if !ports.contains(&port) {
         return None;
     }
-    let v = f.get(udp + 8..udp + 16)?;
-    let vni = u32::from_be_bytes([0, v[4], v[5], v[6]]);
+    let inner = u + udp::HEADER_LEN;
+    let vx = VxlanPacket::new_checked(f.get(inner..)?).ok()?;
+    let ip = Ipv4Packet::new_unchecked(f.get(ETH_HLEN..)?);
     Some(VxlanFrame {
         dst_mac: f.get(0..6)?.try_into().ok()?,
-        dst_ip: f.get(30..34)?.try_into().ok()?,
+        dst_ip: ip.dst_addr().octets(),
         port,
-        vni,
-        inner: udp + 16,
+        vni: vx.vni(),
+        inner: inner + VXLAN_HLEN,
     })
 }
 
