@@ -328,12 +328,6 @@ impl Pipeline for TapGro {
     }
 }
 
-/// The innermost TCP header (NEEDS_CSUM's csum_start): [`crate::wire::walk::innermost_tcp`],
-/// kept here for the trace's segment count until it calls the walker itself.
-pub fn innermost_tcp(f: &[u8], vxlan_ports: &[u16]) -> Option<usize> {
-    crate::wire::walk::innermost_tcp(f, vxlan_ports)
-}
-
 /// The bench's input streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BenchStream {

@@ -7,8 +7,6 @@
 //! Devmap convention: every DEVMAP/DEVMAP_HASH map of the program gets key 0 = B's
 //! ifindex, so a `bpf_redirect_map(&map, 0, 0)` program sends to B in both arms.
 
-use std::path::Path;
-
 use crate::bpf::{assemble, load_elf_file, BasicEnv, Maps, Program};
 use crate::consts::TUN_PI_LEN;
 use crate::errno::Errno;
@@ -385,12 +383,4 @@ impl Pipeline for TapWriteRun<'_> {
     fn recycle(&mut self, frame: Vec<u8>) {
         self.net.recycle_frame(frame);
     }
-}
-
-/// The scenario's directory-relative program path, for traces.
-pub fn program_label(spec: &XdpSpec) -> String {
-    spec.program
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| Path::new("?").display().to_string())
 }

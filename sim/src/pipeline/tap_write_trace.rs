@@ -13,7 +13,7 @@ use crate::trace::{counters_value, describe_device, TraceHeader};
 use crate::tun::{DeviceKind, TunStats};
 use crate::wire::summary::{describe_into, describe_l3_into, vlan_tci_into};
 
-use super::tap_write::{program_label, WriteEvent, WriteRecord};
+use super::tap_write::{WriteEvent, WriteRecord};
 use super::tun_read_trace::{read_record, result_value};
 
 /// The header of a tap-write or vhost-tx trace: B's device and the XDP program after A's.
@@ -23,7 +23,7 @@ pub fn header_record<'h>(header: &'h TraceHeader, scenario: &Scenario) -> Record
         after.push(Field::both("redirect", Value::text(describe_device(b))));
     }
     if let Some(x) = &scenario.xdp {
-        let prog = format!("{} {}", program_label(x), x.mode.name());
+        let prog = format!("{} {}", x.label(), x.mode.name());
         after.push(Field::both("xdp", Value::text(prog)));
     }
     header.record_with(after)

@@ -206,6 +206,16 @@ pub struct XdpSpec {
     pub mode: crate::xdp::XdpMode,
 }
 
+impl XdpSpec {
+    /// The program's file name, as traces show it.
+    pub fn label(&self) -> String {
+        self.program
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "?".to_string())
+    }
+}
+
 fn xdp_section() -> String {
     "xdp".to_string()
 }

@@ -21,12 +21,12 @@ use std::borrow::Cow;
 use super::gro_delivery::{delivery_record, Csum, Delivery, Gso, GsoType};
 use super::record::{Field, Record, Value, HEADER};
 
-use crate::pipeline::tap_gro::innermost_tcp;
 use crate::scenario::Scenario;
 use crate::wire::virtio_net_hdr::{
     VirtioNetHdrRepr, VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_GSO_TCPV4,
     VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP, VIRTIO_NET_HDR_GSO_UDP_L4,
 };
+use crate::wire::walk::{innermost_tcp, plain_udp};
 use crate::wire::{tcp, udp, TcpPacket};
 
 /// The gso type of the `virtio_net_hdr` AF_PACKET returned, in the simulator's names
@@ -141,21 +141,6 @@ pub fn derived_segs(bytes: &[u8], gso_size: u16, vxlan_ports: &[u16]) -> Option<
     Some(payload.div_ceil(usize::from(gso_size)))
 }
 
-/// The UDP header offset of an Ethernet/IPv4 or IPv6 (past the extension headers GRO
-/// walks) frame carrying UDP.
-fn plain_udp(f: &[u8]) -> Option<usize> {
-    let ip = crate::skb::ETH_HLEN;
-    let (l4, proto) = match f.get(12..14)? {
-        [0x08, 0x00] => (ip + usize::from(*f.get(ip)? & 0x0f) * 4, *f.get(ip + 9)?),
-        [0x86, 0xdd] => {
-            let (proto, ext) = crate::gro::ipv6::walk_exthdrs(f.get(ip + 40..)?, *f.get(ip + 6)?);
-            (ip + 40 + ext, proto)
-        }
-        _ => return None,
-    };
-    (proto == 17).then_some(l4)
-}
-
 impl ObservedSkb {
     /// What it shows as a delivery event (flags 0 and no GSO when the read failed);
     /// `ports` are the VXLAN ports the segment count looks through.
@@ -206,11 +191,7 @@ pub(crate) fn header_record(
         Field::both("device", Value::text(dev)),
     ];
     if let Some(x) = &sc.xdp {
-        let prog = format!(
-            "{} {}",
-            crate::pipeline::tap_write::program_label(x),
-            x.mode.name()
-        );
+        let prog = format!("{} {}", x.label(), x.mode.name());
         fields.push(Field::both("xdp", Value::text(prog)));
     }
     let gro = format!(

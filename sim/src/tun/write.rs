@@ -9,7 +9,6 @@ use crate::consts::{
     XDP_PACKET_HEADROOM,
 };
 use crate::consts::{ETH_HLEN, ETH_P_IP, ETH_P_IPV6};
-use crate::wire::vlan::eth_type_vlan;
 use crate::errno::Errno;
 pub(crate) use crate::ethernet::eth_type_trans;
 use crate::net::{Delivery, Net};
@@ -19,6 +18,7 @@ use crate::wire::virtio_net_hdr::{
     VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_F_NEEDS_CSUM,
     VIRTIO_NET_HDR_GSO_NONE,
 };
+use crate::wire::vlan::eth_type_vlan;
 use crate::wire::TunPi;
 use crate::xdp::tun_build_skb::{tun_build_skb_native, NativeResult};
 use crate::xdp::XdpMode;
@@ -363,9 +363,7 @@ impl Net {
         if skb.vlan.is_none() {
             return;
         }
-        while skb.vlan.is_some_and(|t| t.tci & VLAN_VID_MASK == 0)
-            && eth_type_vlan(skb.protocol)
-        {
+        while skb.vlan.is_some_and(|t| t.tci & VLAN_VID_MASK == 0) && eth_type_vlan(skb.protocol) {
             // __vlan_hwaccel_clear_tag + skb_vlan_untag; a frame too short for the next
             // tag is freed without a count.
             skb.vlan = None;
