@@ -464,3 +464,31 @@ impl Report<'_> {
         t
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(secs: Vec<f64>) -> Case {
+        Case {
+            pipeline: "tun-read",
+            trace: false,
+            target_fps: 1e6,
+            secs,
+            rss_kib: vec![],
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_case_is_judged_from_its_median_run_and_a_short_one_says_so() {
+        // Median of [0.05, 0.2, 0.09] is 0.09 < 0.1: not judged, whatever the rate.
+        assert!(!case(vec![0.05, 0.2, 0.09]).judged());
+        assert!(case(vec![0.1]).judged());
+        assert!(!case(vec![]).judged());
+        assert_eq!(rate_verdict(false, false), "short");
+        assert_eq!(rate_verdict(true, false), "short");
+        assert_eq!(rate_verdict(true, true), "PASS");
+        assert_eq!(rate_verdict(false, true), "FAIL");
+    }
+}
