@@ -127,6 +127,15 @@ pub struct TunWriteRules {
     /// thlen` (40 / 60) made both GSO. Off: the skb has no network header yet and the
     /// `vnet_nh_min_len` floor applies (the lab's 6.1 and 6.12 guests).
     pub vnet_gso_dissect: bool,
+    /// A vnet_hdr_sz of at least 24 makes tun_get_user parse the whole
+    /// virtio_net_hdr_v1_hash_tunnel and accept UDP-tunnel GSO (gso_type 0x20/0x40 with
+    /// the tunnel offsets) through virtio_net_hdr_tnl_to_skb, whatever TUNSETOFFLOAD
+    /// said (drivers/net/tun_vnet.h: tun_vnet_hdr_guest_features, "Tun is not aware of
+    /// the negotiated guest features, guess them from the virtio net hdr size"):
+    /// 288f30435132 "tun: enable gso over UDP tunnel support" (v6.17). Before, the
+    /// first 10 bytes are parsed and gso_type 0x20/0x40 is unknown: -EINVAL,
+    /// rx_frame_errors (docs/tap-write.md#vnet-tunnel).
+    pub vnet_udp_tunnel: bool,
     /// tun_xdp_one queues the skb for the tfile's NAPI (IFF_NAPI) and tun_sendmsg
     /// schedules NAPI once per TUN_MSG_PTR batch, so a vhost batch meets GRO:
     /// fb3f903769e8 "tun: support NAPI for packets received from batched XDP buffs"
@@ -283,6 +292,7 @@ pub const LINUX_6_18: KernelProfile = KernelProfile {
         vnet_csum_start_min: true,
         vnet_nh_min_len: true,
         vnet_gso_dissect: true,
+        vnet_udp_tunnel: true,
         xdp_one_napi: true,
     },
     gro: crate::gro::rules::GRO_LINUX_6_18,
@@ -311,6 +321,7 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
         vnet_csum_start_min: false,
         vnet_nh_min_len: false,
         vnet_gso_dissect: false,
+        vnet_udp_tunnel: false,
         xdp_one_napi: false,
     },
     gro: crate::gro::rules::GRO_LINUX_4_19,
@@ -335,6 +346,8 @@ pub const LINUX_6_1: KernelProfile = KernelProfile {
         vnet_csum_start_min: false,
         vnet_nh_min_len: false,
         vnet_gso_dissect: false,
+        // 288f30435132 is v6.17.
+        vnet_udp_tunnel: false,
         ..LINUX_6_18.tun_write
     },
     gro: crate::gro::rules::GRO_LINUX_6_1,
@@ -363,6 +376,8 @@ pub const LINUX_6_12: KernelProfile = KernelProfile {
         xdp_meta: false,
         // The 6.12 guest reads tap-write/vnet-gso-threshold write 3 back as GSO.
         vnet_gso_dissect: false,
+        // 288f30435132 is v6.17.
+        vnet_udp_tunnel: false,
         ..LINUX_6_18.tun_write
     },
     gro: crate::gro::rules::GRO_LINUX_6_12,
@@ -444,6 +459,7 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
         vnet_csum_start_min: false,
         vnet_nh_min_len: false,
         vnet_gso_dissect: false,
+        vnet_udp_tunnel: false,
         xdp_one_napi: false,
     },
     gro: crate::gro::rules::GRO_LINUX_3_12,
@@ -534,10 +550,13 @@ mod tests {
         // The 6.12 guest reads a tap's GSO write without NEEDS_CSUM as nh_min_len + thlen
         // says (tap-write/vnet-gso-threshold write 3 is GSO there, not on the host).
         assert!(!t.tun_write.vnet_gso_dissect && LINUX_6_18.tun_write.vnet_gso_dissect);
+        // UDP-tunnel GSO in the vnet header is 288f30435132, v6.17 (source, not the guest).
+        assert!(!t.tun_write.vnet_udp_tunnel && LINUX_6_18.tun_write.vnet_udp_tunnel);
         assert_eq!(
             TunWriteRules {
                 xdp_meta: true,
                 vnet_gso_dissect: true,
+                vnet_udp_tunnel: true,
                 ..t.tun_write
             },
             LINUX_6_18.tun_write

@@ -24,7 +24,8 @@
 //! vnet_hdr_sz = 12        # 10 ..= 16 MiB (TUNSETVNETHDRSZ: an int >= 10)
 //! vnet_be = false
 //! tx_vlan_offload = { ctag = true, stag = true }
-//! offloads = ["csum", "tso4"]   # csum tso4 tso6 tso_ecn ufo uso4 uso6
+//! offloads = ["csum", "tso4"]   # csum tso4 tso6 tso_ecn ufo uso4 uso6 udp_tunnel_gso
+//!                               # udp_tunnel_gso_csum
 //! tx_queue_len = 500      # 1 ..= 524288
 //! mtu = 1500              # 68 ..= 65521 (tap), 68 ..= 65535 (tun)
 //!
@@ -367,6 +368,12 @@ impl Scenario {
         let (no_device, no_reader, no_skb) = Default::default();
         let raw_device = raw.device.as_ref().unwrap_or(&no_device);
         let device = device_config(raw_device).map_err(&err)?;
+        if device.offloads.udp_tunnel_gso && !profile.tun_ioctl.udp_tunnel_gso {
+            return Err(err(format!(
+                "device.offloads: {} has no \"udp_tunnel_gso\" (TUNSETOFFLOAD refuses TUN_F_UDP_TUNNEL_GSO with EINVAL before v6.17)",
+                profile.name
+            )));
+        }
         let raw_reader = raw.reader.as_ref().unwrap_or(&no_reader);
         let reader = reader_plan(raw_reader).map_err(&err)?;
         // The receive path untags by default: that is how a tagged frame reaches a tap.

@@ -106,6 +106,9 @@ pub(super) struct RawVnet {
     pub(super) gso_size: Option<u16>,
     pub(super) csum_start: Option<u16>,
     pub(super) csum_offset: Option<u16>,
+    /// virtio_net_hdr_v1_hash_tunnel's two offsets (written only when vnet_hdr_sz >= 24).
+    pub(super) outer_th_offset: Option<u16>,
+    pub(super) inner_nh_offset: Option<u16>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -167,6 +170,8 @@ pub(super) enum Offload {
     Ufo,
     Uso4,
     Uso6,
+    UdpTunnelGso,
+    UdpTunnelGsoCsum,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -337,6 +342,8 @@ pub(super) fn vnet_of(v: &RawVnet) -> WriterVnet {
         gso_size: v.gso_size.unwrap_or(0),
         csum_start: v.csum_start.unwrap_or(0),
         csum_offset: v.csum_offset.unwrap_or(0),
+        outer_th_offset: v.outer_th_offset.unwrap_or(0),
+        inner_nh_offset: v.inner_nh_offset.unwrap_or(0),
         ..WriterVnet::default()
     }
 }
@@ -409,7 +416,17 @@ pub(super) fn device_config(d: &RawDevice) -> Result<TunConfig, String> {
             Offload::Ufo => f.ufo = true,
             Offload::Uso4 => f.uso4 = true,
             Offload::Uso6 => f.uso6 = true,
+            Offload::UdpTunnelGso => f.udp_tunnel_gso = true,
+            Offload::UdpTunnelGsoCsum => f.udp_tunnel_gso_csum = true,
         }
+    }
+    let o = c.offloads;
+    if (o.udp_tunnel_gso && !(o.tso4 || o.tso6 || o.uso4))
+        || (o.udp_tunnel_gso_csum && !o.udp_tunnel_gso)
+    {
+        // tun.c: set_offload takes the tunnel bits only with a PLAIN_GSO feature, the CSUM
+        // one only with UDP_TUNNEL_GSO; otherwise EINVAL (docs/tun-ioctl.md#setoffload).
+        return Err("device.offloads: \"udp_tunnel_gso\" needs \"tso4\", \"tso6\" or \"uso4\"+\"uso6\", and \"udp_tunnel_gso_csum\" needs \"udp_tunnel_gso\" (TUNSETOFFLOAD refuses them otherwise with EINVAL)".into());
     }
     if c.offloads.uso4 != c.offloads.uso6 {
         // tun.c: set_offload turns on NETIF_F_GSO_UDP_L4 only for both bits; one alone is

@@ -13,7 +13,7 @@ use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, TUN_PI_LEN};
 use crate::wire::summary::{describe_into, vlan_tci_into};
 use crate::wire::tun_pi::TunPi;
 use crate::wire::virtio_net_hdr::{
-    flags_names, gso_type_name, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_LEN,
+    flags_names, gso_type_name, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout,
 };
 
 /// The lines above the events.
@@ -95,6 +95,8 @@ pub fn describe_device(c: &TunConfig) -> String {
         (o.ufo, "ufo"),
         (o.uso4, "uso4"),
         (o.uso6, "uso6"),
+        (o.udp_tunnel_gso, "udp_tunnel_gso"),
+        (o.udp_tunnel_gso_csum, "udp_tunnel_gso_csum"),
     ]
     .into_iter()
     .filter(|(on, _)| *on)
@@ -246,6 +248,8 @@ struct Decoded<'r> {
     pi: Option<(u16, u16)>,
     /// The header and the bytes of the area past it.
     vnet: Option<(VirtioNetHdrRepr, &'r [u8])>,
+    /// The header is struct virtio_net_hdr_v1_hash_tunnel.
+    tunnel: bool,
 }
 
 fn decode<'r>(r: &'r ReadRecord, dev: &TunConfig) -> Decoded<'r> {
@@ -253,6 +257,7 @@ fn decode<'r>(r: &'r ReadRecord, dev: &TunConfig) -> Decoded<'r> {
     let mut d = Decoded {
         pi: None,
         vnet: None,
+        tunnel: false,
     };
     if !dev.no_pi {
         if let Ok(pi) = TunPi::new_checked(&r.data[..]) {
@@ -262,9 +267,17 @@ fn decode<'r>(r: &'r ReadRecord, dev: &TunConfig) -> Decoded<'r> {
     }
     if dev.vnet_hdr && r.result.is_ok() && r.data.len() >= pos + dev.vnet_hdr_sz {
         let area = &r.data[pos..pos + dev.vnet_hdr_sz];
-        if let Ok(view) = VirtioNetHdr::new_checked(area, VnetHdrLayout::Basic, dev.vnet_endian) {
+        // With the UDP tunnel offload tun writes the 24-byte header
+        // (docs/tun-read.md#vnet-tunnel).
+        let layout = if dev.offloads.udp_tunnel_gso {
+            VnetHdrLayout::HashTunnel
+        } else {
+            VnetHdrLayout::Basic
+        };
+        if let Ok(view) = VirtioNetHdr::new_checked(area, layout, dev.vnet_endian) {
             if let Ok(h) = VirtioNetHdrRepr::parse(&view) {
-                d.vnet = Some((h, &area[VIRTIO_NET_HDR_LEN..]));
+                d.vnet = Some((h, &area[layout.header_len()..]));
+                d.tunnel = layout == VnetHdrLayout::HashTunnel;
             }
         }
     }
@@ -330,6 +343,13 @@ pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &T
         out.push_str("  vnet: ");
         vnet_fields_into(out, h);
         out.push('\n');
+        if d.tunnel {
+            let _ = writeln!(
+                out,
+                "  vnet_tunnel: num_buffers {} hash_value {} hash_report {} outer_th_offset {} inner_nh_offset {}",
+                h.num_buffers, h.hash_value, h.hash_report, h.outer_th_offset, h.inner_nh_offset
+            );
+        }
         if !pad.is_empty() {
             let zero = pad.iter().all(|b| *b == 0);
             out.push_str("  vnet_pad: ");
@@ -354,7 +374,8 @@ pub(crate) fn render_read(out: &mut String, label: &str, r: &ReadRecord, dev: &T
                     out.push_str(" bytes\n");
                 }
                 None => {
-                    let _ = writeln!(out, "  put_user: EINVAL, skb freed, no counter moves");
+                    let e = r.result.err().map_or("EINVAL", |e| e.name());
+                    let _ = writeln!(out, "  put_user: {e}, skb freed, no counter moves");
                 }
             }
         } else if r.buffer_len == 0 {
