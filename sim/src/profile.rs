@@ -146,6 +146,15 @@ pub struct TunWriteRules {
     /// present in Debian's 6.1.192 and 6.12.118 include/linux/virtio_net.h). This bench's
     /// 6.18.44 host reads gso_size 4 back as 4 (tap-write/vnet-gso-tail, read A 4).
     pub vnet_tcp_min_gso_size: bool,
+    /// A vnet_hdr_sz of at least 24 makes tun_get_user parse the whole
+    /// virtio_net_hdr_v1_hash_tunnel and accept UDP-tunnel GSO (gso_type 0x20/0x40 with
+    /// the tunnel offsets) through virtio_net_hdr_tnl_to_skb, whatever TUNSETOFFLOAD
+    /// said (drivers/net/tun_vnet.h: tun_vnet_hdr_guest_features, "Tun is not aware of
+    /// the negotiated guest features, guess them from the virtio net hdr size"):
+    /// 288f30435132 "tun: enable gso over UDP tunnel support" (v6.17). Before, the
+    /// first 10 bytes are parsed and gso_type 0x20/0x40 is unknown: -EINVAL,
+    /// rx_frame_errors (docs/tap-write.md#vnet-tunnel).
+    pub vnet_udp_tunnel: bool,
     /// tun_xdp_one queues the skb for the tfile's NAPI (IFF_NAPI) and tun_sendmsg
     /// schedules NAPI once per TUN_MSG_PTR batch, so a vhost batch meets GRO:
     /// fb3f903769e8 "tun: support NAPI for packets received from batched XDP buffs"
@@ -305,6 +314,7 @@ pub const LINUX_6_18: KernelProfile = KernelProfile {
         vnet_gso_tail_check: false,
         vnet_tcp_csum_offset: true,
         vnet_tcp_min_gso_size: false,
+        vnet_udp_tunnel: true,
         xdp_one_napi: true,
     },
     gro: crate::gro::rules::GRO_LINUX_6_18,
@@ -336,6 +346,7 @@ pub const LINUX_4_19: KernelProfile = KernelProfile {
         vnet_gso_tail_check: false,
         vnet_tcp_csum_offset: false,
         vnet_tcp_min_gso_size: false,
+        vnet_udp_tunnel: false,
         xdp_one_napi: false,
     },
     gro: crate::gro::rules::GRO_LINUX_4_19,
@@ -361,6 +372,8 @@ pub const LINUX_6_1: KernelProfile = KernelProfile {
         vnet_nh_min_len: false,
         vnet_gso_dissect: false,
         vnet_tcp_min_gso_size: true,
+        // 288f30435132 is v6.17.
+        vnet_udp_tunnel: false,
         ..LINUX_6_18.tun_write
     },
     gro: crate::gro::rules::GRO_LINUX_6_1,
@@ -390,6 +403,8 @@ pub const LINUX_6_12: KernelProfile = KernelProfile {
         // The 6.12 guest reads tap-write/vnet-gso-threshold write 3 back as GSO.
         vnet_gso_dissect: false,
         vnet_tcp_min_gso_size: true,
+        // 288f30435132 is v6.17.
+        vnet_udp_tunnel: false,
         ..LINUX_6_18.tun_write
     },
     gro: crate::gro::rules::GRO_LINUX_6_12,
@@ -501,6 +516,7 @@ pub const LINUX_3_12: KernelProfile = KernelProfile {
         vnet_gso_tail_check: false,
         vnet_tcp_csum_offset: false,
         vnet_tcp_min_gso_size: false,
+        vnet_udp_tunnel: false,
         xdp_one_napi: false,
     },
     gro: crate::gro::rules::GRO_LINUX_3_12,
@@ -593,6 +609,8 @@ mod tests {
         // The 6.12 guest reads a tap's GSO write without NEEDS_CSUM as nh_min_len + thlen
         // says (tap-write/vnet-gso-threshold write 3 is GSO there, not on the host).
         assert!(!t.tun_write.vnet_gso_dissect && LINUX_6_18.tun_write.vnet_gso_dissect);
+        // UDP-tunnel GSO in the vnet header is 288f30435132, v6.17 (source, not the guest).
+        assert!(!t.tun_write.vnet_udp_tunnel && LINUX_6_18.tun_write.vnet_udp_tunnel);
         assert_eq!(
             TunWriteRules {
                 xdp_meta: true,
@@ -600,6 +618,7 @@ mod tests {
                 // Debian 6.12.118's virtio_net.h clamps; the 6.18 host does not (read A 4
                 // of tap-write/vnet-gso-tail).
                 vnet_tcp_min_gso_size: false,
+                vnet_udp_tunnel: true,
                 ..t.tun_write
             },
             LINUX_6_18.tun_write

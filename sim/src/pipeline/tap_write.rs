@@ -154,8 +154,14 @@ pub fn compose_write_into(w: &mut Vec<u8>, scenario: &Scenario, index: u64, fram
     if dev.vnet_hdr {
         let start = w.len();
         w.resize(start + dev.vnet_hdr_sz, 0);
-        let mut view =
-            VirtioNetHdr::new_unchecked(&mut w[start..], VnetHdrLayout::Basic, dev.vnet_endian);
+        // The largest struct the area holds: the tunnel offsets land at bytes 20-23 of a
+        // 24-byte area, which 6.17+ parses (docs/tap-write.md#vnet-tunnel).
+        let layout = if dev.vnet_hdr_sz >= VnetHdrLayout::HashTunnel.header_len() {
+            VnetHdrLayout::HashTunnel
+        } else {
+            VnetHdrLayout::Basic
+        };
+        let mut view = VirtioNetHdr::new_unchecked(&mut w[start..], layout, dev.vnet_endian);
         // The area is at least 10 bytes (vnet_hdr_sz >= 10 is validated).
         let _ = vnet.emit(&mut view);
     }

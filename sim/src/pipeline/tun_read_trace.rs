@@ -15,7 +15,7 @@ use crate::wire::summary::{describe_into, vlan_tci_into};
 use crate::wire::tun_pi::TunPi;
 use crate::wire::virtio_net_hdr::{
     flags_names, gso_type_name, VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout,
-    VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_LEN,
+    VIRTIO_NET_HDR_GSO_NONE,
 };
 
 use super::tun_read::{Event, ReadRecord};
@@ -123,14 +123,34 @@ fn userspace_fields<'r>(f: &mut Vec<Field<'r>>, r: &'r ReadRecord, dev: &TunConf
         return;
     }
     let area = &r.data[pos..pos + dev.vnet_hdr_sz];
-    let Ok(view) = VirtioNetHdr::new_checked(area, VnetHdrLayout::Basic, dev.vnet_endian) else {
+    // With the UDP tunnel offload tun writes the 24-byte header
+    // (docs/tun-read.md#vnet-tunnel).
+    let layout = if dev.offloads.udp_tunnel_gso {
+        VnetHdrLayout::HashTunnel
+    } else {
+        VnetHdrLayout::Basic
+    };
+    let Ok(view) = VirtioNetHdr::new_checked(area, layout, dev.vnet_endian) else {
         return;
     };
     let Ok(h) = VirtioNetHdrRepr::parse(&view) else {
         return;
     };
     f.push(Field::both("vnet", vnet_value(&h)).meta());
-    let pad = &area[VIRTIO_NET_HDR_LEN..];
+    if layout == VnetHdrLayout::HashTunnel {
+        let n = |name, v: u64| Part::named(name, Value::Int(v));
+        f.push(Field::both(
+            "vnet_tunnel",
+            Value::Parts(vec![
+                n("num_buffers", h.num_buffers.into()),
+                n("hash_value", h.hash_value.into()),
+                n("hash_report", h.hash_report.into()),
+                n("outer_th_offset", h.outer_th_offset.into()),
+                n("inner_nh_offset", h.inner_nh_offset.into()),
+            ]),
+        ));
+    }
+    let pad = &area[layout.header_len()..];
     if !pad.is_empty() {
         let zero = if pad.iter().all(|b| *b == 0) {
             "zero"
@@ -201,10 +221,13 @@ pub fn read_record<'r>(kind: &'static str, r: &'r ReadRecord, dev: &TunConfig) -
                     ]),
                 ));
             }
-            None => f.push(Field::model(
-                "put_user",
-                Value::Word("EINVAL, skb freed, no counter moves"),
-            )),
+            None => {
+                let e = r.result.err().map_or("EINVAL", |e| e.name());
+                f.push(Field::model(
+                    "put_user",
+                    Value::Text(format!("{e}, skb freed, no counter moves").into()),
+                ))
+            }
         }
     } else if r.model.is_some() && r.buffer_len == 0 {
         f.push(Field::model(

@@ -81,6 +81,12 @@ fn device(f: &ScenarioFile) -> Result<TunConfig, String> {
         .as_ref()
         .map(|d| d.config.clone())
         .unwrap_or_default();
+    if device.offloads.udp_tunnel_gso && !f.profile.tun_ioctl.udp_tunnel_gso {
+        return Err(format!(
+            "device.offloads: {} has no \"udp_tunnel_gso\" (TUNSETOFFLOAD refuses TUN_F_UDP_TUNNEL_GSO with EINVAL before v6.17)",
+            f.profile.name
+        ));
+    }
     if let Some(guest) = &f.vhost {
         // QEMU's tap: IFF_NO_PI | IFF_VNET_HDR with the negotiated header size.
         if written(|k| k.no_pi) == Some(false) || written(|k| k.vnet_hdr) == Some(false) {

@@ -179,6 +179,8 @@ fn offload_names<'de, D: Deserializer<'de>>(d: D) -> Result<Offloads, D::Error> 
         Ufo,
         Uso4,
         Uso6,
+        UdpTunnelGso,
+        UdpTunnelGsoCsum,
     }
     let mut f = Offloads::default();
     for name in Vec::<Name>::deserialize(d)? {
@@ -190,6 +192,8 @@ fn offload_names<'de, D: Deserializer<'de>>(d: D) -> Result<Offloads, D::Error> 
             Name::Ufo => &mut f.ufo,
             Name::Uso4 => &mut f.uso4,
             Name::Uso6 => &mut f.uso6,
+            Name::UdpTunnelGso => &mut f.udp_tunnel_gso,
+            Name::UdpTunnelGsoCsum => &mut f.udp_tunnel_gso_csum,
         } = true;
     }
     Ok(f)
@@ -256,6 +260,13 @@ fn check_offloads(f: &Offloads) -> Result<(), String> {
         // tun.c: set_offload turns on NETIF_F_GSO_UDP_L4 only for both bits; one alone is
         // -EINVAL (seen on 6.18: TUNSETOFFLOAD 0x21 fails).
         return Err("offloads: \"uso4\" and \"uso6\" go together (TUNSETOFFLOAD refuses one alone with EINVAL)".into());
+    }
+    if (f.udp_tunnel_gso && !(f.tso4 || f.tso6 || f.uso4))
+        || (f.udp_tunnel_gso_csum && !f.udp_tunnel_gso)
+    {
+        // tun.c: set_offload takes the tunnel bits only with a PLAIN_GSO feature, the CSUM
+        // one only with UDP_TUNNEL_GSO; otherwise EINVAL (docs/tun-ioctl.md#setoffload).
+        return Err("offloads: \"udp_tunnel_gso\" needs \"tso4\", \"tso6\" or \"uso4\"+\"uso6\", and \"udp_tunnel_gso_csum\" needs \"udp_tunnel_gso\" (TUNSETOFFLOAD refuses them otherwise with EINVAL)".into());
     }
     if *f != Offloads::default() && !f.csum {
         // tun.c: set_offload ignores TSO/UFO/USO bits unless TUN_F_CSUM is set.

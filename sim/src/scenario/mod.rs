@@ -24,7 +24,8 @@
 //! vnet_hdr_sz = 12        # 10 ..= 16 MiB (TUNSETVNETHDRSZ: an int >= 10)
 //! vnet_be = false
 //! tx_vlan_offload = { ctag = true, stag = true }
-//! offloads = ["csum", "tso4"]   # csum tso4 tso6 tso_ecn ufo uso4 uso6
+//! offloads = ["csum", "tso4"]   # csum tso4 tso6 tso_ecn ufo uso4 uso6 udp_tunnel_gso
+//!                               # udp_tunnel_gso_csum
 //! tx_queue_len = 500      # 1 ..= 524288
 //! mtu = 1500              # 68 ..= 65521 (tap), 68 ..= 65535 (tun)
 //!

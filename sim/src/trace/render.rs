@@ -115,6 +115,8 @@ pub fn describe_device(c: &TunConfig) -> String {
         (o.ufo, "ufo"),
         (o.uso4, "uso4"),
         (o.uso6, "uso6"),
+        (o.udp_tunnel_gso, "udp_tunnel_gso"),
+        (o.udp_tunnel_gso_csum, "udp_tunnel_gso_csum"),
     ]
     .into_iter()
     .filter(|(on, _)| *on)

@@ -10,6 +10,7 @@ pub mod napi;
 pub mod read;
 pub mod sendmsg;
 pub mod vnet;
+pub mod vnet_tnl;
 mod vnet_to_skb;
 pub mod write;
 

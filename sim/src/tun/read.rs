@@ -7,9 +7,11 @@ use crate::errno::Errno;
 use crate::profile::{PutUserAccounting, StripRule, TunReadRules};
 use crate::skb::{IpSummed, OpCounters, SkBuff, VlanTag};
 
-use crate::wire::virtio_net_hdr::{VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_LEN};
+use crate::wire::virtio_net_hdr::{
+    VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_LEN, VIRTIO_NET_HDR_TUNNEL_LEN,
+};
 
-use super::vnet::vnet_hdr_from_skb;
+use super::vnet_tnl::{is_udp_tunnel, vnet_hdr_tnl_from_skb};
 use super::{RingEntry, TunDevice, XdpFrame};
 use crate::consts::{TUN_PI_LEN, TUN_PKT_STRIP};
 use crate::wire::TunPi;
@@ -115,10 +117,11 @@ impl TunDevice {
             Some(RingEntry::Skb(mut skb)) => {
                 let mut out = self.put_user(&mut skb, buf, rules);
                 // tun_chr_read_iter: ret = min_t(ssize_t, ret, len).
-                out.result = out
-                    .put_user_ret
-                    .map(|r| r.min(buf.len()))
-                    .ok_or(Errno::EINVAL);
+                // A failed put_user left its errno in `result`.
+                out.result = match out.put_user_ret {
+                    Some(r) => Ok(r.min(buf.len())),
+                    None => out.result,
+                };
                 out.ops = skb.ops;
                 self.free(skb);
                 out
@@ -212,27 +215,43 @@ impl TunDevice {
             if buf.len() - pos < vnet_hdr_sz {
                 return out;
             }
-            let Ok(hdr) = vnet_hdr_from_skb(skb, vlan_hlen, rules) else {
+            // docs/tun-read.md#vnet-tunnel: with NETIF_F_GSO_UDP_TUNNEL the device
+            // writes the 24-byte header (tun_vnet_parse_size), tunnel skb or not.
+            let tnl = self.config.offloads.udp_tunnel_gso;
+            let Ok(hdr) = vnet_hdr_tnl_from_skb(skb, vlan_hlen, rules, tnl) else {
                 return out;
             };
-            let endian = if rules.vnet_endian_selectable {
-                self.config.vnet_endian
-            } else {
+            let endian = if !rules.vnet_endian_selectable || is_udp_tunnel(skb) {
+                // virtio_net_hdr_tnl_from_skb derives a tunnel skb's header with
+                // little_endian = true.
                 super::VnetEndian::Little
+            } else {
+                self.config.vnet_endian
             };
-            // tun writes struct virtio_net_hdr (10 bytes); the padding rule is the
-            // profile's, so only the real bytes are emitted here.
-            let real = &mut buf[pos..pos + VIRTIO_NET_HDR_LEN];
-            if hdr
-                .emit_padded(real, VIRTIO_NET_HDR_LEN, VnetHdrLayout::Basic, endian)
-                .is_err()
-            {
+            let layout = if tnl {
+                VnetHdrLayout::HashTunnel
+            } else {
+                VnetHdrLayout::Basic
+            };
+            let parsed = layout.header_len();
+            // The padding rule is the profile's, so only the real bytes are emitted here.
+            let n = parsed.min(buf.len() - pos);
+            let mut real = [0u8; VIRTIO_NET_HDR_TUNNEL_LEN];
+            if hdr.emit_padded(&mut real, parsed, layout, endian).is_err() {
                 return out;
             }
-            skb.ops.bytes_copied_to_user += VIRTIO_NET_HDR_LEN as u64;
+            buf[pos..pos + n].copy_from_slice(&real[..n]);
+            skb.ops.bytes_copied_to_user += n as u64;
+            if vnet_hdr_sz < parsed {
+                // __tun_vnet_hdr_put: iov_iter_zero(sz - parsed_size) wraps to a huge
+                // count, zeroes the rest of the buffer and falls short: -EFAULT.
+                buf[pos + n..].fill(0);
+                out.result = Err(Errno::EFAULT);
+                return out;
+            }
             if rules.vnet_pad_zero {
                 // iov_iter_zero since 4adf74971018 (v6.15); before, iov_iter_advance.
-                buf[pos + VIRTIO_NET_HDR_LEN..pos + vnet_hdr_sz].fill(0);
+                buf[pos + parsed..pos + vnet_hdr_sz].fill(0);
             }
             out.vnet = Some((hdr, vnet_hdr_sz));
             pos += vnet_hdr_sz;

@@ -20,13 +20,26 @@ pub fn vnet_hdr_from_skb(
     vlan_hlen: usize,
     rules: &TunReadRules,
 ) -> Result<VirtioNetHdrRepr, UnsupportedGso> {
+    hdr_from_skb_fields(skb, skb.gso_type, vlan_hlen, rules, true)
+}
+
+/// virtio_net_hdr_from_skb for `skb` as if its gso_type were `gso_type`
+/// (virtio_net_hdr_tnl_from_skb clears the tunnel bits around the call) and with
+/// `has_data_valid` (false there).
+pub(crate) fn hdr_from_skb_fields(
+    skb: &SkBuff,
+    gso_type: u32,
+    vlan_hlen: usize,
+    rules: &TunReadRules,
+    has_data_valid: bool,
+) -> Result<VirtioNetHdrRepr, UnsupportedGso> {
     let mut h = VirtioNetHdrRepr::default();
     if skb.is_gso() {
         // "This is a hint as to how much should be linear": skb_headlen, never adjusted
         // for the spliced tag.
         h.hdr_len = skb.headlen() as u16;
         h.gso_size = skb.gso_size;
-        let t = skb.gso_type;
+        let t = gso_type;
         h.gso_type = if t & gso::TCPV4 != 0 {
             VIRTIO_NET_HDR_GSO_TCPV4
         } else if t & gso::TCPV6 != 0 {
@@ -55,7 +68,8 @@ pub fn vnet_hdr_from_skb(
         }
         // has_data_valid is true for tun. UNCERTAIN for 3.12 (kept as in later kernels;
         // the 3.12 source read shows no difference).
-        IpSummed::Unnecessary => h.flags = VIRTIO_NET_HDR_F_DATA_VALID,
+        IpSummed::Unnecessary if has_data_valid => h.flags = VIRTIO_NET_HDR_F_DATA_VALID,
+        IpSummed::Unnecessary => {}
         IpSummed::None | IpSummed::Complete => {}
     }
     Ok(h)

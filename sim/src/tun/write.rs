@@ -16,13 +16,14 @@ use crate::profile::{TunReadRules, TunWriteRules};
 use crate::skb::SkBuff;
 use crate::wire::virtio_net_hdr::{
     VirtioNetHdr, VirtioNetHdrRepr, VnetHdrLayout, VIRTIO_NET_HDR_F_NEEDS_CSUM,
-    VIRTIO_NET_HDR_GSO_NONE,
+    VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_TUNNEL_LEN,
 };
 use crate::wire::vlan::eth_type_vlan;
 use crate::wire::TunPi;
 use crate::xdp::tun_build_skb::{tun_build_skb_native, NativeResult};
 use crate::xdp::XdpMode;
 
+use super::vnet_tnl::vnet_hdr_tnl_to_skb;
 pub(crate) use super::vnet_to_skb::vnet_hdr_to_skb;
 use super::DeviceKind;
 use crate::consts::TUN_PI_LEN;
@@ -180,7 +181,9 @@ impl Net {
             .ok_or_else(|| ModelError(format!("no device with ifindex {ifindex}")))?;
         let cfg = dev.config.clone();
         let total = bytes.len();
-        let parsed = match parse_write(bytes, &cfg, read_rules) {
+        // tun_vnet_hdr_guest_features: the tunnel header is "negotiated" by the size.
+        let tnl = rules.vnet_udp_tunnel && cfg.vnet_hdr_sz >= VIRTIO_NET_HDR_TUNNEL_LEN;
+        let parsed = match parse_write(bytes, &cfg, read_rules, tnl) {
             Ok(p) => p,
             Err(e) => return Ok(WriteOutcome::rejected(e)),
         };
@@ -255,8 +258,16 @@ impl Net {
             skb.reuse_from_frame(frame, TUN_RX_PAD, linear);
         }
 
-        // virtio_net_hdr_to_skb (docs/tap-write.md#delivery): failure is rx_frame_errors.
-        if let Err(why) = vnet_hdr_to_skb(skb, &parsed.gso, rules, cfg.kind == DeviceKind::Tap) {
+        // virtio_net_hdr_to_skb (docs/tap-write.md#delivery), through
+        // virtio_net_hdr_tnl_to_skb from 6.17 (docs/tap-write.md#vnet-tunnel): failure is
+        // rx_frame_errors.
+        let is_tap = cfg.kind == DeviceKind::Tap;
+        let to_skb = if rules.vnet_udp_tunnel {
+            vnet_hdr_tnl_to_skb(skb, &parsed.gso, rules, is_tap, tnl)
+        } else {
+            vnet_hdr_to_skb(skb, &parsed.gso, rules, is_tap)
+        };
+        if let Err(why) = to_skb {
             self.stats_mut(ifindex).rx_frame_errors += 1;
             out.result = Err(Errno::EINVAL);
             out.fate = Fate::Dropped(why);
@@ -378,10 +389,14 @@ impl Net {
 }
 
 /// docs/tap-write.md#parse: the PI and the vnet header. Errors here change no counter.
+/// `tnl`: the whole 24-byte virtio_net_hdr_v1_hash_tunnel is parsed
+/// (drivers/net/tun_vnet.h: __tun_vnet_hdr_get with tun_vnet_parse_size), else the first
+/// 10 bytes.
 fn parse_write(
     bytes: &[u8],
     cfg: &super::TunConfig,
     read_rules: &TunReadRules,
+    tnl: bool,
 ) -> Result<Parsed, Errno> {
     let mut pos = 0;
     let mut pi_proto = None;
@@ -401,7 +416,12 @@ fn parse_write(
         } else {
             super::VnetEndian::Little
         };
-        let view = VirtioNetHdr::new_checked(&bytes[pos..pos + sz], VnetHdrLayout::Basic, endian)
+        let layout = if tnl {
+            VnetHdrLayout::HashTunnel
+        } else {
+            VnetHdrLayout::Basic
+        };
+        let view = VirtioNetHdr::new_checked(&bytes[pos..pos + sz], layout, endian)
             .map_err(|_| Errno::EINVAL)?;
         gso = VirtioNetHdrRepr::parse(&view).map_err(|_| Errno::EINVAL)?;
         raise_hdr_len_for_csum(&mut gso);

@@ -348,9 +348,8 @@ pub struct VirtioNetHdrRepr {
     pub hash_value: u32,
     #[serde(skip)]
     pub hash_report: u16,
-    #[serde(skip)]
+    /// virtio_net_hdr_v1_hash_tunnel's two offsets (written only when vnet_hdr_sz >= 24).
     pub outer_th_offset: u16,
-    #[serde(skip)]
     pub inner_nh_offset: u16,
 }
 

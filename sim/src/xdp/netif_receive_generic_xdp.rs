@@ -65,6 +65,25 @@ fn rebuilt(old: &SkBuff, frame: &[u8], head_delta: isize) -> SkBuff {
         let start = old.checksum_start_offset() as isize - head_delta;
         skb.partial_csum_set(start.max(0) as usize, old.csum_offset);
     }
+    // The transport and inner headers keep their place in the packet too
+    // (pskb_expand_head: skb_headers_offset_update); a UDP-tunnel skb's tunnel offsets
+    // are read back from them (docs/tun-read.md#vnet-tunnel).
+    let moved = |h: Option<usize>| {
+        old.offset_from_data(h)
+            .and_then(|o| usize::try_from(o as isize - head_delta).ok())
+    };
+    if let Some(o) = moved(old.transport_header) {
+        skb.set_transport_header(o);
+    }
+    if let Some(o) = moved(old.inner_mac_header) {
+        skb.set_inner_mac_header(o);
+    }
+    if let Some(o) = moved(old.inner_network_header) {
+        skb.set_inner_network_header(o);
+    }
+    if let Some(o) = moved(old.inner_transport_header) {
+        skb.set_inner_transport_header(o);
+    }
     let ethertype = |s: &SkBuff| (s.byte(12), s.byte(13));
     let multicast = |s: &SkBuff| s.byte(0).map(|b| b & 1);
     if ethertype(old) != ethertype(&skb) || multicast(old) != multicast(&skb) {

@@ -44,6 +44,8 @@ pub mod tun_f {
     pub const UFO: u32 = sim::tun::ioctl::tun_f::UFO as u32;
     pub const USO4: u32 = sim::tun::ioctl::tun_f::USO4 as u32;
     pub const USO6: u32 = sim::tun::ioctl::tun_f::USO6 as u32;
+    pub const UDP_TUNNEL_GSO: u32 = sim::tun::ioctl::tun_f::UDP_TUNNEL_GSO as u32;
+    pub const UDP_TUNNEL_GSO_CSUM: u32 = sim::tun::ioctl::tun_f::UDP_TUNNEL_GSO_CSUM as u32;
 }
 
 /// How to create a tun/tap queue. `Default` is a tap with `IFF_NO_PI`, blocking, nothing else.

@@ -127,6 +127,8 @@ pub(crate) fn offload_bits(dev: &TunConfig) -> u32 {
         (o.ufo, tun_f::UFO),
         (o.uso4, tun_f::USO4),
         (o.uso6, tun_f::USO6),
+        (o.udp_tunnel_gso, tun_f::UDP_TUNNEL_GSO),
+        (o.udp_tunnel_gso_csum, tun_f::UDP_TUNNEL_GSO_CSUM),
     ]
     .into_iter()
     .filter(|(on, _)| *on)
