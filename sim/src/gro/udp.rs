@@ -504,7 +504,6 @@ mod tests {
     #[test]
     fn outer_udp_checksum_seed_comes_from_the_outer_header_only_since_6_8() {
         use crate::profile::LINUX_6_1;
-        use crate::wire::checksum as csum;
         let inner = Tcp4 {
             payload: 1350,
             ..Tcp4::default()
