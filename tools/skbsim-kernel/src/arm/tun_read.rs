@@ -316,8 +316,30 @@ struct Replay<'s> {
 }
 
 fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> {
-    let input_err = |m: String| ArmError::Input(format!("{}: {m}", scenario.input.display()));
-    // Which writers the scenario needs: one pass over the recipes.
+    let kinds = writer_kinds(scenario);
+    let mut run = Replay::start(ns, scenario, &kinds)?;
+    let mut reader = EthernetInput::open(&scenario.input, scenario.link)
+        .map_err(|e| ArmError::Input(e.to_string()))?;
+    let mut frames = 0u64;
+    let mut wire = Vec::new();
+    while let Some(frame) = reader.next_frame() {
+        let frame = frame.map_err(|e| ArmError::Input(e.to_string()))?;
+        let (index, ts, data) = (frame.index, frame.ts_ns, frame.data);
+        let recipe = scenario.recipe_for(index);
+        check_frame(scenario, run.inject.is_some(), index, data, recipe)?;
+        run.observer.before_frame(ns, index, ts, &mut run.notes)?;
+        let settle = match &run.inject {
+            Some(sock) => inject_frame(sock, index, data).map(|()| Duration::ZERO)?,
+            None => run.write_frame(index, data, recipe, &mut wire)?,
+        };
+        frames += 1;
+        run.after_write(ns, index, ts, settle)?;
+    }
+    run.finish(ns, frames)
+}
+
+/// Which writers the scenario needs: one pass over the recipes.
+fn writer_kinds(scenario: &Scenario) -> Vec<WriterKind> {
     let mut kinds = vec![WriterKind::for_recipe(&scenario.skb)];
     kinds.extend(
         scenario
@@ -327,100 +349,127 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
     );
     kinds.sort();
     kinds.dedup();
+    kinds
+}
 
-    let dut = open_dut(ns, &scenario.device)?;
-    ns.rtnl().set_address(dut.ifindex(), TAP_MAC)?;
-    let direct = scenario.attach == Attach::Direct;
-    let mut taps = Vec::new();
-    let mut notes = Vec::new();
-    let (inject, bridge) = if direct {
-        ns.rtnl().set_up(dut.ifindex(), true)?;
-        (Some(PacketSocket::bind(dut.ifindex())?), None)
-    } else {
-        for k in &kinds {
-            let w = open_writer(ns, *k)?;
-            ns.rtnl().set_address(w.ifindex(), UPLINK_MAC)?;
-            taps.push((*k, w));
+/// Refuse a frame whose recipe the simulator refuses, or whose outer VLAN tag the real
+/// receive path would treat otherwise than the recipe says.
+fn check_frame(
+    scenario: &Scenario,
+    direct: bool,
+    index: u64,
+    data: &[u8],
+    recipe: &SkbRecipe,
+) -> Result<(), ArmError> {
+    let input_err = |m: String| ArmError::Input(format!("{}: {m}", scenario.input.display()));
+    // The simulator's own checks of the recipe against the frame, so both arms refuse
+    // the same input with the same words.
+    build_skb(&mut SkBuff::default(), data, recipe, false)
+        .map_err(|e| input_err(format!("frame {index}: {}", e.0)))?;
+    match (direct, recipe.vlan_hwaccel, outer_vlan_tpid(data)) {
+        (false, false, Some(tpid)) => {
+            return Err(ArmError::Unsupported(format!(
+                "frame {index}: skb.vlan = \"inband\" with an outer {tpid:#06x} tag; the receive path always moves that tag out of band"
+            )))
         }
-        // A tap left down is a disabled bridge port: nothing is forwarded to it.
-        ns.rtnl().set_up(dut.ifindex(), scenario.device.up)?;
-        let mut ports: Vec<u32> = taps.iter().map(|(_, t)| t.ifindex()).collect();
-        ports.push(dut.ifindex());
-        let br = tun_read_path::bridge(ns, scenario.attach, BRIDGE_NAME, &ports)?;
-        // With several writers, frames enter by several ports where the model has one
-        // uplink. What the tap sees is the same: an address learned on any writer port is
-        // forwarded there, never to the tap (whose own port learns nothing, as nothing
-        // is written into it), and everything else floods to the tap either way.
-        (None, Some(br))
-    };
-    let observer = Observer::new(dut.ifindex(), bridge)?;
-
-    let stray = dut
-        .drain()
-        .map_err(|e| kerr(format!("drain {DUT_NAME} before the replay"), e))?;
-    if stray > 0 {
-        notes.push(format!(
-            "{stray} frame(s) nobody wrote were queued on {DUT_NAME} before the replay and were discarded"
-        ));
+        (true, true, Some(tpid)) => {
+            return Err(ArmError::Unsupported(format!(
+                "frame {index}: attach = \"direct\" with an outer {tpid:#06x} tag: AF_PACKET keeps it in-band; set skb.vlan = \"inband\""
+            )))
+        }
+        _ => {}
     }
-    let last = ns.rtnl().stats(dut.ifindex())?;
-    let mut run = Replay {
-        scenario,
-        dut,
-        writers: Writers { taps },
-        inject,
-        observer,
-        events: Vec::new(),
-        pending: VecDeque::new(),
-        reads: 0,
-        since_read: 0,
-        last,
-        notes,
-        buf: Vec::new(),
-    };
-    if !direct && (kinds.len() > 1 || kinds[0] != WriterKind::Plain) {
-        let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
-        run.notes.push(format!("writers: {}", names.join(", ")));
+    Ok(())
+}
+
+/// `attach = "direct"`: send the frame on B with the AF_PACKET socket.
+fn inject_frame(sock: &PacketSocket, index: u64, data: &[u8]) -> Result<(), ArmError> {
+    let n = sock.send(data)?;
+    if n != data.len() {
+        return Err(ArmError::Kernel(KernelError::new(
+            format!("AF_PACKET send of frame {index} on {DUT_NAME}"),
+            Cause::Protocol(format!("short send: {n} of {} bytes", data.len())),
+        )));
+    }
+    Ok(())
+}
+
+impl<'s> Replay<'s> {
+    /// The tap under test, its writers (bridged) or the AF_PACKET injector (direct), and
+    /// the observer; stray frames drained before the replay.
+    fn start(
+        ns: &mut Netns,
+        scenario: &'s Scenario,
+        kinds: &[WriterKind],
+    ) -> Result<Replay<'s>, ArmError> {
+        let dut = open_dut(ns, &scenario.device)?;
+        ns.rtnl().set_address(dut.ifindex(), TAP_MAC)?;
+        let direct = scenario.attach == Attach::Direct;
+        let mut taps = Vec::new();
+        let mut notes = Vec::new();
+        let (inject, bridge) = if direct {
+            ns.rtnl().set_up(dut.ifindex(), true)?;
+            (Some(PacketSocket::bind(dut.ifindex())?), None)
+        } else {
+            for k in kinds {
+                let w = open_writer(ns, *k)?;
+                ns.rtnl().set_address(w.ifindex(), UPLINK_MAC)?;
+                taps.push((*k, w));
+            }
+            // A tap left down is a disabled bridge port: nothing is forwarded to it.
+            ns.rtnl().set_up(dut.ifindex(), scenario.device.up)?;
+            let mut ports: Vec<u32> = taps.iter().map(|(_, t)| t.ifindex()).collect();
+            ports.push(dut.ifindex());
+            let br = tun_read_path::bridge(ns, scenario.attach, BRIDGE_NAME, &ports)?;
+            // With several writers, frames enter by several ports where the model has one
+            // uplink. What the tap sees is the same: an address learned on any writer port is
+            // forwarded there, never to the tap (whose own port learns nothing, as nothing
+            // is written into it), and everything else floods to the tap either way.
+            (None, Some(br))
+        };
+        let observer = Observer::new(dut.ifindex(), bridge)?;
+
+        let stray = dut
+            .drain()
+            .map_err(|e| kerr(format!("drain {DUT_NAME} before the replay"), e))?;
+        if stray > 0 {
+            notes.push(format!(
+                "{stray} frame(s) nobody wrote were queued on {DUT_NAME} before the replay and were discarded"
+            ));
+        }
+        let last = ns.rtnl().stats(dut.ifindex())?;
+        let mut run = Replay {
+            scenario,
+            dut,
+            writers: Writers { taps },
+            inject,
+            observer,
+            events: Vec::new(),
+            pending: VecDeque::new(),
+            reads: 0,
+            since_read: 0,
+            last,
+            notes,
+            buf: Vec::new(),
+        };
+        if !direct && (kinds.len() > 1 || kinds[0] != WriterKind::Plain) {
+            let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+            run.notes.push(format!("writers: {}", names.join(", ")));
+        }
+        Ok(run)
     }
 
-    let mut reader = EthernetInput::open(&scenario.input, scenario.link)
-        .map_err(|e| ArmError::Input(e.to_string()))?;
-    let mut frames = 0u64;
-    let mut wire = Vec::new();
-    while let Some(frame) = reader.next_frame() {
-        let frame = frame.map_err(|e| ArmError::Input(e.to_string()))?;
-        let (index, ts, data) = (frame.index, frame.ts_ns, frame.data);
-        let recipe = scenario.recipe_for(index);
-        // The simulator's own checks of the recipe against the frame, so both arms refuse
-        // the same input with the same words.
-        build_skb(&mut SkBuff::default(), data, recipe, false)
-            .map_err(|e| input_err(format!("frame {index}: {}", e.0)))?;
-        match (direct, recipe.vlan_hwaccel, outer_vlan_tpid(data)) {
-            (false, false, Some(tpid)) => {
-                return Err(ArmError::Unsupported(format!(
-                    "frame {index}: skb.vlan = \"inband\" with an outer {tpid:#06x} tag; the receive path always moves that tag out of band"
-                )))
-            }
-            (true, true, Some(tpid)) => {
-                return Err(ArmError::Unsupported(format!(
-                    "frame {index}: attach = \"direct\" with an outer {tpid:#06x} tag: AF_PACKET keeps it in-band; set skb.vlan = \"inband\""
-                )))
-            }
-            _ => {}
-        }
-        run.observer.before_frame(ns, index, ts, &mut run.notes)?;
-        if let Some(sock) = &run.inject {
-            let n = sock.send(data)?;
-            if n != data.len() {
-                return Err(ArmError::Kernel(KernelError::new(
-                    format!("AF_PACKET send of frame {index} on {DUT_NAME}"),
-                    Cause::Protocol(format!("short send: {n} of {} bytes", data.len())),
-                )));
-            }
-            frames += 1;
-            run.after_write(ns, index, ts, Duration::ZERO)?;
-            continue;
-        }
+    /// Write the frame with its vnet header into the writer tap its recipe needs; the
+    /// time to let NAPI settle after it.
+    fn write_frame(
+        &mut self,
+        index: u64,
+        data: &[u8],
+        recipe: &SkbRecipe,
+        wire: &mut Vec<u8>,
+    ) -> Result<Duration, ArmError> {
+        let input_err =
+            |m: String| ArmError::Input(format!("{}: {m}", self.scenario.input.display()));
         let (hdr, linear) = writer_header(data, recipe, index).map_err(input_err)?;
         let kind = WriterKind::for_recipe(recipe);
         if kind == WriterKind::Gro {
@@ -430,7 +479,7 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
                 ))
             })?;
         }
-        let w = run.writers.get(kind).ok_or_else(|| {
+        let w = self.writers.get(kind).ok_or_else(|| {
             ArmError::Kernel(KernelError::new(
                 "select writer tap",
                 Cause::NotFound(kind.name().to_string()),
@@ -448,11 +497,11 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
         };
         let written = match (kind, linear) {
             (WriterKind::Frags, Some(l)) if l < data.len() => {
-                w.writev(&[&wire, &data[..l], &data[l..]])
+                w.writev(&[wire.as_slice(), &data[..l], &data[l..]])
             }
             _ => {
                 wire.extend_from_slice(data);
-                w.write(&wire)
+                w.write(wire)
             }
         }
         .map_err(|e| kerr(op(), e))?;
@@ -462,29 +511,31 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
                 Cause::Protocol(format!("short write: {written} of {total} bytes")),
             )));
         }
-        frames += 1;
-        let settle = if kind == WriterKind::Plain {
+        Ok(if kind == WriterKind::Plain {
             Duration::ZERO
         } else {
             NAPI_SETTLE
-        };
-        run.after_write(ns, index, ts, settle)?;
+        })
     }
-    run.drain(ns)?;
-    let stats = tun_stats(&ns.rtnl().stats(run.dut.ifindex())?);
-    if !run.pending.is_empty() {
-        let lost: Vec<String> = run.pending.iter().map(|(i, _)| i.to_string()).collect();
-        run.notes.push(format!(
-            "frame(s) {} were written but never read from {DUT_NAME}",
-            lost.join(", ")
-        ));
+
+    /// Read what is left, and the tap's counters.
+    fn finish(mut self, ns: &mut Netns, frames: u64) -> Result<RealTunRead, ArmError> {
+        self.drain(ns)?;
+        let stats = tun_stats(&ns.rtnl().stats(self.dut.ifindex())?);
+        if !self.pending.is_empty() {
+            let lost: Vec<String> = self.pending.iter().map(|(i, _)| i.to_string()).collect();
+            self.notes.push(format!(
+                "frame(s) {} were written but never read from {DUT_NAME}",
+                lost.join(", ")
+            ));
+        }
+        Ok(RealTunRead {
+            events: self.events,
+            stats,
+            frames,
+            notes: self.notes,
+        })
     }
-    Ok(RealTunRead {
-        events: run.events,
-        stats,
-        frames,
-        notes: run.notes,
-    })
 }
 
 impl Replay<'_> {
