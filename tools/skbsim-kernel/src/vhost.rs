@@ -170,6 +170,134 @@ fn eventfd(op: &str) -> Result<OwnedFd, KernelError> {
         .map_err(|e| KernelError::sys(op, e.into()))
 }
 
+/// Open `/dev/vhost-net` and become its owner (`VHOST_SET_OWNER`: drivers/vhost/net.c:
+/// vhost_net_set_owner).
+fn open_owned() -> Result<OwnedFd, KernelError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/vhost-net")
+        .map_err(|e| {
+            KernelError::sys(
+                "open /dev/vhost-net",
+                Errno(e.raw_os_error().unwrap_or(libc::EIO)),
+            )
+        })?;
+    let fd = OwnedFd::from(file);
+    // SAFETY: VHOST_SET_OWNER takes no argument.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), VHOST_SET_OWNER as libc::c_ulong) })
+        .map_err(|e| KernelError::sys("VHOST_SET_OWNER", e))?;
+    Ok(fd)
+}
+
+/// `VHOST_GET_FEATURES`, then `VHOST_SET_FEATURES` with `features`, refused when the
+/// device does not offer them all.
+fn negotiate_features(fd: &OwnedFd, features: u64) -> Result<(), KernelError> {
+    let mut have = 0u64;
+    // SAFETY: VHOST_GET_FEATURES writes one u64 into `have`.
+    cvt(unsafe {
+        libc::ioctl(
+            fd.as_raw_fd(),
+            VHOST_GET_FEATURES as libc::c_ulong,
+            &mut have as *mut u64,
+        )
+    })
+    .map_err(|e| KernelError::sys("VHOST_GET_FEATURES", e))?;
+    if have & features != features {
+        return Err(KernelError::new(
+            "VHOST_SET_FEATURES",
+            Cause::Protocol(format!(
+                "the device offers {have:#x}, without {:#x}",
+                features & !have
+            )),
+        ));
+    }
+    ioctl_ptr(fd, VHOST_SET_FEATURES, &features, "VHOST_SET_FEATURES")?;
+    Ok(())
+}
+
+/// Offsets of the descriptor table, avail ring, used ring and packet buffers in the
+/// mapping, and its length.
+fn ring_layout(num: usize, data: usize) -> (usize, usize, usize, usize, usize) {
+    // Split ring layout (virtio 1.x 2.7): desc 16 x num, avail 6 + 2 x num, used
+    // 6 + 8 x num, each on its own page; packet buffers after.
+    let desc_off = 0;
+    let avail_off = align(16 * num, PAGE_SIZE);
+    let used_off = avail_off + align(6 + 2 * num, PAGE_SIZE);
+    let data_off = used_off + align(6 + 8 * num, PAGE_SIZE);
+    let len = align(data_off + data.max(1), PAGE_SIZE);
+    (desc_off, avail_off, used_off, data_off, len)
+}
+
+/// `VHOST_SET_MEM_TABLE`: one region, guest-physical = userspace address.
+fn set_mem_table(fd: &OwnedFd, mem: &Mapping, len: usize) -> Result<(), KernelError> {
+    let table = MemTable1 {
+        nregions: 1,
+        padding: 0,
+        guest_phys_addr: mem.addr(0),
+        memory_size: len as u64,
+        userspace_addr: mem.addr(0),
+        flags_padding: 0,
+    };
+    ioctl_ptr(fd, VHOST_SET_MEM_TABLE, &table, "VHOST_SET_MEM_TABLE")?;
+    Ok(())
+}
+
+/// The TX virtqueue's size, base and ring addresses (`VHOST_SET_VRING_NUM`, `_BASE`,
+/// `_ADDR`).
+fn set_tx_vring(
+    fd: &OwnedFd,
+    mem: &Mapping,
+    num: usize,
+    (desc_off, avail_off, used_off): (usize, usize, usize),
+) -> Result<(), KernelError> {
+    let state = |num: u32| VringState { index: TX_VQ, num };
+    ioctl_ptr(
+        fd,
+        VHOST_SET_VRING_NUM,
+        &state(num as u32),
+        "VHOST_SET_VRING_NUM",
+    )?;
+    ioctl_ptr(fd, VHOST_SET_VRING_BASE, &state(0), "VHOST_SET_VRING_BASE")?;
+    let addr = VringAddr {
+        index: TX_VQ,
+        flags: 0,
+        desc_user_addr: mem.addr(desc_off),
+        used_user_addr: mem.addr(used_off),
+        avail_user_addr: mem.addr(avail_off),
+        log_guest_addr: 0,
+    };
+    ioctl_ptr(fd, VHOST_SET_VRING_ADDR, &addr, "VHOST_SET_VRING_ADDR")?;
+    Ok(())
+}
+
+/// The TX virtqueue's kick and call eventfds (`VHOST_SET_VRING_KICK`, `_CALL`).
+fn set_tx_eventfds(fd: &OwnedFd) -> Result<(OwnedFd, OwnedFd), KernelError> {
+    let kick = eventfd("eventfd (kick)")?;
+    let call = eventfd("eventfd (call)")?;
+    for (req, efd, op) in [
+        (VHOST_SET_VRING_KICK, &kick, "VHOST_SET_VRING_KICK"),
+        (VHOST_SET_VRING_CALL, &call, "VHOST_SET_VRING_CALL"),
+    ] {
+        let f = VringFile {
+            index: TX_VQ,
+            fd: efd.as_raw_fd(),
+        };
+        ioctl_ptr(fd, req, &f, op)?;
+    }
+    Ok((kick, call))
+}
+
+/// `VHOST_NET_SET_BACKEND`: the tap behind the TX virtqueue.
+fn set_backend(fd: &OwnedFd, tap: &impl AsRawFd) -> Result<(), KernelError> {
+    let backend = VringFile {
+        index: TX_VQ,
+        fd: tap.as_raw_fd(),
+    };
+    ioctl_ptr(fd, VHOST_NET_SET_BACKEND, &backend, "VHOST_NET_SET_BACKEND")?;
+    Ok(())
+}
+
 fn ioctl_ptr<T>(fd: &OwnedFd, req: u64, arg: &T, op: &str) -> Result<(), KernelError> {
     // SAFETY: `arg` is a live, properly laid out argument for `req` (the structs below
     // are #[repr(C)] copies of the uapi ones); the kernel only reads it for _IOW.
@@ -226,97 +354,14 @@ impl VhostNet {
                 )),
             ));
         }
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/vhost-net")
-            .map_err(|e| {
-                KernelError::sys(
-                    "open /dev/vhost-net",
-                    Errno(e.raw_os_error().unwrap_or(libc::EIO)),
-                )
-            })?;
-        let fd = OwnedFd::from(file);
-        // SAFETY: VHOST_SET_OWNER takes no argument.
-        cvt(unsafe { libc::ioctl(fd.as_raw_fd(), VHOST_SET_OWNER as libc::c_ulong) })
-            .map_err(|e| KernelError::sys("VHOST_SET_OWNER", e))?;
-        let mut have = 0u64;
-        // SAFETY: VHOST_GET_FEATURES writes one u64 into `have`.
-        cvt(unsafe {
-            libc::ioctl(
-                fd.as_raw_fd(),
-                VHOST_GET_FEATURES as libc::c_ulong,
-                &mut have as *mut u64,
-            )
-        })
-        .map_err(|e| KernelError::sys("VHOST_GET_FEATURES", e))?;
-        if have & features != features {
-            return Err(KernelError::new(
-                "VHOST_SET_FEATURES",
-                Cause::Protocol(format!(
-                    "the device offers {have:#x}, without {:#x}",
-                    features & !have
-                )),
-            ));
-        }
-        ioctl_ptr(&fd, VHOST_SET_FEATURES, &features, "VHOST_SET_FEATURES")?;
-
-        // Split ring layout (virtio 1.x 2.7): desc 16 x num, avail 6 + 2 x num, used
-        // 6 + 8 x num, each on its own page; packet buffers after.
-        let desc_off = 0;
-        let avail_off = align(16 * num, PAGE_SIZE);
-        let used_off = avail_off + align(6 + 2 * num, PAGE_SIZE);
-        let data_off = used_off + align(6 + 8 * num, PAGE_SIZE);
-        let len = align(data_off + data.max(1), PAGE_SIZE);
+        let fd = open_owned()?;
+        negotiate_features(&fd, features)?;
+        let (desc_off, avail_off, used_off, data_off, len) = ring_layout(num, data);
         let mem = Mapping::new(len)?;
-        let table = MemTable1 {
-            nregions: 1,
-            padding: 0,
-            guest_phys_addr: mem.addr(0),
-            memory_size: len as u64,
-            userspace_addr: mem.addr(0),
-            flags_padding: 0,
-        };
-        ioctl_ptr(&fd, VHOST_SET_MEM_TABLE, &table, "VHOST_SET_MEM_TABLE")?;
-        let state = |num: u32| VringState { index: TX_VQ, num };
-        ioctl_ptr(
-            &fd,
-            VHOST_SET_VRING_NUM,
-            &state(num as u32),
-            "VHOST_SET_VRING_NUM",
-        )?;
-        ioctl_ptr(&fd, VHOST_SET_VRING_BASE, &state(0), "VHOST_SET_VRING_BASE")?;
-        let addr = VringAddr {
-            index: TX_VQ,
-            flags: 0,
-            desc_user_addr: mem.addr(desc_off),
-            used_user_addr: mem.addr(used_off),
-            avail_user_addr: mem.addr(avail_off),
-            log_guest_addr: 0,
-        };
-        ioctl_ptr(&fd, VHOST_SET_VRING_ADDR, &addr, "VHOST_SET_VRING_ADDR")?;
-        let kick = eventfd("eventfd (kick)")?;
-        let call = eventfd("eventfd (call)")?;
-        for (req, efd, op) in [
-            (VHOST_SET_VRING_KICK, &kick, "VHOST_SET_VRING_KICK"),
-            (VHOST_SET_VRING_CALL, &call, "VHOST_SET_VRING_CALL"),
-        ] {
-            let f = VringFile {
-                index: TX_VQ,
-                fd: efd.as_raw_fd(),
-            };
-            ioctl_ptr(&fd, req, &f, op)?;
-        }
-        let backend = VringFile {
-            index: TX_VQ,
-            fd: tap.as_raw_fd(),
-        };
-        ioctl_ptr(
-            &fd,
-            VHOST_NET_SET_BACKEND,
-            &backend,
-            "VHOST_NET_SET_BACKEND",
-        )?;
+        set_mem_table(&fd, &mem, len)?;
+        set_tx_vring(&fd, &mem, num, (desc_off, avail_off, used_off))?;
+        let (kick, call) = set_tx_eventfds(&fd)?;
+        set_backend(&fd, tap)?;
         Ok(VhostNet {
             _dev: fd,
             kick,
