@@ -144,45 +144,12 @@ pub fn gro_bench(frames: &[Vec<u8>], cfg: &GroBenchConfig) -> Result<GroBench, K
         (true, 0),
         (false, cfg.flush_timeout_ns),
     ];
-    let dst_mac: [u8; 6] = first[0..6].try_into().unwrap_or_default();
-    let src_mac: [u8; 6] = first[6..12].try_into().unwrap_or_default();
-    let src_ip: [u8; 4] = first[26..30].try_into().unwrap_or_default();
-    let dst_ip: [u8; 4] = first[30..34].try_into().unwrap_or_default();
     Netns::run(|ns| {
-        let name = "skbgrobench";
-        let tap = TapConfig::tap(name).napi(true).open()?;
-        match cfg.stack {
-            // A MAC no frame is sent to: ip_rcv drops each skb as PACKET_OTHERHOST.
-            BenchStack::OtherHost => ns
-                .rtnl()
-                .set_address(tap.ifindex(), [0x02, 0x5b, 0x5b, 0x5b, 0x5b, 0x5b])?,
-            BenchStack::LocalTcp => {
-                ns.rtnl().set_address(tap.ifindex(), dst_mac)?;
-                add_ipv4(tap.ifindex(), dst_ip, 24)?;
-            }
-        }
-        ns.rtnl().set_up(tap.ifindex(), true)?;
-        if cfg.stack == BenchStack::LocalTcp {
-            add_neighbour(tap.ifindex(), src_ip, src_mac)?;
-        }
+        let name = BENCH_TAP;
+        let tap = bench_tap(ns, cfg.stack, first)?;
         let mut et = Ethtool::new()?;
-        let count_skbs = |ns: &mut Netns| -> Result<u64, KernelError> {
-            match cfg.stack {
-                BenchStack::OtherHost => Ok(ns.rtnl().stats(tap.ifindex())?.rx_otherhost_dropped),
-                BenchStack::LocalTcp => ip_in_receives(),
-            }
-        };
-        let write = |from: u64, count: u64| -> Result<u64, KernelError> {
-            let mut bytes = 0u64;
-            for i in from..from + count {
-                let f = &frames[(i % frames.len() as u64) as usize];
-                let n = tap
-                    .write(f)
-                    .map_err(|e| KernelError::sys(format!("bench write into {name}"), e))?;
-                bytes += n as u64;
-            }
-            Ok(bytes)
-        };
+        let count_skbs = |ns: &mut Netns| count_skbs(ns, cfg.stack, tap.ifindex());
+        let write = |from: u64, count: u64| write_cycled(&tap, frames, from, count);
         let settle = Duration::from_nanos(cfg.flush_timeout_ns) + Duration::from_millis(2);
         let mut fps = vec![Vec::new(); modes.len()];
         let mut totals = vec![(0u64, 0u64, 0u64); modes.len()];
@@ -216,27 +183,7 @@ pub fn gro_bench(frames: &[Vec<u8>], cfg: &GroBenchConfig) -> Result<GroBench, K
                 fps[m].push(cfg.frames as f64 / s.max(1e-9));
             }
         }
-        let out = modes
-            .iter()
-            .zip(fps)
-            .zip(totals)
-            .map(
-                |(((gro, timeout), runs_fps), (frames, bytes, skbs))| GroModeResult {
-                    label: format!(
-                        "gro {}, gro_flush_timeout {timeout} ns",
-                        if *gro { "on" } else { "off" }
-                    ),
-                    gro: *gro,
-                    flush_timeout_ns: *timeout,
-                    median_fps: median(&runs_fps),
-                    runs_fps,
-                    frames,
-                    bytes,
-                    skbs,
-                    skbs_per_mb: skbs as f64 * 1e6 / bytes.max(1) as f64,
-                },
-            )
-            .collect();
+        let out = mode_results(&modes, fps, totals);
         Ok(GroBench {
             stack: cfg.stack,
             modes: out,
@@ -244,4 +191,92 @@ pub fn gro_bench(frames: &[Vec<u8>], cfg: &GroBenchConfig) -> Result<GroBench, K
             frame_len: first.len(),
         })
     })
+}
+
+/// The bench's tap.
+const BENCH_TAP: &str = "skbgrobench";
+
+/// The `IFF_NAPI` tap, up, with the addresses `stack` needs (from the first frame's
+/// Ethernet and IPv4 header).
+fn bench_tap(
+    ns: &mut Netns,
+    stack: BenchStack,
+    first: &[u8],
+) -> Result<crate::tap::Tap, KernelError> {
+    let dst_mac: [u8; 6] = first[0..6].try_into().unwrap_or_default();
+    let src_mac: [u8; 6] = first[6..12].try_into().unwrap_or_default();
+    let src_ip: [u8; 4] = first[26..30].try_into().unwrap_or_default();
+    let dst_ip: [u8; 4] = first[30..34].try_into().unwrap_or_default();
+    let tap = TapConfig::tap(BENCH_TAP).napi(true).open()?;
+    match stack {
+        // A MAC no frame is sent to: ip_rcv drops each skb as PACKET_OTHERHOST.
+        BenchStack::OtherHost => ns
+            .rtnl()
+            .set_address(tap.ifindex(), [0x02, 0x5b, 0x5b, 0x5b, 0x5b, 0x5b])?,
+        BenchStack::LocalTcp => {
+            ns.rtnl().set_address(tap.ifindex(), dst_mac)?;
+            add_ipv4(tap.ifindex(), dst_ip, 24)?;
+        }
+    }
+    ns.rtnl().set_up(tap.ifindex(), true)?;
+    if stack == BenchStack::LocalTcp {
+        add_neighbour(tap.ifindex(), src_ip, src_mac)?;
+    }
+    Ok(tap)
+}
+
+/// The skbs the stack has received so far: PACKET_OTHERHOST drops on the tap, or
+/// IP InReceives.
+fn count_skbs(ns: &mut Netns, stack: BenchStack, ifindex: u32) -> Result<u64, KernelError> {
+    match stack {
+        BenchStack::OtherHost => Ok(ns.rtnl().stats(ifindex)?.rx_otherhost_dropped),
+        BenchStack::LocalTcp => ip_in_receives(),
+    }
+}
+
+/// Write frames `from..from + count` (cycling through `frames`); the bytes written.
+fn write_cycled(
+    tap: &crate::tap::Tap,
+    frames: &[Vec<u8>],
+    from: u64,
+    count: u64,
+) -> Result<u64, KernelError> {
+    let mut bytes = 0u64;
+    for i in from..from + count {
+        let f = &frames[(i % frames.len() as u64) as usize];
+        let n = tap
+            .write(f)
+            .map_err(|e| KernelError::sys(format!("bench write into {BENCH_TAP}"), e))?;
+        bytes += n as u64;
+    }
+    Ok(bytes)
+}
+
+/// One result per mode: its runs' frames per second and its totals.
+fn mode_results(
+    modes: &[(bool, u64)],
+    fps: Vec<Vec<f64>>,
+    totals: Vec<(u64, u64, u64)>,
+) -> Vec<GroModeResult> {
+    modes
+        .iter()
+        .zip(fps)
+        .zip(totals)
+        .map(
+            |(((gro, timeout), runs_fps), (frames, bytes, skbs))| GroModeResult {
+                label: format!(
+                    "gro {}, gro_flush_timeout {timeout} ns",
+                    if *gro { "on" } else { "off" }
+                ),
+                gro: *gro,
+                flush_timeout_ns: *timeout,
+                median_fps: median(&runs_fps),
+                runs_fps,
+                frames,
+                bytes,
+                skbs,
+                skbs_per_mb: skbs as f64 * 1e6 / bytes.max(1) as f64,
+            },
+        )
+        .collect()
 }
