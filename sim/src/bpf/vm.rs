@@ -389,6 +389,8 @@ fn r(x: u8) -> usize {
     (x & 15) as usize
 }
 
+// Over 100 lines: the interpreter's dispatch loop, one match arm per instruction class
+// (kernel/bpf/core.c: ___bpf_prog_run); splitting the arms would scatter pc/frame state.
 fn execute<E: XdpEnv + ?Sized>(
     prog: &Program,
     m: &mut Machine<'_, E>,

@@ -36,6 +36,90 @@ fn pflush(p: &mut SkBuff, why: Reason) {
     }
 }
 
+/// The soft flush: tot_len must be the rest of the packet; no frag_off bit but DF
+/// ([3.12]: the word must be exactly IP_DF).
+fn ipv4_soft_flush(
+    rule: IpIdRule,
+    iph: &Ipv4Packet<[u8; IPV4_HLEN]>,
+    gro_len: usize,
+) -> Option<Reason> {
+    let tot_len = usize::from(iph.total_len());
+    let frag = iph.frag_off();
+    let mut soft = None;
+    if tot_len != gro_len {
+        soft = Some(reason::IPV4_LEN);
+    }
+    if rule == IpIdRule::Increment312 {
+        if frag != IP_DF {
+            soft = soft.or(Some(if frag & IP_DF == 0 {
+                reason::IPV4_DF
+            } else {
+                reason::IPV4_FRAG
+            }));
+        }
+    } else if frag & !IP_DF != 0 {
+        soft = soft.or(Some(reason::IPV4_FRAG));
+    }
+    soft
+}
+
+/// inet_gro_receive's checks of a held skb `p` of the same addresses, by kernel
+/// generation: TOS, TTL, DF and the IP ID (flush_id from 4.19). False when `p` is no
+/// longer the same flow.
+fn ipv4_held_checks(
+    rule: IpIdRule,
+    p: &mut SkBuff,
+    skb: &mut SkBuff,
+    iph: &Ipv4Packet<[u8; IPV4_HLEN]>,
+    // The held header's TTL, TOS, ID and frag_off.
+    held: (u8, u8, u16, u16),
+    skb_atomic: bool,
+) -> bool {
+    let (ttl2, tos2, id2, frag2) = held;
+    let (id, frag) = (iph.ident(), iph.frag_off());
+    match rule {
+        IpIdRule::Increment312 => {
+            if tos2 != iph.tos() {
+                // [3.12]: TOS is part of the flow.
+                p.cb.same_flow = false;
+                p.cb.mismatch = Some(reason::IPV4_TOS);
+                skb.saw_mismatch(reason::IPV4_TOS);
+                return false;
+            }
+            if ttl2 != iph.ttl() {
+                pflush(p, reason::IPV4_TTL);
+            }
+            if id2.wrapping_add(p.cb.count) != id {
+                pflush(p, reason::IPV4_ID);
+            }
+        }
+        IpIdRule::Atomic419 => {
+            if ttl2 != iph.ttl() {
+                pflush(p, reason::IPV4_TTL);
+            }
+            if tos2 != iph.tos() {
+                pflush(p, reason::IPV4_TOS);
+            }
+            if (frag ^ frag2) & IP_DF != 0 {
+                pflush(p, reason::IPV4_DF);
+            }
+            // Save the IP ID check for the transport layer (flush_id).
+            let mut flush_id = id.wrapping_sub(id2);
+            if !p.cb.is_atomic || frag & IP_DF == 0 {
+                flush_id ^= p.cb.count;
+                flush_id = if flush_id != 0 { 0xffff } else { 0 };
+            }
+            if skb_atomic {
+                p.cb.flush_id = flush_id;
+            } else {
+                p.cb.flush_id |= flush_id;
+            }
+        }
+        IpIdRule::PerLevel618 | IpIdRule::PerLevel610 => {}
+    }
+    true
+}
+
 /// inet_gro_receive.
 pub fn inet_gro_receive(
     cfg: &GroConfig,
@@ -70,26 +154,8 @@ pub fn inet_gro_receive(
         return None;
     }
     skb.cb.proto = proto;
-    // The soft flush: tot_len must be the rest of the packet; no frag_off bit but DF
-    // ([3.12]: the word must be exactly IP_DF).
-    let tot_len = usize::from(iph.total_len());
-    let mut soft = None;
-    if tot_len != skb.gro_len() {
-        soft = Some(reason::IPV4_LEN);
-    }
     let rule = cfg.rules.ip_id;
-    if rule == IpIdRule::Increment312 {
-        if frag != IP_DF {
-            soft = soft.or(Some(if frag & IP_DF == 0 {
-                reason::IPV4_DF
-            } else {
-                reason::IPV4_FRAG
-            }));
-        }
-    } else if frag & !IP_DF != 0 {
-        soft = soft.or(Some(reason::IPV4_FRAG));
-    }
-    let id = iph.ident();
+    let soft = ipv4_soft_flush(rule, &iph, skb.gro_len());
     let skb_atomic = skb.cb.is_atomic;
     for p in head.iter_mut().rev() {
         if !p.cb.same_flow {
@@ -108,48 +174,9 @@ pub fn inet_gro_receive(
             skb.saw_mismatch(reason::IPV4_ADDR);
             continue;
         }
-        let (ttl2, tos2) = (q.ttl(), q.tos());
-        let id2 = q.ident();
-        let frag2 = q.frag_off();
-        match rule {
-            IpIdRule::Increment312 => {
-                if tos2 != iph.tos() {
-                    // [3.12]: TOS is part of the flow.
-                    p.cb.same_flow = false;
-                    p.cb.mismatch = Some(reason::IPV4_TOS);
-                    skb.saw_mismatch(reason::IPV4_TOS);
-                    continue;
-                }
-                if ttl2 != iph.ttl() {
-                    pflush(p, reason::IPV4_TTL);
-                }
-                if id2.wrapping_add(p.cb.count) != id {
-                    pflush(p, reason::IPV4_ID);
-                }
-            }
-            IpIdRule::Atomic419 => {
-                if ttl2 != iph.ttl() {
-                    pflush(p, reason::IPV4_TTL);
-                }
-                if tos2 != iph.tos() {
-                    pflush(p, reason::IPV4_TOS);
-                }
-                if (frag ^ frag2) & IP_DF != 0 {
-                    pflush(p, reason::IPV4_DF);
-                }
-                // Save the IP ID check for the transport layer (flush_id).
-                let mut flush_id = id.wrapping_sub(id2);
-                if !p.cb.is_atomic || frag & IP_DF == 0 {
-                    flush_id ^= p.cb.count;
-                    flush_id = if flush_id != 0 { 0xffff } else { 0 };
-                }
-                if skb_atomic {
-                    p.cb.flush_id = flush_id;
-                } else {
-                    p.cb.flush_id |= flush_id;
-                }
-            }
-            IpIdRule::PerLevel618 | IpIdRule::PerLevel610 => {}
+        let held = (q.ttl(), q.tos(), q.ident(), q.frag_off());
+        if !ipv4_held_checks(rule, p, skb, &iph, held, skb_atomic) {
+            continue;
         }
         if !rule.at_transport() {
             if let Some(r) = soft {

@@ -110,22 +110,14 @@ fn flag_diff_reason(diff: u32) -> Reason {
     }
 }
 
-/// tcp_gro_receive: find the held skb of this port pair, apply every flush rule, merge,
-/// then the final flush check. Returns the held skb to complete, if any.
-pub fn tcp_gro_receive(
-    cfg: &GroConfig,
+/// tcp_gro_lookup: the first same_flow skb (youngest first) with this port pair; a held
+/// skb of another port pair stops being same_flow.
+fn tcp_gro_lookup(
     head: &mut [Box<SkBuff>],
     skb: &mut SkBuff,
     th: usize,
-    thlen: usize,
+    ports: (u16, u16),
 ) -> Option<usize> {
-    let len = skb.gro_len();
-    let tcph = th_at(skb, th);
-    // tcp_flag_word(th): doff, the reserved bits, the flags and the window.
-    let flags = tcph.flag_word();
-    let ports = (tcph.src_port(), tcph.dst_port());
-    // tcp_gro_lookup: the first same_flow skb (youngest first) with this port pair.
-    let mut found = None;
     for i in (0..head.len()).rev() {
         let p = &mut head[i];
         if !p.cb.same_flow {
@@ -141,9 +133,85 @@ pub fn tcp_gro_receive(
             skb.saw_mismatch(reason::TCP_PORTS);
             continue;
         }
-        found = Some(i);
-        break;
+        return Some(i);
     }
+    None
+}
+
+/// tcp_gro_receive's IP ID check on the held skb `p`, by kernel generation.
+fn tcp_gro_ip_id_flush(cfg: &GroConfig, skb: &SkBuff, p: &mut SkBuff) -> Option<Reason> {
+    match cfg.rules.ip_id {
+        IpIdRule::PerLevel618 | IpIdRule::PerLevel610 => {
+            // gro_receive_network_flush: the outer (or only) level, then the inner.
+            let outer = network_flush(cfg, skb, p, p.cb.network_offsets[0], false);
+            let inner = if p.cb.encap_mark {
+                network_flush(cfg, skb, p, p.cb.network_offsets[1], true)
+            } else {
+                None
+            };
+            outer.or(inner)
+        }
+        IpIdRule::Atomic419 => {
+            // The second frame decides between a fixed and an incrementing ID.
+            if p.cb.flush_id != 1 || p.cb.count != 1 || !p.cb.is_atomic {
+                (p.cb.flush_id != 0).then_some(reason::IPV4_ID)
+            } else {
+                p.cb.is_atomic = false;
+                None
+            }
+        }
+        IpIdRule::Increment312 => None,
+    }
+}
+
+/// tcp_gro_receive's out_check_final: force a flush if the segment is smaller than mss,
+/// or carries URG, PSH, RST, SYN or FIN.
+fn out_check_final(
+    skb: &SkBuff,
+    flags: u32,
+    len: usize,
+    mss: usize,
+    merged: bool,
+) -> Option<Reason> {
+    if flags & TCP_FLAG_RST != 0 {
+        Some(reason::TCP_FLAGS_RST)
+    } else if flags & TCP_FLAG_SYN != 0 {
+        Some(reason::TCP_FLAGS_SYN)
+    } else if flags & TCP_FLAG_URG != 0 {
+        Some(reason::TCP_FLAGS_URG)
+    } else if flags & TCP_FLAG_FIN != 0 {
+        Some(reason::TCP_FLAGS_FIN)
+    } else if flags & TCP_FLAG_PSH != 0 {
+        Some(reason::TCP_FLAGS_PSH)
+    } else if skb.gso_size != 0 {
+        // A GSO skb: flush unless it is whole segments of gso_size.
+        (len != usize::from(skb.cb.count) * usize::from(skb.gso_size)).then_some(reason::TCP_MSS)
+    } else if len < mss {
+        Some(if merged {
+            reason::TCP_SHORT
+        } else {
+            reason::TCP_MSS
+        })
+    } else {
+        None
+    }
+}
+
+/// tcp_gro_receive: find the held skb of this port pair, apply every flush rule, merge,
+/// then the final flush check. Returns the held skb to complete, if any.
+pub fn tcp_gro_receive(
+    cfg: &GroConfig,
+    head: &mut [Box<SkBuff>],
+    skb: &mut SkBuff,
+    th: usize,
+    thlen: usize,
+) -> Option<usize> {
+    let len = skb.gro_len();
+    let tcph = th_at(skb, th);
+    // tcp_flag_word(th): doff, the reserved bits, the flags and the window.
+    let flags = tcph.flag_word();
+    let ports = (tcph.src_port(), tcph.dst_port());
+    let found = tcp_gro_lookup(head, skb, th, ports);
     let mut mss = 1usize;
     if let Some(i) = found {
         let p = &mut head[i];
@@ -175,28 +243,8 @@ pub fn tcp_gro_receive(
             opts != p.hdr(th2 + TCP_HLEN, thlen.saturating_sub(TCP_HLEN)),
             reason::TCP_OPTIONS,
         );
-        match cfg.rules.ip_id {
-            IpIdRule::PerLevel618 | IpIdRule::PerLevel610 => {
-                // gro_receive_network_flush: the outer (or only) level, then the inner.
-                let outer = network_flush(cfg, skb, p, p.cb.network_offsets[0], false);
-                let inner = if p.cb.encap_mark {
-                    network_flush(cfg, skb, p, p.cb.network_offsets[1], true)
-                } else {
-                    None
-                };
-                if let Some(r) = outer.or(inner) {
-                    add(true, r);
-                }
-            }
-            IpIdRule::Atomic419 => {
-                // The second frame decides between a fixed and an incrementing ID.
-                if p.cb.flush_id != 1 || p.cb.count != 1 || !p.cb.is_atomic {
-                    add(p.cb.flush_id != 0, reason::IPV4_ID);
-                } else {
-                    p.cb.is_atomic = false;
-                }
-            }
-            IpIdRule::Increment312 => {}
+        if let Some(r) = tcp_gro_ip_id_flush(cfg, skb, p) {
+            add(true, r);
         }
         mss = usize::from(p.gso_size);
         if skb.gso_size != 0 {
@@ -232,31 +280,8 @@ pub fn tcp_gro_receive(
             },
         }
     }
-    // out_check_final: force a flush if the segment is smaller than mss, or carries
-    // URG, PSH, RST, SYN or FIN.
     let merged = skb.cb.same_flow;
-    let final_why = if flags & TCP_FLAG_RST != 0 {
-        Some(reason::TCP_FLAGS_RST)
-    } else if flags & TCP_FLAG_SYN != 0 {
-        Some(reason::TCP_FLAGS_SYN)
-    } else if flags & TCP_FLAG_URG != 0 {
-        Some(reason::TCP_FLAGS_URG)
-    } else if flags & TCP_FLAG_FIN != 0 {
-        Some(reason::TCP_FLAGS_FIN)
-    } else if flags & TCP_FLAG_PSH != 0 {
-        Some(reason::TCP_FLAGS_PSH)
-    } else if skb.gso_size != 0 {
-        // A GSO skb: flush unless it is whole segments of gso_size.
-        (len != usize::from(skb.cb.count) * usize::from(skb.gso_size)).then_some(reason::TCP_MSS)
-    } else if len < mss {
-        Some(if merged {
-            reason::TCP_SHORT
-        } else {
-            reason::TCP_MSS
-        })
-    } else {
-        None
-    };
+    let final_why = out_check_final(skb, flags, len, mss, merged);
     let flush = final_why.is_some();
     let pp = found.filter(|_| !merged || flush);
     if let Some(r) = final_why {

@@ -65,55 +65,7 @@ pub(crate) fn vnet_hdr_to_skb(
             None
         }
         VnetToSkbRule::TransportHeader => {
-            let mut nh_min_len = if base == VIRTIO_NET_HDR_GSO_TCPV6 {
-                IPV6_HLEN
-            } else {
-                IPV4_HLEN
-            };
-            if needs_csum {
-                let needed = start + thlen.max(off + 2);
-                if rules.vnet_gso_tail_check && h.gso_size != 0 {
-                    gso_tail_check(len, usize::from(h.gso_size), needed)?;
-                }
-                // pskb_may_pull(start + max(thlen, off + 2)): the L4 header of a GSO
-                // packet and the checksum field must both be there (0f6925b3e8da).
-                if needed > len {
-                    return Err("vnet csum_start + transport header beyond the packet");
-                }
-                // The transport header cannot start inside the smallest IP header
-                // (49d14b54a527, `TunWriteRules::vnet_csum_start_min`); before, the GSO
-                // payload offset took the larger of the two (9181d6f8a2bb).
-                if rules.vnet_csum_start_min && start < nh_min_len {
-                    return Err("vnet csum_start before the end of an IP header");
-                }
-                skb.partial_csum_set(start, h.csum_offset);
-                nh_min_len = if rules.vnet_csum_start_min || !rules.vnet_nh_min_len {
-                    // Before 9181d6f8a2bb: skb_transport_offset(skb) + thlen.
-                    start
-                } else {
-                    nh_min_len.max(start)
-                };
-                Some(nh_min_len + thlen)
-            } else if gso_bits != 0 && rules.vnet_gso_dissect && is_tap {
-                // The flow-dissector branch (`TunWriteRules::vnet_gso_dissect`).
-                Some(dissected_p_off(skb, base, thlen)?)
-            } else if gso_bits != 0 {
-                // A GSO header without NEEDS_CSUM: tun's skb has no network header yet,
-                // so the flow dissector is not asked; the payload is assumed to start
-                // after the smallest IP and L4 headers (pskb_may_pull(p_off)), or before
-                // 9181d6f8a2bb after thlen bytes (`TunWriteRules::vnet_nh_min_len`).
-                let p = if rules.vnet_nh_min_len {
-                    nh_min_len + thlen
-                } else {
-                    thlen
-                };
-                if p > len {
-                    return Err("vnet GSO packet shorter than its headers");
-                }
-                Some(p)
-            } else {
-                None
-            }
+            transport_header_p_off(skb, h, rules, is_tap, base, thlen, gso_bits)?
         }
     };
     if gso_bits == 0 {
@@ -173,6 +125,75 @@ pub(crate) fn vnet_hdr_to_skb(
         skb.ip_summed = IpSummed::None;
     }
     Ok(())
+}
+
+/// virtio_net_hdr_to_skb's transport-header checks (`VnetToSkbRule::TransportHeader`):
+/// the NEEDS_CSUM branch (skb_partial_csum_set after the pulls), else for a GSO header
+/// the flow-dissector branch or the assumed smallest headers. Returns p_off, where the
+/// GSO payload begins (None for a header with neither NEEDS_CSUM nor GSO).
+fn transport_header_p_off(
+    skb: &mut SkBuff,
+    h: &VirtioNetHdrRepr,
+    rules: &TunWriteRules,
+    is_tap: bool,
+    base: u8,
+    thlen: usize,
+    gso_bits: u32,
+) -> Result<Option<usize>, &'static str> {
+    let needs_csum = h.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
+    let start = usize::from(h.csum_start);
+    let off = usize::from(h.csum_offset);
+    let len = skb.len();
+    let mut nh_min_len = if base == VIRTIO_NET_HDR_GSO_TCPV6 {
+        IPV6_HLEN
+    } else {
+        IPV4_HLEN
+    };
+    let p_off = if needs_csum {
+        let needed = start + thlen.max(off + 2);
+        if rules.vnet_gso_tail_check && h.gso_size != 0 {
+            gso_tail_check(len, usize::from(h.gso_size), needed)?;
+        }
+        // pskb_may_pull(start + max(thlen, off + 2)): the L4 header of a GSO
+        // packet and the checksum field must both be there (0f6925b3e8da).
+        if needed > len {
+            return Err("vnet csum_start + transport header beyond the packet");
+        }
+        // The transport header cannot start inside the smallest IP header
+        // (49d14b54a527, `TunWriteRules::vnet_csum_start_min`); before, the GSO
+        // payload offset took the larger of the two (9181d6f8a2bb).
+        if rules.vnet_csum_start_min && start < nh_min_len {
+            return Err("vnet csum_start before the end of an IP header");
+        }
+        skb.partial_csum_set(start, h.csum_offset);
+        nh_min_len = if rules.vnet_csum_start_min || !rules.vnet_nh_min_len {
+            // Before 9181d6f8a2bb: skb_transport_offset(skb) + thlen.
+            start
+        } else {
+            nh_min_len.max(start)
+        };
+        Some(nh_min_len + thlen)
+    } else if gso_bits != 0 && rules.vnet_gso_dissect && is_tap {
+        // The flow-dissector branch (`TunWriteRules::vnet_gso_dissect`).
+        Some(dissected_p_off(skb, base, thlen)?)
+    } else if gso_bits != 0 {
+        // A GSO header without NEEDS_CSUM: tun's skb has no network header yet,
+        // so the flow dissector is not asked; the payload is assumed to start
+        // after the smallest IP and L4 headers (pskb_may_pull(p_off)), or before
+        // 9181d6f8a2bb after thlen bytes (`TunWriteRules::vnet_nh_min_len`).
+        let p = if rules.vnet_nh_min_len {
+            nh_min_len + thlen
+        } else {
+            thlen
+        };
+        if p > len {
+            return Err("vnet GSO packet shorter than its headers");
+        }
+        Some(p)
+    } else {
+        None
+    };
+    Ok(p_off)
 }
 
 /// e269d79c7d35 "net: missing check virtio" (`TunWriteRules::vnet_gso_tail_check`), in

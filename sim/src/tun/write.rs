@@ -25,7 +25,7 @@ use crate::xdp::XdpMode;
 
 use super::vnet_tnl::vnet_hdr_tnl_to_skb;
 pub(crate) use super::vnet_to_skb::vnet_hdr_to_skb;
-use super::DeviceKind;
+use super::{DeviceKind, TunConfig};
 use crate::consts::TUN_PI_LEN;
 
 /// How the write was issued.
@@ -124,6 +124,13 @@ impl WriteOutcome {
             fate: Fate::Rejected,
         }
     }
+
+    /// Dropped by tun after the skb was built: the write fails with `e`.
+    fn dropped(mut self, e: Errno, why: &'static str) -> WriteOutcome {
+        self.result = Err(e);
+        self.fate = Fate::Dropped(why);
+        self
+    }
 }
 
 /// An error of the scenario, not of the kernel: a program the VM could not run (the
@@ -148,6 +155,82 @@ pub fn can_build_skb(len: usize, rules: &TunWriteRules) -> bool {
         TUN_RX_PAD
     };
     skb_data_align(len + headroom) + SKB_SHARED_INFO_ALIGNED <= PAGE_SIZE
+}
+
+/// tun_get_user's checks before any skb exists: a tap frame shorter than an Ethernet
+/// header, or a vnet hdr_len inside it, is EINVAL; a profile that checks the device state
+/// first refuses a down device with EIO (docs/tap-write.md#parse).
+fn tun_write_early_checks(
+    cfg: &TunConfig,
+    len: usize,
+    gso: &VirtioNetHdrRepr,
+    rules: &TunWriteRules,
+) -> Result<(), Errno> {
+    if cfg.kind == DeviceKind::Tap
+        && (len < ETH_HLEN || (gso.hdr_len != 0 && usize::from(gso.hdr_len) < ETH_HLEN))
+    {
+        return Err(Errno::EINVAL);
+    }
+    if rules.down_check_first && !cfg.up {
+        return Err(Errno::EIO);
+    }
+    Ok(())
+}
+
+/// docs/tap-write.md#path-choice: the allocation path tun_get_user takes.
+fn tun_write_path(
+    cfg: &TunConfig,
+    opts: WriteOpts,
+    len: usize,
+    rules: &TunWriteRules,
+) -> WritePath {
+    if cfg.napi_frags {
+        WritePath::NapiFrags
+    } else if cfg.kind == DeviceKind::Tap
+        && !cfg.sndbuf_set
+        && opts.nonblocking
+        && can_build_skb(len, rules)
+    {
+        WritePath::BuildSkb
+    } else {
+        WritePath::AllocSkb
+    }
+}
+
+/// tun_get_user + tun_alloc_skb: the linear part is the vnet hdr_len (capped at
+/// good_linear), except that a packet under a page with its tun->align (NET_SKB_PAD)
+/// prepad, or one without hdr_len, is copied in whole.
+fn tun_alloc_skb_linear(len: usize, hdr_len: u16) -> usize {
+    let good_linear = PAGE_SIZE - SKB_SHARED_INFO_ALIGNED - TUN_RX_PAD;
+    let hdr_len = usize::from(hdr_len).min(good_linear);
+    if TUN_RX_PAD + len < PAGE_SIZE || hdr_len == 0 {
+        len
+    } else {
+        hdr_len
+    }
+}
+
+/// The protocol: eth_type_trans for tap; for tun the PI or the version nibble, with no
+/// eth_type_trans: skb_reset_mac_header at the first byte of the packet, skb->protocol =
+/// pi.proto (tun.c: tun_get_user, IFF_TUN). False when a tun packet has neither.
+fn tun_set_protocol(skb: &mut SkBuff, kind: DeviceKind, pi_proto: Option<u16>) -> bool {
+    if kind == DeviceKind::Tap {
+        eth_type_trans(skb);
+        return true;
+    }
+    let proto = pi_proto.or_else(|| match skb.byte(0).map(|b| b >> 4) {
+        Some(4) => Some(ETH_P_IP),
+        Some(6) => Some(ETH_P_IPV6),
+        _ => None,
+    });
+    match proto {
+        Some(p) => {
+            skb.reset_mac_header();
+            skb.protocol = p;
+            true
+        }
+        None => false,
+    }
 }
 
 impl Net {
@@ -180,7 +263,7 @@ impl Net {
             .dev(ifindex)
             .ok_or_else(|| ModelError(format!("no device with ifindex {ifindex}")))?;
         let cfg = dev.config.clone();
-        let total = bytes.len();
+        let prog_mode = dev.xdp.as_ref().map(|a| a.mode);
         // tun_vnet_hdr_guest_features: the tunnel header is "negotiated" by the size.
         let tnl = rules.vnet_udp_tunnel && cfg.vnet_hdr_sz >= VIRTIO_NET_HDR_TUNNEL_LEN;
         let parsed = match parse_write(bytes, &cfg, read_rules, tnl) {
@@ -189,71 +272,32 @@ impl Net {
         };
         let frame = &bytes[parsed.frame_start..];
         let len = frame.len();
-        if cfg.kind == DeviceKind::Tap
-            && (len < ETH_HLEN
-                || (parsed.gso.hdr_len != 0 && usize::from(parsed.gso.hdr_len) < ETH_HLEN))
-        {
-            return Ok(WriteOutcome::rejected(Errno::EINVAL));
+        if let Err(e) = tun_write_early_checks(&cfg, len, &parsed.gso, rules) {
+            return Ok(WriteOutcome::rejected(e));
         }
-        if rules.down_check_first && !cfg.up {
-            return Ok(WriteOutcome::rejected(Errno::EIO));
-        }
-        let prog_mode = dev.xdp.as_ref().map(|a| a.mode);
+        let path = tun_write_path(&cfg, opts, len, rules);
+        let build = path == WritePath::BuildSkb;
         let mut out = WriteOutcome {
-            result: Ok(total),
-            path: None,
+            result: Ok(bytes.len()),
+            path: Some(path),
             xdp: Vec::new(),
             fate: Fate::Stack,
         };
-
-        // docs/tap-write.md#path-choice: the path.
-        let build = cfg.kind == DeviceKind::Tap
-            && !cfg.sndbuf_set
-            && opts.nonblocking
-            && !cfg.napi_frags
-            && can_build_skb(len, rules);
-        out.path = Some(if cfg.napi_frags {
-            WritePath::NapiFrags
-        } else if build {
-            WritePath::BuildSkb
-        } else {
-            WritePath::AllocSkb
-        });
 
         // A driver-mode program runs natively only in build_skb without GSO; otherwise
         // the skb is marked for generic XDP inside tun (docs/tap-write.md#build-skb,
         // docs/tap-write.md#generic-xdp).
         let mut tun_generic = rules.xdp && prog_mode == Some(XdpMode::Native);
-        if build {
-            if rules.xdp
-                && prog_mode == Some(XdpMode::Native)
-                && parsed.gso.gso_type == VIRTIO_NET_HDR_GSO_NONE
-            {
-                tun_generic = false;
-                match tun_build_skb_native(self, ifindex, frame, rules)? {
-                    NativeResult::Consumed(report, fate) => {
-                        out.xdp.push(report);
-                        out.fate = fate;
-                        return Ok(out);
-                    }
-                    NativeResult::Pass(report, s) => {
-                        out.xdp.push(report);
-                        *skb = *s;
-                    }
-                }
-            } else {
-                skb.reuse_from_frame(frame, TUN_RX_PAD, len);
+        if build && tun_generic && parsed.gso.gso_type == VIRTIO_NET_HDR_GSO_NONE {
+            tun_generic = false;
+            if self.tun_build_skb_xdp(skb, ifindex, frame, rules, &mut out)? {
+                return Ok(out);
             }
         } else {
-            // tun_get_user + tun_alloc_skb: the linear part is the vnet hdr_len (capped at
-            // good_linear), except that a packet under a page with its tun->align
-            // (NET_SKB_PAD) prepad, or one without hdr_len, is copied in whole.
-            let good_linear = PAGE_SIZE - SKB_SHARED_INFO_ALIGNED - TUN_RX_PAD;
-            let hdr_len = usize::from(parsed.gso.hdr_len).min(good_linear);
-            let linear = if TUN_RX_PAD + len < PAGE_SIZE || hdr_len == 0 {
+            let linear = if build {
                 len
             } else {
-                hdr_len
+                tun_alloc_skb_linear(len, parsed.gso.hdr_len)
             };
             skb.reuse_from_frame(frame, TUN_RX_PAD, linear);
         }
@@ -269,47 +313,20 @@ impl Net {
         };
         if let Err(why) = to_skb {
             self.stats_mut(ifindex).rx_frame_errors += 1;
-            out.result = Err(Errno::EINVAL);
-            out.fate = Fate::Dropped(why);
-            return Ok(out);
+            return Ok(out.dropped(Errno::EINVAL, why));
         }
 
-        // Protocol: eth_type_trans for tap; the PI or the version nibble for tun.
-        match cfg.kind {
-            DeviceKind::Tap => eth_type_trans(skb),
-            DeviceKind::Tun => {
-                let proto = match parsed.pi_proto {
-                    Some(p) => Some(p),
-                    None => match skb.byte(0).map(|b| b >> 4) {
-                        Some(4) => Some(ETH_P_IP),
-                        Some(6) => Some(ETH_P_IPV6),
-                        _ => None,
-                    },
-                };
-                // No eth_type_trans: skb_reset_mac_header at the first byte of the
-                // packet, skb->protocol = pi.proto (tun.c: tun_get_user, IFF_TUN).
-                match proto {
-                    Some(p) => {
-                        skb.reset_mac_header();
-                        skb.protocol = p;
-                    }
-                    None => {
-                        self.stats_mut(ifindex).rx_dropped += 1;
-                        out.result = Err(Errno::EINVAL);
-                        out.fate = Fate::Dropped("no IPv4/IPv6 version nibble");
-                        return Ok(out);
-                    }
-                }
-            }
+        if !tun_set_protocol(skb, cfg.kind, parsed.pi_proto) {
+            self.stats_mut(ifindex).rx_dropped += 1;
+            return Ok(out.dropped(Errno::EINVAL, "no IPv4/IPv6 version nibble"));
         }
 
         // Generic XDP inside tun (do_xdp_generic before delivery): a non-PASS verdict
         // ends the write with the full count and no rx stats (docs/tap-write.md#generic-xdp).
         if tun_generic {
             let (report, pass) = self.generic_xdp(ifindex, skb, XdpWhere::TunGeneric)?;
-            let fate = pass.clone();
             out.xdp.push(report);
-            if let Some(fate) = fate {
+            if let Some(fate) = pass {
                 out.fate = fate;
                 return Ok(out);
             }
@@ -317,16 +334,13 @@ impl Net {
 
         if !cfg.up {
             self.stats_mut(ifindex).rx_dropped += 1;
-            out.result = Err(Errno::EIO);
-            out.fate = Fate::Dropped("device down");
-            return Ok(out);
+            return Ok(out.dropped(Errno::EIO, "device down"));
         }
 
         // Hand off (tun/napi.rs): IFF_NAPI queues for GRO; otherwise netif_receive_skb,
         // where an xdpgeneric program runs in the core. tun counts the packet whatever
         // the verdict.
-        let head_frag = out.path == Some(WritePath::BuildSkb);
-        let rx = self.tun_rx(ifindex, skb, super::napi::RxFrom::GetUser, head_frag, rules)?;
+        let rx = self.tun_rx(ifindex, skb, super::napi::RxFrom::GetUser, build, rules)?;
         out.xdp.extend(rx.xdp);
         if let Some(f) = rx.fate {
             out.fate = f;
@@ -335,6 +349,30 @@ impl Net {
         st.rx_packets += 1;
         st.rx_bytes += len as u64;
         Ok(out)
+    }
+
+    /// tun_build_skb with a driver-mode program run natively (docs/tap-write.md#build-skb):
+    /// true when the verdict consumed the frame, else `skb` is the passed frame.
+    fn tun_build_skb_xdp(
+        &mut self,
+        skb: &mut SkBuff,
+        ifindex: u32,
+        frame: &[u8],
+        rules: &TunWriteRules,
+        out: &mut WriteOutcome,
+    ) -> Result<bool, ModelError> {
+        match tun_build_skb_native(self, ifindex, frame, rules)? {
+            NativeResult::Consumed(report, fate) => {
+                out.xdp.push(report);
+                out.fate = fate;
+                Ok(true)
+            }
+            NativeResult::Pass(report, s) => {
+                out.xdp.push(report);
+                *skb = *s;
+                Ok(false)
+            }
+        }
     }
 
     pub(crate) fn stats_mut(&mut self, ifindex: u32) -> &mut super::TunStats {
