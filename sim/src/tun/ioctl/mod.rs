@@ -291,6 +291,30 @@ impl TunNet {
         }
     }
 
+    /// The tun device with ifindex `ifindex`, if registered.
+    pub fn by_ifindex(&self, ifindex: u32) -> Option<DevId> {
+        self.devices
+            .iter()
+            .position(|d| d.as_ref().is_some_and(|d| d.ifindex == ifindex))
+            .map(DevId)
+    }
+
+    /// `ip link del` (RTM_DELLINK: rtnl_dellink -> tun_link_ops.dellink, the default
+    /// unregister_netdevice_queue) -> tun_net_uninit -> tun_detach_all
+    /// (drivers/net/tun.c): every attached queue's `tfile->tun` is cleared, every
+    /// TUNSETQUEUE-detached one is re-enabled (tun_enable_queue: `tfile->detached =
+    /// NULL`) and cleared; the files stay open with no device (read/write: EBADFD,
+    /// TUNSETQUEUE: EINVAL, TUNSETIFF may attach them anew).
+    pub fn unregister(&mut self, d: DevId) {
+        for file in &mut self.files {
+            if file.tun == Some(d) {
+                file.tun = None;
+                file.detached = false;
+            }
+        }
+        self.devices[d.0] = None;
+    }
+
     fn next_ifindex(&mut self) -> u32 {
         loop {
             self.last_ifindex += 1;
