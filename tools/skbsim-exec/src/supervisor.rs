@@ -329,7 +329,10 @@ impl<T: SimTun> Supervisor<T> {
     /// read/readv: tun_chr_read_iter with the buffers' total length.
     fn read(&mut self, n: &Notif, i: usize, ranges: Vec<(u64, usize)>) -> Reply {
         let o = &self.files[i];
-        if !o.nonblock && !self.tun.poll(o.file).readable {
+        // tun_chr_read_iter: a file with no device (never attached, or its device deleted)
+        // is EBADFD before anything blocks.
+        let ready = self.tun.poll(o.file);
+        if !o.nonblock && !ready.readable && !ready.error {
             self.pending.push(PendingRead {
                 notif: *n,
                 inode: o.inode,
