@@ -15,8 +15,8 @@ const AUDIT_ARCH: u32 = 0xc000_00b7;
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
 /// The syscalls the supervisor sees: opens (to find /dev/net/tun), ioctl, the read and
-/// write family on the device's fds, and fcntl (O_NONBLOCK). Everything else runs
-/// untouched.
+/// write family on the device's fds, fcntl (O_NONBLOCK), and sendto/sendmsg (rtnetlink
+/// requests naming a simulated device: src/rtnl.rs). Everything else runs untouched.
 pub fn intercepted() -> Vec<i64> {
     let mut nrs = vec![
         libc::SYS_openat,
@@ -27,6 +27,8 @@ pub fn intercepted() -> Vec<i64> {
         libc::SYS_write,
         libc::SYS_writev,
         libc::SYS_fcntl,
+        libc::SYS_sendto,
+        libc::SYS_sendmsg,
     ];
     #[cfg(target_arch = "x86_64")]
     nrs.push(libc::SYS_open);

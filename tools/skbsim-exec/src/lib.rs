@@ -10,6 +10,7 @@
 mod filter;
 mod ioctl;
 mod loopback;
+mod rtnl;
 mod spawn;
 mod supervisor;
 mod sys;
@@ -62,6 +63,11 @@ pub trait SimTun {
     fn set_link(&mut self, dev: &[u8], up: Option<bool>, mtu: Option<u32>) -> Result<(), Errno>;
     /// The device named `dev`, if it is one of the simulated ones.
     fn link(&self, dev: &[u8]) -> Option<LinkInfo>;
+    /// The name of the simulated device with ifindex `ifindex`, if there is one.
+    fn link_name(&self, ifindex: u32) -> Option<Vec<u8>>;
+    /// RTM_DELLINK on the device named `dev` (the device is unregistered; its files stay
+    /// open with no device).
+    fn delete_link(&mut self, dev: &[u8]) -> Result<(), Errno>;
 }
 
 /// Why the program could not be run under the supervisor.

@@ -157,4 +157,29 @@ impl SimTun for LoopbackTun {
             mtu: self.mtu.get(dev).copied().unwrap_or(DEFAULT_MTU),
         })
     }
+
+    fn link_name(&self, ifindex: u32) -> Option<Vec<u8>> {
+        let d = self.net.by_ifindex(ifindex)?;
+        Some(self.net.dev(d)?.name.clone())
+    }
+
+    /// drivers/net/tun.c: tun_net_uninit -> tun_detach_all ([`TunNet::unregister`]); the
+    /// frames queued for the files go with it (tun_queue_purge).
+    fn delete_link(&mut self, dev: &[u8]) -> Result<(), Errno> {
+        let d = self.net.by_name(dev).ok_or(Errno::ENXIO)?;
+        let files: Vec<FileId> = self
+            .files
+            .keys()
+            .copied()
+            .filter(|&f| self.net.file(f).tun == Some(d))
+            .collect();
+        for f in files {
+            if let Some(file) = self.files.get_mut(&f) {
+                file.queue.clear();
+            }
+        }
+        self.net.unregister(d);
+        self.mtu.remove(dev);
+        Ok(())
+    }
 }

@@ -17,6 +17,7 @@ use rustix::net::{
 };
 
 use crate::ioctl::{self, is_sock_ioctl, is_vfs_ioctl, tun_arg, tun_reply, FIONBIO};
+use crate::rtnl;
 use crate::sys::{self, Notif};
 use crate::{Errno, FileId, SimTun};
 
@@ -190,6 +191,11 @@ impl<T: SimTun> Supervisor<T> {
             },
             libc::SYS_write => match self.ours(n, a[0] as i32) {
                 Some(i) => self.write(n, i, &[(a[1], a[2] as usize)]),
+                None => self.rtnl(n, &[(a[1], a[2] as usize)], 0),
+            },
+            libc::SYS_sendto => self.rtnl(n, &[(a[1], a[2] as usize)], a[4]),
+            libc::SYS_sendmsg => match rtnl::msghdr(n.pid, a[1]) {
+                Some((dest, ranges)) => self.rtnl(n, &ranges, dest),
                 None => Reply::Continue,
             },
             libc::SYS_readv | libc::SYS_writev => match self.ours(n, a[0] as i32) {
@@ -210,6 +216,12 @@ impl<T: SimTun> Supervisor<T> {
             }
             _ => Reply::Continue,
         })
+    }
+
+    /// A send on a NETLINK_ROUTE socket naming a simulated device (src/rtnl.rs).
+    fn rtnl(&mut self, n: &Notif, ranges: &[(u64, usize)], dest: u64) -> Reply {
+        let l = self.listener.as_fd();
+        rtnl::send_request(&mut self.tun, l, n, n.args[0] as i32, ranges, dest)
     }
 
     /// The simulated file behind the task's fd `fd`, if it is one; it becomes the file's
@@ -317,7 +329,10 @@ impl<T: SimTun> Supervisor<T> {
     /// read/readv: tun_chr_read_iter with the buffers' total length.
     fn read(&mut self, n: &Notif, i: usize, ranges: Vec<(u64, usize)>) -> Reply {
         let o = &self.files[i];
-        if !o.nonblock && !self.tun.poll(o.file).readable {
+        // tun_chr_read_iter: a file with no device (never attached, or its device deleted)
+        // is EBADFD before anything blocks.
+        let ready = self.tun.poll(o.file);
+        if !o.nonblock && !ready.readable && !ready.error {
             self.pending.push(PendingRead {
                 notif: *n,
                 inode: o.inode,
@@ -401,7 +416,7 @@ impl<T: SimTun> Supervisor<T> {
 }
 
 /// The iovec array of readv/writev (struct iovec: base, len).
-fn iovecs(pid: u32, addr: u64, count: u64) -> Result<Vec<(u64, usize)>, Errno> {
+pub fn iovecs(pid: u32, addr: u64, count: u64) -> Result<Vec<(u64, usize)>, Errno> {
     if count > UIO_MAXIOV {
         return Err(Errno::EINVAL);
     }
@@ -420,7 +435,7 @@ fn iovecs(pid: u32, addr: u64, count: u64) -> Result<Vec<(u64, usize)>, Errno> {
 }
 
 /// The inode of the socket task `pid` has as `fd`: /proc/PID/fd/FD reads `socket:[N]`.
-fn socket_inode(pid: u32, fd: i32) -> Option<u64> {
+pub fn socket_inode(pid: u32, fd: i32) -> Option<u64> {
     let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64];
     let path = format!("/proc/{pid}/fd/{fd}");
     let (link, _) = rustix::fs::readlinkat_raw(rustix::fs::CWD, path.as_str(), &mut buf).ok()?;

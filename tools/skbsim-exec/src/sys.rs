@@ -253,27 +253,50 @@ pub fn on_exec_install(
     prog: Vec<libc::sock_filter>,
     sock: OwnedFd,
 ) {
-    use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-    use std::mem::MaybeUninit;
     use std::os::unix::process::CommandExt;
     let child = move || -> io::Result<()> {
         let listener = install_filter(&prog)?;
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-        let mut control = SendAncillaryBuffer::new(&mut space);
-        let fds = [std::os::fd::AsFd::as_fd(&listener)];
-        control.push(SendAncillaryMessage::ScmRights(&fds));
-        sendmsg(
-            &sock,
-            &[io::IoSlice::new(b"L")],
-            &mut control,
-            SendFlags::empty(),
-        )?;
-        Ok(())
+        send_fd(&sock, listener.as_raw_fd())
     };
     // SAFETY: the closure runs in the forked child before exec and only makes syscalls
-    // (prctl, seccomp, sendmsg, close) on data allocated before the fork: no allocation,
+    // (prctl, seccomp, sendmmsg, close) on data allocated before the fork: no allocation,
     // no lock, async-signal-safe.
     unsafe {
         cmd.pre_exec(child);
     }
+}
+
+/// Sends `fd` over `sock` with SCM_RIGHTS through sendmmsg: the filter is installed by
+/// then and notifies sendmsg/sendto (src/rtnl.rs), which nobody would answer yet;
+/// sendmmsg is not notified. No allocation (it runs between fork and exec).
+fn send_fd(sock: &OwnedFd, fd: RawFd) -> io::Result<()> {
+    // Room for one cmsghdr with one int: CMSG_SPACE(4) is 24 on 64-bit Linux.
+    let mut control = [0u64; 3];
+    let mut byte = *b"L";
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: msghdr and mmsghdr are plain C structs for which all-zero is valid.
+    let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+    m.msg_hdr.msg_iov = &mut iov;
+    m.msg_hdr.msg_iovlen = 1;
+    m.msg_hdr.msg_control = control.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE only computes a size.
+    m.msg_hdr.msg_controllen = unsafe { libc::CMSG_SPACE(4) } as _;
+    // SAFETY: msg_control points at `control`, which is CMSG_SPACE(4) bytes and aligned
+    // for cmsghdr; CMSG_FIRSTHDR/CMSG_DATA stay inside it.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&m.msg_hdr);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(4) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
+    }
+    // SAFETY: one mmsghdr whose pointers (iov, control) outlive the call.
+    let r = unsafe { libc::sendmmsg(sock.as_raw_fd(), &mut m, 1, 0) };
+    if r != 1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }

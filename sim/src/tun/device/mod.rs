@@ -310,7 +310,7 @@ impl TunHost {
                 q.ring.clear();
             }
         }
-        self.net.delete_device(d);
+        self.net.unregister(d);
         self.unregistered(ifindex);
         Ok(())
     }

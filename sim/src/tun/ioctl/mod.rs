@@ -291,10 +291,21 @@ impl TunNet {
         }
     }
 
-    /// unregister_netdevice of a tun device (RTM_DELLINK, `ip link del`): tun_net_uninit
-    /// -> tun_detach_all clears every queue's and every detached file's tfile->tun, so
-    /// their reads answer EBADFD and their polls EPOLLERR from then on.
-    pub fn delete_device(&mut self, d: DevId) {
+    /// The tun device with ifindex `ifindex`, if registered.
+    pub fn by_ifindex(&self, ifindex: u32) -> Option<DevId> {
+        self.devices
+            .iter()
+            .position(|d| d.as_ref().is_some_and(|d| d.ifindex == ifindex))
+            .map(DevId)
+    }
+
+    /// `ip link del` (RTM_DELLINK: rtnl_dellink -> tun_link_ops.dellink, the default
+    /// unregister_netdevice_queue) -> tun_net_uninit -> tun_detach_all
+    /// (drivers/net/tun.c): every attached queue's `tfile->tun` is cleared, every
+    /// TUNSETQUEUE-detached one is re-enabled (tun_enable_queue: `tfile->detached =
+    /// NULL`) and cleared; the files stay open with no device (read/write: EBADFD,
+    /// TUNSETQUEUE: EINVAL, TUNSETIFF may attach them anew).
+    pub fn unregister(&mut self, d: DevId) {
         if self.dev(d).is_none() {
             return;
         }

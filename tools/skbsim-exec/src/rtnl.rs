@@ -1,0 +1,369 @@
+//! rtnetlink requests on NETLINK_ROUTE sockets that name a simulated device: RTM_DELLINK,
+//! and RTM_NEWLINK / RTM_SETLINK changing IFF_UP or the MTU (net/core/rtnetlink.c:
+//! rtnl_dellink, rtnl_setlink, rtnl_newlink -> do_setlink). The kernel's tun selftest
+//! deletes its device this way; `ip link set DEV up|mtu N` and VPNs use the others.
+//!
+//! Only a buffer holding exactly one such message is answered here; everything else (other
+//! message types, batches, requests naming a real device, attributes not modelled)
+//! continues into the kernel.
+
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+use rustix::net::{send, AddressFamily, SendFlags};
+
+use crate::supervisor::{socket_inode, Reply};
+use crate::sys::{self, Notif};
+use crate::{Errno, SimTun};
+
+/// The most bytes of one send read from the program (an rtnetlink link request is a few
+/// hundred).
+const MAX_REQUEST: usize = 1 << 16;
+
+/// include/uapi/linux/rtnetlink.h.
+const RTM_NEWLINK: u16 = 16;
+const RTM_DELLINK: u16 = 17;
+const RTM_SETLINK: u16 = 19;
+/// include/uapi/linux/netlink.h.
+const NLMSG_NOOP: u16 = 1;
+const NLM_F_REQUEST: u16 = 0x1;
+const NLM_F_ACK: u16 = 0x4;
+const NLM_F_EXCL: u16 = 0x200;
+const NLMSG_HDRLEN: usize = 16;
+/// sizeof(struct ifinfomsg).
+const IFINFOMSG_LEN: usize = 16;
+/// include/uapi/linux/if_link.h.
+const IFLA_IFNAME: u16 = 3;
+const IFLA_MTU: u16 = 4;
+const IFF_UP: u32 = 0x1;
+
+/// What a request asks of the simulated device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkOp {
+    /// RTM_DELLINK.
+    Delete,
+    /// RTM_NEWLINK (on an existing device) / RTM_SETLINK.
+    Set { up: Option<bool>, mtu: Option<u32> },
+    /// RTM_NEWLINK with NLM_F_EXCL on an existing device: rtnl_newlink's EEXIST.
+    Exists,
+}
+
+/// One request naming a simulated device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub seq: u32,
+    /// NLM_F_ACK: the kernel answers success with an ack (netlink_rcv_skb).
+    pub ack: bool,
+    pub dev: Vec<u8>,
+    pub op: LinkOp,
+}
+
+fn le16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn le32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// The request in `buf` (what one sendto/sendmsg carries), when it is exactly one
+/// RTM_NEWLINK / RTM_SETLINK / RTM_DELLINK that names a device of `tun`: by a positive
+/// ifi_index, else by IFLA_IFNAME (rtnl_dellink / rtnl_setlink / rtnl_newlink look it
+/// up in that order).
+pub fn parse<T: SimTun>(tun: &T, buf: &[u8]) -> Option<Request> {
+    if buf.len() < NLMSG_HDRLEN + IFINFOMSG_LEN {
+        return None;
+    }
+    let len = le32(buf, 0) as usize;
+    let kind = le16(buf, 4);
+    let flags = le16(buf, 6);
+    // One message: its length is the buffer's, up to NLMSG_ALIGN padding.
+    if len < NLMSG_HDRLEN + IFINFOMSG_LEN || len > buf.len() || buf.len() - len >= 4 {
+        return None;
+    }
+    if flags & NLM_F_REQUEST == 0 || !matches!(kind, RTM_NEWLINK | RTM_SETLINK | RTM_DELLINK) {
+        return None;
+    }
+    let ifm = &buf[NLMSG_HDRLEN..];
+    let index = le32(ifm, 4) as i32;
+    let (ifi_flags, ifi_change) = (le32(ifm, 8), le32(ifm, 12));
+    let mut name = None;
+    let mut mtu = None;
+    let mut at = NLMSG_HDRLEN + IFINFOMSG_LEN;
+    while at + 4 <= len {
+        let alen = le16(buf, at) as usize;
+        if alen < 4 || at + alen > len {
+            return None;
+        }
+        let data = &buf[at + 4..at + alen];
+        match le16(buf, at + 2) & 0x3fff {
+            IFLA_IFNAME => name = Some(data.split(|&c| c == 0).next().unwrap_or(data).to_vec()),
+            IFLA_MTU if data.len() >= 4 => mtu = Some(le32(data, 0)),
+            // An attribute not modelled: the kernel answers it.
+            _ => return None,
+        }
+        at += (alen + 3) & !3;
+    }
+    let dev = if index > 0 {
+        let dev = tun.link_name(index as u32)?;
+        // A name that differs from the device's is a rename (do_setlink): not modelled.
+        if name.as_ref().is_some_and(|n| *n != dev) {
+            return None;
+        }
+        dev
+    } else {
+        let n = name?;
+        tun.link(&n)?;
+        n
+    };
+    let op = match kind {
+        RTM_DELLINK => LinkOp::Delete,
+        RTM_NEWLINK if flags & NLM_F_EXCL != 0 => LinkOp::Exists,
+        _ => LinkOp::Set {
+            up: up_flag(ifi_flags, ifi_change),
+            mtu,
+        },
+    };
+    Some(Request {
+        seq: le32(buf, 8),
+        ack: flags & NLM_F_ACK != 0,
+        dev,
+        op,
+    })
+}
+
+/// IFF_UP after do_setlink's dev_change_flags(rtnl_dev_combine_flags): ifi_change 0 means
+/// every bit ("bugwards compatibility"), and nothing changes when both are 0.
+fn up_flag(flags: u32, change: u32) -> Option<bool> {
+    if flags == 0 && change == 0 {
+        return None;
+    }
+    if change == 0 || change & IFF_UP != 0 {
+        return Some(flags & IFF_UP != 0);
+    }
+    None
+}
+
+/// Applies `req` to the simulated device.
+pub fn apply<T: SimTun>(tun: &mut T, req: &Request) -> Result<(), Errno> {
+    match req.op {
+        LinkOp::Delete => tun.delete_link(&req.dev),
+        LinkOp::Set { up, mtu } => tun.set_link(&req.dev, up, mtu),
+        LinkOp::Exists => Err(Errno::EEXIST),
+    }
+}
+
+/// The message that makes the kernel put a success ack for `req` on the program's own
+/// socket: NLMSG_NOOP with NLM_F_ACK and the request's sequence number (netlink_rcv_skb:
+/// a type below NLMSG_MIN_TYPE goes straight to netlink_ack with error 0). The ack's
+/// echoed header says NLMSG_NOOP where the kernel's would say the request's type.
+pub fn ack_request(req: &Request) -> [u8; NLMSG_HDRLEN] {
+    let mut m = [0u8; NLMSG_HDRLEN];
+    m[0..4].copy_from_slice(&(NLMSG_HDRLEN as u32).to_le_bytes());
+    m[4..6].copy_from_slice(&NLMSG_NOOP.to_le_bytes());
+    m[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_le_bytes());
+    m[8..12].copy_from_slice(&req.seq.to_le_bytes());
+    m
+}
+
+/// A NETLINK_ROUTE socket: AF_NETLINK with protocol 0 (rustix says None for 0).
+fn is_rtnl(sock: &OwnedFd) -> bool {
+    rustix::net::sockopt::socket_domain(sock).is_ok_and(|d| d == AddressFamily::NETLINK)
+        && rustix::net::sockopt::socket_protocol(sock).is_ok_and(|p| p.is_none())
+}
+
+/// write/sendto/sendmsg of the bytes at `ranges` on task `n.pid`'s fd `fd` (`dest`: the
+/// struct sockaddr_nl pointer, 0 for none): a request naming a simulated device is
+/// applied to it and the send returns its length, as netlink_sendmsg does (the request's
+/// result goes to the ack); with NLM_F_ACK the kernel is made to queue a success ack on
+/// the program's socket ([`ack_request`]). A request the simulated device refuses
+/// continues into the kernel, which answers with its own error (the device is not there:
+/// ENODEV, or EPERM without CAP_NET_ADMIN); docs/exec.md.
+pub fn send_request<T: SimTun>(
+    tun: &mut T,
+    listener: BorrowedFd<'_>,
+    n: &Notif,
+    fd: i32,
+    ranges: &[(u64, usize)],
+    dest: u64,
+) -> Reply {
+    if fd < 0 || socket_inode(n.pid, fd).is_none() {
+        return Reply::Continue;
+    }
+    let Ok(sock) = sys::steal_fd(n.pid, fd) else {
+        return Reply::Continue;
+    };
+    if !is_rtnl(&sock) {
+        return Reply::Continue;
+    }
+    // struct sockaddr_nl: family, pad, nl_pid, nl_groups; only the kernel (0, 0) is ours.
+    if dest != 0 && !sys::read_mem(n.pid, dest, 12).is_ok_and(|b| b.len() == 12 && b[4..] == [0; 8])
+    {
+        return Reply::Continue;
+    }
+    let total: usize = ranges.iter().map(|r| r.1).sum();
+    if total > MAX_REQUEST {
+        return Reply::Continue;
+    }
+    let buf = match sys::read_mem_iov(n.pid, ranges) {
+        Ok(b) if b.len() == total => b,
+        _ => return Reply::Continue,
+    };
+    let Some(req) = parse(tun, &buf) else {
+        return Reply::Continue;
+    };
+    if !sys::notif_id_valid(listener, n.id) {
+        return Reply::Answered;
+    }
+    match apply(tun, &req) {
+        Ok(()) => {
+            if req.ack {
+                let _ = send(&sock, &ack_request(&req), SendFlags::empty());
+            }
+            Reply::Val(total as i64)
+        }
+        Err(_) => Reply::Continue,
+    }
+}
+
+/// sendmsg's struct msghdr at `addr`: msg_name and the iovec ranges.
+pub fn msghdr(pid: u32, addr: u64) -> Option<(u64, Vec<(u64, usize)>)> {
+    let b = sys::read_mem(pid, addr, 56).ok()?;
+    if b.len() != 56 {
+        return None;
+    }
+    let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
+    let ranges = crate::supervisor::iovecs(pid, word(16), word(24)).ok()?;
+    Some((word(0), ranges))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FileId;
+    use crate::LoopbackTun;
+    use sim::profile::KernelProfile;
+    use sim::tun::ioctl::{Caller, IoctlArg};
+
+    const TUNSETIFF: u32 = 0x4004_54ca;
+
+    const TUNSETQUEUE: u32 = 0x4004_54d9;
+    const IFF_DETACH_QUEUE: u16 = 0x0400;
+
+    /// A device `name` and the file attached to it.
+    fn tun_file(name: &str) -> (LoopbackTun, FileId) {
+        let profile = KernelProfile::by_name("linux-6.12").expect("profile");
+        let mut tun = LoopbackTun::new(profile, Caller::root());
+        let f = tun.open(false);
+        let mut ifr = [0u8; 16];
+        ifr[..name.len()].copy_from_slice(name.as_bytes());
+        // IFF_TAP.
+        let arg = IoctlArg::Ifreq {
+            name: ifr,
+            flags: 0x02,
+        };
+        tun.ioctl(f, TUNSETIFF, &arg).expect("TUNSETIFF");
+        (tun, f)
+    }
+
+    fn tun_with(name: &str) -> LoopbackTun {
+        tun_file(name).0
+    }
+
+    /// A request as tun.c's tun_delete builds it: IFLA_IFNAME of IFNAMSIZ bytes.
+    fn msg(kind: u16, flags: u16, index: i32, attrs: &[(u16, &[u8])]) -> Vec<u8> {
+        let mut m = vec![0u8; NLMSG_HDRLEN + IFINFOMSG_LEN];
+        m[4..6].copy_from_slice(&kind.to_le_bytes());
+        m[6..8].copy_from_slice(&flags.to_le_bytes());
+        m[8..12].copy_from_slice(&7u32.to_le_bytes());
+        m[20..24].copy_from_slice(&index.to_le_bytes());
+        for (t, d) in attrs {
+            m.extend_from_slice(&(4 + d.len() as u16).to_le_bytes());
+            m.extend_from_slice(&t.to_le_bytes());
+            m.extend_from_slice(d);
+            m.resize((m.len() + 3) & !3, 0);
+        }
+        let len = m.len() as u32;
+        m[0..4].copy_from_slice(&len.to_le_bytes());
+        m
+    }
+
+    #[test]
+    fn dellink_by_name_removes_the_device() {
+        let (mut tun, f) = tun_file("tap0");
+        let mut name = [0u8; 16];
+        name[..4].copy_from_slice(b"tap0");
+        let m = msg(RTM_DELLINK, NLM_F_REQUEST, 0, &[(IFLA_IFNAME, &name)]);
+        let req = parse(&tun, &m).expect("names tap0");
+        assert_eq!(req.op, LinkOp::Delete);
+        assert!(!req.ack);
+        apply(&mut tun, &req).expect("deleted");
+        assert!(tun.link(b"tap0").is_none());
+        assert!(parse(&tun, &m).is_none(), "gone: the kernel answers");
+        // tun_detach_all left the file open with no device (the selftest's
+        // delete_detach_close): TUNSETQUEUE is EINVAL, read and write EBADFD.
+        let q = IoctlArg::Ifreq {
+            name,
+            flags: IFF_DETACH_QUEUE,
+        };
+        assert_eq!(tun.ioctl(f, TUNSETQUEUE, &q), Err(Errno::EINVAL));
+        assert_eq!(tun.read(f, 100), Err(Errno::EBADFD));
+        assert_eq!(tun.write(f, &[0; 60]), Err(Errno::EBADFD));
+    }
+
+    #[test]
+    fn setlink_by_index_sets_up_and_mtu() {
+        let mut tun = tun_with("tap0");
+        let ifindex = tun.link(b"tap0").expect("tap0").ifindex as i32;
+        let mut m = msg(
+            RTM_SETLINK,
+            NLM_F_REQUEST | NLM_F_ACK,
+            ifindex,
+            &[(IFLA_MTU, &1400u32.to_le_bytes())],
+        );
+        m[24..28].copy_from_slice(&IFF_UP.to_le_bytes());
+        m[28..32].copy_from_slice(&IFF_UP.to_le_bytes());
+        let req = parse(&tun, &m).expect("names tap0");
+        assert_eq!(
+            req.op,
+            LinkOp::Set {
+                up: Some(true),
+                mtu: Some(1400)
+            }
+        );
+        assert!(req.ack);
+        apply(&mut tun, &req).expect("set");
+        let l = tun.link(b"tap0").expect("tap0");
+        assert_eq!((l.flags & 1, l.mtu), (1, 1400));
+    }
+
+    #[test]
+    fn other_requests_continue() {
+        let tun = tun_with("tap0");
+        let other = msg(RTM_DELLINK, NLM_F_REQUEST, 0, &[(IFLA_IFNAME, b"eth0\0")]);
+        assert!(parse(&tun, &other).is_none());
+        let index = msg(RTM_DELLINK, NLM_F_REQUEST, 1, &[]);
+        assert!(parse(&tun, &index).is_none(), "ifindex 1 is lo");
+        let addr = msg(
+            RTM_SETLINK,
+            NLM_F_REQUEST,
+            0,
+            &[(IFLA_IFNAME, b"tap0\0"), (1, &[0; 6])],
+        );
+        assert!(parse(&tun, &addr).is_none(), "IFLA_ADDRESS is not modelled");
+        let getlink = msg(18, NLM_F_REQUEST, 0, &[(IFLA_IFNAME, b"tap0\0")]);
+        assert!(parse(&tun, &getlink).is_none());
+    }
+
+    #[test]
+    fn newlink_excl_on_an_existing_device_is_eexist() {
+        let mut tun = tun_with("tap0");
+        let m = msg(
+            RTM_NEWLINK,
+            NLM_F_REQUEST | NLM_F_EXCL,
+            0,
+            &[(IFLA_IFNAME, b"tap0\0")],
+        );
+        let req = parse(&tun, &m).expect("names tap0");
+        assert_eq!(apply(&mut tun, &req), Err(Errno::EEXIST));
+    }
+}
