@@ -23,6 +23,7 @@ pub enum Errno {
     EMSGSIZE,
     EOPNOTSUPP,
     ENETDOWN,
+    ENODEV,
 }
 
 impl Errno {
@@ -48,6 +49,7 @@ impl Errno {
             Errno::EMSGSIZE => 90,
             Errno::EOPNOTSUPP => 95,
             Errno::ENETDOWN => 100,
+            Errno::ENODEV => 19,
         }
     }
 
@@ -73,6 +75,7 @@ impl Errno {
             Errno::EMSGSIZE,
             Errno::EOPNOTSUPP,
             Errno::ENETDOWN,
+            Errno::ENODEV,
         ]
         .into_iter()
         .find(|e| e.code() == code)
@@ -99,6 +102,7 @@ impl Errno {
             Errno::EMSGSIZE => "EMSGSIZE",
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
             Errno::ENETDOWN => "ENETDOWN",
+            Errno::ENODEV => "ENODEV",
         }
     }
 }

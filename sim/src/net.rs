@@ -48,6 +48,10 @@ pub struct Net {
     pub spare_skbs: Pool<Box<SkBuff>, 4>,
     /// The NAPI instances of IFF_NAPI taps (`crate::tun::napi`), by ifindex.
     pub napi: BTreeMap<u32, crate::tun::napi::TunNapi>,
+    /// Also keep each delivered skb whole (metadata included) in `delivered_skbs`: the
+    /// in-process device (`crate::tun::device`) hands them to its caller's stack.
+    pub keep_skbs: bool,
+    pub delivered_skbs: Vec<(u32, SkBuff)>,
 }
 
 impl Net {

@@ -4,6 +4,7 @@
 //! The read path (what read() on the fd returns) is in [`read`]; the vnet header that
 //! precedes a frame is derived in [`vnet`].
 
+pub mod device;
 pub mod ioctl;
 pub mod napi;
 pub mod read;

@@ -95,7 +95,20 @@ impl TunDevice {
         if buf.is_empty() {
             return ReadOutcome::nothing(Ok(0));
         }
-        match self.pop() {
+        let entry = self.pop();
+        self.read_entry(entry, buf, rules)
+    }
+
+    /// tun_do_read on the entry the caller consumed from a queue's tx_ring (None: the
+    /// ring was empty, -EAGAIN). A multiqueue device keeps one ring per queue
+    /// (`crate::tun::device`); [`TunDevice::read`] is this on the device's own ring.
+    pub fn read_entry(
+        &mut self,
+        entry: Option<RingEntry>,
+        buf: &mut [u8],
+        rules: &TunReadRules,
+    ) -> ReadOutcome {
+        match entry {
             None => ReadOutcome::nothing(Err(Errno::EAGAIN)),
             Some(RingEntry::Skb(mut skb)) => {
                 let mut out = self.put_user(&mut skb, buf, rules);

@@ -344,6 +344,9 @@ impl Net {
         if skb.vlan.is_none() {
             skb.vlan_untag();
         }
+        if self.keep_skbs {
+            self.delivered_skbs.push((ifindex, skb.clone()));
+        }
         // A recycled buffer: a long replay allocates none per frame.
         let mut frame = self.spare_frames.take();
         frame.clear();

@@ -261,7 +261,7 @@ impl TunNet {
             }
             // __tun_detach(tfile, false): even the last queue may go.
             let dev = self.dev_mut(d);
-            dev.queues.retain(|&q| q != f);
+            super::remove_queue(&mut dev.queues, f);
             dev.disabled.push(f);
             self.files[f.0].detached = true;
             Ok(IoctlAnswer::Done)

@@ -281,7 +281,7 @@ impl TunNet {
         let Some(d) = file.tun.take() else { return };
         file.detached = false;
         let dev = self.dev_mut(d);
-        dev.queues.retain(|&q| q != f);
+        remove_queue(&mut dev.queues, f);
         dev.disabled.retain(|&q| q != f);
         if dev.queues.is_empty() && dev.disabled.is_empty() {
             dev.carrier = false;
@@ -289,6 +289,22 @@ impl TunNet {
                 self.devices[d.0] = None;
             }
         }
+    }
+
+    /// unregister_netdevice of a tun device (RTM_DELLINK, `ip link del`): tun_net_uninit
+    /// -> tun_detach_all clears every queue's and every detached file's tfile->tun, so
+    /// their reads answer EBADFD and their polls EPOLLERR from then on.
+    pub fn delete_device(&mut self, d: DevId) {
+        if self.dev(d).is_none() {
+            return;
+        }
+        for file in &mut self.files {
+            if file.tun == Some(d) {
+                file.tun = None;
+                file.detached = false;
+            }
+        }
+        self.devices[d.0] = None;
     }
 
     fn next_ifindex(&mut self) -> u32 {
@@ -513,6 +529,14 @@ impl TunNet {
             name: dev.name.clone(),
             flags,
         }
+    }
+}
+
+/// __tun_detach: `tun->tfiles[index] = tun->tfiles[numqueues - 1]`: the last queue takes
+/// the leaving queue's index (so queue numbers, and the automq flow table's, move).
+pub(super) fn remove_queue(queues: &mut Vec<FileId>, f: FileId) {
+    if let Some(i) = queues.iter().position(|&q| q == f) {
+        queues.swap_remove(i);
     }
 }
 

@@ -1,0 +1,154 @@
+//! read() and write() on a tun file: tun_chr_read_iter -> tun_do_read (the queue's
+//! tx_ring, then the shared tun_put_user model) and tun_chr_write_iter -> tun_get_user
+//! (the shared write model), plus the automq flow table update at the end of a write
+//! (drivers/net/tun.c: tun_get_user, tun_flow_update). docs/tun-device.md#read-write.
+
+use super::{flow_hash, TunHost};
+use crate::errno::Errno;
+use crate::skb::ETH_HLEN;
+use crate::tun::ioctl::iff_flags::{IFF_NO_PI, IFF_VNET_HDR};
+use crate::tun::ioctl::FileId;
+use crate::tun::read::ReadOutcome;
+use crate::tun::write::{Fate, WriteOpts, WriteOutcome};
+use crate::tun::{DeviceKind, TUN_PI_LEN};
+
+impl TunHost {
+    /// read(fd, buf, buf_len): the bytes read() puts in the buffer (its return value is
+    /// their count). EBADFD without a device; 0 bytes for an empty buffer, before the
+    /// ring is looked at; EAGAIN on an empty ring (see the module docs for blocking
+    /// files); a short buffer gets what fits and the full frame is consumed
+    /// (tun_chr_read_iter returns min(tun_put_user's total, buf_len)).
+    pub fn read(&mut self, f: FileId, buf_len: usize) -> Result<Vec<u8>, Errno> {
+        self.read_outcome(f, buf_len).map(|(bytes, _)| bytes)
+    }
+
+    /// [`TunHost::read`] with what tun_put_user did (the PI flags written, the vnet
+    /// header, the skb's metadata), for traces; None when nothing was dequeued (an empty
+    /// buffer).
+    pub fn read_outcome(
+        &mut self,
+        f: FileId,
+        buf_len: usize,
+    ) -> Result<(Vec<u8>, Option<ReadOutcome>), Errno> {
+        // tun_chr_read_iter: tun_get(tfile), or -EBADFD.
+        let ifindex = self.net.device_of(f).ok_or(Errno::EBADFD)?.ifindex;
+        // tun_do_read: !iov_iter_count(to) returns 0 before the ring.
+        if buf_len == 0 {
+            return Ok((Vec::new(), None));
+        }
+        let Some(entry) = self.files.get_mut(&f).and_then(|q| q.ring.pop_front()) else {
+            return Err(Errno::EAGAIN);
+        };
+        self.sync_config(f, ifindex);
+        let dev = self
+            .stack
+            .dev_mut(ifindex)
+            .expect("a file's device is in the stack");
+        let mut buf = vec![0u8; buf_len];
+        let out = dev.read_entry(Some(entry), &mut buf, &self.profile.tun_read);
+        let n = out.result?;
+        buf.truncate(n);
+        Ok((buf, Some(out)))
+    }
+
+    /// write(fd, data): tun_get_user's answer, the byte count or the errno.
+    pub fn write(&mut self, f: FileId, data: &[u8]) -> Result<usize, Errno> {
+        self.write_outcome(f, data).result
+    }
+
+    /// [`TunHost::write`] with everything the write did (path, XDP runs, the frame's
+    /// fate). The skbs it handed to the stack are in [`TunHost::take_received`].
+    pub fn write_outcome(&mut self, f: FileId, data: &[u8]) -> WriteOutcome {
+        // tun_chr_write_iter: tun_get(tfile), or -EBADFD.
+        let Some(tif) = self.net.device_of(f) else {
+            return WriteOutcome {
+                result: Err(Errno::EBADFD),
+                path: None,
+                xdp: Vec::new(),
+                fate: Fate::Rejected,
+            };
+        };
+        let (ifindex, name, kind, features) =
+            (tif.ifindex, tif.name.clone(), tif.kind, tif.features);
+        // tun_get_user computes the rxhash only without a steering program, with more
+        // than one queue, on a queue that is not detached.
+        let hashed = !tif.steering_prog && tif.queues.len() > 1 && !self.net.file(f).detached;
+        let vnet_hdr_sz = tif.vnet_hdr_sz.max(0) as usize;
+        self.sync_config(f, ifindex);
+        let opts = WriteOpts {
+            nonblocking: self.files.get(&f).is_some_and(|q| q.nonblock),
+        };
+        let out = self
+            .stack
+            .tun_write(
+                ifindex,
+                data,
+                opts,
+                &self.profile.tun_write,
+                &self.profile.tun_read,
+            )
+            .unwrap_or_else(|_| WriteOutcome {
+                // Only a missing device or an XDP program fails the model; neither here.
+                result: Err(Errno::EIO),
+                path: None,
+                xdp: Vec::new(),
+                fate: Fate::Dropped("model error"),
+            });
+        for (_, skb) in self.stack.delivered_skbs.drain(..) {
+            self.received.push((name.clone(), skb));
+        }
+        for d in self.stack.stack.drain(..) {
+            self.stack.spare_frames.give(d.frame);
+        }
+        // GRO's own record of what it completed (the stack copies are above).
+        if let Some(n) = self.stack.napi_mut(ifindex) {
+            n.after_gro.clear();
+            let done: Vec<_> = n.rx.drain(..).collect();
+            for d in done {
+                n.recycle(d);
+            }
+        }
+        // "if (rxhash) tun_flow_update(tun, rxhash, tfile)": only a write that reached
+        // the hand-off to the stack.
+        if hashed && out.result.is_ok() && out.fate == Fate::Stack {
+            let mut start = 0;
+            if features & IFF_NO_PI == 0 {
+                start += TUN_PI_LEN;
+            }
+            if features & IFF_VNET_HDR != 0 {
+                start += vnet_hdr_sz;
+            }
+            let hash = write_hash(kind, features & IFF_NO_PI == 0, data, start, self.hashrnd);
+            let queue_index = self.queue_index(f).expect("hashed: attached") as u16;
+            if let Some(st) = self.devs.get_mut(&ifindex) {
+                st.flow_update(hash, queue_index);
+            }
+        }
+        out
+    }
+}
+
+/// __skb_get_hash_symmetric of the skb tun_get_user built from the frame at `start` of
+/// a write: a tap's after eth_type_trans (network header after the Ethernet header,
+/// skb->protocol its type), a tun's with the PI's protocol or the version nibble.
+fn write_hash(kind: DeviceKind, pi: bool, data: &[u8], start: usize, hashrnd: [u64; 2]) -> u32 {
+    let frame = &data[start.min(data.len())..];
+    let (nhoff, proto) = match kind {
+        DeviceKind::Tap => {
+            let ty = frame
+                .get(12..14)
+                .map_or(0, |t| u16::from_be_bytes([t[0], t[1]]));
+            (ETH_HLEN, ty)
+        }
+        DeviceKind::Tun if pi => (0, u16::from_be_bytes([data[2], data[3]])),
+        DeviceKind::Tun => (
+            0,
+            if frame.first().is_some_and(|b| b >> 4 == 6) {
+                0x86dd
+            } else {
+                0x0800
+            },
+        ),
+    };
+    flow_hash::hash_symmetric(frame, nhoff, proto, hashrnd)
+}
