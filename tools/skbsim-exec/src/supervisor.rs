@@ -317,7 +317,7 @@ impl<T: SimTun> Supervisor<T> {
     /// read/readv: tun_chr_read_iter with the buffers' total length.
     fn read(&mut self, n: &Notif, i: usize, ranges: Vec<(u64, usize)>) -> Reply {
         let o = &self.files[i];
-        if !o.nonblock && !self.tun.poll(o.file).readable {
+        if !o.nonblock && !self.tun.poll(o.file).readable && self.tun.would_block(o.file) {
             self.pending.push(PendingRead {
                 notif: *n,
                 inode: o.inode,
@@ -370,7 +370,8 @@ impl<T: SimTun> Supervisor<T> {
                 self.pending.remove(k);
                 continue;
             }
-            if !self.tun.poll(self.files[i].file).readable {
+            let ready = self.tun.poll(self.files[i].file);
+            if !ready.readable && !ready.error {
                 k += 1;
                 continue;
             }

@@ -1,4 +1,4 @@
-//! `skbsim exec [--profile NAME] --far-side loopback -- PROGRAM [ARGS...]`: run an
+//! `skbsim exec [--profile NAME] --far-side sink|loopback -- PROGRAM [ARGS...]`: run an
 //! unmodified program as the calling user with every open of /dev/net/tun answered by a
 //! simulated device (skbsim_exec; docs/exec.md). Exits with the program's exit code (128 +
 //! the signal that killed it), or 2 with one line when it cannot be supervised or run.
@@ -10,15 +10,17 @@ use clap::{Args, ValueEnum};
 use sim::profile::{KernelProfile, PROFILES};
 use sim::tun::ioctl::Caller;
 use skbsim::cli_error::CliError;
-use skbsim_exec::LoopbackTun;
+use skbsim_exec::{DeviceTun, LoopbackTun, Sink};
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
     /// Kernel profile whose rules answer the device's ioctls.
     #[arg(long, default_value = "linux-6.18", value_parser = profile_names())]
     pub profile: String,
-    /// What is behind the device. `loopback`: every frame written is read back unchanged
-    /// (a stand-in, not the device model: the model's read/write path is not wired yet).
+    /// What is behind the device. `sink`: the device model (tun_get_user, tun_put_user,
+    /// the tx_ring) with a stack that takes every frame written and answers none.
+    /// `loopback`: every frame written is read back unchanged (a stand-in for tests, not
+    /// the device model).
     #[arg(long, value_enum)]
     pub far_side: FarSide,
     /// The program and its arguments.
@@ -28,6 +30,7 @@ pub struct ExecArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FarSide {
+    Sink,
     Loopback,
 }
 
@@ -47,11 +50,14 @@ pub fn exec(args: &ExecArgs) -> Result<ExitCode, CliError> {
         init_net_admin: false,
         ..Caller::root()
     };
-    let tun = match args.far_side {
-        FarSide::Loopback => LoopbackTun::new(profile, caller),
-    };
     let mut cmd = Command::new(program);
     cmd.args(rest);
-    let (code, _tun) = skbsim_exec::run(tun, cmd).map_err(|e| CliError(format!("exec: {e}")))?;
+    let code = match args.far_side {
+        FarSide::Sink => {
+            skbsim_exec::run(DeviceTun::new(profile, caller, Sink::default()), cmd).map(|r| r.0)
+        }
+        FarSide::Loopback => skbsim_exec::run(LoopbackTun::new(profile, caller), cmd).map(|r| r.0),
+    }
+    .map_err(|e| CliError(format!("exec: {e}")))?;
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
