@@ -12,15 +12,18 @@ use sim::profile::KernelProfile;
 use sim::skb::SkBuff;
 use sim::tun::device::{TunHost, XmitFate};
 use sim::tun::ioctl::Caller;
+use sim::tun::DeviceKind;
 
 use crate::loopback::link_flags;
 use crate::{Errno, FileId, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
 
 /// What is on the stack side of the simulated devices.
 pub trait FarSide {
-    /// An skb the stack received from the device named `dev` (after tun_get_user and, for
-    /// IFF_NAPI, GRO): the skbs to transmit on that device in answer, in order.
-    fn receive(&mut self, dev: &[u8], skb: SkBuff) -> Vec<SkBuff>;
+    /// An skb the stack received from the device named `dev` of `kind` (after
+    /// tun_get_user and, for IFF_NAPI, GRO; data at the network header, mac_header set
+    /// for a tap): the skbs to transmit on that device in answer, in order (data at the
+    /// Ethernet header for a tap, at the IP header for a tun).
+    fn receive(&mut self, dev: &[u8], kind: DeviceKind, skb: SkBuff) -> Vec<SkBuff>;
 }
 
 /// A far side that takes every skb and answers none (a stack with no address on the
@@ -32,7 +35,7 @@ pub struct Sink {
 }
 
 impl FarSide for Sink {
-    fn receive(&mut self, _dev: &[u8], _skb: SkBuff) -> Vec<SkBuff> {
+    fn receive(&mut self, _dev: &[u8], _kind: DeviceKind, _skb: SkBuff) -> Vec<SkBuff> {
         self.received += 1;
         Vec::new()
     }
@@ -82,7 +85,10 @@ impl<F: FarSide> DeviceTun<F> {
     /// Hands what the writes delivered to the far side and transmits its answers.
     fn serve_far_side(&mut self) {
         for (dev, skb) in self.host.take_received() {
-            for answer in self.far.receive(&dev, skb) {
+            let Some(kind) = self.host.device(&dev).map(|d| d.kind) else {
+                continue;
+            };
+            for answer in self.far.receive(&dev, kind, skb) {
                 if !matches!(self.host.xmit(&dev, answer), XmitFate::Queued { .. }) {
                     self.xmit_lost += 1;
                 }

@@ -12,6 +12,7 @@ mod filter;
 mod ioctl;
 mod loopback;
 mod spawn;
+mod stack;
 mod supervisor;
 mod sys;
 
@@ -22,6 +23,8 @@ pub use device::{DeviceTun, FarSide, Sink};
 pub use loopback::LoopbackTun;
 pub use sim::errno::Errno;
 pub use sim::tun::ioctl::{FileId, IoctlAnswer, IoctlArg};
+pub use smoltcp::wire::IpCidr;
+pub use stack::{parse_cidr, Stack, STACK_MAC, UDP_ECHO_PORT};
 
 /// What poll(2) on a device file reports (drivers/net/tun.c: tun_chr_poll).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -15,6 +15,7 @@ use std::time::Duration;
 use sim::profile::LINUX_6_18;
 use sim::skb::SkBuff;
 use sim::tun::ioctl::{cmd, iff_flags, Caller};
+use sim::tun::DeviceKind;
 use skbsim_exec::{run, DeviceTun, FarSide, LoopbackTun};
 
 const CLIENT: &str = "SKBSIM_EXEC_FAR_SIDE_CLIENT";
@@ -26,7 +27,7 @@ struct Echo {
 }
 
 impl FarSide for Echo {
-    fn receive(&mut self, dev: &[u8], skb: SkBuff) -> Vec<SkBuff> {
+    fn receive(&mut self, dev: &[u8], _kind: DeviceKind, skb: SkBuff) -> Vec<SkBuff> {
         let bytes = skb.linear().to_vec();
         self.seen.push((dev.to_vec(), bytes.clone()));
         vec![SkBuff::from_frame(&bytes, 64, bytes.len())]
