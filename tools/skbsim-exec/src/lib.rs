@@ -7,20 +7,25 @@
 //! every other one continue into the kernel. The program's device fd is one end of a
 //! SOCK_SEQPACKET socketpair, so poll/epoll/select see the device's readiness.
 
+mod device;
 mod filter;
 mod ioctl;
 mod loopback;
 mod rtnl;
 mod spawn;
+mod stack;
 mod supervisor;
 mod sys;
 
 use std::fmt;
 use std::process::Command;
 
+pub use device::{DeviceTun, FarSide, Sink};
 pub use loopback::LoopbackTun;
 pub use sim::errno::Errno;
 pub use sim::tun::ioctl::{FileId, IoctlAnswer, IoctlArg};
+pub use smoltcp::wire::IpCidr;
+pub use stack::{parse_cidr, Stack, STACK_MAC, UDP_ECHO_PORT};
 
 /// What poll(2) on a device file reports (drivers/net/tun.c: tun_chr_poll).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,7 +48,8 @@ pub struct LinkInfo {
 }
 
 /// The simulated tun/tap devices behind the program's `/dev/net/tun` files: what the
-/// supervisor asks. One implementation per far side: [`LoopbackTun`] for now.
+/// supervisor asks: [`DeviceTun`] (the device model with a [`FarSide`] behind it) or
+/// [`LoopbackTun`] (a stand-in that reads back what was written).
 pub trait SimTun {
     /// tun_chr_open.
     fn open(&mut self, nonblock: bool) -> FileId;
@@ -57,6 +63,12 @@ pub trait SimTun {
     fn write(&mut self, f: FileId, data: &[u8]) -> Result<usize, Errno>;
     /// tun_chr_poll.
     fn poll(&self, f: FileId) -> Readiness;
+    /// A read of `f` with nothing queued would sleep in tun_ring_recv (a blocking file
+    /// with a device) rather than answer at once (EAGAIN, EBADFD). The supervisor holds
+    /// such a read until [`SimTun::poll`] reports readable or error.
+    fn would_block(&self, f: FileId) -> bool {
+        !self.poll(f).error
+    }
     /// tun_chr_close: the file's last reference went away.
     fn close(&mut self, f: FileId);
     /// SIOCSIFFLAGS (IFF_UP) / SIOCSIFMTU on the device named `dev`.

@@ -136,24 +136,12 @@ impl SimTun for LoopbackTun {
         Ok(())
     }
 
-    /// dev_get_flags (net/core/dev.c): IFF_RUNNING while up with carrier; the device's own
-    /// flags from tun_net_initialize (tun: IFF_POINTOPOINT | IFF_NOARP | IFF_MULTICAST) or
-    /// ether_setup (tap: IFF_BROADCAST | IFF_MULTICAST).
+    /// The device's flags ([`link_flags`]) and its MTU.
     fn link(&self, dev: &[u8]) -> Option<LinkInfo> {
         let tun = self.net.dev(self.net.by_name(dev)?)?;
-        let mut flags = match tun.kind {
-            DeviceKind::Tap => IFF_BROADCAST | IFF_MULTICAST,
-            DeviceKind::Tun => IFF_POINTOPOINT | IFF_NOARP | IFF_MULTICAST,
-        };
-        if tun.up {
-            flags |= IFF_UP;
-            if tun.carrier {
-                flags |= IFF_RUNNING;
-            }
-        }
         Some(LinkInfo {
             ifindex: tun.ifindex,
-            flags,
+            flags: link_flags(tun.kind, tun.up, tun.carrier),
             mtu: self.mtu.get(dev).copied().unwrap_or(DEFAULT_MTU),
         })
     }
@@ -182,4 +170,21 @@ impl SimTun for LoopbackTun {
         self.mtu.remove(dev);
         Ok(())
     }
+}
+
+/// dev_get_flags (net/core/dev.c): IFF_RUNNING while up with carrier; the device's own
+/// flags from tun_net_initialize (tun: IFF_POINTOPOINT | IFF_NOARP | IFF_MULTICAST) or
+/// ether_setup (tap: IFF_BROADCAST | IFF_MULTICAST).
+pub(crate) fn link_flags(kind: DeviceKind, up: bool, carrier: bool) -> u16 {
+    let mut flags = match kind {
+        DeviceKind::Tap => IFF_BROADCAST | IFF_MULTICAST,
+        DeviceKind::Tun => IFF_POINTOPOINT | IFF_NOARP | IFF_MULTICAST,
+    };
+    if up {
+        flags |= IFF_UP;
+        if carrier {
+            flags |= IFF_RUNNING;
+        }
+    }
+    flags
 }

@@ -330,9 +330,8 @@ impl<T: SimTun> Supervisor<T> {
     fn read(&mut self, n: &Notif, i: usize, ranges: Vec<(u64, usize)>) -> Reply {
         let o = &self.files[i];
         // tun_chr_read_iter: a file with no device (never attached, or its device deleted)
-        // is EBADFD before anything blocks.
-        let ready = self.tun.poll(o.file);
-        if !o.nonblock && !ready.readable && !ready.error {
+        // is EBADFD before anything blocks (would_block is false for it).
+        if !o.nonblock && !self.tun.poll(o.file).readable && self.tun.would_block(o.file) {
             self.pending.push(PendingRead {
                 notif: *n,
                 inode: o.inode,
@@ -385,7 +384,8 @@ impl<T: SimTun> Supervisor<T> {
                 self.pending.remove(k);
                 continue;
             }
-            if !self.tun.poll(self.files[i].file).readable {
+            let ready = self.tun.poll(self.files[i].file);
+            if !ready.readable && !ready.error {
                 k += 1;
                 continue;
             }

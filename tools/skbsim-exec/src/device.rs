@@ -1,0 +1,165 @@
+//! [`DeviceTun`]: the program's `/dev/net/tun` files served by the device model the
+//! pipelines use ([`sim::tun::device::TunHost`], docs/tun-device.md): ioctls are the
+//! per-profile rule table, a write is tun_chr_write_iter -> tun_get_user (GRO for
+//! IFF_NAPI) -> the stack, a read is tun_put_user from the file's tx_ring, poll is
+//! tun_chr_poll. Behind the device sits a [`FarSide`]: it is handed every skb a write
+//! delivered to the stack (netif_receive_skb) and may answer with skbs sent to the device
+//! (dev_queue_xmit -> tun_net_xmit -> the tx_ring), which the program then reads.
+
+use std::fmt;
+
+use sim::profile::KernelProfile;
+use sim::skb::SkBuff;
+use sim::tun::device::{TunHost, XmitFate};
+use sim::tun::ioctl::Caller;
+use sim::tun::DeviceKind;
+
+use crate::loopback::link_flags;
+use crate::{Errno, FileId, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
+
+/// What is on the stack side of the simulated devices.
+pub trait FarSide {
+    /// An skb the stack received from the device named `dev` of `kind` (after
+    /// tun_get_user and, for IFF_NAPI, GRO; data at the network header, mac_header set
+    /// for a tap): the skbs to transmit on that device in answer, in order (data at the
+    /// Ethernet header for a tap, at the IP header for a tun).
+    fn receive(&mut self, dev: &[u8], kind: DeviceKind, skb: SkBuff) -> Vec<SkBuff>;
+}
+
+/// A far side that takes every skb and answers none (a stack with no address on the
+/// device: what the kernel does with frames no socket wants).
+#[derive(Debug, Default)]
+pub struct Sink {
+    /// The skbs received so far.
+    pub received: u64,
+}
+
+impl FarSide for Sink {
+    fn receive(&mut self, _dev: &[u8], _kind: DeviceKind, _skb: SkBuff) -> Vec<SkBuff> {
+        self.received += 1;
+        Vec::new()
+    }
+}
+
+/// The device model with a far side behind it.
+pub struct DeviceTun<F> {
+    host: TunHost,
+    far: F,
+    /// How many answers the device did not queue (down, dropped, no device), by fate.
+    xmit_lost: u64,
+}
+
+impl<F> fmt::Debug for DeviceTun<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceTun")
+            .field("host", &self.host)
+            .field("xmit_lost", &self.xmit_lost)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: FarSide> DeviceTun<F> {
+    pub fn new(profile: KernelProfile, caller: Caller, far: F) -> DeviceTun<F> {
+        DeviceTun {
+            host: TunHost::new(&profile, caller),
+            far,
+            xmit_lost: 0,
+        }
+    }
+
+    /// The devices and files as the program left them.
+    pub fn host(&self) -> &TunHost {
+        &self.host
+    }
+
+    /// The far side (its counters).
+    pub fn far(&self) -> &F {
+        &self.far
+    }
+
+    /// Answers of the far side that dev_queue_xmit did not put on a tx_ring.
+    pub fn xmit_lost(&self) -> u64 {
+        self.xmit_lost
+    }
+
+    /// Hands what the writes delivered to the far side and transmits its answers.
+    fn serve_far_side(&mut self) {
+        for (dev, skb) in self.host.take_received() {
+            let Some(kind) = self.host.device(&dev).map(|d| d.kind) else {
+                continue;
+            };
+            for answer in self.far.receive(&dev, kind, skb) {
+                if !matches!(self.host.xmit(&dev, answer), XmitFate::Queued { .. }) {
+                    self.xmit_lost += 1;
+                }
+            }
+        }
+    }
+}
+
+impl<F: FarSide> SimTun for DeviceTun<F> {
+    fn open(&mut self, nonblock: bool) -> FileId {
+        self.host.open(nonblock)
+    }
+
+    fn ioctl(&mut self, f: FileId, cmd: u32, arg: &IoctlArg) -> Result<IoctlAnswer, Errno> {
+        self.host.ioctl(f, cmd, arg)
+    }
+
+    fn set_nonblock(&mut self, f: FileId, nonblock: bool) {
+        self.host.set_nonblock(f, nonblock);
+    }
+
+    fn read(&mut self, f: FileId, buf_len: usize) -> Result<Vec<u8>, Errno> {
+        self.host.read(f, buf_len)
+    }
+
+    fn write(&mut self, f: FileId, data: &[u8]) -> Result<usize, Errno> {
+        let r = self.host.write(f, data);
+        self.serve_far_side();
+        r
+    }
+
+    fn poll(&self, f: FileId) -> Readiness {
+        let r = self.host.poll(f);
+        Readiness {
+            readable: r.readable,
+            writable: r.writable,
+            error: r.error,
+        }
+    }
+
+    /// tun_ring_recv sleeps only on a blocking file with a device; otherwise the read
+    /// answers at once (EAGAIN, or EBADFD without a device).
+    fn would_block(&self, f: FileId) -> bool {
+        self.host.would_block(f)
+    }
+
+    fn close(&mut self, f: FileId) {
+        self.host.close(f);
+    }
+
+    fn set_link(&mut self, dev: &[u8], up: Option<bool>, mtu: Option<u32>) -> Result<(), Errno> {
+        self.host.set_link(dev, up, mtu)
+    }
+
+    fn link(&self, dev: &[u8]) -> Option<LinkInfo> {
+        let tun = self.host.device(dev)?;
+        Some(LinkInfo {
+            ifindex: tun.ifindex,
+            flags: link_flags(tun.kind, tun.up, tun.carrier),
+            mtu: self.host.mtu(dev)?,
+        })
+    }
+
+    fn link_name(&self, ifindex: u32) -> Option<Vec<u8>> {
+        let net = self.host.tun_net();
+        Some(net.dev(net.by_ifindex(ifindex)?)?.name.clone())
+    }
+
+    /// RTM_DELLINK: unregister_netdevice -> tun_detach_all ([`TunHost::del_link`]: the
+    /// queues' rings purged, the files left with no device).
+    fn delete_link(&mut self, dev: &[u8]) -> Result<(), Errno> {
+        self.host.del_link(dev)
+    }
+}

@@ -1,0 +1,222 @@
+//! [`Stack`]: a deterministic responder behind each simulated device (smoltcp), standing
+//! for the host's own IP stack on the far side of the tun/tap. Per device: a smoltcp
+//! `Interface` (Medium::Ip for IFF_TUN, Medium::Ethernet with the fixed MAC
+//! [`STACK_MAC`] for IFF_TAP) holding the configured addresses, answering ARP, NDP and
+//! ICMP/ICMPv6 echo for them, and a UDP echo socket on [`UDP_ECHO_PORT`]. Time is a
+//! virtual clock advanced by 1 ms per frame received: no wall clock, so a run's answers
+//! are the same every time.
+//!
+//! GSO skbs (a write with a virtio_net_hdr gso_type) are not segmented here: the model
+//! has no segmentation helper for them on this path, so they are refused and counted
+//! ([`Stack::refused_gso`]), where the kernel would segment them for a local socket
+//! (skb_gso_segment in validate_xmit_skb / the protocol's gso_segment).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+
+use sim::skb::SkBuff;
+use sim::tun::DeviceKind;
+use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use smoltcp::phy::{self, DeviceCapabilities, Medium};
+use smoltcp::socket::udp;
+use smoltcp::time::Instant;
+use smoltcp::wire::{EthernetAddress, HardwareAddress, IpCidr};
+
+use crate::device::FarSide;
+
+/// The far side's MAC on a tap (locally administered).
+pub const STACK_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
+/// UDP port whose datagrams are sent back to their sender (RFC 862 echo).
+pub const UDP_ECHO_PORT: u16 = 7;
+/// Headroom of the skbs the stack transmits (LL_RESERVED_SPACE-like; any value works).
+const HEADROOM: usize = 64;
+
+/// In-memory frames between the device model and one smoltcp interface.
+#[derive(Debug)]
+struct Queues {
+    medium: Medium,
+    rx: VecDeque<Vec<u8>>,
+    tx: Vec<Vec<u8>>,
+}
+
+struct RxToken(Vec<u8>);
+struct TxToken<'a>(&'a mut Vec<Vec<u8>>);
+
+impl phy::RxToken for RxToken {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        f(&self.0)
+    }
+}
+
+impl phy::TxToken for TxToken<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        let mut buf = vec![0u8; len];
+        let r = f(&mut buf);
+        self.0.push(buf);
+        r
+    }
+}
+
+impl phy::Device for Queues {
+    type RxToken<'a> = RxToken;
+    type TxToken<'a> = TxToken<'a>;
+
+    fn receive(&mut self, _now: Instant) -> Option<(RxToken, TxToken<'_>)> {
+        let frame = self.rx.pop_front()?;
+        Some((RxToken(frame), TxToken(&mut self.tx)))
+    }
+
+    fn transmit(&mut self, _now: Instant) -> Option<TxToken<'_>> {
+        Some(TxToken(&mut self.tx))
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut caps = DeviceCapabilities::default();
+        caps.medium = self.medium;
+        caps.max_transmission_unit = 65535;
+        caps
+    }
+}
+
+/// One device's responder.
+struct Responder {
+    iface: Interface,
+    dev: Queues,
+    sockets: SocketSet<'static>,
+    udp: SocketHandle,
+}
+
+impl Responder {
+    fn new(kind: DeviceKind, addrs: &[IpCidr], now: Instant) -> Responder {
+        let (medium, hw) = match kind {
+            DeviceKind::Tap => (
+                Medium::Ethernet,
+                HardwareAddress::Ethernet(EthernetAddress(STACK_MAC)),
+            ),
+            DeviceKind::Tun => (Medium::Ip, HardwareAddress::Ip),
+        };
+        let mut dev = Queues {
+            medium,
+            rx: VecDeque::new(),
+            tx: Vec::new(),
+        };
+        let mut iface = Interface::new(Config::new(hw), &mut dev, now);
+        iface.update_ip_addrs(|a| {
+            for c in addrs {
+                let _ = a.push(*c);
+            }
+        });
+        let buf = || udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 16], vec![0; 65535]);
+        let mut sock = udp::Socket::new(buf(), buf());
+        // Binding a fresh socket to a non-zero port cannot fail.
+        let _ = sock.bind(UDP_ECHO_PORT);
+        let mut sockets = SocketSet::new(Vec::new());
+        let udp = sockets.add(sock);
+        Responder {
+            iface,
+            dev,
+            sockets,
+            udp,
+        }
+    }
+
+    /// One frame in, the frames smoltcp sends in answer out.
+    fn answer(&mut self, frame: Vec<u8>, now: Instant) -> Vec<Vec<u8>> {
+        self.dev.rx.push_back(frame);
+        self.iface.poll(now, &mut self.dev, &mut self.sockets);
+        let sock = self.sockets.get_mut::<udp::Socket>(self.udp);
+        while let Ok((data, meta)) = sock.recv() {
+            let (data, to) = (data.to_vec(), meta.endpoint);
+            let _ = sock.send_slice(&data, to);
+        }
+        self.iface.poll(now, &mut self.dev, &mut self.sockets);
+        std::mem::take(&mut self.dev.tx)
+    }
+}
+
+/// The responders, one per device, created on the device's first frame.
+pub struct Stack {
+    addrs: Vec<IpCidr>,
+    clock_ms: i64,
+    per_dev: BTreeMap<Vec<u8>, Responder>,
+    refused_gso: u64,
+}
+
+impl fmt::Debug for Stack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stack")
+            .field("addrs", &self.addrs)
+            .field("clock_ms", &self.clock_ms)
+            .field("refused_gso", &self.refused_gso)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Stack {
+    /// A stack holding `addrs` on every device.
+    pub fn new(addrs: Vec<IpCidr>) -> Stack {
+        Stack {
+            addrs,
+            clock_ms: 0,
+            per_dev: BTreeMap::new(),
+            refused_gso: 0,
+        }
+    }
+
+    /// GSO skbs refused (not segmented; see the module docs).
+    pub fn refused_gso(&self) -> u64 {
+        self.refused_gso
+    }
+}
+
+impl FarSide for Stack {
+    fn receive(&mut self, dev: &[u8], kind: DeviceKind, mut skb: SkBuff) -> Vec<SkBuff> {
+        if skb.is_gso() {
+            self.refused_gso += 1;
+            return Vec::new();
+        }
+        // eth_type_trans pulled the Ethernet header: the responder wants the frame.
+        if let (DeviceKind::Tap, Some(mac)) = (kind, skb.mac_header) {
+            let pulled = skb.data_offset().saturating_sub(mac);
+            if skb.push(pulled).is_err() {
+                return Vec::new();
+            }
+        }
+        self.clock_ms += 1;
+        let now = Instant::from_millis(self.clock_ms);
+        let addrs = &self.addrs;
+        let r = self
+            .per_dev
+            .entry(dev.to_vec())
+            .or_insert_with(|| Responder::new(kind, addrs, now));
+        r.answer(skb.to_vec(), now)
+            .into_iter()
+            .map(|f| {
+                let mut out = SkBuff::from_frame(&f, HEADROOM, f.len());
+                out.protocol = match kind {
+                    DeviceKind::Tap => u16::from_be_bytes([f[12], f[13]]),
+                    DeviceKind::Tun if f.first().is_some_and(|b| b >> 4 == 6) => 0x86dd,
+                    DeviceKind::Tun => 0x0800,
+                };
+                out
+            })
+            .collect()
+    }
+}
+
+/// `ADDR/PREFIX` (IPv4 or IPv6), as `ip addr add` takes it; the error names what is wrong.
+pub fn parse_cidr(s: &str) -> Result<IpCidr, String> {
+    let (addr, len) = s
+        .split_once('/')
+        .ok_or_else(|| format!("{s:?}: expected ADDRESS/PREFIX"))?;
+    let ip: std::net::IpAddr = addr
+        .parse()
+        .map_err(|_| format!("{s:?}: {addr:?} is not an IP address"))?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    let len: u8 = len
+        .parse()
+        .ok()
+        .filter(|l| *l <= max)
+        .ok_or_else(|| format!("{s:?}: prefix length must be 0..={max}"))?;
+    Ok(IpCidr::new(ip.into(), len))
+}
