@@ -194,37 +194,9 @@ fn pointer_op(
     s: Range,
     swapped: bool,
 ) -> Result<Reg, String> {
+    check_ptr_opcode(dst, op, swapped)?;
+    check_ptr_type(dst, &ptr)?;
     let tname = ptr.type_name();
-    match op {
-        AluOp::Add => {}
-        AluOp::Sub if swapped => {
-            return Err(format!("R{dst} tried to subtract pointer from scalar"))
-        }
-        AluOp::Sub => {}
-        AluOp::And | AluOp::Or | AluOp::Xor => {
-            return Err(format!(
-                "R{dst} bitwise operator {} on pointer prohibited",
-                op_str(op)
-            ))
-        }
-        _ => {
-            return Err(format!(
-                "R{dst} pointer arithmetic with {} operator prohibited",
-                op_str(op)
-            ))
-        }
-    }
-    match ptr {
-        Reg::MapValue { null: true, .. } => {
-            return Err(format!(
-                "R{dst} pointer arithmetic on {tname} prohibited, null-check it first"
-            ))
-        }
-        Reg::PktEnd | Reg::MapPtr { .. } => {
-            return Err(format!("R{dst} pointer arithmetic on {tname} prohibited"))
-        }
-        _ => {}
-    }
     let neg = op == AluOp::Sub;
     // check_reg_sane_offset on the scalar.
     let Some((smin, smax)) = s.signed() else {
@@ -259,6 +231,46 @@ fn pointer_op(
         ));
     }
     let (lo, hi) = if neg { (-smax, -smin) } else { (smin, smax) };
+    add_variable(st, dst, ptr, lo, hi)
+}
+
+/// Only `ptr += scalar` and `ptr -= scalar` are pointer arithmetic
+/// (adjust_ptr_min_max_vals: the opcode checks before `switch (opcode)`).
+fn check_ptr_opcode(dst: u8, op: AluOp, swapped: bool) -> Result<(), String> {
+    match op {
+        AluOp::Add => Ok(()),
+        AluOp::Sub if swapped => Err(format!("R{dst} tried to subtract pointer from scalar")),
+        AluOp::Sub => Ok(()),
+        AluOp::And | AluOp::Or | AluOp::Xor => Err(format!(
+            "R{dst} bitwise operator {} on pointer prohibited",
+            op_str(op)
+        )),
+        _ => Err(format!(
+            "R{dst} pointer arithmetic with {} operator prohibited",
+            op_str(op)
+        )),
+    }
+}
+
+/// Pointer types that take no arithmetic
+/// (adjust_ptr_min_max_vals: `switch (ptr_reg->type)`).
+fn check_ptr_type(dst: u8, ptr: &Reg) -> Result<(), String> {
+    let tname = ptr.type_name();
+    match ptr {
+        Reg::MapValue { null: true, .. } => Err(format!(
+            "R{dst} pointer arithmetic on {tname} prohibited, null-check it first"
+        )),
+        Reg::PktEnd | Reg::MapPtr { .. } => {
+            Err(format!("R{dst} pointer arithmetic on {tname} prohibited"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A bounded variable `[lo, hi]` moves the pointer's variable part (var_off / the
+/// smin/smax bounds) rather than its fixed offset
+/// (adjust_ptr_min_max_vals: the BPF_ADD / BPF_SUB cases).
+fn add_variable(st: &mut State, dst: u8, ptr: Reg, lo: i64, hi: i64) -> Result<Reg, String> {
     Ok(match ptr {
         Reg::Pkt {
             kind,
