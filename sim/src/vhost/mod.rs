@@ -153,6 +153,16 @@ const SPARE_CHAINS: usize = 1024;
 /// The page_frag vhost refills: SKB_FRAG_PAGE_ORDER pages (32 KiB on x86_64).
 const FRAG_PAGE: usize = 32768;
 
+/// What vhost_net_build_xdp made of one descriptor in handle_tx_copy.
+enum Built {
+    /// Copied into an XDP buffer of the batch.
+    Batched,
+    /// Too big for an XDP buffer (-ENOSPC): sent alone after the batch.
+    SendAlone(TxDesc),
+    /// Another error: the descriptor is back on the ring and the run stops.
+    Stop,
+}
+
 impl VhostNetTx {
     pub fn new(ifindex: u32, sock_hlen: usize) -> VhostNetTx {
         VhostNetTx {
@@ -231,36 +241,13 @@ impl VhostNetTx {
                 self.tx_batch(net, profile, FlushReason::RingEmpty, sink)?;
                 return Ok(false);
             };
-            let len = desc.bytes.len();
-            total_len += len;
+            total_len += desc.bytes.len();
             // The descriptor goes into the batch, or is sent alone.
             let alone = if batching {
-                let spare = self.spare_xdp.take();
-                match vhost_net_build_xdp(&desc.bytes, self.sock_hlen, xdp_attached, spare) {
-                    Ok((buff, buflen)) => {
-                        self.ops.bytes_copied += len as u64;
-                        self.frag_account(buflen);
-                        self.batched.push(desc);
-                        self.buffs.push(buff);
-                        None
-                    }
-                    Err(Errno::ENOSPC) => {
-                        // Too big for a page: flush the batch, send this one alone
-                        // without a control message.
-                        self.tx_batch(net, profile, FlushReason::TooBig, sink)?;
-                        Some(desc)
-                    }
-                    Err(errno) => {
-                        // vhost_tx_batch, vhost_discard_vq_desc, vhost_net_enable_vq, stop
-                        // (the errno stays in the kernel; the trace names it).
-                        self.tx_batch(net, profile, FlushReason::BuildError, sink)?;
-                        sink(VhostEvent::Stall {
-                            packet: desc.packet,
-                            errno,
-                        });
-                        self.avail.push_front(desc);
-                        return Ok(false);
-                    }
+                match self.build_xdp(net, profile, desc, xdp_attached, sink)? {
+                    Built::Batched => None,
+                    Built::SendAlone(desc) => Some(desc),
+                    Built::Stop => return Ok(false),
                 }
             } else {
                 Some(desc)
@@ -268,49 +255,9 @@ impl VhostNetTx {
             if let Some(desc) = alone {
                 // tx_can_batch: MSG_MORE while under the byte weight with more queued.
                 let more = total_len < VHOST_NET_WEIGHT && !self.avail.is_empty();
-                self.ops.sendmsg_single += 1;
-                self.ops.bytes_copied += len as u64;
-                let out = net.tun_write(
-                    self.ifindex,
-                    &desc.bytes,
-                    WriteOpts { nonblocking: true },
-                    &profile.tun_write,
-                    &profile.tun_read,
-                )?;
-                let result = out.result.map(|_| ());
-                if let Err(e @ (Errno::EAGAIN | Errno::ENOMEM)) = result {
-                    self.avail.push_front(desc.clone());
-                    sink(VhostEvent::Stall {
-                        packet: desc.packet,
-                        errno: e,
-                    });
-                    self.tx_batch(net, profile, FlushReason::EndOfRun, sink)?;
+                if !self.sendmsg_one(net, profile, desc, more, sink)? {
                     return Ok(false);
                 }
-                if result.is_err() && !profile.vhost.consume_desc_on_error {
-                    // [4.19] put the descriptor back on any error and stopped.
-                    self.avail.push_front(desc.clone());
-                    sink(VhostEvent::Stall {
-                        packet: desc.packet,
-                        errno: result.err().unwrap_or(Errno::EINVAL),
-                    });
-                    self.tx_batch(net, profile, FlushReason::EndOfRun, sink)?;
-                    return Ok(false);
-                }
-                // A native redirect in tun_get_user flushes right away, once per write.
-                if matches!(out.fate, Fate::XdpRedirected { .. })
-                    && out.xdp.first().is_some_and(|x| x.place == XdpWhere::Native)
-                {
-                    self.ops.xdp_flushes += 1;
-                }
-                sink(VhostEvent::Packet(PacketFate {
-                    packet: desc.packet,
-                    ts_ns: desc.ts_ns,
-                    via: Via::Single { more },
-                    result,
-                    xdp: out.xdp.first().cloned(),
-                    fate: out.fate,
-                }));
             }
             self.done_idx += 1;
             sent += 1;
@@ -325,6 +272,98 @@ impl VhostNetTx {
                 return Ok(true);
             }
         }
+    }
+
+    /// handle_tx_copy's batching step: vhost_net_build_xdp copies the descriptor into an
+    /// XDP buffer of the batch; -ENOSPC flushes the batch and sends this one alone without
+    /// a control message; any other error flushes, puts the descriptor back
+    /// (vhost_discard_vq_desc), re-enables the queue and stops the run.
+    fn build_xdp(
+        &mut self,
+        net: &mut Net,
+        profile: &KernelProfile,
+        desc: TxDesc,
+        xdp_attached: bool,
+        sink: &mut impl FnMut(VhostEvent),
+    ) -> Result<Built, ModelError> {
+        let spare = self.spare_xdp.take();
+        match vhost_net_build_xdp(&desc.bytes, self.sock_hlen, xdp_attached, spare) {
+            Ok((buff, buflen)) => {
+                self.ops.bytes_copied += desc.bytes.len() as u64;
+                self.frag_account(buflen);
+                self.batched.push(desc);
+                self.buffs.push(buff);
+                Ok(Built::Batched)
+            }
+            Err(Errno::ENOSPC) => {
+                self.tx_batch(net, profile, FlushReason::TooBig, sink)?;
+                Ok(Built::SendAlone(desc))
+            }
+            Err(errno) => {
+                // The errno stays in the kernel; the trace names it.
+                self.tx_batch(net, profile, FlushReason::BuildError, sink)?;
+                sink(VhostEvent::Stall {
+                    packet: desc.packet,
+                    errno,
+                });
+                self.avail.push_front(desc);
+                Ok(Built::Stop)
+            }
+        }
+    }
+
+    /// handle_tx_copy's `sock->ops->sendmsg` of one descriptor (MSG_MORE when `more`).
+    /// -EAGAIN/-ENOMEM put the descriptor back and stop the run; other errors consume it
+    /// (only logged), except on [4.19], which put it back and stopped. Returns whether
+    /// the run goes on.
+    fn sendmsg_one(
+        &mut self,
+        net: &mut Net,
+        profile: &KernelProfile,
+        desc: TxDesc,
+        more: bool,
+        sink: &mut impl FnMut(VhostEvent),
+    ) -> Result<bool, ModelError> {
+        self.ops.sendmsg_single += 1;
+        self.ops.bytes_copied += desc.bytes.len() as u64;
+        let out = net.tun_write(
+            self.ifindex,
+            &desc.bytes,
+            WriteOpts { nonblocking: true },
+            &profile.tun_write,
+            &profile.tun_read,
+        )?;
+        let result = out.result.map(|_| ());
+        let stall = match result {
+            Err(e @ (Errno::EAGAIN | Errno::ENOMEM)) => Some(e),
+            // [4.19] put the descriptor back on any error and stopped.
+            Err(e) if !profile.vhost.consume_desc_on_error => Some(e),
+            _ => None,
+        };
+        if let Some(errno) = stall {
+            self.avail.push_front(desc.clone());
+            sink(VhostEvent::Stall {
+                packet: desc.packet,
+                errno,
+            });
+            self.tx_batch(net, profile, FlushReason::EndOfRun, sink)?;
+            return Ok(false);
+        }
+        // A native redirect in tun_get_user flushes right away, once per write.
+        if matches!(out.fate, Fate::XdpRedirected { .. })
+            && out.xdp.first().is_some_and(|x| x.place == XdpWhere::Native)
+        {
+            self.ops.xdp_flushes += 1;
+        }
+        sink(VhostEvent::Packet(PacketFate {
+            packet: desc.packet,
+            ts_ns: desc.ts_ns,
+            via: Via::Single { more },
+            result,
+            xdp: out.xdp.first().cloned(),
+            fate: out.fate,
+        }));
+        Ok(true)
     }
 
     /// Count the page frags the batched buffers use (vhost_net_page_frag_refill).
