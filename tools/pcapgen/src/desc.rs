@@ -342,40 +342,73 @@ type KeyErr = (&'static str, String);
 
 fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
     if let Some(hex) = &f.raw {
-        let others = [
-            ("src_mac", f.src_mac.is_some()),
-            ("dst_mac", f.dst_mac.is_some()),
-            ("vlan", f.vlan.is_some()),
-            ("ethertype", f.ethertype.is_some()),
-            ("ipv4", f.ipv4.is_some()),
-            ("ipv6", f.ipv6.is_some()),
-            ("tcp", f.tcp.is_some()),
-            ("udp", f.udp.is_some()),
-            ("payload", f.payload.is_some()),
-            ("ipv4_csum", f.ipv4_csum.is_some()),
-            ("tcp_csum", f.tcp_csum.is_some()),
-            ("udp_csum", f.udp_csum.is_some()),
-            ("pad_to", f.pad_to.is_some()),
-            ("tcp_options", f.tcp_options.is_some()),
-            ("ipv4_frag", f.ipv4_frag.is_some()),
-            ("tunnel", f.tunnel.is_some()),
-        ];
-        if let Some((key, _)) = others.iter().find(|(_, set)| *set) {
-            return Err((
-                key,
-                "cannot be combined with `raw` (raw gives the exact frame)".into(),
-            ));
-        }
-        let bytes = parse_hex(hex).map_err(|m| ("raw", m))?;
-        if bytes.len() > MAX_CAPLEN as usize {
-            let n = bytes.len();
-            return Err((
-                "raw",
-                format!("{n} bytes is more than the {MAX_CAPLEN}-byte snaplen"),
-            ));
-        }
-        return Ok(Body::Raw(bytes));
+        return resolve_raw(f, hex);
     }
+    let vlans = resolve_vlans(f)?;
+    let l3 = resolve_l3(f, d)?;
+    let l4 = resolve_l4(f, &l3)?;
+    check_csums(f, &l3, &l4)?;
+    let ext = crate::tunnel::resolve(
+        f.tcp_options.as_deref(),
+        f.ipv4_frag,
+        f.tunnel.as_ref(),
+        matches!(l4, L4::Tcp(_)),
+        matches!(l3, L3::V4(_)),
+    )?;
+    Ok(Body::Built(Box::new(FrameSpec {
+        dst: f.dst_mac.or(d.dst_mac).map_or(DEFAULT_DST_MAC, |m| m.0),
+        src: f.src_mac.or(d.src_mac).map_or(DEFAULT_SRC_MAC, |m| m.0),
+        vlans,
+        ethertype: f.ethertype,
+        l3,
+        l4,
+        payload_len: f.payload.unwrap_or(0),
+        pad_to: f.pad_to.or(d.pad_to).unwrap_or(0),
+        ip_csum: f.ipv4_csum.unwrap_or_default(),
+        l4_csum: f.tcp_csum.or(f.udp_csum).unwrap_or_default(),
+        ext,
+    })))
+}
+
+/// A `raw` frame: the exact bytes, alone (no other frame key), within the snaplen.
+fn resolve_raw(f: &FrameDesc, hex: &str) -> Result<Body, KeyErr> {
+    let others = [
+        ("src_mac", f.src_mac.is_some()),
+        ("dst_mac", f.dst_mac.is_some()),
+        ("vlan", f.vlan.is_some()),
+        ("ethertype", f.ethertype.is_some()),
+        ("ipv4", f.ipv4.is_some()),
+        ("ipv6", f.ipv6.is_some()),
+        ("tcp", f.tcp.is_some()),
+        ("udp", f.udp.is_some()),
+        ("payload", f.payload.is_some()),
+        ("ipv4_csum", f.ipv4_csum.is_some()),
+        ("tcp_csum", f.tcp_csum.is_some()),
+        ("udp_csum", f.udp_csum.is_some()),
+        ("pad_to", f.pad_to.is_some()),
+        ("tcp_options", f.tcp_options.is_some()),
+        ("ipv4_frag", f.ipv4_frag.is_some()),
+        ("tunnel", f.tunnel.is_some()),
+    ];
+    if let Some((key, _)) = others.iter().find(|(_, set)| *set) {
+        return Err((
+            key,
+            "cannot be combined with `raw` (raw gives the exact frame)".into(),
+        ));
+    }
+    let bytes = parse_hex(hex).map_err(|m| ("raw", m))?;
+    if bytes.len() > MAX_CAPLEN as usize {
+        let n = bytes.len();
+        return Err((
+            "raw",
+            format!("{n} bytes is more than the {MAX_CAPLEN}-byte snaplen"),
+        ));
+    }
+    Ok(Body::Raw(bytes))
+}
+
+/// The `vlan` tags, outermost first, each field in its 802.1Q range.
+fn resolve_vlans(f: &FrameDesc) -> Result<Vec<VlanTag>, KeyErr> {
     let mut vlans = Vec::new();
     for (i, v) in f.vlan.iter().flatten().enumerate() {
         let check = |ok: bool, what: &str, val: u16, max: u16| {
@@ -398,6 +431,12 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
             vid: v.vid,
         });
     }
+    Ok(vlans)
+}
+
+/// The `ipv4` or `ipv6` header with the defaults filled in; a frame without either
+/// needs an `ethertype` (raw L3).
+fn resolve_l3(f: &FrameDesc, d: &Defaults) -> Result<L3, KeyErr> {
     let l3 = match (&f.ipv4, &f.ipv6) {
         (Some(_), Some(_)) => {
             return Err(("ipv6", "a frame has `ipv4` or `ipv6`, not both".into()))
@@ -443,6 +482,11 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
             "a frame needs `ipv4`, `ipv6`, `ethertype` (raw L3) or `raw`".into(),
         ));
     }
+    Ok(l3)
+}
+
+/// The `tcp` or `udp` header with the defaults filled in; it needs an IP header under it.
+fn resolve_l4(f: &FrameDesc, l3: &L3) -> Result<L4, KeyErr> {
     let l4 = match (&f.tcp, &f.udp) {
         (Some(_), Some(_)) => return Err(("udp", "a frame has `tcp` or `udp`, not both".into())),
         (Some(t), None) => L4::Tcp(TcpSpec {
@@ -467,6 +511,11 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
     if !matches!(l4, L4::None) && matches!(l3, L3::None) {
         return Err((key, "needs `ipv4` or `ipv6` under it".into()));
     }
+    Ok(l4)
+}
+
+/// Each checksum key applies to its own header only; "partial" to the L4 ones only.
+fn check_csums(f: &FrameDesc, l3: &L3, l4: &L4) -> Result<(), KeyErr> {
     if f.ipv4_csum.is_some() && !matches!(l3, L3::V4(_)) {
         return Err(("ipv4_csum", "only applies to an `ipv4` frame".into()));
     }
@@ -482,26 +531,7 @@ fn resolve_frame(f: &FrameDesc, d: &Defaults) -> Result<Body, KeyErr> {
     if f.udp_csum.is_some() && !matches!(l4, L4::Udp(_)) {
         return Err(("udp_csum", "only applies to a `udp` frame".into()));
     }
-    let ext = crate::tunnel::resolve(
-        f.tcp_options.as_deref(),
-        f.ipv4_frag,
-        f.tunnel.as_ref(),
-        matches!(l4, L4::Tcp(_)),
-        matches!(l3, L3::V4(_)),
-    )?;
-    Ok(Body::Built(Box::new(FrameSpec {
-        dst: f.dst_mac.or(d.dst_mac).map_or(DEFAULT_DST_MAC, |m| m.0),
-        src: f.src_mac.or(d.src_mac).map_or(DEFAULT_SRC_MAC, |m| m.0),
-        vlans,
-        ethertype: f.ethertype,
-        l3,
-        l4,
-        payload_len: f.payload.unwrap_or(0),
-        pad_to: f.pad_to.or(d.pad_to).unwrap_or(0),
-        ip_csum: f.ipv4_csum.unwrap_or_default(),
-        l4_csum: f.tcp_csum.or(f.udp_csum).unwrap_or_default(),
-        ext,
-    })))
+    Ok(())
 }
 
 pub(crate) fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
