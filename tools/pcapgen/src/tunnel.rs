@@ -118,17 +118,7 @@ pub fn resolve(
 ) -> Result<Ext, (&'static str, String)> {
     let mut ext = Ext::default();
     if let Some(hex) = tcp_options {
-        if !has_tcp {
-            return Err(("tcp_options", "only applies to a `tcp` frame".into()));
-        }
-        let b = crate::desc::parse_hex(hex).map_err(|m| ("tcp_options", m))?;
-        if b.len() % 4 != 0 || b.len() > 40 {
-            return Err((
-                "tcp_options",
-                format!("{} bytes: options are a multiple of 4, at most 40", b.len()),
-            ));
-        }
-        ext.tcp_options = b;
+        ext.tcp_options = resolve_tcp_options(hex, has_tcp)?;
     }
     if let Some(f) = frag {
         if !has_v4 {
@@ -144,113 +134,142 @@ pub fn resolve(
         ext.ip_frag_offset = f.offset;
     }
     if let Some(t) = tunnel {
-        if t.kind == TunnelKind::Gre
-            && (t.vni.is_some() || t.sport.is_some() || t.dport.is_some() || t.udp_csum.is_some())
-        {
-            return Err((
-                "tunnel",
-                "vni, sport, dport and udp_csum belong to kind = \"vxlan\"".into(),
-            ));
-        }
-        if t.kind == TunnelKind::Ipip
-            && (t.key.is_some()
-                || t.seq.is_some()
-                || t.csum.is_some()
-                || t.gre_flags.is_some()
-                || t.vni.is_some()
-                || t.sport.is_some()
-                || t.dport.is_some()
-                || t.udp_csum.is_some())
-        {
-            return Err((
-                "tunnel",
-                "kind = \"ipip\" has no GRE or VXLAN fields (only the outer ones)".into(),
-            ));
-        }
-        if t.kind == TunnelKind::Vxlan
-            && (t.key.is_some() || t.seq.is_some() || t.csum.is_some() || t.gre_flags.is_some())
-        {
-            return Err((
-                "tunnel",
-                "key, seq, csum and gre_flags belong to kind = \"gre\"".into(),
-            ));
-        }
-        if t.csum == Some(Csum::Partial) || t.csum == Some(Csum::Zero) {
-            return Err((
-                "tunnel",
-                "csum is \"good\" or \"bad\" (it sets the C flag)".into(),
-            ));
-        }
-        let vni = t.vni.unwrap_or(42);
-        if vni > 0xff_ffff {
-            return Err(("tunnel", format!("vni {vni} is wider than 24 bits")));
-        }
-        let v6 = match t.outer_ip.unwrap_or(4) {
-            4 => false,
-            6 => true,
-            v => return Err(("tunnel", format!("outer_ip = {v}: 4 or 6"))),
-        };
-        if !v6 && (t.outer_flow_label.is_some()) {
-            return Err(("tunnel", "outer_flow_label needs outer_ip = 6".into()));
-        }
-        if v6 && (t.outer_id.is_some() || t.outer_df.is_some()) {
-            return Err((
-                "tunnel",
-                "outer_id and outer_df belong to an IPv4 outer header".into(),
-            ));
-        }
-        let flow_label = t.outer_flow_label.unwrap_or(0);
-        if flow_label > 0xf_ffff {
-            return Err((
-                "tunnel",
-                format!("outer_flow_label {flow_label:#x} is wider than 20 bits"),
-            ));
-        }
-        let (dsrc, ddst): (IpAddr, IpAddr) = if v6 {
-            let a = |n| IpAddr::V6(Ipv6Addr::new(0xfd00, 1, 0, 0, 0, 0, 0, n));
-            (a(1), a(2))
-        } else {
-            (
-                Ipv4Addr::new(192, 168, 0, 1).into(),
-                Ipv4Addr::new(192, 168, 0, 2).into(),
-            )
-        };
-        let (src, dst) = (t.outer_src.unwrap_or(dsrc), t.outer_dst.unwrap_or(ddst));
-        if src.is_ipv6() != v6 || dst.is_ipv6() != v6 {
-            return Err((
-                "tunnel",
-                format!(
-                    "outer_src {src} / outer_dst {dst}: an IPv{} outer header (outer_ip)",
-                    if v6 { 6 } else { 4 }
-                ),
-            ));
-        }
-        ext.tunnel = Some(Tunnel {
-            kind: t.kind,
-            key: t.key,
-            seq: t.seq,
-            csum: t.csum,
-            gre_flags: t.gre_flags,
-            vni,
-            sport: t.sport.unwrap_or(50000),
-            dport: t.dport.unwrap_or(4789),
-            // RFC 8200 8.1: over IPv6 a zero UDP checksum is dropped unless the socket
-            // allows it (vxlan's udp6zerocsumrx), so the default there is a good one.
-            udp_csum: t
-                .udp_csum
-                .unwrap_or(if v6 { Csum::Good } else { Csum::Zero }),
-            src_mac: t.outer_src_mac.map_or([2, 0, 0, 0, 1, 1], |m| m.0),
-            dst_mac: t.outer_dst_mac.map_or([2, 0, 0, 0, 1, 2], |m| m.0),
-            src,
-            dst,
-            ttl: t.outer_ttl.unwrap_or(64),
-            tos: t.outer_tos.unwrap_or(0),
-            id: t.outer_id.unwrap_or(100),
-            df: t.outer_df.unwrap_or(false),
-            flow_label,
-        });
+        ext.tunnel = Some(resolve_tunnel(t)?);
     }
     Ok(ext)
+}
+
+/// `tcp_options`: hex, a multiple of 4 bytes, at most 40 (a 60-byte TCP header).
+fn resolve_tcp_options(hex: &str, has_tcp: bool) -> Result<Vec<u8>, (&'static str, String)> {
+    if !has_tcp {
+        return Err(("tcp_options", "only applies to a `tcp` frame".into()));
+    }
+    let b = crate::desc::parse_hex(hex).map_err(|m| ("tcp_options", m))?;
+    if b.len() % 4 != 0 || b.len() > 40 {
+        return Err((
+            "tcp_options",
+            format!("{} bytes: options are a multiple of 4, at most 40", b.len()),
+        ));
+    }
+    Ok(b)
+}
+
+/// A `tunnel` with its defaults: the fields of its kind only, an outer header of one
+/// IP family.
+fn resolve_tunnel(t: &TunnelDesc) -> Result<Tunnel, (&'static str, String)> {
+    check_kind_fields(t)?;
+    let vni = t.vni.unwrap_or(42);
+    if vni > 0xff_ffff {
+        return Err(("tunnel", format!("vni {vni} is wider than 24 bits")));
+    }
+    let v6 = outer_is_v6(t)?;
+    let flow_label = t.outer_flow_label.unwrap_or(0);
+    if flow_label > 0xf_ffff {
+        return Err((
+            "tunnel",
+            format!("outer_flow_label {flow_label:#x} is wider than 20 bits"),
+        ));
+    }
+    let (src, dst) = outer_addrs(t, v6)?;
+    Ok(Tunnel {
+        kind: t.kind,
+        key: t.key,
+        seq: t.seq,
+        csum: t.csum,
+        gre_flags: t.gre_flags,
+        vni,
+        sport: t.sport.unwrap_or(50000),
+        dport: t.dport.unwrap_or(4789),
+        // RFC 8200 8.1: over IPv6 a zero UDP checksum is dropped unless the socket
+        // allows it (vxlan's udp6zerocsumrx), so the default there is a good one.
+        udp_csum: t
+            .udp_csum
+            .unwrap_or(if v6 { Csum::Good } else { Csum::Zero }),
+        src_mac: t.outer_src_mac.map_or([2, 0, 0, 0, 1, 1], |m| m.0),
+        dst_mac: t.outer_dst_mac.map_or([2, 0, 0, 0, 1, 2], |m| m.0),
+        src,
+        dst,
+        ttl: t.outer_ttl.unwrap_or(64),
+        tos: t.outer_tos.unwrap_or(0),
+        id: t.outer_id.unwrap_or(100),
+        df: t.outer_df.unwrap_or(false),
+        flow_label,
+    })
+}
+
+/// GRE fields only with kind = "gre", VXLAN fields only with "vxlan", neither with
+/// "ipip"; the GRE csum is good or bad (it sets the C flag).
+fn check_kind_fields(t: &TunnelDesc) -> Result<(), (&'static str, String)> {
+    let gre = t.key.is_some() || t.seq.is_some() || t.csum.is_some() || t.gre_flags.is_some();
+    let vxlan = t.vni.is_some() || t.sport.is_some() || t.dport.is_some() || t.udp_csum.is_some();
+    if t.kind == TunnelKind::Gre && vxlan {
+        return Err((
+            "tunnel",
+            "vni, sport, dport and udp_csum belong to kind = \"vxlan\"".into(),
+        ));
+    }
+    if t.kind == TunnelKind::Ipip && (gre || vxlan) {
+        return Err((
+            "tunnel",
+            "kind = \"ipip\" has no GRE or VXLAN fields (only the outer ones)".into(),
+        ));
+    }
+    if t.kind == TunnelKind::Vxlan && gre {
+        return Err((
+            "tunnel",
+            "key, seq, csum and gre_flags belong to kind = \"gre\"".into(),
+        ));
+    }
+    if t.csum == Some(Csum::Partial) || t.csum == Some(Csum::Zero) {
+        return Err((
+            "tunnel",
+            "csum is \"good\" or \"bad\" (it sets the C flag)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `outer_ip` (4 or 6), with the outer fields that belong to the other family refused.
+fn outer_is_v6(t: &TunnelDesc) -> Result<bool, (&'static str, String)> {
+    let v6 = match t.outer_ip.unwrap_or(4) {
+        4 => false,
+        6 => true,
+        v => return Err(("tunnel", format!("outer_ip = {v}: 4 or 6"))),
+    };
+    if !v6 && (t.outer_flow_label.is_some()) {
+        return Err(("tunnel", "outer_flow_label needs outer_ip = 6".into()));
+    }
+    if v6 && (t.outer_id.is_some() || t.outer_df.is_some()) {
+        return Err((
+            "tunnel",
+            "outer_id and outer_df belong to an IPv4 outer header".into(),
+        ));
+    }
+    Ok(v6)
+}
+
+/// `outer_src`/`outer_dst` or the family's defaults; both of the outer header's family.
+fn outer_addrs(t: &TunnelDesc, v6: bool) -> Result<(IpAddr, IpAddr), (&'static str, String)> {
+    let (dsrc, ddst): (IpAddr, IpAddr) = if v6 {
+        let a = |n| IpAddr::V6(Ipv6Addr::new(0xfd00, 1, 0, 0, 0, 0, 0, n));
+        (a(1), a(2))
+    } else {
+        (
+            Ipv4Addr::new(192, 168, 0, 1).into(),
+            Ipv4Addr::new(192, 168, 0, 2).into(),
+        )
+    };
+    let (src, dst) = (t.outer_src.unwrap_or(dsrc), t.outer_dst.unwrap_or(ddst));
+    if src.is_ipv6() != v6 || dst.is_ipv6() != v6 {
+        return Err((
+            "tunnel",
+            format!(
+                "outer_src {src} / outer_dst {dst}: an IPv{} outer header (outer_ip)",
+                if v6 { 6 } else { 4 }
+            ),
+        ));
+    }
+    Ok((src, dst))
 }
 
 /// The `rep`-th copy: outer ID and GRE sequence advance by one.
@@ -296,66 +315,11 @@ pub fn wrap(t: &Tunnel, out: &mut Vec<u8>) -> Result<(), String> {
     let mut l4 = Vec::with_capacity(inner.len() + 16);
     let proto = match t.kind {
         TunnelKind::Gre => {
-            let mut flags = 0u16;
-            if t.csum.is_some() {
-                flags |= 0x8000;
-            }
-            if t.key.is_some() {
-                flags |= 0x2000;
-            }
-            if t.seq.is_some() {
-                flags |= 0x1000;
-            }
-            l4.extend_from_slice(&t.gre_flags.unwrap_or(flags).to_be_bytes());
-            l4.extend_from_slice(&0x6558u16.to_be_bytes());
-            if t.csum.is_some() {
-                l4.extend_from_slice(&[0; 4]);
-            }
-            if let Some(k) = t.key {
-                l4.extend_from_slice(&k.to_be_bytes());
-            }
-            if let Some(s) = t.seq {
-                l4.extend_from_slice(&s.to_be_bytes());
-            }
-            l4.extend_from_slice(&inner);
-            if let Some(c) = t.csum {
-                let good = !(ones(&l4, 0) as u16);
-                l4[4..6].copy_from_slice(&csum_value(c, good).to_be_bytes());
-            }
+            gre_encap(t, &inner, &mut l4);
             47u8
         }
         TunnelKind::Vxlan => {
-            let len = 16 + inner.len();
-            if len > 0xffff {
-                return Err(format!("UDP length {len} does not fit in 16 bits"));
-            }
-            l4.extend_from_slice(&t.sport.to_be_bytes());
-            l4.extend_from_slice(&t.dport.to_be_bytes());
-            l4.extend_from_slice(&(len as u16).to_be_bytes());
-            l4.extend_from_slice(&[0, 0, 0x08, 0, 0, 0]);
-            l4.extend_from_slice(&(t.vni << 8).to_be_bytes());
-            l4.extend_from_slice(&inner);
-            let mut pseudo = Vec::with_capacity(40);
-            match (t.src, t.dst) {
-                (IpAddr::V6(s), IpAddr::V6(d)) => {
-                    // RFC 8200 8.1: addresses, 32-bit length, 3 zero bytes, next header.
-                    pseudo.extend_from_slice(&s.octets());
-                    pseudo.extend_from_slice(&d.octets());
-                    pseudo.extend_from_slice(&(len as u32).to_be_bytes());
-                    pseudo.extend_from_slice(&[0, 0, 0, 17]);
-                }
-                _ => {
-                    pseudo.extend_from_slice(&octets(t.src));
-                    pseudo.extend_from_slice(&octets(t.dst));
-                    pseudo.extend_from_slice(&[0, 17]);
-                    pseudo.extend_from_slice(&(len as u16).to_be_bytes());
-                }
-            }
-            let good = match !(ones(&l4, ones(&pseudo, 0)) as u16) {
-                0 => 0xffff,
-                c => c,
-            };
-            l4[6..8].copy_from_slice(&csum_value(t.udp_csum, good).to_be_bytes());
+            vxlan_encap(t, &inner, &mut l4)?;
             17u8
         }
         TunnelKind::Ipip => {
@@ -372,22 +336,107 @@ pub fn wrap(t: &Tunnel, out: &mut Vec<u8>) -> Result<(), String> {
     out.extend_from_slice(&t.dst_mac);
     out.extend_from_slice(&t.src_mac);
     if let (IpAddr::V6(src), IpAddr::V6(dst)) = (t.src, t.dst) {
-        if l4.len() > 0xffff {
-            return Err(format!(
-                "outer IPv6 payload length {} does not fit in 16 bits",
-                l4.len()
-            ));
-        }
-        out.extend_from_slice(&[0x86, 0xdd]);
-        let word = (6u32 << 28) | (u32::from(t.tos) << 20) | t.flow_label;
-        out.extend_from_slice(&word.to_be_bytes());
-        out.extend_from_slice(&(l4.len() as u16).to_be_bytes());
-        out.extend_from_slice(&[proto, t.ttl]);
-        out.extend_from_slice(&src.octets());
-        out.extend_from_slice(&dst.octets());
-        out.extend_from_slice(&l4);
-        return Ok(());
+        return push_outer_v6(t, src, dst, proto, &l4, out);
     }
+    push_outer_v4(t, proto, &l4, out)
+}
+
+/// The GRE header (RFC 2784/2890: C, K, S flags and their words; ETH_P_TEB) and the inner
+/// frame, with its checksum over both when `csum` is set.
+fn gre_encap(t: &Tunnel, inner: &[u8], l4: &mut Vec<u8>) {
+    let mut flags = 0u16;
+    if t.csum.is_some() {
+        flags |= 0x8000;
+    }
+    if t.key.is_some() {
+        flags |= 0x2000;
+    }
+    if t.seq.is_some() {
+        flags |= 0x1000;
+    }
+    l4.extend_from_slice(&t.gre_flags.unwrap_or(flags).to_be_bytes());
+    l4.extend_from_slice(&0x6558u16.to_be_bytes());
+    if t.csum.is_some() {
+        l4.extend_from_slice(&[0; 4]);
+    }
+    if let Some(k) = t.key {
+        l4.extend_from_slice(&k.to_be_bytes());
+    }
+    if let Some(s) = t.seq {
+        l4.extend_from_slice(&s.to_be_bytes());
+    }
+    l4.extend_from_slice(inner);
+    if let Some(c) = t.csum {
+        let good = !(ones(l4, 0) as u16);
+        l4[4..6].copy_from_slice(&csum_value(c, good).to_be_bytes());
+    }
+}
+
+/// The UDP and VXLAN headers (RFC 7348, I flag and the VNI) and the inner frame, with
+/// the UDP checksum over the outer family's pseudo-header.
+fn vxlan_encap(t: &Tunnel, inner: &[u8], l4: &mut Vec<u8>) -> Result<(), String> {
+    let len = 16 + inner.len();
+    if len > 0xffff {
+        return Err(format!("UDP length {len} does not fit in 16 bits"));
+    }
+    l4.extend_from_slice(&t.sport.to_be_bytes());
+    l4.extend_from_slice(&t.dport.to_be_bytes());
+    l4.extend_from_slice(&(len as u16).to_be_bytes());
+    l4.extend_from_slice(&[0, 0, 0x08, 0, 0, 0]);
+    l4.extend_from_slice(&(t.vni << 8).to_be_bytes());
+    l4.extend_from_slice(inner);
+    let mut pseudo = Vec::with_capacity(40);
+    match (t.src, t.dst) {
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            // RFC 8200 8.1: addresses, 32-bit length, 3 zero bytes, next header.
+            pseudo.extend_from_slice(&s.octets());
+            pseudo.extend_from_slice(&d.octets());
+            pseudo.extend_from_slice(&(len as u32).to_be_bytes());
+            pseudo.extend_from_slice(&[0, 0, 0, 17]);
+        }
+        _ => {
+            pseudo.extend_from_slice(&octets(t.src));
+            pseudo.extend_from_slice(&octets(t.dst));
+            pseudo.extend_from_slice(&[0, 17]);
+            pseudo.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+    }
+    let good = match !(ones(l4, ones(&pseudo, 0)) as u16) {
+        0 => 0xffff,
+        c => c,
+    };
+    l4[6..8].copy_from_slice(&csum_value(t.udp_csum, good).to_be_bytes());
+    Ok(())
+}
+
+/// The outer IPv6 header (ETH_P_IPV6) and its payload `l4`.
+fn push_outer_v6(
+    t: &Tunnel,
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    proto: u8,
+    l4: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    if l4.len() > 0xffff {
+        return Err(format!(
+            "outer IPv6 payload length {} does not fit in 16 bits",
+            l4.len()
+        ));
+    }
+    out.extend_from_slice(&[0x86, 0xdd]);
+    let word = (6u32 << 28) | (u32::from(t.tos) << 20) | t.flow_label;
+    out.extend_from_slice(&word.to_be_bytes());
+    out.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+    out.extend_from_slice(&[proto, t.ttl]);
+    out.extend_from_slice(&src.octets());
+    out.extend_from_slice(&dst.octets());
+    out.extend_from_slice(l4);
+    Ok(())
+}
+
+/// The outer IPv4 header (ETH_P_IP, with its checksum) and its payload `l4`.
+fn push_outer_v4(t: &Tunnel, proto: u8, l4: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     let tot = 20 + l4.len();
     if tot > 0xffff {
         return Err(format!(
@@ -408,7 +457,7 @@ pub fn wrap(t: &Tunnel, out: &mut Vec<u8>) -> Result<(), String> {
     let c = !(ones(&ip, 0) as u16);
     ip[10..12].copy_from_slice(&c.to_be_bytes());
     out.extend_from_slice(&ip);
-    out.extend_from_slice(&l4);
+    out.extend_from_slice(l4);
     Ok(())
 }
 
