@@ -122,8 +122,25 @@ fn short(what: &str) -> String {
     format!("internal error: buffer too short for the {what} header")
 }
 
-/// Builds `spec` into `out` (cleared first). Errors name the length that does not fit.
-pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
+/// Where a frame's headers end, before any tunnel around it.
+struct Layout {
+    /// Ethernet and VLAN headers.
+    l2: usize,
+    /// The IP header with any IPv6 extension headers.
+    l3_hdr: usize,
+    /// The TCP (with options) or UDP header.
+    l4_hdr: usize,
+    /// From the IP header to the end of the payload.
+    l3_len: usize,
+    /// From the TCP/UDP header to the end of the payload.
+    l4_len: usize,
+    /// The whole frame without padding.
+    len: usize,
+}
+
+/// The header lengths of `spec`; errors when the frame exceeds the snaplen or an IP
+/// length field.
+fn layout(spec: &FrameSpec) -> Result<Layout, String> {
     let l2 = 14 + 4 * spec.vlans.len();
     let l3_hdr = match &spec.l3 {
         L3::None => 0,
@@ -153,98 +170,136 @@ pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
     if let Some((what, n)) = ip_limit.filter(|(_, n)| *n > 0xffff) {
         return Err(format!("{what} {n} does not fit in 16 bits"));
     }
+    Ok(Layout {
+        l2,
+        l3_hdr,
+        l4_hdr,
+        l3_len,
+        l4_len,
+        len,
+    })
+}
+
+/// Builds `spec` into `out` (cleared first). Errors name the length that does not fit.
+pub fn build(spec: &FrameSpec, out: &mut Vec<u8>) -> Result<(), String> {
+    let lay = layout(spec)?;
     out.clear();
-    out.resize(len.max(spec.pad_to), 0);
-    let payload_at = l2 + l3_hdr + l4_hdr;
-    for (i, b) in out[payload_at..len].iter_mut().enumerate() {
+    out.resize(lay.len.max(spec.pad_to), 0);
+    let payload_at = lay.l2 + lay.l3_hdr + lay.l4_hdr;
+    for (i, b) in out[payload_at..lay.len].iter_mut().enumerate() {
         *b = i as u8;
     }
+    write_ethernet(spec, &mut out[..lay.l2])?;
+    let proto = match spec.l4 {
+        L4::Tcp(_) => Some(IPPROTO_TCP),
+        L4::Udp(_) => Some(IPPROTO_UDP),
+        L4::None => None,
+    };
+    debug_assert_eq!(lay.l3_len, lay.l3_hdr + lay.l4_len);
+    let ip_packet = &mut out[lay.l2..lay.l2 + lay.l3_len];
+    match &spec.l3 {
+        L3::None => {}
+        L3::V4(ip) => write_ipv4(spec, ip, proto, ip_packet)?,
+        L3::V6(ip) => write_ipv6(spec, ip, proto, lay.l3_hdr, ip_packet)?,
+    }
+    if let Some(t) = &spec.ext.tunnel {
+        crate::tunnel::wrap(t, out)?;
+    }
+    Ok(())
+}
 
+/// The Ethernet header and VLAN tags (`l2`, exactly their length).
+fn write_ethernet(spec: &FrameSpec, l2: &mut [u8]) -> Result<(), String> {
     let inner_type = spec.ethertype.unwrap_or(match spec.l3 {
         L3::V6(_) => ETH_P_IPV6,
         _ => ETH_P_IP,
     });
-    let mut eth = MutableEthernetPacket::new(&mut out[..l2]).ok_or_else(|| short("Ethernet"))?;
+    let mut eth = MutableEthernetPacket::new(l2).ok_or_else(|| short("Ethernet"))?;
     eth.set_destination(spec.dst.into());
     eth.set_source(spec.src.into());
     eth.set_ethertype(EtherType(spec.vlans.first().map_or(inner_type, |t| t.tpid)));
     for (i, tag) in spec.vlans.iter().enumerate() {
         let next = spec.vlans.get(i + 1).map_or(inner_type, |t| t.tpid);
         let at = 14 + 4 * i;
-        let mut v = MutableVlanPacket::new(&mut out[at..at + 4]).ok_or_else(|| short("VLAN"))?;
+        let mut v = MutableVlanPacket::new(&mut l2[at..at + 4]).ok_or_else(|| short("VLAN"))?;
         v.set_priority_code_point(ClassOfService::new(tag.pcp));
         v.set_drop_eligible_indicator(tag.dei);
         v.set_vlan_identifier(tag.vid);
         v.set_ethertype(EtherType(next));
     }
+    Ok(())
+}
 
-    let proto = match spec.l4 {
-        L4::Tcp(_) => Some(IPPROTO_TCP),
-        L4::Udp(_) => Some(IPPROTO_UDP),
-        L4::None => None,
+/// The IPv4 header of `pkt` (the IPv4 packet, payload already in place) and the TCP/UDP
+/// header after it.
+fn write_ipv4(
+    spec: &FrameSpec,
+    ip: &Ipv4Spec,
+    proto: Option<u8>,
+    pkt: &mut [u8],
+) -> Result<(), String> {
+    let p = IpNextHeaderProtocol(ip.proto.or(proto).unwrap_or(IPPROTO_EXPERIMENT));
+    let addrs = (IpAddr::V4(ip.src), IpAddr::V4(ip.dst));
+    fill_l4(spec, &mut pkt[20..], p, addrs, |t, u| match (t, u) {
+        (Some(t), _) => tcp::ipv4_checksum(&t.to_immutable(), &ip.src, &ip.dst),
+        (_, Some(u)) => udp::ipv4_checksum(&u.to_immutable(), &ip.src, &ip.dst),
+        _ => 0,
+    })?;
+    let l3_len = pkt.len();
+    let mut h = MutableIpv4Packet::new(pkt).ok_or_else(|| short("IPv4"))?;
+    h.set_version(4);
+    h.set_header_length(5);
+    h.set_dscp(ip.tos >> 2);
+    h.set_ecn(ip.tos & 3);
+    h.set_total_length(l3_len as u16);
+    h.set_identification(ip.id);
+    let mf = if spec.ext.ip_mf {
+        Ipv4Flags::MoreFragments
+    } else {
+        0
     };
-    let l4_at = l2 + l3_hdr;
-    let l4_bytes = &mut out[l4_at..l4_at + l4_len];
-    match &spec.l3 {
-        L3::None => {}
-        L3::V4(ip) => {
-            let p = IpNextHeaderProtocol(ip.proto.or(proto).unwrap_or(IPPROTO_EXPERIMENT));
-            let addrs = (IpAddr::V4(ip.src), IpAddr::V4(ip.dst));
-            fill_l4(spec, l4_bytes, p, addrs, |t, u| match (t, u) {
-                (Some(t), _) => tcp::ipv4_checksum(&t.to_immutable(), &ip.src, &ip.dst),
-                (_, Some(u)) => udp::ipv4_checksum(&u.to_immutable(), &ip.src, &ip.dst),
-                _ => 0,
-            })?;
-            let mut h =
-                MutableIpv4Packet::new(&mut out[l2..l2 + l3_len]).ok_or_else(|| short("IPv4"))?;
-            h.set_version(4);
-            h.set_header_length(5);
-            h.set_dscp(ip.tos >> 2);
-            h.set_ecn(ip.tos & 3);
-            h.set_total_length(l3_len as u16);
-            h.set_identification(ip.id);
-            let mf = if spec.ext.ip_mf {
-                Ipv4Flags::MoreFragments
-            } else {
-                0
-            };
-            h.set_flags(if ip.df { Ipv4Flags::DontFragment } else { 0 } | mf);
-            h.set_fragment_offset(spec.ext.ip_frag_offset);
-            h.set_ttl(ip.ttl);
-            h.set_next_level_protocol(p);
-            h.set_source(ip.src);
-            h.set_destination(ip.dst);
-            let good = ipv4::checksum(&h.to_immutable());
-            h.set_checksum(pick(spec.ip_csum, good, 0));
-        }
-        L3::V6(ip) => {
-            let p = IpNextHeaderProtocol(ip.next_header.or(proto).unwrap_or(IPPROTO_NONE));
-            let addrs = (IpAddr::V6(ip.src), IpAddr::V6(ip.dst));
-            fill_l4(spec, l4_bytes, p, addrs, |t, u| match (t, u) {
-                (Some(t), _) => tcp::ipv6_checksum(&t.to_immutable(), &ip.src, &ip.dst),
-                (_, Some(u)) => udp::ipv6_checksum(&u.to_immutable(), &ip.src, &ip.dst),
-                _ => 0,
-            })?;
-            let mut h =
-                MutableIpv6Packet::new(&mut out[l2..l2 + l3_len]).ok_or_else(|| short("IPv6"))?;
-            h.set_version(6);
-            h.set_traffic_class(ip.traffic_class);
-            h.set_flow_label(ip.flow_label);
-            h.set_payload_length((l3_len - 40) as u16);
-            h.set_next_header(
-                ip.ext
-                    .first()
-                    .map_or(p, |e| IpNextHeaderProtocol(e.protocol())),
-            );
-            h.set_hop_limit(ip.hop_limit);
-            h.set_source(ip.src);
-            h.set_destination(ip.dst);
-            crate::ipv6_ext::emit(&ip.ext, p.0, &mut out[l2 + 40..l2 + l3_hdr]);
-        }
-    }
-    if let Some(t) = &spec.ext.tunnel {
-        crate::tunnel::wrap(t, out)?;
-    }
+    h.set_flags(if ip.df { Ipv4Flags::DontFragment } else { 0 } | mf);
+    h.set_fragment_offset(spec.ext.ip_frag_offset);
+    h.set_ttl(ip.ttl);
+    h.set_next_level_protocol(p);
+    h.set_source(ip.src);
+    h.set_destination(ip.dst);
+    let good = ipv4::checksum(&h.to_immutable());
+    h.set_checksum(pick(spec.ip_csum, good, 0));
+    Ok(())
+}
+
+/// The IPv6 header and extension headers of `pkt` (the IPv6 packet, `l3_hdr` bytes of
+/// headers, payload already in place) and the TCP/UDP header after them.
+fn write_ipv6(
+    spec: &FrameSpec,
+    ip: &Ipv6Spec,
+    proto: Option<u8>,
+    l3_hdr: usize,
+    pkt: &mut [u8],
+) -> Result<(), String> {
+    let p = IpNextHeaderProtocol(ip.next_header.or(proto).unwrap_or(IPPROTO_NONE));
+    let addrs = (IpAddr::V6(ip.src), IpAddr::V6(ip.dst));
+    fill_l4(spec, &mut pkt[l3_hdr..], p, addrs, |t, u| match (t, u) {
+        (Some(t), _) => tcp::ipv6_checksum(&t.to_immutable(), &ip.src, &ip.dst),
+        (_, Some(u)) => udp::ipv6_checksum(&u.to_immutable(), &ip.src, &ip.dst),
+        _ => 0,
+    })?;
+    let l3_len = pkt.len();
+    let mut h = MutableIpv6Packet::new(pkt).ok_or_else(|| short("IPv6"))?;
+    h.set_version(6);
+    h.set_traffic_class(ip.traffic_class);
+    h.set_flow_label(ip.flow_label);
+    h.set_payload_length((l3_len - 40) as u16);
+    h.set_next_header(
+        ip.ext
+            .first()
+            .map_or(p, |e| IpNextHeaderProtocol(e.protocol())),
+    );
+    h.set_hop_limit(ip.hop_limit);
+    h.set_source(ip.src);
+    h.set_destination(ip.dst);
+    crate::ipv6_ext::emit(&ip.ext, p.0, &mut pkt[40..l3_hdr]);
     Ok(())
 }
 
