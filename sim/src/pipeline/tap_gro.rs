@@ -48,9 +48,9 @@ pub struct XdpBeforeGro {
     pub fate: Fate,
 }
 
-/// Totals of a run, kept even when skbs are not recorded (the bench).
+/// Totals of a run (the trace's totals), kept even when skbs are not recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct BenchCounts {
+pub struct GroCounts {
     pub frames: u64,
     pub skbs: u64,
     pub bytes: u64,
@@ -80,13 +80,13 @@ pub struct TapGro {
     /// The tap (IFINDEX_DUT) with its NAPI instance.
     pub net: Net,
     /// The scenario whose [device], [writer] and [xdp] the writes use; `None`: plain
-    /// frames into IFF_TAP|IFF_NO_PI|IFF_NAPI (the GRO unit tests, the bench).
+    /// frames into IFF_TAP|IFF_NO_PI|IFF_NAPI (the GRO unit tests, the CLI's bench).
     scenario: Option<Box<Scenario>>,
     /// O_NONBLOCK for plain frames (a scenario's [writer] says it otherwise).
     pub nonblocking: bool,
     /// The tap's counters after the last write.
     pub stats: TunStats,
-    pub counts: BenchCounts,
+    pub counts: GroCounts,
     wbuf: Vec<u8>,
     /// The tunnel devices' gro_cells after the stack ([`GroPlan::cells`]).
     pub cells: Option<crate::gro::cells::GroCells>,
@@ -153,7 +153,7 @@ impl TapGro {
             scenario,
             nonblocking: false,
             stats: TunStats::default(),
-            counts: BenchCounts::default(),
+            counts: GroCounts::default(),
             wbuf: Vec::new(),
             cells: plan
                 .cells()
@@ -326,94 +326,6 @@ impl Pipeline for TapGro {
     fn recycle(&mut self, d: Delivered) {
         self.recycle_delivered(d);
     }
-}
-
-/// The bench's input streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BenchStream {
-    /// One TCP flow, 1400-byte payloads (1454-byte frames).
-    Tcp,
-    /// The same flow inside GRE-TEB with a key (1492-byte frames).
-    GreTeb,
-    /// The same flow over IPv6 (1474-byte frames).
-    Tcp6,
-}
-
-/// `n` frames of a bench stream (deterministic).
-pub fn bench_frames(kind: BenchStream, n: usize) -> Vec<Vec<u8>> {
-    use crate::gro::frames::{Outer, Tcp4};
-    let inner = Tcp4::default();
-    (0..n)
-        .map(|k| {
-            let mut s = inner.clone();
-            s.seq = s.seq.wrapping_add((k * s.payload) as u32);
-            s.id = s.id.wrapping_add(k as u16);
-            let f = s.build();
-            match kind {
-                BenchStream::Tcp => f,
-                BenchStream::Tcp6 => s.build_v6(),
-                BenchStream::GreTeb => {
-                    let o = Outer {
-                        id: 100u16.wrapping_add(k as u16),
-                        ..Outer::default()
-                    };
-                    o.gre_teb(Some(42), None, &f)
-                }
-            }
-        })
-        .collect()
-}
-
-/// The plan the bench uses: 32 writes per NAPI poll (a vhost batch), no flush timeout.
-pub fn bench_plan(profile: &KernelProfile, teb_gro: bool) -> GroPlan {
-    GroPlan {
-        burst: 32,
-        teb_gro,
-        ..GroPlan::defaults(&profile.gro)
-    }
-}
-
-/// Run `frames` through GRO without recording skbs; `rounds` passes over the same
-/// frames (timestamps keep increasing, 1 us apart). Returns the totals.
-pub fn bench_run(
-    profile: &KernelProfile,
-    plan: &GroPlan,
-    frames: &[Vec<u8>],
-    rounds: usize,
-) -> BenchCounts {
-    let mut run = TapGro::new(profile, plan);
-    // Each event is handed back as soon as it comes: nothing is recorded.
-    let mut spare = Vec::new();
-    let mut i = 0u64;
-    for _ in 0..rounds {
-        for f in frames {
-            let frame = Input::Frame {
-                index: i,
-                ts_ns: 1_000_000_000 + i * 1000,
-                bytes: f,
-            };
-            let r = run.handle(frame, &mut |e| spare.extend(TapGro::spare(e)));
-            debug_assert!(r.is_ok(), "{r:?}");
-            for d in spare.drain(..) {
-                run.recycle(d);
-            }
-            i += 1;
-        }
-        let _ = run.handle(Input::End, &mut |e| spare.extend(TapGro::spare(e)));
-        for d in spare.drain(..) {
-            run.recycle(d);
-        }
-    }
-    run.counts
-}
-
-/// Skbs the stack sees per MB (10^6 bytes) written, for a GRE-TEB TCP stream of
-/// `segments` segments, with or without an ETH_P_TEB offload.
-pub fn bench_teb_skbs_per_mb(profile: &KernelProfile, teb_gro: bool, segments: usize) -> f64 {
-    let frames = bench_frames(BenchStream::GreTeb, segments);
-    let c = bench_run(profile, &bench_plan(profile, teb_gro), &frames, 1);
-    let written: usize = frames.iter().map(Vec::len).sum();
-    c.skbs as f64 * 1e6 / written as f64
 }
 
 #[cfg(test)]
