@@ -18,12 +18,11 @@ use crate::gro::GroConfig;
 use crate::net::Net;
 use crate::profile::KernelProfile;
 use crate::scenario::Scenario;
-use crate::tun::napi::{AfterGro, TunNapi};
+use crate::tun::napi::AfterGro;
 use crate::tun::write::{Fate, ModelError, WriteOpts, XdpReport};
 use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats};
-use crate::xdp::XdpAttachment;
 
-use super::tap_write::{compose_write_into, fill_devmaps, load_program, IFINDEX_DUT};
+use super::tap_write::{compose_write_into, dut_net, scenario_net, IFINDEX_DUT};
 use super::{Input, Pipeline, PipelineError};
 
 pub use super::tap_gro_record::{run_tap_gro, GroRunOutput, TapGroRun};
@@ -104,47 +103,33 @@ fn plain_tap() -> TunConfig {
 
 impl TapGro {
     pub fn new(profile: &KernelProfile, plan: &GroPlan) -> TapGro {
-        TapGro::with_device(profile, plan, TunDevice::new(plain_tap()), None)
+        let net = dut_net(TunDevice::new(plain_tap()), profile, plan);
+        TapGro::with_net(profile, plan, net, None)
     }
 
-    /// A run of `scenario`: its device (IFF_NAPI), writer and XDP program.
+    /// A run of `scenario`: tap-write's devices ([`scenario_net`]: the tap with its
+    /// program, IFF_NAPI, the redirect target), its writer, and the scenario's `[gro]`.
     pub fn for_scenario(scenario: &Scenario) -> Result<TapGro, ModelError> {
-        let mut dut = TunDevice::new(scenario.device.clone());
-        if let Some(spec) = &scenario.xdp {
-            let (prog, mut maps) = load_program(spec).map_err(ModelError)?;
-            if scenario.redirect.is_some() {
-                fill_devmaps(&mut maps, super::tap_write::IFINDEX_REDIRECT).map_err(ModelError)?;
-            }
-            let env = crate::bpf::BasicEnv::new(maps);
-            dut.xdp = Some(XdpAttachment::new(prog, spec.mode, env));
+        if !scenario.device.napi {
+            // Scenario::parse makes a tap-gro tap IFF_NAPI; another pipeline's is not.
+            return Err(ModelError("tap-gro: the tap is not IFF_NAPI".into()));
         }
-        let mut run = TapGro::with_device(
-            &scenario.profile,
-            &scenario.gro,
-            dut,
-            Some(Box::new(scenario.clone())),
-        );
-        if let Some(cfg) = &scenario.redirect {
-            run.net.add(
-                super::tap_write::IFINDEX_REDIRECT,
-                TunDevice::new(cfg.clone()),
-            );
-        }
-        Ok(run)
+        let net = scenario_net(scenario)?;
+        let sc = Some(Box::new(scenario.clone()));
+        Ok(TapGro::with_net(&scenario.profile, &scenario.gro, net, sc))
     }
 
-    fn with_device(
+    /// The run over `net`, whose tap (IFINDEX_DUT) is IFF_NAPI ([`dut_net`]).
+    fn with_net(
         profile: &KernelProfile,
         plan: &GroPlan,
-        dut: TunDevice,
+        mut net: Net,
         scenario: Option<Box<Scenario>>,
     ) -> TapGro {
-        let mut net = Net::new();
-        net.add(IFINDEX_DUT, dut);
-        let mut napi = TunNapi::new(profile, plan);
         // The run's record of the stack is the GRO skbs themselves (`delivered`).
-        napi.stack_copies = false;
-        net.enable_napi(IFINDEX_DUT, napi);
+        if let Some(n) = net.napi_mut(IFINDEX_DUT) {
+            n.stack_copies = false;
+        }
         TapGro {
             cfg: plan.config(profile.gro),
             plan: plan.clone(),
@@ -331,3 +316,7 @@ impl Pipeline for TapGro {
 #[cfg(test)]
 #[path = "tap_gro_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "tap_gro_setup_tests.rs"]
+mod setup_tests;

@@ -70,7 +70,11 @@ fn only_the_drive_loop_feeds_a_pipeline() {
     let calls = hits(&files, ".handle(", &allowed);
     assert!(calls.is_empty(), "a second loop:\n{}", calls.join("\n"));
     let feeders = hits(&files, "feed_frame", &[]);
-    assert!(feeders.is_empty(), "a second feeder:\n{}", feeders.join("\n"));
+    assert!(
+        feeders.is_empty(),
+        "a second feeder:\n{}",
+        feeders.join("\n")
+    );
     // The loop is there and the CLI's replay is built on it.
     let drive = files
         .iter()
@@ -81,7 +85,10 @@ fn only_the_drive_loop_feeds_a_pipeline() {
         .iter()
         .find(|(p, _)| p == "tools/skbsim/src/engine/drive.rs")
         .expect("tools/skbsim/src/engine/drive.rs");
-    assert!(engine.1.contains("sim::pipeline::drive("), "the replay's loop");
+    assert!(
+        engine.1.contains("sim::pipeline::drive("),
+        "the replay's loop"
+    );
 }
 
 #[test]
@@ -93,4 +100,29 @@ fn the_model_holds_no_bench_code() {
     let mut found = hits(&files, "fn bench_", &[]);
     found.extend(hits(&files, "Bench", &[]));
     assert!(found.is_empty(), "bench code in sim:\n{}", found.join("\n"));
+}
+
+#[test]
+fn tap_gro_sets_up_tap_writes_devices_and_none_of_its_own() {
+    // tap-gro is tap-write with NAPI and GRO configured: its devices come from
+    // tap_write::scenario_net / dut_net, not from a copy of that setup.
+    let files: Vec<_> = sources()
+        .into_iter()
+        .filter(|(p, _)| p == "sim/src/pipeline/tap_gro.rs")
+        .collect();
+    assert_eq!(files.len(), 1, "sim/src/pipeline/tap_gro.rs");
+    let mut copied = Vec::new();
+    for needle in [
+        "load_program",
+        "fill_devmaps",
+        "XdpAttachment",
+        "enable_napi",
+        "TunNapi::new",
+        "Net::new",
+    ] {
+        copied.extend(hits(&files, needle, &[]));
+    }
+    assert!(copied.is_empty(), "copied setup:\n{}", copied.join("\n"));
+    let text = &files[0].1;
+    assert!(text.contains("scenario_net(scenario)"), "tap-write's setup");
 }
