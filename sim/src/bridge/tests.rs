@@ -218,8 +218,9 @@ fn attach_key_defaults_and_errors() {
 
 #[test]
 fn the_pipeline_reports_undelivered_frames_and_reads_carry_the_right_index() {
+    use crate::pipeline::drive::{DriveError, Frames};
     use crate::pipeline::tun_read::{Event, TunReadRun};
-    use crate::pipeline::{feed_frame, Input, Pipeline, Schedule};
+    use crate::pipeline::{drive, Input, Schedule};
     let s = scenario("[device]\nno_pi = true\n").unwrap();
     let mut run = TunReadRun::new(&s);
     let mut events = Vec::new();
@@ -228,16 +229,15 @@ fn the_pipeline_reports_undelivered_frames_and_reads_carry_the_right_index() {
         frame(A, B, 0x88b5, &[0; 46]),
         frame([0xff; 6], B, 0x88b5, &[0; 46]),
     ];
-    let mut schedule = Schedule::for_scenario(&s);
-    for (i, f) in frames.iter().enumerate() {
-        let input = Input::Frame {
-            index: i as u64,
-            ts_ns: 10 + i as u64,
-            bytes: f,
-        };
-        feed_frame(&mut run, &mut schedule, input, &mut |e| events.push(e)).unwrap();
-    }
-    run.handle(Input::End, &mut |e| events.push(e)).unwrap();
+    let inputs = frames.iter().enumerate().map(|(i, f)| Input::Frame {
+        index: i as u64,
+        ts_ns: 10 + i as u64,
+        bytes: f,
+    });
+    let schedule = Schedule::for_scenario(&s);
+    drive(&mut run, schedule, &mut Frames::new(inputs), &mut events)
+        .map_err(DriveError::pipeline)
+        .unwrap();
     let shape: Vec<String> = events
         .iter()
         .map(|e| match e {
@@ -265,7 +265,7 @@ fn the_pipeline_reports_undelivered_frames_and_reads_carry_the_right_index() {
 #[test]
 fn bridge_nf_trims_the_skb_the_tap_reads() {
     use crate::pipeline::tun_read::{Event, TunReadRun};
-    use crate::pipeline::{feed_frame, Input, Schedule};
+    use crate::pipeline::{Driver, Input, Schedule};
     let s = scenario("attach = \"bridge-nf\"\n[device]\nno_pi = true\n").unwrap();
     let mut run = TunReadRun::new(&s);
     let mut lens = Vec::new();
@@ -275,13 +275,13 @@ fn bridge_nf_trims_the_skb_the_tap_reads() {
         ts_ns: 0,
         bytes: &frame,
     };
-    let mut schedule = Schedule::for_scenario(&s);
-    feed_frame(&mut run, &mut schedule, input, &mut |e| {
+    let mut driver = Driver::new(Schedule::for_scenario(&s));
+    let mut read_lens = |e: &Event| {
         if let Event::Read(r) = e {
             lens.push(r.result);
         }
-    })
-    .unwrap();
+    };
+    driver.feed(&mut run, input, &mut read_lens).unwrap();
     assert_eq!(lens, [Ok(46)]);
     assert_eq!(run.stats().tx_bytes, 46);
 }

@@ -9,8 +9,11 @@
 //!
 //! Who decides when userspace reads or the guest kicks is not the pipeline but the
 //! scenario's plan for userspace ([`Schedule`]: `[reader] read_every`, `[vhost] fill`),
-//! which turns each input frame into the inputs that follow it.
+//! which turns each input frame into the inputs that follow it. Every run, the CLI's
+//! replay, the bench and the tests' recorders alike, goes through the one loop of
+//! [`drive`].
 
+pub mod drive;
 pub mod frame_meta;
 pub mod schedule;
 pub mod tap_gro;
@@ -22,6 +25,7 @@ pub mod tun_read;
 pub mod tun_read_trace;
 pub mod vhost_tx;
 
+pub use drive::{drive, Driver};
 pub use schedule::Schedule;
 
 /// One input to a pipeline.
@@ -96,21 +100,6 @@ pub trait Pipeline {
     /// Give it back for later inputs (a streamed run renders each event and then returns
     /// its buffers, so a long replay allocates nothing per frame).
     fn recycle(&mut self, spare: Self::Spare);
-}
-
-/// Feed input frame `index` and then the inputs the schedule says follow it.
-#[inline]
-pub fn feed_frame<P: Pipeline>(
-    pipeline: &mut P,
-    schedule: &mut Schedule,
-    input: Input<'_>,
-    events: &mut impl FnMut(P::Event),
-) -> Result<(), PipelineError> {
-    pipeline.handle(input, events)?;
-    for next in schedule.after_frame() {
-        pipeline.handle(*next, events)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

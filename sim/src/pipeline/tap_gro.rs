@@ -18,12 +18,11 @@ use crate::gro::GroConfig;
 use crate::net::Net;
 use crate::profile::KernelProfile;
 use crate::scenario::Scenario;
-use crate::tun::napi::{AfterGro, TunNapi};
+use crate::tun::napi::AfterGro;
 use crate::tun::write::{Fate, ModelError, WriteOpts, XdpReport};
 use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats};
-use crate::xdp::XdpAttachment;
 
-use super::tap_write::{compose_write_into, fill_devmaps, load_program, IFINDEX_DUT};
+use super::tap_write::{compose_write_into, dut_net, scenario_net, IFINDEX_DUT};
 use super::{Input, Pipeline, PipelineError};
 
 pub use super::tap_gro_record::{run_tap_gro, GroRunOutput, TapGroRun};
@@ -48,9 +47,9 @@ pub struct XdpBeforeGro {
     pub fate: Fate,
 }
 
-/// Totals of a run, kept even when skbs are not recorded (the bench).
+/// Totals of a run (the trace's totals), kept even when skbs are not recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct BenchCounts {
+pub struct GroCounts {
     pub frames: u64,
     pub skbs: u64,
     pub bytes: u64,
@@ -80,13 +79,13 @@ pub struct TapGro {
     /// The tap (IFINDEX_DUT) with its NAPI instance.
     pub net: Net,
     /// The scenario whose [device], [writer] and [xdp] the writes use; `None`: plain
-    /// frames into IFF_TAP|IFF_NO_PI|IFF_NAPI (the GRO unit tests, the bench).
+    /// frames into IFF_TAP|IFF_NO_PI|IFF_NAPI (the GRO unit tests, the CLI's bench).
     scenario: Option<Box<Scenario>>,
     /// O_NONBLOCK for plain frames (a scenario's [writer] says it otherwise).
     pub nonblocking: bool,
     /// The tap's counters after the last write.
     pub stats: TunStats,
-    pub counts: BenchCounts,
+    pub counts: GroCounts,
     wbuf: Vec<u8>,
     /// The tunnel devices' gro_cells after the stack ([`GroPlan::cells`]).
     pub cells: Option<crate::gro::cells::GroCells>,
@@ -104,47 +103,33 @@ fn plain_tap() -> TunConfig {
 
 impl TapGro {
     pub fn new(profile: &KernelProfile, plan: &GroPlan) -> TapGro {
-        TapGro::with_device(profile, plan, TunDevice::new(plain_tap()), None)
+        let net = dut_net(TunDevice::new(plain_tap()), profile, plan);
+        TapGro::with_net(profile, plan, net, None)
     }
 
-    /// A run of `scenario`: its device (IFF_NAPI), writer and XDP program.
+    /// A run of `scenario`: tap-write's devices ([`scenario_net`]: the tap with its
+    /// program, IFF_NAPI, the redirect target), its writer, and the scenario's `[gro]`.
     pub fn for_scenario(scenario: &Scenario) -> Result<TapGro, ModelError> {
-        let mut dut = TunDevice::new(scenario.device.clone());
-        if let Some(spec) = &scenario.xdp {
-            let (prog, mut maps) = load_program(spec).map_err(ModelError)?;
-            if scenario.redirect.is_some() {
-                fill_devmaps(&mut maps, super::tap_write::IFINDEX_REDIRECT).map_err(ModelError)?;
-            }
-            let env = crate::bpf::BasicEnv::new(maps);
-            dut.xdp = Some(XdpAttachment::new(prog, spec.mode, env));
+        if !scenario.device.napi {
+            // Scenario::parse makes a tap-gro tap IFF_NAPI; another pipeline's is not.
+            return Err(ModelError("tap-gro: the tap is not IFF_NAPI".into()));
         }
-        let mut run = TapGro::with_device(
-            &scenario.profile,
-            &scenario.gro,
-            dut,
-            Some(Box::new(scenario.clone())),
-        );
-        if let Some(cfg) = &scenario.redirect {
-            run.net.add(
-                super::tap_write::IFINDEX_REDIRECT,
-                TunDevice::new(cfg.clone()),
-            );
-        }
-        Ok(run)
+        let net = scenario_net(scenario)?;
+        let sc = Some(Box::new(scenario.clone()));
+        Ok(TapGro::with_net(&scenario.profile, &scenario.gro, net, sc))
     }
 
-    fn with_device(
+    /// The run over `net`, whose tap (IFINDEX_DUT) is IFF_NAPI ([`dut_net`]).
+    fn with_net(
         profile: &KernelProfile,
         plan: &GroPlan,
-        dut: TunDevice,
+        mut net: Net,
         scenario: Option<Box<Scenario>>,
     ) -> TapGro {
-        let mut net = Net::new();
-        net.add(IFINDEX_DUT, dut);
-        let mut napi = TunNapi::new(profile, plan);
         // The run's record of the stack is the GRO skbs themselves (`delivered`).
-        napi.stack_copies = false;
-        net.enable_napi(IFINDEX_DUT, napi);
+        if let Some(n) = net.napi_mut(IFINDEX_DUT) {
+            n.stack_copies = false;
+        }
         TapGro {
             cfg: plan.config(profile.gro),
             plan: plan.clone(),
@@ -153,7 +138,7 @@ impl TapGro {
             scenario,
             nonblocking: false,
             stats: TunStats::default(),
-            counts: BenchCounts::default(),
+            counts: GroCounts::default(),
             wbuf: Vec::new(),
             cells: plan
                 .cells()
@@ -328,94 +313,10 @@ impl Pipeline for TapGro {
     }
 }
 
-/// The bench's input streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BenchStream {
-    /// One TCP flow, 1400-byte payloads (1454-byte frames).
-    Tcp,
-    /// The same flow inside GRE-TEB with a key (1492-byte frames).
-    GreTeb,
-    /// The same flow over IPv6 (1474-byte frames).
-    Tcp6,
-}
-
-/// `n` frames of a bench stream (deterministic).
-pub fn bench_frames(kind: BenchStream, n: usize) -> Vec<Vec<u8>> {
-    use crate::gro::frames::{Outer, Tcp4};
-    let inner = Tcp4::default();
-    (0..n)
-        .map(|k| {
-            let mut s = inner.clone();
-            s.seq = s.seq.wrapping_add((k * s.payload) as u32);
-            s.id = s.id.wrapping_add(k as u16);
-            let f = s.build();
-            match kind {
-                BenchStream::Tcp => f,
-                BenchStream::Tcp6 => s.build_v6(),
-                BenchStream::GreTeb => {
-                    let o = Outer {
-                        id: 100u16.wrapping_add(k as u16),
-                        ..Outer::default()
-                    };
-                    o.gre_teb(Some(42), None, &f)
-                }
-            }
-        })
-        .collect()
-}
-
-/// The plan the bench uses: 32 writes per NAPI poll (a vhost batch), no flush timeout.
-pub fn bench_plan(profile: &KernelProfile, teb_gro: bool) -> GroPlan {
-    GroPlan {
-        burst: 32,
-        teb_gro,
-        ..GroPlan::defaults(&profile.gro)
-    }
-}
-
-/// Run `frames` through GRO without recording skbs; `rounds` passes over the same
-/// frames (timestamps keep increasing, 1 us apart). Returns the totals.
-pub fn bench_run(
-    profile: &KernelProfile,
-    plan: &GroPlan,
-    frames: &[Vec<u8>],
-    rounds: usize,
-) -> BenchCounts {
-    let mut run = TapGro::new(profile, plan);
-    // Each event is handed back as soon as it comes: nothing is recorded.
-    let mut spare = Vec::new();
-    let mut i = 0u64;
-    for _ in 0..rounds {
-        for f in frames {
-            let frame = Input::Frame {
-                index: i,
-                ts_ns: 1_000_000_000 + i * 1000,
-                bytes: f,
-            };
-            let r = run.handle(frame, &mut |e| spare.extend(TapGro::spare(e)));
-            debug_assert!(r.is_ok(), "{r:?}");
-            for d in spare.drain(..) {
-                run.recycle(d);
-            }
-            i += 1;
-        }
-        let _ = run.handle(Input::End, &mut |e| spare.extend(TapGro::spare(e)));
-        for d in spare.drain(..) {
-            run.recycle(d);
-        }
-    }
-    run.counts
-}
-
-/// Skbs the stack sees per MB (10^6 bytes) written, for a GRE-TEB TCP stream of
-/// `segments` segments, with or without an ETH_P_TEB offload.
-pub fn bench_teb_skbs_per_mb(profile: &KernelProfile, teb_gro: bool, segments: usize) -> f64 {
-    let frames = bench_frames(BenchStream::GreTeb, segments);
-    let c = bench_run(profile, &bench_plan(profile, teb_gro), &frames, 1);
-    let written: usize = frames.iter().map(Vec::len).sum();
-    c.skbs as f64 * 1e6 / written as f64
-}
-
 #[cfg(test)]
 #[path = "tap_gro_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "tap_gro_setup_tests.rs"]
+mod setup_tests;

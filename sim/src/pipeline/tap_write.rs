@@ -10,9 +10,12 @@
 use crate::bpf::{assemble, load_elf_file, BasicEnv, Maps, Program};
 use crate::consts::TUN_PI_LEN;
 use crate::errno::Errno;
+use crate::gro::plan::GroPlan;
 use crate::net::{Delivery, Net};
 use crate::pcap::linktype::{to_l3, LINKTYPE_ETHERNET};
+use crate::profile::KernelProfile;
 use crate::scenario::{Scenario, XdpSpec};
+use crate::tun::napi::TunNapi;
 use crate::tun::write::{ModelError, WriteOpts, WriteOutcome};
 use crate::tun::{DeviceKind, TunDevice, TunStats};
 use crate::wire::virtio_net_hdr::{VirtioNetHdr, VnetHdrLayout};
@@ -76,6 +79,40 @@ pub fn fill_devmaps(maps: &mut Maps, target: u32) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The device under test (IFINDEX_DUT) in a new [`Net`], with tun's NAPI instance when it
+/// is IFF_NAPI: tun_get_user and tun_xdp_one then hand the skbs to napi_gro_receive, and
+/// the NAPI poll to GRO (drivers/net/tun.c: tun_set_iff -> tun_napi_init, tun_get_user:
+/// tun_rx_batched / napi_schedule). `plan` is the scenario's `[gro]`.
+pub fn dut_net(dut: TunDevice, profile: &KernelProfile, plan: &GroPlan) -> Net {
+    let napi = dut.config.napi;
+    let mut net = Net::new();
+    net.add(IFINDEX_DUT, dut);
+    if napi {
+        net.enable_napi(IFINDEX_DUT, TunNapi::new(profile, plan));
+    }
+    net
+}
+
+/// The scenario's devices, as tap-write and tap-gro set them up: the device under test
+/// with the scenario's XDP program attached (every devmap's key 0 = the redirect
+/// target), NAPI when it is IFF_NAPI ([`dut_net`]), and the redirect target
+/// (IFINDEX_REDIRECT) when there is one.
+pub fn scenario_net(scenario: &Scenario) -> Result<Net, ModelError> {
+    let mut dut = TunDevice::new(scenario.device.clone());
+    if let Some(spec) = &scenario.xdp {
+        let (prog, mut maps) = load_program(spec).map_err(ModelError)?;
+        if scenario.redirect.is_some() {
+            fill_devmaps(&mut maps, IFINDEX_REDIRECT).map_err(ModelError)?;
+        }
+        dut.xdp = Some(XdpAttachment::new(prog, spec.mode, BasicEnv::new(maps)));
+    }
+    let mut net = dut_net(dut, &scenario.profile, &scenario.gro);
+    if let Some(cfg) = &scenario.redirect {
+        net.add(IFINDEX_REDIRECT, TunDevice::new(cfg.clone()));
+    }
+    Ok(net)
 }
 
 /// What happened, in order.
@@ -192,24 +229,7 @@ impl<'s> TapWriteRun<'s> {
     /// Build the devices and attach the program. `base` resolves nothing: paths in the
     /// scenario are already resolved against its directory.
     pub fn new(scenario: &'s Scenario) -> Result<TapWriteRun<'s>, ModelError> {
-        let mut net = Net::new();
-        let mut dut = TunDevice::new(scenario.device.clone());
-        if let Some(spec) = &scenario.xdp {
-            let (prog, mut maps) = load_program(spec).map_err(ModelError)?;
-            if scenario.redirect.is_some() {
-                fill_devmaps(&mut maps, IFINDEX_REDIRECT).map_err(ModelError)?;
-            }
-            dut.xdp = Some(XdpAttachment::new(prog, spec.mode, BasicEnv::new(maps)));
-        }
-        net.add(IFINDEX_DUT, dut);
-        if scenario.device.napi {
-            // IFF_NAPI: tun_get_user and tun_xdp_one hand the skbs to tun's NAPI and GRO.
-            let napi = crate::tun::napi::TunNapi::new(&scenario.profile, &scenario.gro);
-            net.enable_napi(IFINDEX_DUT, napi);
-        }
-        if let Some(cfg) = &scenario.redirect {
-            net.add(IFINDEX_REDIRECT, TunDevice::new(cfg.clone()));
-        }
+        let net = scenario_net(scenario)?;
         Ok(TapWriteRun {
             scenario,
             net,

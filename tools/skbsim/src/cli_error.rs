@@ -29,3 +29,10 @@ macro_rules! from_display {
 }
 
 from_display!(sim::scenario::ScenarioError, sim::pcap::PcapError);
+
+/// What cannot fail (an in-memory source, a consumer that keeps nothing) as a CliError.
+impl From<std::convert::Infallible> for CliError {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
+    }
+}

@@ -8,8 +8,8 @@
 
 use std::process::ExitCode;
 
+use crate::bench::gro_model::{bench_frames, BenchStream};
 use serde_json::json;
-use sim::pipeline::tap_gro::{bench_frames, BenchStream};
 use skbsim_kernel::arm::tap_gro::{gro_bench, BenchStack, GroBench, GroBenchConfig, GroModeResult};
 
 use crate::bench::BenchArgs;

@@ -17,6 +17,7 @@
 //! ([`crate::bench::capture::Scratch`]); `--make-capture PATH` writes one to keep.
 
 pub mod capture;
+pub mod gro_model;
 pub mod gro_real;
 pub mod model;
 pub mod replay;
@@ -28,9 +29,10 @@ use std::time::Instant;
 
 use clap::Args;
 use serde_json::json;
-use sim::pcap::PcapReader;
+use sim::pcap::{EthernetInput, PcapReader};
+use sim::pipeline::drive::{DriveError, Frames};
 use sim::pipeline::tun_read::{Event, TunReadRun};
-use sim::pipeline::{feed_frame, Input, Pipeline, PipelineError, Schedule};
+use sim::pipeline::{drive, Input, Schedule};
 use sim::scenario::Scenario;
 use sim::skb::OpCounters;
 
@@ -112,28 +114,25 @@ fn raw_read(path: &Path) -> Result<(u64, u64), CliError> {
 }
 
 fn sim_read(s: &Scenario) -> Result<(u64, OpCounters), CliError> {
-    let mut r = PcapReader::open(&s.input)?;
+    let mut input = EthernetInput::open(&s.input, s.link)?;
     let mut run = TunReadRun::new(s);
     run.record_bytes = false;
     let mut reads = 0u64;
-    let mut sink = |e: Event| {
+    let mut count = |e: &Event| {
         if matches!(e, Event::Read(_)) {
             reads += 1;
         }
     };
-    let mut schedule = Schedule::for_scenario(s);
-    let err = |e: PipelineError| CliError(format!("{}: {e}", s.input.display()));
-    while let Some(f) = r.next_frame() {
-        let f = f?;
-        let input = Input::Frame {
-            index: f.index,
-            ts_ns: f.ts_ns,
-            bytes: f.data,
-        };
-        feed_frame(&mut run, &mut schedule, input, &mut sink).map_err(err)?;
-    }
-    run.handle(Input::End, &mut sink).map_err(err)?;
+    drive(&mut run, Schedule::for_scenario(s), &mut input, &mut count)
+        .map_err(|e| sim_error(s, e))?;
     Ok((reads, run.ops))
+}
+
+fn sim_error(s: &Scenario, e: DriveError<CliError>) -> CliError {
+    match e {
+        DriveError::Pipeline(p) => CliError(format!("{}: {p}", s.input.display())),
+        DriveError::Other(e) => e,
+    }
 }
 
 /// Frames kept in memory for the simulator-only measurement (about 15 MB of a mixed
@@ -144,20 +143,22 @@ const PRELOAD_FRAMES: usize = 20_000;
 fn sim_in_memory(s: &Scenario, frames: &[sim::pcap::Frame], total: u64) -> Result<f64, CliError> {
     let mut run = TunReadRun::new(s);
     run.record_bytes = false;
-    let mut sink = |_e: Event| {};
-    let mut schedule = Schedule::for_scenario(s);
-    let err = |e: PipelineError| CliError(format!("{}: {e}", s.input.display()));
-    let t = Instant::now();
-    for i in 0..total {
-        let f = &frames[(i % frames.len() as u64) as usize];
-        let input = Input::Frame {
+    let mut discard = |_e: &Event| {};
+    let inputs = (0..total)
+        .zip(frames.iter().cycle())
+        .map(|(i, f)| Input::Frame {
             index: i,
             ts_ns: f.ts_ns,
             bytes: &f.data,
-        };
-        feed_frame(&mut run, &mut schedule, input, &mut sink).map_err(err)?;
-    }
-    run.handle(Input::End, &mut sink).map_err(err)?;
+        });
+    let t = Instant::now();
+    drive(
+        &mut run,
+        Schedule::for_scenario(s),
+        &mut Frames::new(inputs),
+        &mut discard,
+    )
+    .map_err(|e| sim_error(s, e))?;
     Ok(total as f64 / t.elapsed().as_secs_f64())
 }
 

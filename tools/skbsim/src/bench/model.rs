@@ -5,9 +5,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use serde_json::{json, Value};
+use sim::pipeline::drive::{DriveError, Frames};
 use sim::pipeline::tap_write::{TapWriteRun, WriteEvent};
 use sim::pipeline::vhost_tx::{VhostTxEvent, VhostTxRun};
-use sim::pipeline::{feed_frame, Input, Pipeline, Schedule};
+use sim::pipeline::{drive, Input, Schedule};
 use sim::scenario::Scenario;
 use sim::vhost::VhostOps;
 
@@ -51,20 +52,35 @@ pub fn xdp_write_fps(repo: &Path, prog: &str, frames: u64, runs: usize) -> Resul
     for _ in 0..runs {
         let mut run = TapWriteRun::new(&s).map_err(|e| CliError(e.0))?;
         let mut n = 0u64;
-        let mut sink = |_e: WriteEvent| n += 1;
-        let mut schedule = Schedule::for_scenario(&s);
+        let mut count = |_e: &WriteEvent| n += 1;
         let t = Instant::now();
-        for i in 0..frames {
-            let input = Input::Frame {
-                index: i,
-                ts_ns: i,
-                bytes: &f,
-            };
-            feed_frame(&mut run, &mut schedule, input, &mut sink).map_err(|e| CliError(e.why))?;
-        }
+        drive(
+            &mut run,
+            Schedule::for_scenario(&s),
+            &mut same_frame(&f, frames),
+            &mut count,
+        )
+        .map_err(bench_error)?;
         rates.push(frames as f64 / t.elapsed().as_secs_f64());
     }
     Ok(median(rates))
+}
+
+/// `n` inputs of the same frame, numbered and timed 0, 1, 2, ... (in memory).
+fn same_frame(f: &[u8], n: u64) -> Frames<'_, impl Iterator<Item = Input<'_>>> {
+    Frames::new((0..n).map(move |i| Input::Frame {
+        index: i,
+        ts_ns: i,
+        bytes: f,
+    }))
+}
+
+/// A bench run's error: the pipeline's, or nothing else (frames in memory).
+pub fn bench_error(e: DriveError<CliError>) -> CliError {
+    match e {
+        DriveError::Pipeline(p) => CliError(p.why),
+        DriveError::Other(e) => e,
+    }
 }
 
 /// Packets/s and op counts of a guest sending through vhost_net into a tap with
@@ -86,19 +102,15 @@ pub fn vhost_drop(
     let mut ops = VhostOps::default();
     for _ in 0..runs {
         let mut run = VhostTxRun::new(&s).map_err(|e| CliError(e.0))?;
-        let mut sink = |_e: VhostTxEvent| {};
-        let mut schedule = Schedule::for_scenario(&s);
+        let mut discard = |_e: &VhostTxEvent| {};
         let t = Instant::now();
-        for i in 0..packets {
-            let input = Input::Frame {
-                index: i,
-                ts_ns: i,
-                bytes: &f,
-            };
-            feed_frame(&mut run, &mut schedule, input, &mut sink).map_err(|e| CliError(e.why))?;
-        }
-        run.handle(Input::End, &mut sink)
-            .map_err(|e| CliError(e.why))?;
+        drive(
+            &mut run,
+            Schedule::for_scenario(&s),
+            &mut same_frame(&f, packets),
+            &mut discard,
+        )
+        .map_err(bench_error)?;
         rates.push(packets as f64 / t.elapsed().as_secs_f64());
         ops = run.ops();
     }
@@ -108,9 +120,9 @@ pub fn vhost_drop(
 /// GRO frames/s for a plain TCP, a GRE-TEB and an IPv6 TCP stream (32 writes per NAPI
 /// poll), and the skbs the stack sees per MB of a GRE-TEB stream with and without the
 /// ETH_P_TEB offload.
-pub fn gro(frames: u64, runs: usize) -> (f64, f64, f64, f64, f64) {
-    use sim::pipeline::tap_gro::{
-        bench_frames, bench_plan, bench_run, bench_teb_skbs_per_mb, BenchStream,
+pub fn gro(frames: u64, runs: usize) -> Result<(f64, f64, f64, f64, f64), CliError> {
+    use crate::bench::gro_model::{
+        bench_frames, bench_plan, bench_run, teb_skbs_per_mb, BenchStream,
     };
     let p = sim::profile::KernelProfile::default();
     let rate = |kind: BenchStream| {
@@ -120,18 +132,18 @@ pub fn gro(frames: u64, runs: usize) -> (f64, f64, f64, f64, f64) {
         let mut v = Vec::new();
         for _ in 0..runs {
             let t = Instant::now();
-            let _ = bench_run(&p, &plan, &fs, rounds);
+            bench_run(&p, &plan, &fs, rounds)?;
             v.push((rounds * fs.len()) as f64 / t.elapsed().as_secs_f64());
         }
-        median(v)
+        Ok::<f64, CliError>(median(v))
     };
-    (
-        rate(BenchStream::Tcp),
-        rate(BenchStream::GreTeb),
-        rate(BenchStream::Tcp6),
-        bench_teb_skbs_per_mb(&p, false, 10_000),
-        bench_teb_skbs_per_mb(&p, true, 10_000),
-    )
+    Ok((
+        rate(BenchStream::Tcp)?,
+        rate(BenchStream::GreTeb)?,
+        rate(BenchStream::Tcp6)?,
+        teb_skbs_per_mb(&p, false, 10_000)?,
+        teb_skbs_per_mb(&p, true, 10_000)?,
+    ))
 }
 
 fn per(ops: &VhostOps, n: u64) -> Value {
@@ -152,7 +164,7 @@ pub fn run(repo: &Path, frames: u64, runs: usize) -> Result<(Value, String), Cli
     let drop = xdp_write_fps(repo, "xdp_drop", frames, runs)?;
     let (on, on_ops) = vhost_drop(repo, "linux-6.18", frames, runs)?;
     let (off, off_ops) = vhost_drop(repo, "linux-4.19", frames, runs)?;
-    let (gro_tcp, gro_teb, gro_tcp6, teb_off, teb_on) = gro(frames, runs);
+    let (gro_tcp, gro_teb, gro_tcp6, teb_off, teb_on) = gro(frames, runs)?;
     let js = json!({
         "gro_tcp_fps": gro_tcp, "gro_gre_teb_fps": gro_teb, "gro_tcp6_fps": gro_tcp6,
         "gro_tcp6_over_tcp": gro_tcp6 / gro_tcp,

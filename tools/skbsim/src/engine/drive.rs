@@ -1,12 +1,13 @@
-//! The one loop every pipeline runs in: the pcap reader's frames become
-//! [`Input::Frame`]s, the scenario's [`Schedule`] adds the reads and kicks that follow
-//! each, [`Input::End`] ends the input; every event goes at once to the renderer of its
-//! kind, then back to the pipeline for reuse. The real arms' events go through the same
+//! A scenario's replay through the one loop every pipeline runs in
+//! ([`sim::pipeline::drive`]): the pcap reader's frames are the source, the scenario's
+//! [`Schedule`] adds the reads and kicks that follow each; every event goes at once to
+//! the renderer of its kind, then back to the pipeline for reuse. The real arms' events go through the same
 //! renderers ([`render_all`]).
 
 use indicatif::ProgressBar;
 use sim::pcap::{EthernetInput, SkipCounts};
-use sim::pipeline::{feed_frame, Input, Pipeline, PipelineError, Schedule};
+use sim::pipeline::drive::{Consumer, DriveError};
+use sim::pipeline::{Pipeline, PipelineError, Schedule};
 use sim::scenario::Scenario;
 
 use super::{Sinks, PROGRESS_EVERY};
@@ -23,8 +24,9 @@ pub trait Render<E> {
     fn event(&mut self, sinks: &mut Sinks, e: &E) -> Result<(), CliError>;
 }
 
-/// Replay the scenario's pcap through `run` into `sinks`; `err` names the scenario in a
-/// pipeline error. Returns the number of input frames and the frames the input skipped.
+/// Replay the scenario's pcap through `run` into `sinks` (the one loop:
+/// [`sim::pipeline::drive`]); `err` names the scenario in a pipeline error. Returns the
+/// number of input frames and the frames the input skipped.
 pub fn drive<P: Pipeline>(
     scenario: &Scenario,
     run: &mut P,
@@ -34,46 +36,49 @@ pub fn drive<P: Pipeline>(
     err: impl Fn(PipelineError) -> CliError,
 ) -> Result<(u64, SkipCounts), CliError> {
     let mut reader = EthernetInput::open(&scenario.input, scenario.link)?;
-    let mut schedule = Schedule::for_scenario(scenario);
-    let mut failed: Option<CliError> = None;
-    // Rendered events, handed back to the pipeline after each input.
-    let mut spare: Vec<P::Spare> = Vec::new();
-    let mut frames = 0u64;
-    while let Some(frame) = reader.next_frame() {
-        let frame = frame?;
-        render.frame(frame.index, frame.ts_ns);
-        let input = Input::Frame {
-            index: frame.index,
-            ts_ns: frame.ts_ns,
-            bytes: frame.data,
-        };
-        let r = feed_frame(run, &mut schedule, input, &mut |e| {
-            if failed.is_none() {
-                failed = render.event(sinks, &e).err();
+    let mut out = Rendered {
+        sinks,
+        render,
+        progress,
+        frames: 0,
+    };
+    let schedule = Schedule::for_scenario(scenario);
+    let frames =
+        sim::pipeline::drive(run, schedule, &mut reader, &mut out).map_err(|e| match e {
+            DriveError::Pipeline(p) => err(p),
+            DriveError::Other(e) => e,
+        })?;
+    Ok((frames, *reader.skipped()))
+}
+
+/// The renderer and the sinks as the drive loop's consumer: every event rendered, then
+/// handed back for reuse; the progress bar told every [`PROGRESS_EVERY`] frames.
+struct Rendered<'a, R> {
+    sinks: &'a mut Sinks,
+    render: &'a mut R,
+    progress: Option<&'a ProgressBar>,
+    frames: u64,
+}
+
+impl<E, R: Render<E>> Consumer<E> for Rendered<'_, R> {
+    type Error = CliError;
+
+    #[inline]
+    fn frame(&mut self, index: u64, ts_ns: u64) {
+        self.render.frame(index, ts_ns);
+        if self.frames & (PROGRESS_EVERY - 1) == 0 && self.frames > 0 {
+            if let Some(pb) = self.progress {
+                pb.set_message(format!("{} frames", self.frames));
             }
-            spare.extend(P::spare(e));
-        });
-        for s in spare.drain(..) {
-            run.recycle(s);
         }
-        r.map_err(&err)?;
-        if let Some(e) = failed.take() {
-            return Err(e);
-        }
-        frames += 1;
-        if frames & (PROGRESS_EVERY - 1) == 0 {
-            if let Some(pb) = progress {
-                pb.set_message(format!("{frames} frames"));
-            }
-        }
+        self.frames += 1;
     }
-    let r = run.handle(Input::End, &mut |e| {
-        if failed.is_none() {
-            failed = render.event(sinks, &e).err();
-        }
-    });
-    r.map_err(&err)?;
-    failed.map_or(Ok((frames, *reader.skipped())), Err)
+
+    #[inline]
+    fn event(&mut self, e: E) -> Result<Option<E>, CliError> {
+        self.render.event(self.sinks, &e)?;
+        Ok(Some(e))
+    }
 }
 
 /// A real arm's events, in order, through the renderer.
