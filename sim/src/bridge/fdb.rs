@@ -27,6 +27,12 @@ pub struct Fdb {
     entries: BTreeMap<Mac, FdbEntry>,
     /// `br->ageing_time` (`hold_time`: no topology change without STP).
     pub ageing_ns: u64,
+    /// No learned entry was updated before this (a lower bound: a refresh only moves
+    /// an entry's time later; `u64::MAX` with none learned). [`Fdb::age`] walks the
+    /// entries only once the clock has passed this plus the ageing time, as the
+    /// kernel's gc work runs only when the next entry is due (br_fdb_cleanup
+    /// reschedules itself for the earliest `updated + hold_time`), not on every frame.
+    oldest_ns: u64,
 }
 
 impl Fdb {
@@ -34,6 +40,7 @@ impl Fdb {
         Fdb {
             entries: BTreeMap::new(),
             ageing_ns,
+            oldest_ns: u64::MAX,
         }
     }
 
@@ -52,8 +59,18 @@ impl Fdb {
     /// entry until the ageing time is strictly exceeded.
     pub fn age(&mut self, now_ns: u64) {
         let ageing = self.ageing_ns;
+        // Every learned entry's `updated_ns` is at least `oldest_ns`, so none is older
+        // than `now_ns - oldest_ns`: nothing can go yet.
+        if now_ns.saturating_sub(self.oldest_ns) <= ageing {
+            return;
+        }
         self.entries
             .retain(|_, e| e.local || now_ns.saturating_sub(e.updated_ns) <= ageing);
+        self.oldest_ns = self
+            .learned()
+            .map(|(_, e)| e.updated_ns)
+            .min()
+            .unwrap_or(u64::MAX);
     }
 
     /// `br_fdb_update`: learn `mac` on `port` at `now_ns`. A local entry is never moved
@@ -70,6 +87,7 @@ impl Fdb {
                 e.port = Some(port);
             }
             None => {
+                self.oldest_ns = self.oldest_ns.min(now_ns);
                 self.entries.insert(
                     mac,
                     FdbEntry {
@@ -92,3 +110,7 @@ impl Fdb {
         self.entries.iter().filter(|(_, e)| !e.local)
     }
 }
+
+#[cfg(test)]
+#[path = "fdb_tests.rs"]
+mod tests;

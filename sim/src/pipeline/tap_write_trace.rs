@@ -6,6 +6,7 @@
 //! (drivers/net/tun.c: tun_get_user / tun_xdp_one), each XDP run and the frame's fate.
 
 use crate::bpf::Maps;
+use crate::net::Delivery;
 use crate::scenario::Scenario;
 use crate::trace::record::{At, Field, Part, Record, Value};
 use crate::trace::write::{action_line, fate_line};
@@ -73,19 +74,12 @@ pub fn host_event_record<'e>(scenario: &Scenario, e: &'e WriteEvent) -> Record<'
         WriteEvent::Write(w) => write_record(w),
         WriteEvent::Stack { write, delivery } => {
             let mut rec = Record::new("stack");
-            rec.comment_words = true;
             rec.at = Some(At::After(*write as u64));
             rec.result = Some(Value::Parts(vec![
                 Part::bare("len", Value::Int(delivery.frame.len() as u64)),
                 Part::word("bytes"),
             ]));
-            if let Some(v) = delivery.vlan {
-                let mut tag = String::new();
-                vlan_tci_into(&mut tag, v.proto, v.tci);
-                rec.push(Field::both("vlan", Value::text(tag)).meta_at(2));
-            }
-            let protocol = Value::hex(u64::from(delivery.protocol), 4);
-            rec.push(Field::both("protocol", protocol).meta());
+            stack_meta(&mut rec, delivery);
             // An IFF_TUN device's stack sees the packet from the network header on.
             let mut summary = String::new();
             match scenario.device.kind {
@@ -115,6 +109,36 @@ pub fn host_event_record<'e>(scenario: &Scenario, e: &'e WriteEvent) -> Record<'
     }
 }
 
+/// The packet comment of a host-side event that puts a frame in the capture (a frame
+/// the stack received, a read on A or B), as [`host_event_record`]'s `comment()`
+/// without building the fields the comment leaves out (a stack frame's summary and
+/// bytes: the comment is all `replay -o` wants of a record, for every frame). `None`
+/// for a write, which puts no frame in the capture.
+pub fn host_event_comment(scenario: &Scenario, e: &WriteEvent) -> Option<String> {
+    match e {
+        WriteEvent::Write(_) => None,
+        WriteEvent::Stack { delivery, .. } => {
+            let mut rec = Record::new("stack");
+            stack_meta(&mut rec, delivery);
+            Some(rec.comment())
+        }
+        WriteEvent::Read { .. } => Some(host_event_record(scenario, e).comment()),
+    }
+}
+
+/// A stack frame's packet metadata, the fields of its comment (as words: `protocol
+/// 0x0800 vlan ...`): what AF_PACKET's PACKET_AUXDATA gives (the tag, skb->protocol).
+fn stack_meta(rec: &mut Record<'_>, delivery: &Delivery) {
+    rec.comment_words = true;
+    if let Some(v) = delivery.vlan {
+        let mut tag = String::new();
+        vlan_tci_into(&mut tag, v.proto, v.tci);
+        rec.push(Field::both("vlan", Value::text(tag)).meta_at(2));
+    }
+    let protocol = Value::hex(u64::from(delivery.protocol), 4);
+    rec.push(Field::both("protocol", protocol).meta());
+}
+
 /// A little-endian key or value as a number when it is 1-8 bytes, else hex.
 fn le_num(b: &[u8]) -> String {
     if (1..=8).contains(&b.len()) {
@@ -140,3 +164,7 @@ pub fn totals_record(a: &TunStats, b: Option<&TunStats>, maps: Option<&Maps>) ->
     }
     rec
 }
+
+#[cfg(test)]
+#[path = "tap_write_trace_tests.rs"]
+mod tests;

@@ -380,7 +380,10 @@ impl<'a> Record<'a> {
         } else {
             ("; ", ": ")
         };
-        let mut c = String::new();
+        // Room for the usual comment (`protocol 0x0800 vlan ...`, `skb: len ...; pi:
+        // ...`) at once: growing it from empty was 12% of tap-write `replay -o`'s
+        // instructions (callgrind, 100k frames: 482 M, 422 M with this).
+        let mut c = String::with_capacity(128);
         for f in meta {
             if !c.is_empty() {
                 c.push_str(sep);

@@ -5,7 +5,9 @@
 use indicatif::ProgressBar;
 use sim::bpf::Maps;
 use sim::pipeline::tap_write::{TapWriteRun, WriteEvent};
-use sim::pipeline::tap_write_trace::{header_record, host_event_record, totals_record};
+use sim::pipeline::tap_write_trace::{
+    header_record, host_event_comment, host_event_record, totals_record,
+};
 use sim::pipeline::PipelineError;
 use sim::scenario::Scenario;
 use sim::trace::record::Record;
@@ -143,11 +145,19 @@ impl<'s> HostRender<'s> {
         }
         self.count(e);
         let comments = sinks.capture.comments;
-        let rec = (sinks.wants_records() || comments).then(|| host_event_record(self.scenario, e));
-        if let Some(rec) = rec.as_ref().filter(|_| sinks.wants_records()) {
+        let rec = sinks
+            .wants_records()
+            .then(|| host_event_record(self.scenario, e));
+        if let Some(rec) = rec.as_ref() {
             sinks.record(rec)?;
         }
-        let comment = || rec.as_ref().filter(|_| comments).map(Record::comment);
+        // Called only for an event that puts a frame in the capture; with no record
+        // wanted (`replay -o`), only the comment's fields are built.
+        let comment = || match (comments, rec.as_ref()) {
+            (false, _) => None,
+            (true, Some(rec)) => Some(rec.comment()),
+            (true, None) => host_event_comment(self.scenario, e),
+        };
         let ts = self.capture_ts.unwrap_or(0);
         match e {
             WriteEvent::Stack { delivery, .. } => {

@@ -1,0 +1,66 @@
+//! `replay -o` builds a host event's packet comment without its record
+//! ([`host_event_comment`]); it must be the comment the record gives.
+
+use super::*;
+use crate::pipeline::tap_write::TapWriteRun;
+use crate::pipeline::{Input, Pipeline};
+
+fn scenario() -> Scenario {
+    Scenario::parse(
+        std::path::Path::new("scenarios/tap-write/x.toml"),
+        "description = \"d\"\ninput = \"../pcaps/a.pcap\"\npipeline = \"tap-write\"\n",
+    )
+    .expect("scenario")
+}
+
+/// A 64-byte Ethernet frame of EtherType 0x88b5, 802.1Q-tagged (VID 5, PCP 3) or not.
+fn frame(tagged: bool) -> Vec<u8> {
+    let mut f = vec![0u8; 12];
+    f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
+    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
+    if tagged {
+        f.extend_from_slice(&[0x81, 0x00, 0x60, 0x05]);
+    }
+    f.extend_from_slice(&[0x88, 0xb5]);
+    f.resize(64, 0xab);
+    f
+}
+
+#[test]
+fn the_comment_alone_is_the_records_comment() {
+    let s = scenario();
+    let mut run = TapWriteRun::new(&s).expect("run");
+    let mut events = Vec::new();
+    for (i, tagged) in [false, true].into_iter().enumerate() {
+        let f = frame(tagged);
+        let input = Input::Frame {
+            index: i as u64,
+            ts_ns: 1_000,
+            bytes: &f,
+        };
+        run.handle(input, &mut |e| events.push(e)).expect("frame");
+    }
+    run.handle(Input::End, &mut |e| events.push(e))
+        .expect("end");
+    let mut stack = Vec::new();
+    for e in &events {
+        let alone = host_event_comment(&s, e);
+        match e {
+            WriteEvent::Write(_) => assert_eq!(alone, None),
+            _ => {
+                let full = host_event_record(&s, e).comment();
+                assert_eq!(alone.as_deref(), Some(full.as_str()), "{e:?}");
+                stack.push(full);
+            }
+        }
+    }
+    // Both frames reach the stack as skb->protocol 0x88b5 (tun_get_user: eth_type_trans
+    // after the tag is taken off into the skb, __vlan_hwaccel_put_tag).
+    assert_eq!(stack.len(), 2, "{events:?}");
+    assert_eq!(stack[0], "protocol 0x88b5");
+    assert!(
+        stack[1].starts_with("protocol 0x88b5 vlan "),
+        "{}",
+        stack[1]
+    );
+}
