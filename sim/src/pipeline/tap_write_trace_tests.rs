@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::pipeline::tap_write::TapWriteRun;
-use crate::pipeline::{Input, Pipeline};
+use crate::pipeline::drive::{drive, DriveError, Frames};
+use crate::pipeline::{Input, Schedule};
 
 fn scenario() -> Scenario {
     Scenario::parse(
@@ -31,17 +32,20 @@ fn the_comment_alone_is_the_records_comment() {
     let s = scenario();
     let mut run = TapWriteRun::new(&s).expect("run");
     let mut events = Vec::new();
-    for (i, tagged) in [false, true].into_iter().enumerate() {
-        let f = frame(tagged);
-        let input = Input::Frame {
-            index: i as u64,
-            ts_ns: 1_000,
-            bytes: &f,
-        };
-        run.handle(input, &mut |e| events.push(e)).expect("frame");
-    }
-    run.handle(Input::End, &mut |e| events.push(e))
-        .expect("end");
+    let frames = [frame(false), frame(true)];
+    let inputs = frames.iter().enumerate().map(|(i, f)| Input::Frame {
+        index: i as u64,
+        ts_ns: 1_000,
+        bytes: f,
+    });
+    drive(
+        &mut run,
+        Schedule::for_scenario(&s),
+        &mut Frames::new(inputs),
+        &mut events,
+    )
+    .map_err(DriveError::pipeline)
+    .expect("frames");
     let mut stack = Vec::new();
     for e in &events {
         let alone = host_event_comment(&s, e);

@@ -297,6 +297,8 @@ struct Written {
     last_ts: u64,
     idle_bursts: usize,
     times: Vec<WriteTime>,
+    /// The first burst the NAPI kthread polled before its last write, if any.
+    split_burst: Option<String>,
 }
 
 /// Sleep, then spin, until `due` after `t0`.
@@ -337,7 +339,9 @@ fn write_frames(
         last_ts: ts0,
         idle_bursts: 0,
         times: Vec::with_capacity(frames.len()),
+        split_burst: None,
     };
+    let mut burst_first = 0u64;
     let mut pending = 0usize;
     let jiffy_ns = jiffy.as_nanos() as u64;
     for (index, ts, data) in frames {
@@ -345,6 +349,7 @@ fn write_frames(
             wait_until(t0, Duration::from_nanos(ts.saturating_sub(ts0)));
             if let Some(t) = writer.napi.as_mut() {
                 t.mark()?;
+                burst_first = *index;
             }
         }
         let (wire, nb) = compose_write(scenario, *index, data);
@@ -385,6 +390,7 @@ fn write_frames(
             Some(t) => {
                 if pending >= plan.burst || pending > NAPI_POLL_WEIGHT {
                     pending = 0;
+                    note_split(t, burst_first, *index, &mut w.split_burst)?;
                     poll_burst(t, scenario, &mut w.idle_bursts)?;
                     collect(cap, &mut w.captured, &mut w.captured_ts, w.last_ts)?;
                 }
@@ -399,9 +405,27 @@ fn write_frames(
         }
     }
     if let (Some(t), true) = (writer.napi.as_mut(), pending > 0) {
+        let last = frames.last().map_or(0, |f| f.0);
+        note_split(t, burst_first, last, &mut w.split_burst)?;
         poll_burst(t, scenario, &mut w.idle_bursts)?;
     }
     Ok(w)
+}
+
+/// Before a burst's poll: when the NAPI kthread already ran during the burst (frames
+/// `first..=last`), the burst was not one poll, so the run is not the scenario's burst.
+fn note_split(
+    t: &NapiThread,
+    first: u64,
+    last: u64,
+    split: &mut Option<String>,
+) -> Result<(), KernelError> {
+    if split.is_none() && t.ran_since_mark()? {
+        *split = Some(format!(
+            "the NAPI kthread ran during the burst of frames {first}-{last} (polled before its last write)"
+        ));
+    }
+    Ok(())
 }
 
 /// What the tunnel devices' sockets saw: each device's frames (for matching to the
@@ -599,7 +623,7 @@ pub(super) fn replay(
             s.waits
         ));
     }
-    let timing = timing_problem(&w.times, rig.hz, rig.timeout);
+    let timing = timing_problem(&w.times, rig.hz, rig.timeout).or(w.split_burst.take());
     // The gro_flush_timeout hrtimer, then whatever is still in flight.
     std::thread::sleep(Duration::from_nanos(rig.timeout) + Duration::from_millis(2));
     let quiet = QUIET + Duration::from_nanos(rig.timeout.saturating_mul(2));

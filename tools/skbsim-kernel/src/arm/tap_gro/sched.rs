@@ -48,6 +48,41 @@ pub(super) fn task_status(pid: u32) -> Result<(char, u64), KernelError> {
     Ok((state, vol))
 }
 
+/// A task's voluntary context switches and CPU time at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskMark {
+    pid: u32,
+    voluntary: u64,
+    runtime_ns: Option<u64>,
+}
+
+impl TaskMark {
+    pub fn take(pid: u32) -> Result<TaskMark, KernelError> {
+        Ok(TaskMark {
+            pid,
+            voluntary: task_status(pid)?.1,
+            runtime_ns: task_runtime_ns(pid),
+        })
+    }
+
+    /// Whether the task ran since the mark was taken: a voluntary switch, or CPU time.
+    pub fn ran_since(&self) -> Result<bool, KernelError> {
+        let now = TaskMark::take(self.pid)?;
+        Ok(now.voluntary != self.voluntary || now.runtime_ns != self.runtime_ns)
+    }
+}
+
+/// A task's time on a CPU in ns: the first field of /proc/PID/schedstat (None without
+/// CONFIG_SCHED_INFO).
+pub(super) fn task_runtime_ns(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Kernel threads whose comm starts with `prefix`.
 pub(super) fn kthreads_named(prefix: &str) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -120,6 +155,8 @@ pub struct NapiThread {
     pub(super) pid: u32,
     pub(super) cpu: usize,
     pub(super) mark: u64,
+    /// Where the kthread was when the burst began, to tell whether it ran during it.
+    pub(super) burst_mark: Option<TaskMark>,
     /// Polls waited for.
     pub polls: u64,
     pub(super) _writer: RealtimeWriter,
@@ -154,6 +191,7 @@ impl NapiThread {
             pid,
             cpu,
             mark: 0,
+            burst_mark: None,
             polls: 0,
             _writer: writer,
         };
@@ -168,8 +206,24 @@ impl NapiThread {
 
     /// Record where the kthread is before a burst's first write.
     pub fn mark(&mut self) -> Result<(), KernelError> {
-        self.mark = task_status(self.pid)?.1;
+        let mark = TaskMark::take(self.pid)?;
+        self.mark = mark.voluntary;
+        self.burst_mark = Some(mark);
         Ok(())
+    }
+
+    /// Whether the kthread ran since [`NapiThread::mark`], i.e. polled part of a burst
+    /// before the burst's last write: the writer is SCHED_FIFO on the kthread's CPU, but
+    /// a writer that sleeps inside a write, RT throttling (`sched_rt_runtime_us`) or,
+    /// from v6.12, the fair deadline server (kernel/sched/deadline.c: `dl_server`, 50 ms
+    /// of every second for starved SCHED_OTHER tasks) still let it run; a slow TCG guest
+    /// on a loaded host once split a 70-write burst 33 + 37 that way. Asked before the
+    /// burst's poll; decided from the kthread's CPU time and context switches alone.
+    pub fn ran_since_mark(&self) -> Result<bool, KernelError> {
+        match &self.burst_mark {
+            Some(m) => m.ran_since(),
+            None => Ok(false),
+        }
     }
 
     /// Sleep until the kthread has polled what the burst queued and is asleep again.
@@ -405,5 +459,43 @@ pub fn align_to_tick(phase: Duration, jiffy: Duration) {
     let tick = Instant::now();
     while tick.elapsed() < phase {
         std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod task_mark_tests {
+    use super::TaskMark;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A thread blocked on a channel has not run since its mark; once it has been woken
+    /// to do some work and block again, it has.
+    #[test]
+    fn a_mark_tells_a_sleeping_task_from_one_that_ran() {
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<u32>();
+        let (done_tx, done_rx) = mpsc::channel();
+        let worker = std::thread::spawn(move || {
+            tid_tx.send(rustix::thread::gettid().as_raw_nonzero().get() as u32).unwrap();
+            while let Ok(n) = go_rx.recv() {
+                let mut x = 0u64;
+                for i in 0..u64::from(n) {
+                    x = std::hint::black_box(x.wrapping_add(i));
+                }
+                done_tx.send(x).unwrap();
+            }
+        });
+        let tid = tid_rx.recv().unwrap();
+        // Let it reach recv() and sleep.
+        std::thread::sleep(Duration::from_millis(50));
+        let mark = TaskMark::take(tid).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!mark.ran_since().unwrap(), "a blocked thread ran: {mark:?}");
+        go_tx.send(1_000_000).unwrap();
+        done_rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(mark.ran_since().unwrap(), "a woken thread did not run: {mark:?}");
+        drop(go_tx);
+        worker.join().unwrap();
     }
 }
