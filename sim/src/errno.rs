@@ -1,114 +1,130 @@
-//! The errno values the modelled paths return, named as in include/uapi/asm-generic/errno*.h.
+//! The one errno type of skbsim: the values the modelled paths return and the values a real
+//! kernel call answers with, named as in include/uapi/asm-generic/errno-base.h and
+//! include/uapi/asm-generic/errno.h (the x86_64 numbers). The real-kernel crates re-use it
+//! (`skbsim_kernel::Errno` is this type); a number this table lacks is kept as
+//! [`Errno::Other`], so nothing the kernel answers is lost.
 
 use std::fmt;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Errno {
-    EPERM,
-    ENOENT,
-    E2BIG,
-    EBADF,
-    EBUSY,
-    EEXIST,
-    ENFILE,
-    EIO,
-    EAGAIN,
-    ENOMEM,
-    EFAULT,
-    EINVAL,
-    ENOSPC,
-    ENXIO,
-    EOVERFLOW,
-    EBADFD,
-    EMSGSIZE,
-    EOPNOTSUPP,
-    ENETDOWN,
-    ENODEV,
+macro_rules! errnos {
+    ($($name:ident = $code:literal),* $(,)?) => {
+        /// An errno value. The named variants come first, in the order the model's totals
+        /// have always sorted them (the derived `Ord`); `Other` holds any other number.
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Errno {
+            $(
+                #[doc = concat!("`", stringify!($name), "` (", stringify!($code), ")")]
+                $name,
+            )*
+            /// A number without a name in this table, kept as the kernel returned it.
+            Other(i32),
+        }
+
+        impl Errno {
+            /// The x86_64 number.
+            pub fn code(self) -> i32 {
+                match self {
+                    $(Errno::$name => $code,)*
+                    Errno::Other(n) => n,
+                }
+            }
+
+            /// The errno for any number: the named variant, or [`Errno::Other`].
+            pub fn from_raw(code: i32) -> Errno {
+                match code {
+                    $($code => Errno::$name,)*
+                    n => Errno::Other(n),
+                }
+            }
+
+            /// The symbolic name (`"EINVAL"`), or `"E?"` for [`Errno::Other`].
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Errno::$name => stringify!($name),)*
+                    Errno::Other(_) => "E?",
+                }
+            }
+        }
+    };
 }
 
+errnos!(
+    EPERM = 1,
+    ENOENT = 2,
+    E2BIG = 7,
+    EBADF = 9,
+    EBUSY = 16,
+    EEXIST = 17,
+    ENFILE = 23,
+    EIO = 5,
+    EAGAIN = 11,
+    ENOMEM = 12,
+    EFAULT = 14,
+    EINVAL = 22,
+    ENOSPC = 28,
+    ENXIO = 6,
+    EOVERFLOW = 75,
+    EBADFD = 77,
+    EMSGSIZE = 90,
+    EOPNOTSUPP = 95,
+    ENETDOWN = 100,
+    ENODEV = 19,
+    ESRCH = 3,
+    EINTR = 4,
+    EACCES = 13,
+    ENOTDIR = 20,
+    EMFILE = 24,
+    ENOTTY = 25,
+    ERANGE = 34,
+    ENOSYS = 38,
+    ENODATA = 61,
+    ENOTSOCK = 88,
+    EDESTADDRREQ = 89,
+    EPROTOTYPE = 91,
+    ENOPROTOOPT = 92,
+    EPROTONOSUPPORT = 93,
+    EAFNOSUPPORT = 97,
+    EADDRINUSE = 98,
+    EADDRNOTAVAIL = 99,
+    ENETUNREACH = 101,
+    ENOBUFS = 105,
+    ENOTCONN = 107,
+    ETIMEDOUT = 110,
+    ECONNREFUSED = 111,
+    EALREADY = 114,
+    EINPROGRESS = 115,
+    ERFKILL = 132,
+);
+
 impl Errno {
-    /// The x86_64 number.
-    pub fn code(self) -> i32 {
-        match self {
-            Errno::EPERM => 1,
-            Errno::ENOENT => 2,
-            Errno::E2BIG => 7,
-            Errno::EBADF => 9,
-            Errno::EBUSY => 16,
-            Errno::EEXIST => 17,
-            Errno::ENFILE => 23,
-            Errno::EIO => 5,
-            Errno::ENXIO => 6,
-            Errno::EAGAIN => 11,
-            Errno::ENOMEM => 12,
-            Errno::EFAULT => 14,
-            Errno::EINVAL => 22,
-            Errno::ENOSPC => 28,
-            Errno::EOVERFLOW => 75,
-            Errno::EBADFD => 77,
-            Errno::EMSGSIZE => 90,
-            Errno::EOPNOTSUPP => 95,
-            Errno::ENETDOWN => 100,
-            Errno::ENODEV => 19,
-        }
-    }
+    /// `ENOTSUP` is the same number as `EOPNOTSUPP` on Linux; named only for readability.
+    pub const ENOTSUP: Errno = Errno::EOPNOTSUPP;
 
-    /// The errno for an x86_64 number, if modelled.
+    /// The errno for a number, if it has a name in this table.
     pub fn from_code(code: i32) -> Option<Errno> {
-        [
-            Errno::EPERM,
-            Errno::ENOENT,
-            Errno::E2BIG,
-            Errno::EBADF,
-            Errno::EBUSY,
-            Errno::EEXIST,
-            Errno::ENFILE,
-            Errno::EIO,
-            Errno::ENXIO,
-            Errno::EAGAIN,
-            Errno::ENOMEM,
-            Errno::EFAULT,
-            Errno::EINVAL,
-            Errno::ENOSPC,
-            Errno::EOVERFLOW,
-            Errno::EBADFD,
-            Errno::EMSGSIZE,
-            Errno::EOPNOTSUPP,
-            Errno::ENETDOWN,
-            Errno::ENODEV,
-        ]
-        .into_iter()
-        .find(|e| e.code() == code)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Errno::EPERM => "EPERM",
-            Errno::ENOENT => "ENOENT",
-            Errno::E2BIG => "E2BIG",
-            Errno::EBADF => "EBADF",
-            Errno::EBUSY => "EBUSY",
-            Errno::EEXIST => "EEXIST",
-            Errno::ENFILE => "ENFILE",
-            Errno::EIO => "EIO",
-            Errno::ENXIO => "ENXIO",
-            Errno::EAGAIN => "EAGAIN",
-            Errno::ENOMEM => "ENOMEM",
-            Errno::EFAULT => "EFAULT",
-            Errno::EINVAL => "EINVAL",
-            Errno::ENOSPC => "ENOSPC",
-            Errno::EOVERFLOW => "EOVERFLOW",
-            Errno::EBADFD => "EBADFD",
-            Errno::EMSGSIZE => "EMSGSIZE",
-            Errno::EOPNOTSUPP => "EOPNOTSUPP",
-            Errno::ENETDOWN => "ENETDOWN",
-            Errno::ENODEV => "ENODEV",
+        match Errno::from_raw(code) {
+            Errno::Other(_) => None,
+            named => Some(named),
         }
     }
 }
 
 impl fmt::Display for Errno {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        match self {
+            Errno::Other(n) => write!(f, "errno {n}"),
+            named => f.write_str(named.name()),
+        }
     }
 }
+
+impl fmt::Debug for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Errno::Other(n) => write!(f, "Errno({n})"),
+            named => f.write_str(named.name()),
+        }
+    }
+}
+
+impl std::error::Error for Errno {}

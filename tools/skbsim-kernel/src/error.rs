@@ -1,138 +1,52 @@
-//! Errors: a raw errno that callers can match on, and [`KernelError`], which names the
+//! Errors: the errno callers match on (the model's `sim::errno::Errno`), and [`KernelError`], which names the
 //! operation that failed.
 
 use std::fmt;
 
-/// A raw `errno` value, kept as the kernel returned it.
-///
-/// Many tap results are errno values by design (`EINVAL` for a too-short read buffer,
-/// `EAGAIN` on an empty non-blocking queue, `EIO` when the tap is down), so the read and
-/// write paths return `Result<usize, Errno>` and let the caller decide what is a failure.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Errno(pub i32);
+pub use sim::errno::Errno;
 
-macro_rules! errno_consts {
-    ($($name:ident),* $(,)?) => {
-        impl Errno {
-            $(
-                #[doc = concat!("`", stringify!($name), "`")]
-                pub const $name: Errno = Errno(libc::$name);
-            )*
-
-            /// The symbolic name (`"EINVAL"`), or `"E?"` for a value this table lacks.
-            pub fn name(self) -> &'static str {
-                $(
-                    if self.0 == libc::$name {
-                        return stringify!($name);
-                    }
-                )*
-                "E?"
-            }
-        }
-    };
+/// What only the host can say about an errno: the calling thread's current one and the C
+/// library's description. The type itself is the model's (`sim::errno::Errno`), so a real
+/// arm's errno and the model's compare directly.
+pub trait OsErrno {
+    /// The calling thread's current `errno`.
+    fn last() -> Errno;
+    /// The C library's description ("Invalid argument").
+    fn description(self) -> String;
+    /// `"Invalid argument (EINVAL)"`, or `"... (errno N)"` for a number without a name.
+    fn describe(self) -> String;
 }
 
-errno_consts!(
-    EPERM,
-    ENOENT,
-    ESRCH,
-    EINTR,
-    EIO,
-    ENXIO,
-    E2BIG,
-    EBADF,
-    EAGAIN,
-    ENOMEM,
-    EACCES,
-    EFAULT,
-    EBUSY,
-    EEXIST,
-    ENODEV,
-    ENOTDIR,
-    EINVAL,
-    ENFILE,
-    EMFILE,
-    ENOTTY,
-    ENOSPC,
-    ERANGE,
-    ENOSYS,
-    ENODATA,
-    ENOTSOCK,
-    EDESTADDRREQ,
-    EMSGSIZE,
-    EPROTOTYPE,
-    ENOPROTOOPT,
-    EPROTONOSUPPORT,
-    EOPNOTSUPP,
-    EAFNOSUPPORT,
-    EADDRINUSE,
-    EADDRNOTAVAIL,
-    ENETDOWN,
-    ENETUNREACH,
-    ENOBUFS,
-    ENOTCONN,
-    ETIMEDOUT,
-    ECONNREFUSED,
-    EALREADY,
-    EINPROGRESS,
-    ERFKILL,
-);
-
-impl Errno {
-    /// `ENOTSUP` is the same value as `EOPNOTSUPP` on Linux; listed only for readability.
-    pub const ENOTSUP: Errno = Errno(libc::ENOTSUP);
-
-    /// The calling thread's current `errno`.
-    pub fn last() -> Errno {
-        Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+impl OsErrno for Errno {
+    fn last() -> Errno {
+        Errno::from_raw(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
     }
 
-    /// The C library's description ("Invalid argument").
-    pub fn description(self) -> String {
-        let text = std::io::Error::from_raw_os_error(self.0).to_string();
+    fn description(self) -> String {
+        let text = std::io::Error::from_raw_os_error(self.code()).to_string();
         // std renders "Invalid argument (os error 22)"; keep the words only.
         match text.rfind(" (os error ") {
             Some(at) => text[..at].to_string(),
             None => text,
         }
     }
-}
 
-impl fmt::Display for Errno {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = self.name();
-        if name == "E?" {
-            write!(f, "{} (errno {})", self.description(), self.0)
-        } else {
-            write!(f, "{} ({name})", self.description())
+    fn describe(self) -> String {
+        match self {
+            Errno::Other(n) => format!("{} (errno {n})", self.description()),
+            named => format!("{} ({})", self.description(), named.name()),
         }
     }
 }
 
-impl fmt::Debug for Errno {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = self.name();
-        if name == "E?" {
-            write!(f, "Errno({})", self.0)
-        } else {
-            f.write_str(name)
-        }
-    }
+/// The errno of a rustix call.
+pub fn from_rustix(e: rustix::io::Errno) -> Errno {
+    Errno::from_raw(e.raw_os_error())
 }
 
-impl std::error::Error for Errno {}
-
-impl From<rustix::io::Errno> for Errno {
-    fn from(e: rustix::io::Errno) -> Errno {
-        Errno(e.raw_os_error())
-    }
-}
-
-impl From<&std::io::Error> for Errno {
-    /// The raw errno of an OS error (`EIO` for an error that has none).
-    fn from(e: &std::io::Error) -> Errno {
-        Errno(e.raw_os_error().unwrap_or(libc::EIO))
-    }
+/// The raw errno of an OS error (`EIO` for an error that has none).
+pub fn from_io(e: &std::io::Error) -> Errno {
+    Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
 /// Why an operation failed.
@@ -172,11 +86,11 @@ impl fmt::Display for Cause {
             Cause::Errno {
                 errno,
                 extack: None,
-            } => write!(f, "{errno}"),
+            } => write!(f, "{}", errno.describe()),
             Cause::Errno {
                 errno,
                 extack: Some(msg),
-            } => write!(f, "{errno}: {msg}"),
+            } => write!(f, "{}: {msg}", errno.describe()),
             Cause::Panicked(msg) => write!(f, "panicked: {msg}"),
             Cause::NotFound(what) => write!(f, "not found: {what}"),
             Cause::Protocol(what) => write!(f, "unexpected kernel reply: {what}"),
@@ -296,7 +210,7 @@ mod tests {
             "TUNSETIFF on skb0: Invalid argument (EINVAL)"
         );
         assert_eq!(format!("{:?}", Errno::EAGAIN), "EAGAIN");
-        assert_eq!(Errno(9999).name(), "E?");
+        assert_eq!(Errno::from_raw(9999).name(), "E?");
         let e = KernelError::new(
             "RTM_NEWLINK bridge br0",
             Cause::Errno {

@@ -102,7 +102,7 @@ pub(crate) fn ioctl(fd: BorrowedFd<'_>, req: Request<'_>) -> Result<i32, Errno> 
     // SAFETY: the pointer (if any) is to the variant's live argument or to `int`, both
     // outliving the call and as large as the handler named on the variant copies; the
     // value of TUNSETOFFLOAD is never dereferenced.
-    unsafe { rustix::ioctl::ioctl(fd, raw) }.map_err(Errno::from)
+    unsafe { rustix::ioctl::ioctl(fd, raw) }.map_err(crate::error::from_rustix)
 }
 
 fn set(slot: &mut libc::c_int, v: libc::c_int) -> &mut libc::c_int {

@@ -45,7 +45,7 @@ pub mod tcpreplay;
 pub mod tun_ioctl;
 pub mod vhost;
 
-pub use error::{Cause, Errno, KernelError};
+pub use error::{Cause, Errno, KernelError, OsErrno};
 pub use ethtool::{get_feature, set_feature, Ethtool, Feature};
 pub use netlink::{Nla, NlaValue};
 pub use netns::Netns;

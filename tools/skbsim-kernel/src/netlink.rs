@@ -134,9 +134,10 @@ impl NlSocket {
     pub(crate) fn open(protocol: isize, what: &str) -> Result<Self, KernelError> {
         let op = format!("open {what} socket");
         ensure_private_netns(&op)?;
-        let mut sock = Socket::new(protocol).map_err(|e| KernelError::sys(&op, Errno::from(&e)))?;
+        let mut sock =
+            Socket::new(protocol).map_err(|e| KernelError::sys(&op, crate::error::from_io(&e)))?;
         sock.bind_auto()
-            .map_err(|e| KernelError::sys(format!("{op}: bind"), Errno::from(&e)))?;
+            .map_err(|e| KernelError::sys(format!("{op}: bind"), crate::error::from_io(&e)))?;
         // Best effort: error text in acks, and acks without the echoed request.
         let _ = sock.set_ext_ack(true);
         let _ = sock.set_cap_ack(true);
@@ -170,7 +171,7 @@ impl NlSocket {
         msg.serialize(&mut bytes);
         self.sock
             .send(&bytes, 0)
-            .map_err(|e| KernelError::sys(format!("{op}: send"), Errno::from(&e)))?;
+            .map_err(|e| KernelError::sys(format!("{op}: send"), crate::error::from_io(&e)))?;
 
         let mut replies = Vec::new();
         loop {
@@ -197,14 +198,14 @@ impl NlSocket {
                             Some(code) => Err(KernelError::new(
                                 op,
                                 Cause::Errno {
-                                    errno: Errno(-code.get()),
+                                    errno: Errno::from_raw(-code.get()),
                                     extack: extack(msg.header.flags, &err),
                                 },
                             )),
                         }
                     }
                     NetlinkPayload::Done(done) if done.code < 0 => {
-                        return Err(KernelError::sys(op, Errno(-done.code)))
+                        return Err(KernelError::sys(op, Errno::from_raw(-done.code)))
                     }
                     NetlinkPayload::Done(_) => return Ok(replies),
                     NetlinkPayload::InnerMessage(inner) => replies.push(inner),
@@ -221,7 +222,7 @@ impl NlSocket {
             let mut buf = &mut self.buf[..];
             match self.sock.recv(&mut buf, 0) {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Errno::from(&e)),
+                Err(e) => return Err(crate::error::from_io(&e)),
                 Ok(n) => return Ok(n.min(self.buf.len())),
             }
         }

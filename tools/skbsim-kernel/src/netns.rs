@@ -184,7 +184,7 @@ impl Netns {
             KernelError::new(
                 format!("write {value} to {path}"),
                 Cause::Errno {
-                    errno: crate::Errno(e.raw_os_error().unwrap_or(0)),
+                    errno: crate::Errno::from_raw(e.raw_os_error().unwrap_or(0)),
                     extack: None,
                 },
             )
@@ -234,7 +234,7 @@ fn disable_ipv6() -> Result<bool, KernelError> {
             KernelError::new(
                 format!("write {path}"),
                 Cause::Errno {
-                    errno: crate::Errno(e.raw_os_error().unwrap_or(0)),
+                    errno: crate::Errno::from_raw(e.raw_os_error().unwrap_or(0)),
                     extack: None,
                 },
             )

@@ -268,7 +268,7 @@ impl PacketSocket {
     /// parsed from the frame's ethertype (the socket is bound with ETH_P_ALL).
     pub fn send(&self, frame: &[u8]) -> Result<usize, KernelError> {
         rustix::net::send(&self.fd, frame, rustix::net::SendFlags::empty())
-            .map_err(Errno::from)
+            .map_err(crate::error::from_rustix)
             .op(|| format!("AF_PACKET send on ifindex {}", self.ifindex))
     }
 

@@ -8,7 +8,7 @@ use rustix::event::{PollFd, PollFlags};
 use rustix::fs::OFlags;
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
 
-use crate::error::{Cause, Errno, KernelError};
+use crate::error::{from_rustix, Cause, Errno, KernelError, OsErrno};
 use crate::ioctl::{ioctl, Request};
 
 /// `IFNAMSIZ`: interface names are at most 15 bytes plus the NUL.
@@ -114,19 +114,15 @@ pub(crate) fn ctl_socket(op: &str) -> Result<OwnedFd, KernelError> {
 
 /// `socket(family, type | SOCK_CLOEXEC, 0)`.
 pub(crate) fn socket(family: AddressFamily, ty: SocketType) -> Result<OwnedFd, Errno> {
-    Ok(rustix::net::socket_with(
-        family,
-        ty,
-        SocketFlags::CLOEXEC,
-        None,
-    )?)
+    rustix::net::socket_with(family, ty, SocketFlags::CLOEXEC, None).map_err(from_rustix)
 }
 
 /// `SIOCGIFINDEX`.
 pub(crate) fn ifindex_of(sock: BorrowedFd<'_>, name: &str) -> Result<u32, KernelError> {
     let op = format!("SIOCGIFINDEX on {name}");
     ifname_array(&op, name)?;
-    rustix::net::netdevice::name_to_index(sock, name).map_err(|e| KernelError::sys(op, e.into()))
+    rustix::net::netdevice::name_to_index(sock, name)
+        .map_err(|e| KernelError::sys(op, from_rustix(e)))
 }
 
 /// `SIOCGIFFLAGS` then `SIOCSIFFLAGS` with `IFF_UP` set or cleared.
@@ -147,8 +143,8 @@ pub(crate) fn set_if_up(sock: BorrowedFd<'_>, name: &str, up: bool) -> Result<()
 
 /// Inode number of a namespace file such as `/proc/thread-self/ns/net`.
 pub(crate) fn ns_inode(path: &str) -> Result<u64, KernelError> {
-    let st =
-        rustix::fs::stat(path).map_err(|e| KernelError::sys(format!("stat {path}"), e.into()))?;
+    let st = rustix::fs::stat(path)
+        .map_err(|e| KernelError::sys(format!("stat {path}"), from_rustix(e)))?;
     Ok(st.st_ino)
 }
 
@@ -210,16 +206,16 @@ pub(crate) fn poll_one(
             Ok(0) => return Ok(false),
             Ok(_) => return Ok(!pfd[0].revents().is_empty()),
             Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(from_rustix(e)),
         }
     }
 }
 
 /// Set or clear `O_NONBLOCK`.
 pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> Result<(), Errno> {
-    let mut flags = rustix::fs::fcntl_getfl(fd)?;
+    let mut flags = rustix::fs::fcntl_getfl(fd).map_err(from_rustix)?;
     flags.set(OFlags::NONBLOCK, on);
-    rustix::fs::fcntl_setfl(fd, flags)?;
+    rustix::fs::fcntl_setfl(fd, flags).map_err(from_rustix)?;
     Ok(())
 }
 

@@ -73,7 +73,7 @@ fn enter_private_sysfs(expected: &BTreeSet<String>) -> Result<(), KernelError> {
         "/",
         MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
     )
-    .map_err(|e| KernelError::sys("mount --make-rprivate /", e.into()))?;
+    .map_err(|e| KernelError::sys("mount --make-rprivate /", crate::error::from_rustix(e)))?;
     rustix::mount::mount(
         "sysfs",
         "/sys",
@@ -81,7 +81,12 @@ fn enter_private_sysfs(expected: &BTreeSet<String>) -> Result<(), KernelError> {
         MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
         None,
     )
-    .map_err(|e| KernelError::sys("mount -t sysfs none /sys (private)", e.into()))?;
+    .map_err(|e| {
+        KernelError::sys(
+            "mount -t sysfs none /sys (private)",
+            crate::error::from_rustix(e),
+        )
+    })?;
     let listed: BTreeSet<String> = std::fs::read_dir("/sys/class/net")
         .map_err(|e| io_err("read_dir /sys/class/net", e))?
         .filter_map(|e| e.ok())
@@ -102,7 +107,7 @@ fn io_err(op: impl Into<String>, e: std::io::Error) -> KernelError {
     KernelError::new(
         op,
         Cause::Errno {
-            errno: Errno(e.raw_os_error().unwrap_or(0)),
+            errno: Errno::from_raw(e.raw_os_error().unwrap_or(0)),
             extack: Some(e.to_string()),
         },
     )

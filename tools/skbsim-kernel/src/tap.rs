@@ -160,7 +160,7 @@ impl TapConfig {
         let mut oflags = OFlags::RDWR | OFlags::CLOEXEC;
         oflags.set(OFlags::NONBLOCK, self.nonblocking);
         let fd = rustix::fs::open("/dev/net/tun", oflags, Mode::empty())
-            .map_err(Errno::from)
+            .map_err(crate::error::from_rustix)
             .op(|| "open /dev/net/tun".to_string())?;
         let name = match &self.name {
             Some(n) => ifname_array(&op, n)?,
@@ -313,24 +313,24 @@ impl Tap {
 
     /// One `read(2)`: PI (if any), vnet header (if any), frame, truncated to `buf`.
     pub fn read(&self, buf: &mut [u8]) -> Result<usize, Errno> {
-        Ok(rustix::io::read(&self.fd, buf)?)
+        rustix::io::read(&self.fd, buf).map_err(crate::error::from_rustix)
     }
 
     /// One `readv(2)` into several buffers.
     pub fn readv(&self, bufs: &mut [&mut [u8]]) -> Result<usize, Errno> {
         let mut iov: Vec<IoSliceMut<'_>> = bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
-        Ok(rustix::io::readv(&self.fd, &mut iov)?)
+        rustix::io::readv(&self.fd, &mut iov).map_err(crate::error::from_rustix)
     }
 
     /// One `write(2)`: the buffer must carry the PI and vnet header this queue expects.
     pub fn write(&self, buf: &[u8]) -> Result<usize, Errno> {
-        Ok(rustix::io::write(&self.fd, buf)?)
+        rustix::io::write(&self.fd, buf).map_err(crate::error::from_rustix)
     }
 
     /// One `writev(2)`.
     pub fn writev(&self, bufs: &[&[u8]]) -> Result<usize, Errno> {
         let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
-        Ok(rustix::io::writev(&self.fd, &iov)?)
+        rustix::io::writev(&self.fd, &iov).map_err(crate::error::from_rustix)
     }
 
     /// Wait until the queue has a frame to read (or `timeout` passes: `Ok(false)`).

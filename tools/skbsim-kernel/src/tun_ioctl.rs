@@ -40,7 +40,10 @@ impl TunProbe {
             .write(true)
             .open("/dev/net/tun")
             .map_err(|e| {
-                KernelError::sys("open /dev/net/tun", Errno(e.raw_os_error().unwrap_or(0)))
+                KernelError::sys(
+                    "open /dev/net/tun",
+                    Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+                )
             })
     }
 

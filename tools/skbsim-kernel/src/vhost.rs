@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use rustix::event::EventfdFlags;
 use sim::consts::PAGE_SIZE;
 
-use crate::error::{Cause, Errno, KernelError};
+use crate::error::{Cause, Errno, KernelError, OsErrno};
 use crate::sys::cvt;
 
 const VHOST_VIRTIO: u64 = 0xAF;
@@ -167,7 +167,7 @@ fn align(x: usize, a: usize) -> usize {
 
 fn eventfd(op: &str) -> Result<OwnedFd, KernelError> {
     rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
-        .map_err(|e| KernelError::sys(op, e.into()))
+        .map_err(|e| KernelError::sys(op, crate::error::from_rustix(e)))
 }
 
 /// Open `/dev/vhost-net` and become its owner (`VHOST_SET_OWNER`: drivers/vhost/net.c:
@@ -180,7 +180,7 @@ fn open_owned() -> Result<OwnedFd, KernelError> {
         .map_err(|e| {
             KernelError::sys(
                 "open /dev/vhost-net",
-                Errno(e.raw_os_error().unwrap_or(libc::EIO)),
+                Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
             )
         })?;
     let fd = OwnedFd::from(file);
@@ -426,7 +426,10 @@ impl VhostNet {
                 "write kick eventfd",
                 Cause::Protocol(format!("wrote {n} of 8 bytes")),
             )),
-            Err(e) => Err(KernelError::sys("write kick eventfd", e.into())),
+            Err(e) => Err(KernelError::sys(
+                "write kick eventfd",
+                crate::error::from_rustix(e),
+            )),
         }
     }
 

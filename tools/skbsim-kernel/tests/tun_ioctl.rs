@@ -79,7 +79,12 @@ impl Bench<'_> {
         let f = self.open()?;
         self.io(f, TUNSETIFF, ifreq(name, flags), &format!("create {name}"))
             .0
-            .map_err(|e| KernelError::sys(format!("TUNSETIFF {name}"), skbsim_kernel::Errno(e)))?;
+            .map_err(|e| {
+                KernelError::sys(
+                    format!("TUNSETIFF {name}"),
+                    skbsim_kernel::Errno::from_raw(e),
+                )
+            })?;
         Ok(f)
     }
 }

@@ -41,7 +41,7 @@ fn noted<T>(r: io::Result<T>) -> io::Result<T> {
 /// "(os error 28)").
 pub fn cannot_write(e: &io::Error) -> CliError {
     let words = match e.raw_os_error() {
-        Some(n) => skbsim_kernel::Errno(n).description(),
+        Some(n) => skbsim_kernel::OsErrno::description(skbsim_kernel::Errno::from_raw(n)),
         None => e.to_string(),
     };
     CliError(format!("stdout: cannot write: {words}"))

@@ -330,7 +330,7 @@ impl<'s> TapSide<'s> {
             let result = match tap.read(&mut self.buf) {
                 Err(Errno::EAGAIN) => break,
                 Ok(got) => Ok(got),
-                Err(e) => Err(SimErrno::from_code(e.0).ok_or_else(|| {
+                Err(e) => Err(SimErrno::from_code(e.code()).ok_or_else(|| {
                     kerr(
                         format!(
                             "read {n} ({size}-byte buffer) on {name}: an errno the trace format cannot show"

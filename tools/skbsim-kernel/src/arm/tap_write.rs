@@ -118,7 +118,7 @@ fn replay(
         run.a.set_nonblocking(nonblocking)?;
         let result = match run.a.write(&bytes) {
             Ok(n) => Ok(n),
-            Err(e) => Err(SimErrno::from_code(e.0).ok_or_else(|| {
+            Err(e) => Err(SimErrno::from_code(e.code()).ok_or_else(|| {
                 kerr(
                     format!(
                         "write {writes} (frame {index}, {} bytes) into {WRITE_NAME}: an errno the trace format cannot show",

@@ -614,7 +614,7 @@ impl Replay<'_> {
             let result = match self.dut.read(&mut self.buf) {
                 Err(Errno::EAGAIN) => break,
                 Ok(n) => Ok(n),
-                Err(e) => Err(SimErrno::from_code(e.0).ok_or_else(|| {
+                Err(e) => Err(SimErrno::from_code(e.code()).ok_or_else(|| {
                     kerr(
                         format!(
                             "read {} ({size}-byte buffer) on {DUT_NAME}: an errno the trace format cannot show",

@@ -75,7 +75,7 @@ impl VnetCapture {
                         Err(format!(
                             "recvmsg: {} ({}): virtio_net_hdr_from_skb cannot describe this skb",
                             e.name(),
-                            e.description()
+                            crate::OsErrno::description(e)
                         )),
                         Vec::new(),
                     )))

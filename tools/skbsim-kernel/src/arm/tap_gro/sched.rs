@@ -17,7 +17,7 @@ pub(super) fn one_cpu(cpu: usize) -> CpuSet {
 /// `sched_setaffinity(tid, set)`; tid 0 is the calling thread.
 pub(super) fn set_affinity(tid: libc::pid_t, set: &CpuSet, who: &str) -> Result<(), KernelError> {
     rustix::thread::sched_setaffinity(Pid::from_raw(tid), set)
-        .map_err(Errno::from)
+        .map_err(crate::error::from_rustix)
         .op(|| format!("sched_setaffinity {who}"))
 }
 
@@ -111,7 +111,7 @@ impl RealtimeWriter {
     /// Switch the calling thread; `pin` also restricts it to that CPU.
     pub fn enter(pin: Option<usize>) -> Result<RealtimeWriter, KernelError> {
         let saved_affinity = rustix::thread::sched_getaffinity(None)
-            .map_err(Errno::from)
+            .map_err(crate::error::from_rustix)
             .op(|| "sched_getaffinity".to_string())?;
         // SAFETY: sched_getscheduler(0) queries the calling thread.
         let saved_policy = unsafe { libc::sched_getscheduler(0) };

@@ -51,7 +51,7 @@ pub(super) fn udp_gro_setup(
         let s =
             UdpSocket::bind(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, port, 0, 0)).map_err(|e| {
                 match e.raw_os_error() {
-                    Some(n) => KernelError::sys(op(), Errno(n)),
+                    Some(n) => KernelError::sys(op(), Errno::from_raw(n)),
                     None => KernelError::new(op(), Cause::Protocol(e.to_string())),
                 }
             })?;
