@@ -10,6 +10,7 @@
 //! ioctls the recording did.
 
 mod rows;
+mod user;
 
 use std::fs::File;
 
@@ -33,12 +34,15 @@ pub enum Step {
     /// `ip link set NAME up` on a tun device the sequence made.
     SetUp(String),
     /// `ioctl(file, cmd, arg)` and the kernel's answer; `what` says what the row checks.
+    /// `user`: issued as this (euid, egid) with no supplementary groups and no
+    /// capabilities (`Caller::user`); None: as root.
     Io {
         file: usize,
         cmd: u32,
         arg: IoctlArg,
         what: String,
         kernel: Answer,
+        user: Option<(u32, u32)>,
     },
 }
 
@@ -46,6 +50,8 @@ pub enum Step {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
     pub what: String,
+    /// Issued as this (euid, egid), unprivileged; None: root.
+    pub user: Option<(u32, u32)>,
     pub cmd: u32,
     pub arg: IoctlArg,
     pub kernel: Answer,
@@ -59,8 +65,11 @@ impl Row {
 
     /// One line: what, the command, the argument and both answers.
     pub fn describe(&self) -> String {
+        let by = self
+            .user
+            .map_or(String::new(), |(u, g)| format!(" as {u}:{g}"));
         format!(
-            "{}: {} arg {:?}: kernel {} model {}",
+            "{}: {}{by} arg {:?}: kernel {} model {}",
             self.what,
             cmd_name(self.cmd),
             self.arg,
@@ -162,13 +171,16 @@ pub fn replay(profile: &KernelProfile, steps: &[Step]) -> Result<Vec<Row>, Strin
                 arg,
                 what,
                 kernel,
+                user,
             } => {
                 let f = file(&files, *i, n)?;
+                let caller = user.map_or_else(Caller::root, |(u, g)| Caller::user(u, g));
                 let answer = model
-                    .ioctl(profile, &Caller::root(), f, *cmd, arg)
+                    .ioctl(profile, &caller, f, *cmd, arg)
                     .map_err(SimErrno::code);
                 rows.push(Row {
                     what: what.clone(),
+                    user: *user,
                     cmd: *cmd,
                     arg: arg.clone(),
                     kernel: kernel.clone(),
@@ -218,8 +230,47 @@ impl Recorder<'_> {
             arg,
             what: what.to_string(),
             kernel: kernel.clone(),
+            user: None,
         });
         kernel
+    }
+
+    /// One row as the unprivileged (euid, egid) `user`.
+    fn io_as(
+        &mut self,
+        user: (u32, u32),
+        i: usize,
+        cmd: u32,
+        arg: IoctlArg,
+        what: &str,
+    ) -> Result<(), KernelError> {
+        self.ask_as(user, i, cmd, arg, what).map(|_| ())
+    }
+
+    /// One row as the unprivileged (euid, egid) `user` ([`user::as_user`]); the kernel's
+    /// answer.
+    fn ask_as(
+        &mut self,
+        (euid, egid): (u32, u32),
+        i: usize,
+        cmd: u32,
+        arg: IoctlArg,
+        what: &str,
+    ) -> Result<Answer, KernelError> {
+        let file = self.files[i]
+            .as_ref()
+            .expect("the sequence uses open files");
+        let real = &mut self.real;
+        let kernel = user::as_user(euid, egid, || real.ioctl(file, cmd, &arg))?;
+        self.steps.push(Step::Io {
+            file: i,
+            cmd,
+            arg,
+            what: what.to_string(),
+            kernel: kernel.clone(),
+            user: Some((euid, egid)),
+        });
+        Ok(kernel)
     }
 
     /// `ip link set NAME up`.

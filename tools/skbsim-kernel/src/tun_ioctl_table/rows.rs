@@ -1,6 +1,7 @@
 //! The sequence of the tun ioctl table (docs/tun-ioctl.md#conformance): without a device,
 //! TUNSETIFF names and flag combinations, offloads and the vnet header, the device
-//! settings, the tx and socket filters, and multi-queue attach/detach.
+//! settings, the tx and socket filters, multi-queue attach/detach, and (last, in
+//! `super::user`) who may attach as an unprivileged user.
 
 use sim::tun::ioctl::cmd::*;
 use sim::tun::ioctl::iff_flags::*;
@@ -16,7 +17,8 @@ pub(super) fn all(b: &mut Recorder) -> Result<(), KernelError> {
     offload_and_vnet(b)?;
     device_settings(b)?;
     filters(b)?;
-    queues(b)
+    queues(b)?;
+    super::user::permission(b)
 }
 
 fn ifreq_raw(name: &[u8], flags: u16) -> IoctlArg {

@@ -132,7 +132,7 @@ pub(super) fn ioctl(a: &LabIoctlArgs, sk: &dyn Skbsim) -> Result<ExitCode, Strin
                 "ok": ok, "release": release, "profile": profile.name, "log": path,
                 "rows": rows.len(), "agree": rows.len() - bad.len(), "error": error,
                 "ioctls": table.iter().map(|(k, (n, g))| json!({"ioctl": k, "rows": n, "agree": g})).collect::<Vec<_>>(),
-                "mismatches": bad.iter().map(|r| json!({"what": r.what, "ioctl": cmd_name(r.cmd),
+                "mismatches": bad.iter().map(|r| json!({"what": r.what, "ioctl": cmd_name(r.cmd), "user": r.user,
                     "arg": format!("{:?}", r.arg), "kernel": show(&r.kernel), "model": show(&r.model)})).collect::<Vec<_>>(),
             })
         )?;

@@ -2,7 +2,8 @@
 //! the guest sends back over the serial line and what `lab ioctl` keeps in its results
 //! (and reads again with `--replay`). One object per step:
 //! `{"release":UNAME_R}` first, then `{"open":true}`, `{"close":FILE}`, `{"up":NAME}`,
-//! `{"file":FILE,"cmd":CMD,"arg":ARG,"what":TEXT,"kernel":ANSWER}`.
+//! `{"file":FILE,"cmd":CMD,"arg":ARG,"what":TEXT,"kernel":ANSWER}` (and `"user":[EUID,EGID]`
+//! for a row issued unprivileged).
 
 use serde_json::{json, Value};
 use sim::tun::ioctl::{BpfFd, IoctlAnswer, IoctlArg, SockFilter, IFNAMSIZ};
@@ -21,8 +22,13 @@ pub(super) fn step_json(s: &Step) -> Value {
             arg,
             what,
             kernel,
+            user,
         } => {
-            json!({"file": file, "cmd": cmd, "arg": arg_json(arg), "what": what, "kernel": answer_json(kernel)})
+            let mut v = json!({"file": file, "cmd": cmd, "arg": arg_json(arg), "what": what, "kernel": answer_json(kernel)});
+            if let Some((u, g)) = user {
+                v["user"] = json!([u, g]);
+            }
+            v
         }
     }
 }
@@ -44,6 +50,10 @@ pub(super) fn step_from(v: &Value) -> Option<Step> {
         arg: arg_from(v.get("arg")?)?,
         what: v.get("what")?.as_str()?.to_string(),
         kernel: answer_from(v.get("kernel")?)?,
+        user: match v.get("user") {
+            None => None,
+            Some(u) => Some((num(u.get(0)?)?, num(u.get(1)?)?)),
+        },
     })
 }
 

@@ -16,6 +16,7 @@ fn io(arg: IoctlArg, kernel: Result<IoctlAnswer, i32>) -> Step {
         arg,
         what: "w".into(),
         kernel,
+        user: None,
     }
 }
 
@@ -71,6 +72,14 @@ fn every_step_survives_its_json_line() {
         ),
         io(IoctlArg::Out, Ok(IoctlAnswer::Int(-5))),
         io(IoctlArg::Fault, Err(14)),
+        Step::Io {
+            file: 2,
+            cmd: 0x8004_54d2,
+            arg: IoctlArg::Out,
+            what: "as a user".into(),
+            kernel: Err(1),
+            user: Some((1000, 1001)),
+        },
     ];
     let text: String = std::iter::once("{\"release\":\"6.1.0-44-cloud-amd64\"}".to_string())
         .chain(steps.iter().map(|s| step_json(s).to_string()))
@@ -96,15 +105,16 @@ fn recorded(file: &str) -> (String, Vec<Step>) {
     (release, parse_steps(&log).expect("a log of steps"))
 }
 
-/// The rows of `file` that differ from the model under `profile`, as (ioctl, argument).
-fn differing(file: &str, profile: &str) -> Vec<(String, String)> {
+/// The rows of `file` that differ from the model under `profile`, as (ioctl, argument,
+/// what).
+fn differing(file: &str, profile: &str) -> Vec<(String, String, String)> {
     let (_, steps) = recorded(file);
     let p = guest_profile("", Some(profile)).unwrap();
     replay(&p, &steps)
         .unwrap()
         .into_iter()
         .filter(|r| !r.agrees())
-        .map(|r| (cmd_name(r.cmd), format!("{:?}", r.arg)))
+        .map(|r| (cmd_name(r.cmd), format!("{:?}", r.arg), r.what))
         .collect()
 }
 
@@ -112,30 +122,39 @@ fn differing(file: &str, profile: &str) -> Vec<(String, String)> {
 /// 6.18 host's log too: tests/tun_ioctl.rs in skbsim-kernel records it afresh).
 #[test]
 fn each_recorded_kernel_answers_as_its_profile_says() {
-    for (file, release, profile) in [
-        ("tun-ioctl-6.1.jsonl", "6.1.0-57-cloud-amd64", "linux-6.1"),
+    for (file, release, profile, rows) in [
+        (
+            "tun-ioctl-6.1.jsonl",
+            "6.1.0-57-cloud-amd64",
+            "linux-6.1",
+            1383,
+        ),
         (
             "tun-ioctl-6.12.jsonl",
             "6.12.118+deb12-cloud-amd64",
             "linux-6.12",
+            1379,
         ),
         (
             "tun-ioctl-6.18-host.jsonl",
             "6.18.44-fc-v1252",
             "linux-6.18",
+            1383,
         ),
     ] {
-        recorded_kernel_agrees(file, release, profile);
+        recorded_kernel_agrees(file, release, profile, rows);
     }
 }
 
-fn recorded_kernel_agrees(file: &str, release: &str, profile: &str) {
+/// `n` rows: 4 fewer where the user may not attach to a device with neither owner nor
+/// group (the rows after an attach are not issued).
+fn recorded_kernel_agrees(file: &str, release: &str, profile: &str, n: usize) {
     let (r, steps) = recorded(file);
     assert_eq!(r, release);
     let p = guest_profile(&r, None).unwrap();
     assert_eq!(p.name, profile);
     let rows = replay(&p, &steps).unwrap();
-    assert_eq!(rows.len(), 1339, "the whole sequence was recorded");
+    assert_eq!(rows.len(), n, "the whole sequence was recorded");
     let bad: Vec<String> = rows
         .iter()
         .filter(|r| !r.agrees())
@@ -152,26 +171,39 @@ fn recorded_kernel_agrees(file: &str, release: &str, profile: &str) {
 
 /// The check tells the kernels apart where their rules differ: 6.1 refuses USO
 /// (TUN_F_USO4|TUN_F_USO6, v6.2) that linux-6.12 accepts, 6.12 refuses the UDP tunnel GSO
-/// bits (v6.17) that linux-6.18 accepts; nothing else differs.
+/// bits (v6.17) that linux-6.18 accepts, and a user without CAP_NET_ADMIN attaches to a
+/// device with neither owner nor group on 6.1 and 6.18 (tun_not_capable) but not on 6.12
+/// (tun_permitted); nothing else differs.
 #[test]
-fn the_recorded_kernels_differ_only_in_their_offload_rules() {
-    let uso = differing("tun-ioctl-6.1.jsonl", "linux-6.12");
-    assert_eq!(uso.len(), 14, "{uso:?}");
-    for (cmd, arg) in &uso {
-        let v: u64 = arg
-            .strip_prefix("Value(")
+fn the_recorded_kernels_differ_only_in_their_rules() {
+    let value = |arg: &str| -> u64 {
+        arg.strip_prefix("Value(")
             .and_then(|a| a.strip_suffix(')'))
             .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("{arg}"));
-        assert_eq!((cmd.as_str(), v & 0x61), ("TUNSETOFFLOAD", 0x61), "{arg}");
+            .unwrap_or_else(|| panic!("{arg}"))
+    };
+    let d = differing("tun-ioctl-6.1.jsonl", "linux-6.12");
+    let (offload, user): (Vec<_>, Vec<_>) = d.iter().partition(|r| r.0 == "TUNSETOFFLOAD");
+    assert_eq!(offload.len(), 14, "{offload:?}");
+    for (_, arg, _) in &offload {
+        assert_eq!(value(arg) & 0x61, 0x61, "USO4|USO6 with CSUM: {arg}");
     }
-    let tunnel = differing("tun-ioctl-6.12.jsonl", "linux-6.18");
-    assert!(!tunnel.is_empty());
-    for (cmd, arg) in &tunnel {
-        assert_eq!(cmd, "TUNSETOFFLOAD", "{arg}");
-    }
+    // The attach the model refuses, and the 4 rows on the file it would have had.
+    assert_eq!(user.len(), 5, "{user:?}");
+    assert!(user
+        .iter()
+        .all(|r| r.2 == "user attaches, neither set" || r.2.starts_with("user ")));
+    assert_eq!(user[0].2, "user attaches, neither set");
+
+    let d = differing("tun-ioctl-6.12.jsonl", "linux-6.18");
+    let (offload, user): (Vec<_>, Vec<_>) = d.iter().partition(|r| r.0 == "TUNSETOFFLOAD");
     assert!(
-        tunnel.iter().any(|(_, a)| a == "Value(131)"),
+        offload.iter().any(|r| r.1 == "Value(131)"),
         "0x83: CSUM|TSO4|UDP_TUNNEL_GSO"
     );
+    for (_, arg, _) in &offload {
+        assert_ne!(value(arg) & 0x80, 0, "UDP_TUNNEL_GSO: {arg}");
+    }
+    let user: Vec<&str> = user.iter().map(|r| r.2.as_str()).collect();
+    assert_eq!(user, ["user attaches, neither set"]);
 }
