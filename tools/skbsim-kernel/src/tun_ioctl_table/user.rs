@@ -39,8 +39,8 @@ pub(super) fn as_user<R>(euid: u32, egid: u32, f: impl FnOnce() -> R) -> Result<
 /// The unprivileged caller of the rows: uid and gid 1000, no supplementary groups.
 const USER: (u32, u32) = (1000, 1000);
 
-/// Who may attach to an existing device (drivers/net/tun.c: tun_set_iff, with
-/// tun_not_capable before "tun: fix group permission check" and tun_permitted after):
+/// Who may attach to an existing device (drivers/net/tun.c: tun_set_iff, asking
+/// tun_not_capable on 6.1 and 6.18, tun_permitted on Debian's 6.12.118):
 /// for each owner/group setting a fresh multi-queue device (an owner or group once set
 /// cannot be unset: TUNSETOWNER -1 is EINVAL) and a file of [`USER`] attaching to it;
 /// creating a device and the namespace ioctls as the user.
