@@ -32,6 +32,10 @@ for k in 6.1 6.12; do
   echo "== lab: conform every scenario the guest kernel $k can run"
   timed skbsim lab conform --kernel "$k" scenarios
 done
+echo "== lab: every tun ioctl (docs/tun-ioctl.md#conformance) in each guest, against the profile of its release"
+for k in 6.1 6.12; do
+  timed skbsim lab ioctl --kernel "$k"
+done
 echo "== lab: a tun.c patch rebuilt into tun.ko for 6.1: what it changes for userspace, and the model's prediction"
 # Cold: linux-source-6.1 (140 MB), the headers and one module build, about 30 s; the
 # module is cached per (kernel, patch), so a warm run only boots the two guests.

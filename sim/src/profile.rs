@@ -168,8 +168,9 @@ pub enum TunPermission {
     /// `tun_not_capable`: refused only when a set owner or group does not match and the
     /// caller lacks CAP_NET_ADMIN: a device with neither set is open to everyone.
     NotCapable,
-    /// `tun_permitted` ("tun: fix group permission check", v6.8): allowed when an owner
-    /// or a group is set and every one set matches; otherwise CAP_NET_ADMIN is needed.
+    /// `tun_permitted` (Debian's 6.12.118 tun.c): allowed when an owner or a group is set
+    /// and every one set matches; otherwise CAP_NET_ADMIN is needed, so a device with
+    /// neither set is closed to users without it.
     Permitted,
 }
 
@@ -219,12 +220,19 @@ pub const TUN_IOCTL_6_18: TunIoctlRules = TunIoctlRules {
     ebpf: true,
     set_carrier: true,
     get_devnetns: true,
-    permission: TunPermission::Permitted,
+    // "tun: revert fix group permission check" (Willem de Bruijn, v6.14) put
+    // tun_not_capable back: 3ca459eaba1b (v6.8) had made a device with neither owner nor
+    // group need CAP_NET_ADMIN. Seen on this host: a user without it attaches to such a
+    // device (docs/tun-ioctl.md#permission, the permission rows of the conformance table).
+    permission: TunPermission::NotCapable,
 };
 
-/// Linux 6.12 (Debian 6.12.118 source read): no UDP tunnel GSO (v6.17).
+/// Linux 6.12 (Debian 6.12.118 source read): no UDP tunnel GSO (v6.17); tun_set_iff asks
+/// tun_permitted (seen in the lab's 6.12.118 guest: a user without CAP_NET_ADMIN may not
+/// attach to a device with neither owner nor group).
 pub const TUN_IOCTL_6_12: TunIoctlRules = TunIoctlRules {
     udp_tunnel_gso: false,
+    permission: TunPermission::Permitted,
     ..TUN_IOCTL_6_18
 };
 

@@ -6,6 +6,8 @@
 //! - [`Netns`]: a fresh network namespace on a dedicated thread, `lo` up, IPv6 off.
 //! - [`TapConfig`] / [`Tap`]: `/dev/net/tun` queues and their ioctls.
 //! - [`tun_ioctl::TunProbe`]: any tun ioctl with the model's typed argument and answer.
+//! - [`tun_ioctl_table`]: the tun ioctl conformance sequence, recorded on a kernel and
+//!   replayed on the model under any profile.
 //! - [`Rtnl`]: `NETLINK_ROUTE` link operations and `IFLA_STATS64` counters.
 //! - [`Ethtool`]: netdev features by name through `SIOCETHTOOL`.
 //! - [`PacketSocket`]: AF_PACKET with `PACKET_AUXDATA`.
@@ -43,6 +45,7 @@ pub mod sysfs;
 pub mod tap;
 pub mod tcpreplay;
 pub mod tun_ioctl;
+pub mod tun_ioctl_table;
 pub mod vhost;
 
 pub use error::{Cause, Errno, KernelError, OsErrno};

@@ -27,7 +27,8 @@ pub fn dev_valid_name(name: &[u8]) -> bool {
         .any(|&c| c == b'/' || c == b':' || matches!(c, b' ' | 0x09..=0x0d | 0xa0))
 }
 
-/// Whether tun_permitted (v6.8) / tun_not_capable let `caller` attach to `dev`.
+/// Whether tun_permitted (Debian 6.12.118) / tun_not_capable (6.1, and 6.18 after "tun:
+/// revert fix group permission check") let `caller` attach to `dev`.
 fn permitted(rules: &TunIoctlRules, caller: &Caller, dev: &TunIf) -> bool {
     let owner_ok = dev.owner.is_none_or(|u| u == caller.euid);
     let group_ok = dev.group.is_none_or(|g| caller.in_egroup(g));

@@ -329,8 +329,14 @@ fn setqueue_rules() {
 
 #[test]
 fn permission_rule_per_kernel() {
-    // tun_permitted (6.8+) vs tun_not_capable: a device with no owner and no group.
-    for (p, ok) in [(&LINUX_6_18, false), (&LINUX_6_1, true)] {
+    // tun_permitted (Debian 6.12.118) vs tun_not_capable (6.1, and 6.18 after the
+    // revert): a device with no owner and no group. The lab and this host saw each
+    // (tools/skbsim-lab/tests/data/tun-ioctl-*.jsonl, "user attaches, neither set").
+    for (p, ok) in [
+        (&LINUX_6_12, false),
+        (&LINUX_6_18, true),
+        (&LINUX_6_1, true),
+    ] {
         let (mut net, f) = with_dev(p, "p", IFF_TAP);
         let root = Caller::root();
         net.ioctl(p, &root, f, TUNSETPERSIST, &IoctlArg::Value(1))

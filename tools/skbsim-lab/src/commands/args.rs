@@ -32,6 +32,9 @@ pub enum LabCommand {
     /// 802.1Q in the guest: a VLAN device over a tap, read with tx VLAN offload on
     /// (hw-accel splice) and off (software insertion), and received back untagged.
     Vlan(LabOpts),
+    /// Every tun ioctl of docs/tun-ioctl.md on the guest kernel, compared row by row with the
+    /// model under the guest's profile; the guest's answers are kept as a log.
+    Ioctl(LabIoctlArgs),
     /// Run a shell script in the guest (busybox sh; iproute2 is /usr/bin/ip, this skbsim
     /// /usr/bin/skbsim); print its stdout.
     Run(LabRunArgs),
@@ -46,6 +49,9 @@ pub enum LabCommand {
     /// Inside the guest: the 802.1Q device check, one JSON line per observation.
     #[command(hide = true)]
     GuestVlan,
+    /// Inside the guest: the tun ioctl sequence, one JSON line per step.
+    #[command(hide = true)]
+    GuestIoctl,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -135,6 +141,21 @@ pub struct LabRunArgs {
     /// at the same absolute paths; the guest starts in this directory, mirrored.
     #[arg(long = "file", value_name = "PATH")]
     pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub opts: LabOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct LabIoctlArgs {
+    /// The model's profile (default: the one modelling the guest's release).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Compare a kept log (`--out` of an earlier run) again instead of booting.
+    #[arg(long, value_name = "LOG")]
+    pub replay: Option<PathBuf>,
+    /// Where to keep the guest's log (default <cache>/results/<guest kernel>/tun-ioctl.jsonl).
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub out: Option<PathBuf>,
     #[command(flatten)]
     pub opts: LabOpts,
 }

@@ -12,6 +12,8 @@
 //!   every event is listed, not just the first. The guest's traces and pcaps are kept in
 //!   `<cache>/results/<guest kernel>/`.
 //! - `skbsim lab gre`: a gretap tunnel between two namespaces in the guest (iproute2).
+//! - `skbsim lab ioctl`: every tun ioctl on the guest kernel, compared with the model under
+//!   the guest's profile (`--replay LOG` compares a kept log without a boot).
 //! - `skbsim lab run SCRIPT`: any shell script in the guest; its stdout comes back.
 //!
 //! Exit codes: 0 good, 1 a difference (conform) or a failed check, 2 a failure to run (one
@@ -30,10 +32,16 @@ mod args;
 mod conform;
 mod diff;
 mod hex;
+mod ioctl;
+mod ioctl_log;
+#[cfg(test)]
+mod ioctl_tests;
 mod skbsim;
 mod vlan;
 
-pub use args::{AccelArg, GuestOpts, LabArgs, LabCommand, LabConformArgs, LabOpts, LabRunArgs};
+pub use args::{
+    AccelArg, GuestOpts, LabArgs, LabCommand, LabConformArgs, LabIoctlArgs, LabOpts, LabRunArgs,
+};
 pub use diff::LabDiffArgs;
 
 use skbsim::{out, outln};
@@ -104,6 +112,8 @@ pub fn lab(args: &LabArgs, sk: &dyn Skbsim) -> Result<ExitCode, String> {
         } => guest_conform(paths, *old_profiles, sk),
         LabCommand::Vlan(opts) => vlan(opts, sk),
         LabCommand::GuestVlan => guest_vlan(sk),
+        LabCommand::Ioctl(a) => ioctl::ioctl(a, sk),
+        LabCommand::GuestIoctl => ioctl::guest_ioctl(sk),
     }
 }
 
