@@ -45,6 +45,13 @@
 //! [[skb.frame]]           # per-frame overrides, by input index
 //! index = 2
 //! checksum = "partial"
+//!
+//! [queues]                # tun-read: an IFF_MULTI_QUEUE tap with `count` files (see
+//! count = 2               # the `queues` module; docs/tun-read.md#multiqueue)
+//! [[queues.event]]        # TUNSETQUEUE before a frame
+//! before_frame = 1
+//! file = 0
+//! op = "detach"           # detach | attach
 //! ```
 
 use std::fmt;
