@@ -249,6 +249,7 @@ fn the_pipeline_reports_undelivered_frames_and_reads_carry_the_right_index() {
                 )
             }
             Event::XmitDropped { frame, .. } => format!("xmit-drop {frame}"),
+            Event::Queue { file, .. } => format!("queue {file}"),
         })
         .collect();
     assert_eq!(

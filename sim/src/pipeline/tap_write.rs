@@ -340,6 +340,7 @@ impl<'s> TapWriteRun<'s> {
                 Err(_) => size.min(header_len(&cfg)),
             };
             let record = ReadRecord {
+                queue: None,
                 read: n,
                 frame: Some((frame, ts_ns)),
                 buffer_len: size,

@@ -8,12 +8,14 @@ use crate::bridge::{self, Attach, Bridge, DropReason, Verdict};
 use crate::consts::TUN_PI_LEN;
 use crate::errno::Errno;
 use crate::pool::Pool;
-use crate::scenario::Scenario;
+use crate::scenario::{QueueOp, Scenario};
 use crate::skb::{OpCounters, SkBuff};
 use crate::tun::read::ReadOutcome;
 use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats};
 
 use super::frame_meta::{build_skb, RecipeError};
+use mq::MqTap;
+
 use super::{Input, Pipeline, PipelineError};
 
 /// One read() by userspace: what the simulator and the real kernel can both show, plus
@@ -22,6 +24,8 @@ use super::{Input, Pipeline, PipelineError};
 pub struct ReadRecord {
     /// The read's number, from 0.
     pub read: usize,
+    /// With `[queues]`: the file read, by opening order.
+    pub queue: Option<usize>,
     /// The input frame it dequeued and that frame's timestamp, if it dequeued one.
     pub frame: Option<(u64, u64)>,
     pub buffer_len: usize,
@@ -63,10 +67,20 @@ pub fn header_len(device: &TunConfig) -> usize {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// tun_net_xmit dropped the frame: tx_ring full.
+    /// tun_net_xmit dropped the frame: tx_ring full, or (`no_queue`) no queue attached.
     XmitDropped {
         frame: u64,
         ts_ns: u64,
+        no_queue: bool,
+        stats: TunStats,
+    },
+    /// `[queues]`: TUNSETQUEUE on a file before a frame; the frames a detach purged from
+    /// the file's ring.
+    Queue {
+        before_frame: u64,
+        file: usize,
+        op: QueueOp,
+        purged: Vec<u64>,
         stats: TunStats,
     },
     Read(ReadRecord),
@@ -97,11 +111,14 @@ pub struct TunReadRun<'s> {
     pub record_bytes: bool,
     /// Records' byte buffers handed back ([`TunReadRun::recycle_data`]).
     spare_data: Pool<Vec<u8>, 4>,
+    /// `[queues]`: the multiqueue tap, which then holds the rings instead of `dev`.
+    mq: Option<MqTap>,
 }
 
 impl<'s> TunReadRun<'s> {
     pub fn new(scenario: &'s Scenario) -> TunReadRun<'s> {
         TunReadRun {
+            mq: None,
             scenario,
             dev: TunDevice::new(scenario.device.clone()),
             bridge: match scenario.attach {
@@ -124,7 +141,10 @@ impl<'s> TunReadRun<'s> {
     }
 
     pub fn stats(&self) -> TunStats {
-        self.dev.stats
+        match &self.mq {
+            Some(mq) => mq.stats(),
+            None => self.dev.stats,
+        }
     }
 
     /// Transmit input frame `index` to the tap (the reads are [`Input::Read`]s).
@@ -135,6 +155,7 @@ impl<'s> TunReadRun<'s> {
         data: &[u8],
         sink: &mut impl FnMut(Event),
     ) -> Result<(), RecipeError> {
+        self.queue_events(index, sink)?;
         let mut skb = self.dev.spare_skb();
         skb.ops = OpCounters::default();
         let l3_only = self.scenario.device.kind == DeviceKind::Tun;
@@ -171,7 +192,7 @@ impl<'s> TunReadRun<'s> {
                     frame: index,
                     ts_ns,
                     reason: Some(reason),
-                    stats: self.dev.stats,
+                    stats: self.stats(),
                 });
             }
             Verdict::Deliver(trim) => {
@@ -186,7 +207,11 @@ impl<'s> TunReadRun<'s> {
                     )
                     .map_err(|e| RecipeError(format!("frame {index}: {}", e.0)))?;
                 }
-                self.xmit(index, ts_ns, skb, sink);
+                if self.mq.is_some() {
+                    self.mq_xmit(index, ts_ns, skb, sink)?;
+                } else {
+                    self.xmit(index, ts_ns, skb, sink);
+                }
             }
         }
         Ok(())
@@ -200,6 +225,7 @@ impl<'s> TunReadRun<'s> {
             sink(Event::XmitDropped {
                 frame: index,
                 ts_ns,
+                no_queue: false,
                 stats: self.dev.stats,
             });
         }
@@ -238,6 +264,7 @@ impl<'s> TunReadRun<'s> {
             };
             sink(Event::Read(ReadRecord {
                 read: self.reads,
+                queue: None,
                 frame,
                 buffer_len: size,
                 result: outcome.result,
@@ -290,6 +317,11 @@ impl<'s> TunReadRun<'s> {
     }
 }
 
+#[path = "tun_read_mq.rs"]
+mod mq;
+#[path = "tun_read_mq_run.rs"]
+mod mq_run;
+
 impl Pipeline for TunReadRun<'_> {
     type Event = Event;
 
@@ -313,7 +345,11 @@ impl Pipeline for TunReadRun<'_> {
             }),
             // Userspace reads until the ring is empty; at the end it reads what is left.
             Input::Read | Input::End => {
-                self.drain(events);
+                if self.mq.is_some() {
+                    self.mq_drain(events);
+                } else {
+                    self.drain(events);
+                }
                 Ok(())
             }
             // Nothing here is timed, and there is no guest.

@@ -36,6 +36,7 @@ impl TunReadCounts {
             Event::XmitDropped { .. } => self.drops += 1,
             Event::Read(_) => self.reads += 1,
             Event::BridgeDropped { .. } => self.bridge_drops += 1,
+            Event::Queue { .. } => {}
         }
     }
 }
@@ -191,6 +192,9 @@ pub fn read_record<'r>(kind: &'static str, r: &'r ReadRecord, dev: &TunConfig) -
         Part::bare("result", result_value(r.result.map(|n| n as u64))),
     ]));
     let f = &mut rec.fields;
+    if let Some(q) = r.queue {
+        f.push(Field::both("queue", Value::text(format!("file {q}"))));
+    }
     let skb = r.model.as_ref().filter(|m| m.skb.is_some());
     if let Some(k) = skb.and_then(|m| m.skb.as_ref()) {
         f.push(Field::model("skb", skb_value(k)).meta());
@@ -252,6 +256,30 @@ pub fn read_record<'r>(kind: &'static str, r: &'r ReadRecord, dev: &TunConfig) -
     rec
 }
 
+/// `queue: detach file 0 before frame 2`, and the frames the detach purged from the
+/// file's ring (__tun_detach -> tun_queue_purge).
+fn queue_record(
+    before_frame: u64,
+    file: usize,
+    op: &str,
+    purged: &[u64],
+    stats: &TunStats,
+) -> Record<'static> {
+    let mut rec = Record::new("queue");
+    rec.result = Some(Value::text(format!(
+        "{op} file {file} before frame {before_frame}"
+    )));
+    if !purged.is_empty() {
+        let list: Vec<String> = purged.iter().map(u64::to_string).collect();
+        rec.push(Field::both(
+            "purged",
+            Value::text(format!("frames {}", list.join(", "))),
+        ));
+    }
+    rec.push(Field::both("counters", counters_value(stats)));
+    rec
+}
+
 /// A drop with no read: `xmit-drop (frame 2, ts ...): tx_ring full`.
 fn drop_record(kind: &'static str, frame: u64, ts_ns: u64, what: &'static str) -> Record<'static> {
     let mut rec = Record::new(kind);
@@ -266,13 +294,26 @@ pub fn event_record<'e>(e: &'e Event, dev: &TunConfig) -> Record<'e> {
         Event::XmitDropped {
             frame,
             ts_ns,
+            no_queue,
             stats,
         } => {
-            let mut rec = drop_record("xmit-drop", *frame, *ts_ns, "tx_ring full");
+            let what = if *no_queue {
+                "no queue attached"
+            } else {
+                "tx_ring full"
+            };
+            let mut rec = drop_record("xmit-drop", *frame, *ts_ns, what);
             rec.push(Field::both("counters", counters_value(stats)));
             rec
         }
         Event::Read(r) => read_record("read", r, dev),
+        Event::Queue {
+            before_frame,
+            file,
+            op,
+            purged,
+            stats,
+        } => queue_record(*before_frame, *file, op.name(), purged, stats),
         Event::BridgeDropped {
             frame,
             ts_ns,

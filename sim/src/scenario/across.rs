@@ -41,6 +41,7 @@ impl TryFrom<ScenarioFile> for Scenario {
             redirect: f.redirect.map(|d| d.config),
             gro,
             guest: f.vhost,
+            queues: f.queues.map(|q| q.0),
             link: f.link,
         })
     }

@@ -20,6 +20,7 @@ use crate::skb::IpSummed;
 use crate::tun::{DeviceKind, Offloads, TunConfig, VnetEndian};
 
 use super::limits::{self, in_range};
+use super::queues::QueuePlan;
 use super::{GuestFill, GuestPlan, Pipeline, ReaderPlan, WriterPlan, WriterVnet, XdpSpec};
 
 /// The whole file. A table is `Some` when the file has it (even empty).
@@ -41,13 +42,14 @@ pub(super) struct ScenarioFile {
     pub(super) redirect: Option<Device>,
     pub(super) gro: Option<RawGro>,
     pub(super) vhost: Option<GuestPlan>,
+    pub(super) queues: Option<Checked<QueuePlan>>,
     #[serde(default)]
     pub(super) link: EthSynth,
 }
 
 impl ScenarioFile {
     /// The tables the file has, by name (`[link]` is read by every pipeline).
-    pub(super) fn tables(&self) -> [(&'static str, bool); 8] {
+    pub(super) fn tables(&self) -> [(&'static str, bool); 9] {
         [
             ("device", self.device.is_some()),
             ("reader", self.reader.is_some()),
@@ -57,6 +59,7 @@ impl ScenarioFile {
             ("redirect", self.redirect.is_some()),
             ("gro", self.gro.is_some()),
             ("vhost", self.vhost.is_some()),
+            ("queues", self.queues.is_some()),
         ]
     }
 }

@@ -45,6 +45,13 @@
 //! [[skb.frame]]           # per-frame overrides, by input index
 //! index = 2
 //! checksum = "partial"
+//!
+//! [queues]                # tun-read: an IFF_MULTI_QUEUE tap with `count` files (see
+//! count = 2               # the `queues` module; docs/tun-read.md#multiqueue)
+//! [[queues.event]]        # TUNSETQUEUE before a frame
+//! before_frame = 1
+//! file = 0
+//! op = "detach"           # detach | attach
 //! ```
 
 use std::fmt;
@@ -55,7 +62,9 @@ use serde::Deserialize;
 mod across;
 mod file;
 pub mod limits;
+mod queues;
 use file::parse_toml;
+pub use queues::{QueueEvent, QueueOp, QueuePlan};
 
 use crate::pipeline::frame_meta::SkbRecipe;
 use crate::profile::KernelProfile;
@@ -123,7 +132,7 @@ impl Pipeline {
     /// always an IFF_TAP with IFF_NAPI, IFF_NO_PI unless [device] says no_pi = false).
     pub fn tables(self) -> &'static [&'static str] {
         match self {
-            Pipeline::TunRead => &["device", "reader", "skb"],
+            Pipeline::TunRead => &["device", "reader", "skb", "queues"],
             Pipeline::TapWrite => &["device", "reader", "writer", "xdp", "redirect"],
             Pipeline::TapGro => &["device", "writer", "xdp", "redirect", "gro"],
             Pipeline::VhostTx => &["device", "reader", "xdp", "redirect", "vhost", "gro"],
@@ -285,6 +294,8 @@ pub struct Scenario {
     pub gro: crate::gro::plan::GroPlan,
     /// The guest (vhost-tx).
     pub guest: Option<GuestPlan>,
+    /// `[queues]` (tun-read): an IFF_MULTI_QUEUE tap with several files.
+    pub queues: Option<QueuePlan>,
     /// The MACs put in front of a non-Ethernet capture's frames (`[link]`; every
     /// pipeline reads it).
     pub link: crate::pcap::linktype::EthSynth,

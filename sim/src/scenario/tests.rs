@@ -285,7 +285,7 @@ fn tables_a_pipeline_does_not_read_are_errors() {
         (
             "tun-read",
             "[writer]\n",
-            "[writer] is not used by pipeline tun-read (it reads [device], [reader], [skb])",
+            "[writer] is not used by pipeline tun-read (it reads [device], [reader], [skb], [queues])",
         ),
         (
             "tun-read",

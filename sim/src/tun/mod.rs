@@ -65,6 +65,27 @@ pub struct Offloads {
     pub udp_tunnel_gso_csum: bool,
 }
 
+impl Offloads {
+    /// The TUNSETOFFLOAD argument that asks for these bits (<uapi/linux/if_tun.h> TUN_F_*).
+    pub fn tun_f_bits(&self) -> u64 {
+        use ioctl::tun_f;
+        [
+            (self.csum, tun_f::CSUM),
+            (self.tso4, tun_f::TSO4),
+            (self.tso6, tun_f::TSO6),
+            (self.tso_ecn, tun_f::TSO_ECN),
+            (self.ufo, tun_f::UFO),
+            (self.uso4, tun_f::USO4),
+            (self.uso6, tun_f::USO6),
+            (self.udp_tunnel_gso, tun_f::UDP_TUNNEL_GSO),
+            (self.udp_tunnel_gso_csum, tun_f::UDP_TUNNEL_GSO_CSUM),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .fold(0, |acc, (_, bit)| acc | bit)
+    }
+}
+
 /// The device as userspace configured it with TUNSETIFF and friends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TunConfig {

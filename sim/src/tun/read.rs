@@ -75,7 +75,7 @@ pub struct ReadOutcome {
 }
 
 impl ReadOutcome {
-    fn nothing(result: Result<usize, Errno>) -> ReadOutcome {
+    pub(crate) fn nothing(result: Result<usize, Errno>) -> ReadOutcome {
         ReadOutcome {
             result,
             put_user_ret: None,

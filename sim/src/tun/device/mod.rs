@@ -169,6 +169,23 @@ impl TunHost {
         tif.queues.iter().position(|&q| q == f)
     }
 
+    /// The file at queue index `index` of `dev_name` (tun->tfiles[index]).
+    pub fn file_at(&self, dev_name: &[u8], index: usize) -> Option<FileId> {
+        self.device(dev_name)?.queues.get(index).copied()
+    }
+
+    /// Set what no ioctl sets on the device's datapath (dev->tx_queue_len, the VLAN
+    /// insert features, dev->mtu) from `config`; the rest is re-read from the ioctl state
+    /// at every read and write.
+    pub fn set_device_config(&mut self, dev_name: &[u8], config: &TunConfig) {
+        let Some(ifindex) = self.device(dev_name).map(|t| t.ifindex) else {
+            return;
+        };
+        if let Some(dev) = self.stack.dev_mut(ifindex) {
+            dev.config = config.clone();
+        }
+    }
+
     /// Entries waiting on `f`'s tx_ring.
     pub fn queued(&self, f: FileId) -> usize {
         self.files.get(&f).map_or(0, |q| q.ring.len())

@@ -30,11 +30,22 @@ impl TunHost {
         f: FileId,
         buf_len: usize,
     ) -> Result<(Vec<u8>, Option<ReadOutcome>), Errno> {
+        let mut buf = vec![0u8; buf_len];
+        let out = self.read_into(f, &mut buf)?;
+        let n = out.result?;
+        buf.truncate(n);
+        Ok((buf, (buf_len > 0).then_some(out)))
+    }
+
+    /// [`TunHost::read_outcome`] into the caller's buffer, which keeps its bytes where
+    /// tun_put_user writes nothing. Err: the read touched no frame (EBADFD, EAGAIN); a
+    /// frame tun_put_user refused is the outcome's own error (the frame is consumed).
+    pub fn read_into(&mut self, f: FileId, buf: &mut [u8]) -> Result<ReadOutcome, Errno> {
         // tun_chr_read_iter: tun_get(tfile), or -EBADFD.
         let ifindex = self.net.device_of(f).ok_or(Errno::EBADFD)?.ifindex;
         // tun_do_read: !iov_iter_count(to) returns 0 before the ring.
-        if buf_len == 0 {
-            return Ok((Vec::new(), None));
+        if buf.is_empty() {
+            return Ok(ReadOutcome::nothing(Ok(0)));
         }
         let Some(entry) = self.files.get_mut(&f).and_then(|q| q.ring.pop_front()) else {
             return Err(Errno::EAGAIN);
@@ -44,11 +55,7 @@ impl TunHost {
             .stack
             .dev_mut(ifindex)
             .expect("a file's device is in the stack");
-        let mut buf = vec![0u8; buf_len];
-        let out = dev.read_entry(Some(entry), &mut buf, &self.profile.tun_read);
-        let n = out.result?;
-        buf.truncate(n);
-        Ok((buf, Some(out)))
+        Ok(dev.read_entry(Some(entry), buf, &self.profile.tun_read))
     }
 
     /// write(fd, data): tun_get_user's answer, the byte count or the errno.

@@ -27,7 +27,6 @@ use sim::tun::{TunConfig, TunStats};
 
 use crate::error::{Errno, KernelError};
 use crate::rtnl::LinkStats;
-use crate::tap::tun_f;
 
 /// `Ok(())` when the real backend has an arm for `pipeline`; otherwise why not.
 pub fn real_arm(pipeline: Pipeline) -> Result<(), String> {
@@ -118,19 +117,6 @@ pub(crate) fn tun_stats(s: &LinkStats) -> TunStats {
 
 /// TUNSETOFFLOAD bits for a scenario device.
 pub(crate) fn offload_bits(dev: &TunConfig) -> u32 {
-    let o = &dev.offloads;
-    [
-        (o.csum, tun_f::CSUM),
-        (o.tso4, tun_f::TSO4),
-        (o.tso6, tun_f::TSO6),
-        (o.tso_ecn, tun_f::TSO_ECN),
-        (o.ufo, tun_f::UFO),
-        (o.uso4, tun_f::USO4),
-        (o.uso6, tun_f::USO6),
-        (o.udp_tunnel_gso, tun_f::UDP_TUNNEL_GSO),
-        (o.udp_tunnel_gso_csum, tun_f::UDP_TUNNEL_GSO_CSUM),
-    ]
-    .into_iter()
-    .filter(|(on, _)| *on)
-    .fold(0, |acc, (_, bit)| acc | bit)
+    // Every TUN_F_ bit is below 0x200: the unsigned long argument fits the u32.
+    dev.offloads.tun_f_bits() as u32
 }

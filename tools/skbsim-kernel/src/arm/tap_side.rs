@@ -38,6 +38,18 @@ pub fn open_device(
     dev: &TunConfig,
     nonblocking: bool,
 ) -> Result<Tap, KernelError> {
+    open_device_mq(ns, name, dev, nonblocking, false)
+}
+
+/// [`open_device`], with IFF_MULTI_QUEUE when `multi_queue` (the returned file is queue
+/// 0; [`Tap::open_queue`] opens the others).
+pub fn open_device_mq(
+    ns: &mut Netns,
+    name: &str,
+    dev: &TunConfig,
+    nonblocking: bool,
+    multi_queue: bool,
+) -> Result<Tap, KernelError> {
     let base = match dev.kind {
         DeviceKind::Tap => TapConfig::tap(name),
         DeviceKind::Tun => TapConfig::tun(name),
@@ -47,6 +59,7 @@ pub fn open_device(
         .vnet_hdr(dev.vnet_hdr)
         .napi(dev.napi || dev.napi_frags)
         .napi_frags(dev.napi_frags)
+        .multi_queue(multi_queue)
         .nonblocking(nonblocking)
         .open()?;
     let int = |what: &str, v: usize| {
@@ -347,6 +360,7 @@ impl<'s> TapSide<'s> {
             self.events.push(WriteEvent::Read {
                 on_redirect,
                 record: ReadRecord {
+                    queue: None,
                     read: n,
                     frame: Some((frame, ts)),
                     buffer_len: size,

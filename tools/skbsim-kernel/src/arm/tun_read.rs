@@ -174,7 +174,7 @@ pub fn open_dut(ns: &mut Netns, dev: &TunConfig) -> Result<Tap, KernelError> {
         up: false,
         ..dev.clone()
     };
-    super::tap_write::open_device(ns, DUT_NAME, &down, true)
+    super::tap_side::open_device_mq(ns, DUT_NAME, &down, true, false)
 }
 
 fn open_writer(ns: &mut Netns, kind: WriterKind) -> Result<Tap, KernelError> {
@@ -306,8 +306,13 @@ struct Replay<'s> {
     inject: Option<PacketSocket>,
     observer: Observer,
     events: Vec<Event>,
-    /// (index, ts) of each frame written and not yet read, in order.
-    pending: VecDeque<(u64, u64)>,
+    /// (index, ts) of each frame written and not yet read, in order, per file (one file
+    /// without `[queues]`).
+    pending: Vec<VecDeque<(u64, u64)>>,
+    /// `[queues]`: files 1.. of the multiqueue tap (`dut` is file 0), and which files are
+    /// attached.
+    queues: Vec<Tap>,
+    attached: Vec<bool>,
     reads: usize,
     since_read: usize,
     last: LinkStats,
@@ -327,6 +332,7 @@ fn replay(ns: &mut Netns, scenario: &Scenario) -> Result<RealTunRead, ArmError> 
         let (index, ts, data) = (frame.index, frame.ts_ns, frame.data);
         let recipe = scenario.recipe_for(index);
         check_frame(scenario, run.inject.is_some(), index, data, recipe)?;
+        run.queue_events(ns, index)?;
         run.observer.before_frame(ns, index, ts, &mut run.notes)?;
         let settle = match &run.inject {
             Some(sock) => inject_frame(sock, index, data).map(|()| Duration::ZERO)?,
@@ -402,7 +408,7 @@ impl<'s> Replay<'s> {
         scenario: &'s Scenario,
         kinds: &[WriterKind],
     ) -> Result<Replay<'s>, ArmError> {
-        let dut = open_dut(ns, &scenario.device)?;
+        let (dut, queues) = mq::open_dut_queues(ns, scenario)?;
         ns.rtnl().set_address(dut.ifindex(), TAP_MAC)?;
         let direct = scenario.attach == Attach::Direct;
         let mut taps = Vec::new();
@@ -445,7 +451,9 @@ impl<'s> Replay<'s> {
             inject,
             observer,
             events: Vec::new(),
-            pending: VecDeque::new(),
+            pending: vec![VecDeque::new(); 1 + queues.len()],
+            attached: vec![true; 1 + queues.len()],
+            queues,
             reads: 0,
             since_read: 0,
             last,
@@ -522,8 +530,13 @@ impl<'s> Replay<'s> {
     fn finish(mut self, ns: &mut Netns, frames: u64) -> Result<RealTunRead, ArmError> {
         self.drain(ns)?;
         let stats = tun_stats(&ns.rtnl().stats(self.dut.ifindex())?);
-        if !self.pending.is_empty() {
-            let lost: Vec<String> = self.pending.iter().map(|(i, _)| i.to_string()).collect();
+        if self.pending.iter().any(|p| !p.is_empty()) {
+            let lost: Vec<String> = self
+                .pending
+                .iter()
+                .flatten()
+                .map(|(i, _)| i.to_string())
+                .collect();
             self.notes.push(format!(
                 "frame(s) {} were written but never read from {DUT_NAME}",
                 lost.join(", ")
@@ -566,10 +579,11 @@ impl Replay<'_> {
             self.events.push(Event::XmitDropped {
                 frame: index,
                 ts_ns: ts,
+                no_queue: !self.attached.contains(&true),
                 stats: tun_stats(&now),
             });
         } else {
-            self.pending.push_back((index, ts));
+            self.landed(index, ts)?;
         }
         self.last = now;
         self.since_read += 1;
@@ -580,30 +594,40 @@ impl Replay<'_> {
         Ok(())
     }
 
-    /// Read B until `EAGAIN`, one [`Event::Read`] per read.
+    /// Read B until `EAGAIN`, one [`Event::Read`] per read; with `[queues]`, each file in
+    /// opening order.
     fn drain(&mut self, ns: &mut Netns) -> Result<(), ArmError> {
+        for file in 0..self.pending.len() {
+            self.drain_file(ns, file)?;
+        }
+        self.writers.drain()
+    }
+
+    /// Read file `file` of B until `EAGAIN`.
+    fn drain_file(&mut self, ns: &mut Netns, file: usize) -> Result<(), ArmError> {
+        let tap = match file {
+            0 => &self.dut,
+            n => &self.queues[n - 1],
+        };
         let plan = &self.scenario.reader;
         let dev = &self.scenario.device;
         let poll_op = || format!("poll on {DUT_NAME}");
         // Every pending frame was seen entering B's xmit, so B is readable; a NAPI
         // writer's frame may still be one softirq away (see tun_read_path).
-        if !self.pending.is_empty()
-            && !self
-                .dut
+        if !self.pending[file].is_empty()
+            && !tap
                 .wait_readable(Duration::ZERO)
                 .map_err(|e| kerr(poll_op(), e))?
         {
-            self.dut
-                .wait_readable(NAPI_SETTLE)
+            tap.wait_readable(NAPI_SETTLE)
                 .map_err(|e| kerr(poll_op(), e))?;
         }
         // A backstop against a read that neither consumes nor fails.
-        let limit = self.reads + 4 * (self.pending.len() + plan.buffers.len()) + 64;
+        let limit = self.reads + 4 * (self.pending[file].len() + plan.buffers.len()) + 64;
         loop {
             let size = plan.buffer(self.reads);
             if size == 0
-                && !self
-                    .dut
+                && !tap
                     .wait_readable(Duration::ZERO)
                     .map_err(|e| kerr(poll_op(), e))?
             {
@@ -611,7 +635,7 @@ impl Replay<'_> {
             }
             self.buf.clear();
             self.buf.resize(size, plan.fill);
-            let result = match self.dut.read(&mut self.buf) {
+            let result = match tap.read(&mut self.buf) {
                 Err(Errno::EAGAIN) => break,
                 Ok(n) => Ok(n),
                 Err(e) => Err(SimErrno::from_code(e.code()).ok_or_else(|| {
@@ -626,7 +650,7 @@ impl Replay<'_> {
             };
             let consumed = !(size == 0 && result == Ok(0));
             let frame = if consumed {
-                let f = self.pending.pop_front();
+                let f = self.pending[file].pop_front();
                 if f.is_none() {
                     self.notes.push(format!(
                         "read {} got a frame nobody wrote (or one written frame came out as several)",
@@ -644,6 +668,7 @@ impl Replay<'_> {
             let now = ns.rtnl().stats(self.dut.ifindex())?;
             self.events.push(Event::Read(ReadRecord {
                 read: self.reads,
+                queue: self.scenario.queues.as_ref().map(|_| file),
                 frame,
                 buffer_len: size,
                 result,
@@ -663,9 +688,12 @@ impl Replay<'_> {
                 )));
             }
         }
-        self.writers.drain()
+        Ok(())
     }
 }
+
+#[path = "tun_read_mq.rs"]
+mod mq;
 
 #[cfg(test)]
 #[path = "tun_read_tests.rs"]

@@ -60,6 +60,10 @@ pub enum Reason {
     XdpError(XdpPlace, Errno),
     /// tun_net_xmit: the tap's tx_ring (ptr_ring) was full (tun-read).
     RingFull,
+    /// tun_net_xmit: no queue attached (numqueues 0, SKB_DROP_REASON_DEV_READY).
+    NoQueue,
+    /// __tun_detach -> tun_queue_purge: on a queue's ring when it was detached.
+    QueuePurged,
     /// tun_net_xmit / tun_xdp_xmit: a full ring of a tap read back (tx_dropped).
     TxDropped,
     /// tun_do_read: tun_put_user failed; the skb is freed.
@@ -153,6 +157,8 @@ impl Reason {
             Reason::XdpRedirect(_) => "XDP_REDIRECT (to another device, not read here)".into(),
             Reason::XdpError(_, e) => format!("XDP_TX/XDP_REDIRECT failed: {e}"),
             Reason::RingFull => "ring full".into(),
+            Reason::NoQueue => "no queue attached".into(),
+            Reason::QueuePurged => "purged by a queue detach".into(),
             Reason::TxDropped => "ring full (tx_dropped)".into(),
             Reason::ReadError(e) => format!("read error {e}"),
             Reason::VhostStalled(e) => format!("left on the guest's TX ring ({e})"),
@@ -191,7 +197,8 @@ impl Reason {
             Reason::XdpRedirect(XdpPlace::Generic) | Reason::XdpError(XdpPlace::Generic, _) => {
                 "xdp_do_generic_redirect"
             }
-            Reason::RingFull => "tun_net_xmit",
+            Reason::RingFull | Reason::NoQueue => "tun_net_xmit",
+            Reason::QueuePurged => "__tun_detach",
             Reason::TxDropped => "tun_net_xmit/tun_xdp_xmit",
             Reason::ReadError(_) => "tun_do_read",
             Reason::VhostStalled(_) => "handle_tx_copy",

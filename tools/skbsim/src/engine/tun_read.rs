@@ -55,7 +55,17 @@ impl<'s> TunReadRender<'s> {
             sinks.record(rec)?;
         }
         match e {
-            Event::XmitDropped { .. } => self.tally.dropped(Reason::RingFull, 1),
+            Event::XmitDropped { no_queue, .. } => {
+                let why = if *no_queue {
+                    Reason::NoQueue
+                } else {
+                    Reason::RingFull
+                };
+                self.tally.dropped(why, 1)
+            }
+            Event::Queue { purged, .. } => {
+                self.tally.dropped(Reason::QueuePurged, purged.len() as u64)
+            }
             Event::BridgeDropped { reason, .. } => self.tally.bridge_dropped(reason.as_ref()),
             Event::Read(r) => match read_fate(r) {
                 Some(Ok(())) => self.tally.delivered(0, 1),

@@ -1,0 +1,186 @@
+//! The tun-read pipeline's tap with `[queues]`: an IFF_MULTI_QUEUE device in a
+//! [`TunHost`], which holds the queue model (drivers/net/tun.c: tun_attach, __tun_detach,
+//! tun_select_queue, tun_net_xmit; docs/tun-device.md#queues). This side keeps which input
+//! frame waits on which file, so each read names the frame it got. Reads go file by file
+//! in opening order, each until its ring is empty. docs/tun-read.md#multiqueue.
+
+use std::collections::VecDeque;
+
+use crate::errno::Errno;
+use crate::profile::KernelProfile;
+use crate::scenario::{QueueEvent, QueueOp, QueuePlan};
+use crate::skb::SkBuff;
+use crate::tun::device::{TunHost, XmitFate};
+use crate::tun::ioctl::iff_flags::{
+    IFF_ATTACH_QUEUE, IFF_DETACH_QUEUE, IFF_MULTI_QUEUE, IFF_NAPI, IFF_NAPI_FRAGS, IFF_NO_PI,
+    IFF_TAP, IFF_TUN, IFF_VNET_HDR,
+};
+use crate::tun::ioctl::{cmd, Caller, FileId, IoctlArg, IFNAMSIZ};
+use crate::tun::read::ReadOutcome;
+use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, DEFAULT_VNET_HDR_SZ};
+
+/// The device's name in the model (the real arm's is its own).
+const DEV: &[u8] = b"skbdut";
+
+/// Where tun_net_xmit put a frame.
+pub(super) enum MqXmit {
+    Queued,
+    /// Dropped with tx_dropped: a full ring, or no queue attached (numqueues 0).
+    Dropped {
+        no_queue: bool,
+    },
+}
+
+/// The multiqueue tap and the frames on each file's ring.
+#[derive(Debug)]
+pub(super) struct MqTap {
+    host: TunHost,
+    files: Vec<FileId>,
+    /// (input index, timestamp) of the frames on each file's ring, in ring order.
+    queued: Vec<VecDeque<(u64, u64)>>,
+}
+
+fn ifreq(name: &[u8], flags: u16) -> IoctlArg {
+    let mut n = [0u8; IFNAMSIZ];
+    n[..name.len()].copy_from_slice(name);
+    IoctlArg::Ifreq { name: n, flags }
+}
+
+impl MqTap {
+    /// Open `plan.count` files on one IFF_MULTI_QUEUE device configured as `dev`
+    /// (TUNSETIFF on each: tun_set_iff attaches every file as the next queue), the
+    /// per-device settings by their ioctls, and the device up.
+    pub(super) fn new(
+        profile: &KernelProfile,
+        dev: &TunConfig,
+        plan: &QueuePlan,
+    ) -> Result<MqTap, String> {
+        let mut host = TunHost::new(profile, Caller::root());
+        let mut flags = IFF_MULTI_QUEUE
+            | match dev.kind {
+                DeviceKind::Tap => IFF_TAP,
+                DeviceKind::Tun => IFF_TUN,
+            };
+        for (on, bit) in [
+            (dev.no_pi, IFF_NO_PI),
+            (dev.vnet_hdr, IFF_VNET_HDR),
+            (dev.napi || dev.napi_frags, IFF_NAPI),
+            (dev.napi_frags, IFF_NAPI_FRAGS),
+        ] {
+            if on {
+                flags |= bit;
+            }
+        }
+        let mut files = Vec::new();
+        for i in 0..plan.count {
+            let f = host.open(true);
+            host.ioctl(f, cmd::TUNSETIFF, &ifreq(DEV, flags))
+                .map_err(|e| format!("[queues]: TUNSETIFF of file {i} answers {}", e.name()))?;
+            files.push(f);
+        }
+        let f0 = files[0];
+        let mut set = |c: u32, arg: IoctlArg, what: &str| {
+            host.ioctl(f0, c, &arg)
+                .map(|_| ())
+                .map_err(|e| format!("[queues]: {what} answers {}", e.name()))
+        };
+        if dev.vnet_hdr && dev.vnet_hdr_sz != DEFAULT_VNET_HDR_SZ {
+            let sz = i32::try_from(dev.vnet_hdr_sz).unwrap_or(i32::MAX);
+            set(cmd::TUNSETVNETHDRSZ, IoctlArg::Int(sz), "TUNSETVNETHDRSZ")?;
+        }
+        if dev.vnet_endian == VnetEndian::Big {
+            set(cmd::TUNSETVNETBE, IoctlArg::Int(1), "TUNSETVNETBE")?;
+        }
+        let bits = dev.offloads.tun_f_bits();
+        if bits != 0 {
+            set(cmd::TUNSETOFFLOAD, IoctlArg::Value(bits), "TUNSETOFFLOAD")?;
+        }
+        host.set_link(DEV, Some(dev.up), None)
+            .map_err(|e| format!("[queues]: link up answers {}", e.name()))?;
+        // What no ioctl sets (tx_queue_len, the VLAN insert features, the MTU) as the
+        // single-queue device has it.
+        host.set_device_config(DEV, dev);
+        Ok(MqTap {
+            host,
+            queued: vec![VecDeque::new(); files.len()],
+            files,
+        })
+    }
+
+    pub(super) fn stats(&self) -> TunStats {
+        self.host.stats(DEV).unwrap_or_default()
+    }
+
+    pub(super) fn files(&self) -> usize {
+        self.files.len()
+    }
+
+    /// TUNSETQUEUE on the event's file. A detach purges the file's ring
+    /// (__tun_detach -> tun_queue_purge): the frames on it, returned.
+    pub(super) fn queue_event(&mut self, e: &QueueEvent) -> Result<Vec<u64>, String> {
+        let flags = match e.op {
+            QueueOp::Attach => IFF_ATTACH_QUEUE,
+            QueueOp::Detach => IFF_DETACH_QUEUE,
+        };
+        self.host
+            .ioctl(self.files[e.file], cmd::TUNSETQUEUE, &ifreq(b"", flags))
+            .map_err(|err| {
+                format!(
+                    "[queues]: {} of file {} before frame {} answers {} (tun_set_queue)",
+                    e.op.name(),
+                    e.file,
+                    e.before_frame,
+                    err.name()
+                )
+            })?;
+        if self.host.queued(self.files[e.file]) == 0 {
+            let purged = self.queued[e.file].drain(..).map(|(i, _)| i).collect();
+            return Ok(purged);
+        }
+        Ok(Vec::new())
+    }
+
+    /// dev_queue_xmit of frame `index`: the queue tun_select_queue picks, tun_net_xmit.
+    pub(super) fn xmit(&mut self, index: u64, ts_ns: u64, skb: SkBuff) -> Result<MqXmit, String> {
+        match self.host.xmit(DEV, skb) {
+            XmitFate::Queued { queue } => {
+                let f = self.host.file_at(DEV, usize::from(queue));
+                let file = self.files.iter().position(|&x| Some(x) == f);
+                let file = file.expect("a queued skb is on an attached file");
+                self.queued[file].push_back((index, ts_ns));
+                Ok(MqXmit::Queued)
+            }
+            XmitFate::Dropped { reason, .. } => Ok(MqXmit::Dropped {
+                no_queue: reason == "SKB_DROP_REASON_DEV_READY",
+            }),
+            XmitFate::DeviceDown => Err(format!(
+                "frame {index}: a down multiqueue tap: the noop qdisc drops it, which the trace does not show"
+            )),
+            XmitFate::NoDevice => Err("[queues]: the device is gone".into()),
+            XmitFate::Unmodelled(why) => Err(format!("frame {index}: {why} is not modelled")),
+        }
+    }
+
+    /// Whether `file` has a frame on its ring.
+    pub(super) fn has_queued(&self, file: usize) -> bool {
+        self.host.queued(self.files[file]) > 0
+    }
+
+    /// read(2) on `file` into `buf`: what the read did (Err: no frame touched), and the
+    /// frame it dequeued.
+    pub(super) fn read(
+        &mut self,
+        file: usize,
+        buf: &mut [u8],
+    ) -> (Result<ReadOutcome, Errno>, Option<(u64, u64)>) {
+        let f = self.files[file];
+        let before = self.host.queued(f);
+        let r = self.host.read_into(f, buf);
+        let frame = if self.host.queued(f) < before {
+            self.queued[file].pop_front()
+        } else {
+            None
+        };
+        (r, frame)
+    }
+}

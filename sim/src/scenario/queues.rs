@@ -1,0 +1,96 @@
+//! `[queues]` (tun-read): the tap under test is an IFF_MULTI_QUEUE device with several
+//! files, and queues are detached and attached again between frames (TUNSETQUEUE).
+//! docs/tun-read.md#multiqueue.
+//!
+//! ```toml
+//! [queues]
+//! count = 3               # files opened with IFF_MULTI_QUEUE, attached in order
+//!                         # (file N starts at queue index N); 1 ..= MAX_TAP_QUEUES (256)
+//! [[queues.event]]        # before frame `before_frame` is transmitted
+//! before_frame = 2
+//! file = 0
+//! op = "detach"           # detach | attach (TUNSETQUEUE IFF_DETACH_QUEUE / IFF_ATTACH_QUEUE)
+//! ```
+
+use serde::Deserialize;
+
+use super::file::Check;
+use super::limits::in_range;
+use crate::tun::ioctl::MAX_TAP_QUEUES;
+
+/// The tap's files and the TUNSETQUEUE calls between frames.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueuePlan {
+    /// Files opened with IFF_MULTI_QUEUE on the one device, each attached at creation.
+    pub count: usize,
+    #[serde(default, rename = "event")]
+    pub events: Vec<QueueEvent>,
+}
+
+/// One TUNSETQUEUE call on a file, before a frame is transmitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueEvent {
+    /// The input index of the frame the call comes before.
+    pub before_frame: u64,
+    /// The file, by opening order (0 ..count).
+    pub file: usize,
+    pub op: QueueOp,
+}
+
+/// TUNSETQUEUE's ifr_flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueOp {
+    /// IFF_ATTACH_QUEUE: tun_attach of a detached file (EINVAL if it is attached).
+    Attach,
+    /// IFF_DETACH_QUEUE: __tun_detach(tfile, false) (EINVAL if it is not attached).
+    Detach,
+}
+
+impl QueueOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueOp::Attach => "attach",
+            QueueOp::Detach => "detach",
+        }
+    }
+}
+
+impl QueuePlan {
+    /// The calls that come before frame `index`, in the order listed.
+    pub fn before(&self, index: u64) -> impl Iterator<Item = &QueueEvent> {
+        self.events.iter().filter(move |e| e.before_frame == index)
+    }
+}
+
+/// `[queues]`: the count within tun's limit, each event's file one of them, events in
+/// frame order.
+impl Check for QueuePlan {
+    fn check(&self) -> Result<(), String> {
+        in_range(
+            "count",
+            self.count as u64,
+            (1, MAX_TAP_QUEUES as u64),
+            "tun_set_iff/tun_attach refuse more than MAX_TAP_QUEUES files with E2BIG",
+        )?;
+        let mut last = 0;
+        for (i, e) in self.events.iter().enumerate() {
+            if e.file >= self.count {
+                return Err(format!(
+                    "event[{i}].file: {} is not one of the {} files (0 ..{})",
+                    e.file, self.count, self.count
+                ));
+            }
+            if e.before_frame < last {
+                return Err(format!(
+                    "event[{i}].before_frame: {} comes after {last}; list the events in frame order",
+                    e.before_frame
+                ));
+            }
+            last = e.before_frame;
+        }
+        Ok(())
+    }
+}

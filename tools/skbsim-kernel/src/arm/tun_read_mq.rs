@@ -1,0 +1,132 @@
+//! The real `tun-read` arm with `[queues]`: B is an `IFF_MULTI_QUEUE` tap with
+//! `queues.count` files (`TUNSETIFF` on each attaches it as the next queue: tun_set_iff ->
+//! tun_attach), `TUNSETQUEUE` before the frames the plan names, and reads file by file
+//! in opening order (docs/tun-read.md#multiqueue).
+//!
+//! Which file a frame landed in is seen, not computed: after a frame reached B's xmit
+//! (the observer) and B's `tx_dropped` did not rise, the file whose ring was empty and
+//! is now readable (`poll`) got it; if no such file, the only readable file did. When
+//! neither tells (several non-empty rings), the scenario is refused: read more often.
+//! A detach's purge (__tun_detach -> tun_queue_purge) is seen the same way: the frames
+//! seen landing on the file and not read, with the file no longer readable after it.
+
+use std::time::{Duration, Instant};
+
+use sim::scenario::{QueueOp, Scenario};
+
+use super::{open_dut, Event, Replay, DUT_NAME};
+use crate::arm::{kerr, tap_side, tun_stats, ArmError};
+use crate::error::{Cause, KernelError};
+use crate::netns::Netns;
+use crate::tap::Tap;
+
+/// How long to wait for the frame the observer saw to show up on a file's ring.
+const LAND_WAIT: Duration = Duration::from_millis(200);
+
+/// B's file 0 and, with `[queues]`, its other files; every file non-blocking.
+pub(super) fn open_dut_queues(
+    ns: &mut Netns,
+    scenario: &Scenario,
+) -> Result<(Tap, Vec<Tap>), KernelError> {
+    let Some(plan) = &scenario.queues else {
+        return Ok((open_dut(ns, &scenario.device)?, Vec::new()));
+    };
+    let down = sim::tun::TunConfig {
+        up: false,
+        ..scenario.device.clone()
+    };
+    let dut = tap_side::open_device_mq(ns, DUT_NAME, &down, true, true)?;
+    let mut queues = Vec::new();
+    for _ in 1..plan.count {
+        queues.push(dut.open_queue(true)?);
+    }
+    Ok((dut, queues))
+}
+
+impl Replay<'_> {
+    fn file(&self, file: usize) -> &Tap {
+        match file {
+            0 => &self.dut,
+            n => &self.queues[n - 1],
+        }
+    }
+
+    fn readable(&self, file: usize) -> Result<bool, ArmError> {
+        self.file(file)
+            .wait_readable(Duration::ZERO)
+            .map_err(|e| kerr(format!("poll on {DUT_NAME} file {file}"), e))
+    }
+
+    /// The `[queues]` events before frame `index`: TUNSETQUEUE on the file, and what a
+    /// detach purged.
+    pub(super) fn queue_events(&mut self, ns: &mut Netns, index: u64) -> Result<(), ArmError> {
+        let Some(plan) = &self.scenario.queues else {
+            return Ok(());
+        };
+        for e in plan.before(index) {
+            let attach = e.op == QueueOp::Attach;
+            self.file(e.file).set_queue_attached(attach)?;
+            self.attached[e.file] = attach;
+            let mut purged = Vec::new();
+            if !attach {
+                if self.readable(e.file)? {
+                    self.notes.push(format!(
+                        "file {} is still readable after its detach before frame {index}",
+                        e.file
+                    ));
+                } else {
+                    purged = self.pending[e.file].drain(..).map(|(i, _)| i).collect();
+                }
+            }
+            let now = ns.rtnl().stats(self.dut.ifindex())?;
+            self.events.push(Event::Queue {
+                before_frame: index,
+                file: e.file,
+                op: e.op,
+                purged,
+                stats: tun_stats(&now),
+            });
+            self.last = now;
+        }
+        Ok(())
+    }
+
+    /// Frame `index` reached B's xmit and was queued: on which file.
+    pub(super) fn landed(&mut self, index: u64, ts: u64) -> Result<(), ArmError> {
+        if self.pending.len() == 1 {
+            self.pending[0].push_back((index, ts));
+            return Ok(());
+        }
+        let start = Instant::now();
+        loop {
+            let mut fresh = Vec::new();
+            let mut readable = Vec::new();
+            for f in 0..self.pending.len() {
+                if self.readable(f)? {
+                    readable.push(f);
+                    if self.pending[f].is_empty() {
+                        fresh.push(f);
+                    }
+                }
+            }
+            let file = match (fresh.as_slice(), readable.as_slice()) {
+                ([f], _) => Some(*f),
+                ([], [f]) => Some(*f),
+                _ => None,
+            };
+            if let Some(f) = file {
+                self.pending[f].push_back((index, ts));
+                return Ok(());
+            }
+            if fresh.len() > 1 || start.elapsed() > LAND_WAIT {
+                return Err(ArmError::Kernel(KernelError::new(
+                    format!("which queue of {DUT_NAME} frame {index} landed in"),
+                    Cause::Protocol(format!(
+                        "cannot tell: files {readable:?} are readable and {fresh:?} were empty; read more often (reader.read_every)"
+                    )),
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
