@@ -102,6 +102,13 @@ impl<T: SimTun> Supervisor<T> {
                     Err(e) => return Err(format!("SECCOMP_IOCTL_NOTIF_RECV: {e}")),
                 }
             } else if listener.intersects(PollFlags::HUP | PollFlags::ERR) {
+                // No task uses the filter: every file the program held is closed, though
+                // the kernel may not have shown each socket's POLLHUP yet (a dying
+                // task's last fputs race with the filter's release).
+                while let Some(o) = self.files.first() {
+                    let inode = o.inode;
+                    self.release(inode);
+                }
                 return Ok(self.tun);
             }
             self.complete_pending()

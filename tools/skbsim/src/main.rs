@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 use skbsim::{bench, conform, diff, replay, suite};
 
 mod exec;
+mod exec_record;
 mod lab;
 
 #[derive(Debug, Parser)]

@@ -139,6 +139,14 @@ pub enum IoctlAnswer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FileId(usize);
 
+impl FileId {
+    /// The file's number: 0 for the first open of the namespace, then 1, 2, ... (a
+    /// record names files by it).
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
 /// A registered tun device of a [`TunNet`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DevId(usize);
