@@ -92,6 +92,13 @@ pub trait SimTun {
     fn framing(&self, _f: FileId) -> Option<Framing> {
         None
     }
+    /// An fd that polls readable when a frame may have come for `f` without an
+    /// operation of the program (a real device, whose stack answers on its own time):
+    /// the supervisor watches it while `f` is not readable. None for a model, whose
+    /// queues change only inside its calls.
+    fn wake_fd(&self, _f: FileId) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
 }
 
 /// Why the program could not be run under the supervisor.

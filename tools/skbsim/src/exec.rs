@@ -18,6 +18,7 @@ use skbsim_exec::{
 };
 
 use crate::exec_record::RecordOutputs;
+use crate::exec_tap::TapTun;
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
@@ -35,6 +36,11 @@ pub struct ExecArgs {
     /// An address of the stack far side, ADDRESS/PREFIX (repeatable).
     #[arg(long, default_values = ["10.0.0.2/24", "fd00::2/64"])]
     pub far_addr: Vec<String>,
+    /// `sim` (the device model) or `tap`: real tun/tap files in a private network
+    /// namespace where the program runs, the Linux stack holding the --far-addr
+    /// addresses as the far side (root; docs/exec.md#tap).
+    #[arg(long, value_enum, default_value = "sim")]
+    pub backend: ExecBackend,
     /// Where to write the run's record as a text trace: every open, ioctl (argument and
     /// answer), read, write (with the skbs the stack got), link change and close ("-"
     /// for stdout, which the program shares).
@@ -50,6 +56,12 @@ pub struct ExecArgs {
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub program: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExecBackend {
+    Sim,
+    Tap,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -88,32 +100,68 @@ pub fn exec(args: &ExecArgs) -> Result<ExitCode, CliError> {
         args.output.as_deref(),
     )?;
     let record = outputs.wanted();
-    let (code, rec) = match args.far_side {
-        FarSide::Stack => run_on(
+    let (code, rec) = match (args.backend, args.far_side) {
+        (ExecBackend::Tap, FarSide::Stack) => return run_tap(args, cmd, &addrs, outputs),
+        (ExecBackend::Tap, _) => {
+            return Err(CliError(
+                "exec: --backend tap has the Linux stack as its far side (--far-side stack)".into(),
+            ))
+        }
+        (ExecBackend::Sim, FarSide::Stack) => run_on(
             DeviceTun::new(profile, caller, Stack::new(addrs)),
             cmd,
             record,
         ),
-        FarSide::Sink => run_on(
+        (ExecBackend::Sim, FarSide::Sink) => run_on(
             DeviceTun::new(profile, caller, Sink::default()),
             cmd,
             record,
         ),
-        FarSide::Loopback => run_on(LoopbackTun::new(profile, caller), cmd, record),
+        (ExecBackend::Sim, FarSide::Loopback) => {
+            run_on(LoopbackTun::new(profile, caller), cmd, record)
+        }
     }
     .map_err(|e| CliError(format!("exec: {e}")))?;
     if let Some(rec) = rec {
-        let far = args
-            .far_side
-            .to_possible_value()
-            .map_or_else(String::new, |v| v.get_name().to_string());
-        let shown: Vec<String> = args
-            .program
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        let header = skbsim_exec::record::header("sim", &args.profile, &far, &shown.join(" "));
-        outputs.write(&header, &rec)?;
+        outputs.write(&header(args, "sim"), &rec)?;
+    }
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// The record's header: the arm, the profile, the far side, the program as given.
+fn header(args: &ExecArgs, backend: &str) -> sim::trace::record::Record<'static> {
+    let far = args
+        .far_side
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string());
+    let shown: Vec<String> = args
+        .program
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    skbsim_exec::record::header(backend, &args.profile, &far, &shown.join(" "))
+}
+
+/// `--backend tap`: the program and the supervisor in a fresh private network namespace
+/// (skbsim_kernel::Netns: lo up, IPv6 off), real files behind the program's fds
+/// (src/exec_tap.rs).
+fn run_tap(
+    args: &ExecArgs,
+    cmd: Command,
+    addrs: &[skbsim_exec::IpCidr],
+    outputs: RecordOutputs,
+) -> Result<ExitCode, CliError> {
+    skbsim::runner::tap_ready("exec --backend tap")?;
+    let far: Vec<(std::net::IpAddr, u8)> = addrs
+        .iter()
+        .map(|c| (c.address().into(), c.prefix_len()))
+        .collect();
+    let record = outputs.wanted();
+    let ran = skbsim_kernel::Netns::run(move |_ns| Ok(run_on(TapTun::new(far)?, cmd, record)))
+        .map_err(|e| CliError(format!("exec --backend tap: {e}")))?;
+    let (code, rec) = ran.map_err(|e| CliError(format!("exec: {e}")))?;
+    if let Some(rec) = rec {
+        outputs.write(&header(args, "tap"), &rec)?;
     }
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }

@@ -15,6 +15,7 @@ use skbsim::{bench, conform, diff, replay, suite};
 
 mod exec;
 mod exec_record;
+mod exec_tap;
 mod lab;
 
 #[derive(Debug, Parser)]

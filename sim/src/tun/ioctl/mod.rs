@@ -145,6 +145,13 @@ impl FileId {
     pub fn index(self) -> usize {
         self.0
     }
+
+    /// The id of file number `i` of a backend that numbers files itself (exec's real
+    /// arm, which holds real `/dev/net/tun` files). Never hand it to a [`TunNet`] that
+    /// did not open it: its file table is indexed by it.
+    pub fn from_index(i: usize) -> FileId {
+        FileId(i)
+    }
 }
 
 /// A registered tun device of a [`TunNet`].
