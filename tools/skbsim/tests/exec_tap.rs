@@ -84,3 +84,45 @@ fn far_ping_on_a_real_tap_records_what_the_model_records() {
     assert_eq!(tap[3]["skb"]["protocol"], 0x0806);
     assert_eq!(tap[3]["skb"]["len"], 60);
 }
+
+/// One line and exit 2, the program not run.
+fn refused(out: &std::process::Output, dir: &Path, what: &str) {
+    assert_eq!(out.status.code(), Some(2), "{what}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{what}: {err}");
+    assert!(err.contains("--backend tap"), "{what}: {err}");
+    assert!(!dir.join("ran").exists(), "{what}: the program ran");
+}
+
+#[test]
+fn tap_backend_has_only_the_stack_far_side() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_skbsim"))
+        .args(["exec", "--backend", "tap", "--far-side", "sink", "--"])
+        .args(["sh", "-c", "touch ran"])
+        .current_dir(dir.path())
+        .output()
+        .expect("run skbsim exec");
+    refused(&out, dir.path(), "--far-side sink");
+}
+
+#[test]
+#[ignore = "needs root to drop to nobody (setpriv); ci/test.sh runs it as root with --include-ignored"]
+fn tap_backend_without_root_is_one_line() {
+    skbsim_kernel::require_privileges();
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .expect("chmod");
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_skbsim"))
+        .args(["exec", "--backend", "tap", "--"])
+        .args(["sh", "-c", "touch ran"])
+        .current_dir(dir.path())
+        .output()
+        .expect("run skbsim exec");
+    refused(&out, dir.path(), "as nobody");
+}
