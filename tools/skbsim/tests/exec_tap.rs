@@ -8,9 +8,12 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn build_far_ping(dir: &Path) -> std::path::PathBuf {
-    let prog = dir.join("far_ping");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../skbsim-exec/tests/c/far_ping.c");
+/// gcc tools/skbsim-exec/tests/c/NAME.c into `dir`.
+fn build(dir: &Path, name: &str) -> std::path::PathBuf {
+    let prog = dir.join(name);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../skbsim-exec/tests/c")
+        .join(format!("{name}.c"));
     let built = Command::new("gcc")
         .args(["-O1", "-Wall", "-o"])
         .arg(&prog)
@@ -18,14 +21,15 @@ fn build_far_ping(dir: &Path) -> std::path::PathBuf {
         .status();
     assert!(
         built.is_ok_and(|s| s.success()),
-        "gcc could not build far_ping"
+        "gcc could not build {name}"
     );
     prog
 }
 
 /// The record's events as JSON, without the header and without the model-only fields.
 fn events(dir: &Path, backend: &str, prog: &Path) -> Vec<Value> {
-    let json = dir.join(format!("{backend}.jsonl"));
+    let stem = prog.file_name().map(|n| n.to_string_lossy().into_owned());
+    let json = dir.join(format!("{}.{backend}.jsonl", stem.unwrap_or_default()));
     let out = Command::new(env!("CARGO_BIN_EXE_skbsim"))
         .args(["exec", "--backend", backend, "--json"])
         .arg(&json)
@@ -60,7 +64,7 @@ fn events(dir: &Path, backend: &str, prog: &Path) -> Vec<Value> {
 fn far_ping_on_a_real_tap_records_what_the_model_records() {
     skbsim_kernel::require_privileges();
     let dir = tempfile::tempdir().expect("temp dir");
-    let prog = build_far_ping(dir.path());
+    let prog = build(dir.path(), "far_ping");
     let mut sim = events(dir.path(), "sim", &prog);
     let mut tap = events(dir.path(), "tap", &prog);
     let kinds: Vec<&str> = tap.iter().filter_map(|e| e["event"].as_str()).collect();
@@ -83,6 +87,27 @@ fn far_ping_on_a_real_tap_records_what_the_model_records() {
     // What the real stack got: the ARP request, 60 bytes (from the MAC header), ETH_P_ARP.
     assert_eq!(tap[3]["skb"]["protocol"], 0x0806);
     assert_eq!(tap[3]["skb"]["len"], 60);
+}
+
+/// tun_probe.c (the TUN* ioctls, their errors, the socket ioctls, writes and reads),
+/// tun_rtnl.c (RTM_SETLINK, RTM_NEWLINK with NLM_F_EXCL, an MTU out of range,
+/// RTM_DELLINK, TUNSETQUEUE after it) and tun_lifecycle.c (dup, fork, close): on the real
+/// tap every event and every field both arms see is the model's.
+#[test]
+#[ignore = "real kernel and gcc: needs root (a private network namespace, /dev/net/tun); ci/test.sh runs it as root with --include-ignored"]
+fn c_clients_record_the_same_on_both_arms() {
+    skbsim_kernel::require_privileges();
+    let dir = tempfile::tempdir().expect("temp dir");
+    for name in ["tun_probe", "tun_rtnl", "tun_lifecycle"] {
+        let prog = build(dir.path(), name);
+        let sim = events(dir.path(), "sim", &prog);
+        let tap = events(dir.path(), "tap", &prog);
+        assert!(
+            tap.iter().any(|e| e["event"] == "ioctl"),
+            "{name}: no ioctl recorded"
+        );
+        assert_eq!(sim, tap, "{name}");
+    }
 }
 
 /// One line and exit 2, the program not run.
