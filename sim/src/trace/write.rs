@@ -18,7 +18,8 @@ pub fn action_name(a: u32) -> String {
     }
 }
 
-pub(crate) fn fate_line(f: &Fate) -> String {
+/// What became of a frame, as the traces write it (`delivered to the stack`).
+pub fn fate_line(f: &Fate) -> String {
     let mut s = String::new();
     fate_into(&mut s, f);
     s

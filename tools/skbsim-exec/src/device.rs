@@ -10,11 +10,14 @@ use std::fmt;
 
 use sim::profile::KernelProfile;
 use sim::skb::SkBuff;
+use sim::trace::write::fate_line;
 use sim::tun::device::{TunHost, XmitFate};
+use sim::tun::ioctl::iff_flags::{IFF_NO_PI, IFF_VNET_HDR};
 use sim::tun::ioctl::Caller;
-use sim::tun::DeviceKind;
+use sim::tun::{DeviceKind, TUN_PI_LEN};
 
 use crate::loopback::link_flags;
+use crate::record::{Framing, StackSkb, WriteReport};
 use crate::{Errno, FileId, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
 
 /// What is on the stack side of the simulated devices.
@@ -47,6 +50,8 @@ pub struct DeviceTun<F> {
     far: F,
     /// How many answers the device did not queue (down, dropped, no device), by fate.
     xmit_lost: u64,
+    /// What the last write did, for the record.
+    report: WriteReport,
 }
 
 impl<F> fmt::Debug for DeviceTun<F> {
@@ -64,6 +69,7 @@ impl<F: FarSide> DeviceTun<F> {
             host: TunHost::new(&profile, caller),
             far,
             xmit_lost: 0,
+            report: WriteReport::default(),
         }
     }
 
@@ -82,16 +88,33 @@ impl<F: FarSide> DeviceTun<F> {
         self.xmit_lost
     }
 
-    /// Hands what the writes delivered to the far side and transmits its answers.
+    /// Hands what the writes delivered to the far side and transmits its answers; both
+    /// go into the write's report.
     fn serve_far_side(&mut self) {
         for (dev, skb) in self.host.take_received() {
             let Some(kind) = self.host.device(&dev).map(|d| d.kind) else {
                 continue;
             };
+            // The frame from the MAC header on for a tap (the model's eth_type_trans
+            // may leave data there; the kernel's pulls ETH_HLEN): what AF_PACKET sees.
+            let mac_pulled = match (kind, skb.mac_header) {
+                (DeviceKind::Tap, Some(mac)) => skb.data_offset().saturating_sub(mac),
+                _ => 0,
+            };
+            self.report.skbs.push(StackSkb {
+                protocol: skb.protocol,
+                len: skb.len() + mac_pulled,
+                gso_type: skb.gso_type,
+                gso_size: skb.gso_size,
+                gso_segs: skb.gso_segs,
+            });
             for answer in self.far.receive(&dev, kind, skb) {
-                if !matches!(self.host.xmit(&dev, answer), XmitFate::Queued { .. }) {
+                let len = answer.len();
+                let fate = self.host.xmit(&dev, answer);
+                if !matches!(fate, XmitFate::Queued { .. }) {
                     self.xmit_lost += 1;
                 }
+                self.report.answers.push((len, xmit_line(&fate)));
             }
         }
     }
@@ -115,9 +138,13 @@ impl<F: FarSide> SimTun for DeviceTun<F> {
     }
 
     fn write(&mut self, f: FileId, data: &[u8]) -> Result<usize, Errno> {
-        let r = self.host.write(f, data);
+        let out = self.host.write_outcome(f, data);
+        self.report = WriteReport {
+            fate: Some(fate_line(&out.fate)),
+            ..WriteReport::default()
+        };
         self.serve_far_side();
-        r
+        out.result
     }
 
     fn poll(&self, f: FileId) -> Readiness {
@@ -161,5 +188,38 @@ impl<F: FarSide> SimTun for DeviceTun<F> {
     /// queues' rings purged, the files left with no device).
     fn delete_link(&mut self, dev: &[u8]) -> Result<(), Errno> {
         self.host.del_link(dev)
+    }
+
+    fn take_write_report(&mut self) -> WriteReport {
+        std::mem::take(&mut self.report)
+    }
+
+    /// tun_get_user / tun_put_user: the tun_pi unless IFF_NO_PI, then vnet_hdr_sz bytes
+    /// with IFF_VNET_HDR, then the frame.
+    fn framing(&self, f: FileId) -> Option<Framing> {
+        let tif = self.host.tun_net().device_of(f)?;
+        let mut header = 0;
+        if tif.features & IFF_NO_PI == 0 {
+            header += TUN_PI_LEN;
+        }
+        if tif.features & IFF_VNET_HDR != 0 {
+            header += tif.vnet_hdr_sz.max(0) as usize;
+        }
+        Some(Framing {
+            dev: tif.name.clone(),
+            kind: tif.kind,
+            header,
+        })
+    }
+}
+
+/// What dev_queue_xmit did with a far side's answer, for the record.
+fn xmit_line(f: &XmitFate) -> String {
+    match f {
+        XmitFate::Queued { queue } => format!("queued on queue {queue}"),
+        XmitFate::Dropped { queue, reason } => format!("dropped on queue {queue}: {reason}"),
+        XmitFate::DeviceDown => "freed: device down".into(),
+        XmitFate::NoDevice => "no device".into(),
+        XmitFate::Unmodelled(why) => format!("not modelled: {why}"),
     }
 }

@@ -11,6 +11,7 @@ mod device;
 mod filter;
 mod ioctl;
 mod loopback;
+pub mod record;
 mod rtnl;
 mod spawn;
 mod stack;
@@ -22,6 +23,7 @@ use std::process::Command;
 
 pub use device::{DeviceTun, FarSide, Sink};
 pub use loopback::LoopbackTun;
+pub use record::{ExecRecord, Framing, Recorder, StackSkb, WriteReport};
 pub use sim::errno::Errno;
 pub use sim::tun::ioctl::{FileId, IoctlAnswer, IoctlArg};
 pub use smoltcp::wire::IpCidr;
@@ -80,6 +82,23 @@ pub trait SimTun {
     /// RTM_DELLINK on the device named `dev` (the device is unregistered; its files stay
     /// open with no device).
     fn delete_link(&mut self, dev: &[u8]) -> Result<(), Errno>;
+    /// What the last [`SimTun::write`] did beyond its count (the frame's fate, the skbs
+    /// the stack got, the far side's answers), taken; for the record ([`Recorder`]).
+    fn take_write_report(&mut self) -> WriteReport {
+        WriteReport::default()
+    }
+    /// How `f`'s reads and writes frame a packet (its device, the PI and vnet header
+    /// before the frame); None without a device. For the record's capture.
+    fn framing(&self, _f: FileId) -> Option<Framing> {
+        None
+    }
+    /// An fd that polls readable when a frame may have come for `f` without an
+    /// operation of the program (a real device, whose stack answers on its own time):
+    /// the supervisor watches it while `f` is not readable. None for a model, whose
+    /// queues change only inside its calls.
+    fn wake_fd(&self, _f: FileId) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
 }
 
 /// Why the program could not be run under the supervisor.

@@ -102,8 +102,17 @@ impl<T: SimTun> Supervisor<T> {
                     Err(e) => return Err(format!("SECCOMP_IOCTL_NOTIF_RECV: {e}")),
                 }
             } else if listener.intersects(PollFlags::HUP | PollFlags::ERR) {
+                // No task uses the filter: every file the program held is closed, though
+                // the kernel may not have shown each socket's POLLHUP yet (a dying
+                // task's last fputs race with the filter's release).
+                while let Some(o) = self.files.first() {
+                    let inode = o.inode;
+                    self.release(inode);
+                }
                 return Ok(self.tun);
             }
+            // A frame may have come on a real device (SimTun::wake_fd) meanwhile.
+            self.sync_readiness();
             self.complete_pending()
                 .map_err(|e| format!("answering a read: {e}"))?;
         }
@@ -118,6 +127,15 @@ impl<T: SimTun> Supervisor<T> {
                 .iter()
                 .map(|o| PollFd::new(&o.ours, PollFlags::IN)),
         );
+        // A real device's frames come on their own: watch the files not yet readable.
+        let files = self.files.len();
+        fds.extend(
+            self.files
+                .iter()
+                .filter(|o| !o.token)
+                .filter_map(|o| self.tun.wake_fd(o.file))
+                .map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)),
+        );
         loop {
             match poll(&mut fds, None) {
                 Ok(_) => break,
@@ -127,7 +145,7 @@ impl<T: SimTun> Supervisor<T> {
         }
         let listener = fds[0].revents();
         let mut closed = Vec::new();
-        for (o, fd) in self.files.iter().zip(&fds[1..]) {
+        for (o, fd) in self.files.iter().zip(&fds[1..=files]) {
             let ev = fd.revents();
             if ev.intersects(PollFlags::HUP | PollFlags::ERR) {
                 closed.push(o.inode);

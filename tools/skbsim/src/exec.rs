@@ -1,17 +1,24 @@
 //! `skbsim exec [--profile NAME] [--far-side stack|sink|loopback] [--far-addr CIDR]...
-//! -- PROGRAM [ARGS...]`: run an
+//! [--trace FILE] [--json FILE] [-o FILE] -- PROGRAM [ARGS...]`: run an
 //! unmodified program as the calling user with every open of /dev/net/tun answered by a
 //! simulated device (skbsim_exec; docs/exec.md). Exits with the program's exit code (128 +
 //! the signal that killed it), or 2 with one line when it cannot be supervised or run.
+//! With --trace, --json or -o the run is recorded (skbsim_exec::record, src/exec_record.rs).
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use clap::{Args, ValueEnum};
 use sim::profile::{KernelProfile, PROFILES};
 use sim::tun::ioctl::Caller;
 use skbsim::cli_error::CliError;
-use skbsim_exec::{parse_cidr, DeviceTun, LoopbackTun, Sink, Stack};
+use skbsim_exec::{
+    parse_cidr, DeviceTun, ExecError, ExecRecord, LoopbackTun, Recorder, SimTun, Sink, Stack,
+};
+
+use crate::exec_record::RecordOutputs;
+use crate::exec_tap::TapTun;
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
@@ -29,9 +36,32 @@ pub struct ExecArgs {
     /// An address of the stack far side, ADDRESS/PREFIX (repeatable).
     #[arg(long, default_values = ["10.0.0.2/24", "fd00::2/64"])]
     pub far_addr: Vec<String>,
+    /// `sim` (the device model) or `tap`: real tun/tap files in a private network
+    /// namespace where the program runs, the Linux stack holding the --far-addr
+    /// addresses as the far side (root; docs/exec.md#tap).
+    #[arg(long, value_enum, default_value = "sim")]
+    pub backend: ExecBackend,
+    /// Where to write the run's record as a text trace: every open, ioctl (argument and
+    /// answer), read, write (with the skbs the stack got), link change and close ("-"
+    /// for stdout, which the program shares).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Where to write the record as JSON lines (a header line, then one per event).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Where to write a pcapng of the frames at tun_get_user (written) and tun_put_user
+    /// (read), one interface per device and point.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub program: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExecBackend {
+    Sim,
+    Tap,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -64,15 +94,88 @@ pub fn exec(args: &ExecArgs) -> Result<ExitCode, CliError> {
         .iter()
         .map(|a| parse_cidr(a).map_err(|e| CliError(format!("exec: --far-addr {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
-    let code = match args.far_side {
-        FarSide::Stack => {
-            skbsim_exec::run(DeviceTun::new(profile, caller, Stack::new(addrs)), cmd).map(|r| r.0)
+    let outputs = RecordOutputs::open(
+        args.trace.as_deref(),
+        args.json.as_deref(),
+        args.output.as_deref(),
+    )?;
+    let record = outputs.wanted();
+    let (code, rec) = match (args.backend, args.far_side) {
+        (ExecBackend::Tap, FarSide::Stack) => return run_tap(args, cmd, &addrs, outputs),
+        (ExecBackend::Tap, _) => {
+            return Err(CliError(
+                "exec: --backend tap has the Linux stack as its far side (--far-side stack)".into(),
+            ))
         }
-        FarSide::Sink => {
-            skbsim_exec::run(DeviceTun::new(profile, caller, Sink::default()), cmd).map(|r| r.0)
+        (ExecBackend::Sim, FarSide::Stack) => run_on(
+            DeviceTun::new(profile, caller, Stack::new(addrs)),
+            cmd,
+            record,
+        ),
+        (ExecBackend::Sim, FarSide::Sink) => run_on(
+            DeviceTun::new(profile, caller, Sink::default()),
+            cmd,
+            record,
+        ),
+        (ExecBackend::Sim, FarSide::Loopback) => {
+            run_on(LoopbackTun::new(profile, caller), cmd, record)
         }
-        FarSide::Loopback => skbsim_exec::run(LoopbackTun::new(profile, caller), cmd).map(|r| r.0),
     }
     .map_err(|e| CliError(format!("exec: {e}")))?;
+    if let Some(rec) = rec {
+        outputs.write(&header(args, "sim"), &rec)?;
+    }
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// The record's header: the arm, the profile, the far side, the program as given.
+fn header(args: &ExecArgs, backend: &str) -> sim::trace::record::Record<'static> {
+    let far = args
+        .far_side
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string());
+    let shown: Vec<String> = args
+        .program
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    skbsim_exec::record::header(backend, &args.profile, &far, &shown.join(" "))
+}
+
+/// `--backend tap`: the program and the supervisor in a fresh private network namespace
+/// (skbsim_kernel::Netns: lo up, IPv6 off), real files behind the program's fds
+/// (src/exec_tap.rs).
+fn run_tap(
+    args: &ExecArgs,
+    cmd: Command,
+    addrs: &[skbsim_exec::IpCidr],
+    outputs: RecordOutputs,
+) -> Result<ExitCode, CliError> {
+    skbsim::runner::tap_ready("exec --backend tap")?;
+    let far: Vec<(std::net::IpAddr, u8)> = addrs
+        .iter()
+        .map(|c| (c.address().into(), c.prefix_len()))
+        .collect();
+    let record = outputs.wanted();
+    let ran = skbsim_kernel::Netns::run(move |_ns| Ok(run_on(TapTun::new(far)?, cmd, record)))
+        .map_err(|e| CliError(format!("exec --backend tap: {e}")))?;
+    let (code, rec) = ran.map_err(|e| CliError(format!("exec: {e}")))?;
+    if let Some(rec) = rec {
+        outputs.write(&header(args, "tap"), &rec)?;
+    }
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// Runs `cmd` on `tun`, recorded when `record` (the program's exit code, the record).
+fn run_on<T: SimTun + Send + 'static>(
+    tun: T,
+    cmd: Command,
+    record: bool,
+) -> Result<(i32, Option<ExecRecord>), ExecError> {
+    if record {
+        let (code, r) = skbsim_exec::run(Recorder::new(tun), cmd)?;
+        Ok((code, Some(r.finish().1)))
+    } else {
+        skbsim_exec::run(tun, cmd).map(|r| (r.0, None))
+    }
 }

@@ -14,6 +14,8 @@ use clap::{Parser, Subcommand};
 use skbsim::{bench, conform, diff, replay, suite};
 
 mod exec;
+mod exec_record;
+mod exec_tap;
 mod lab;
 
 #[derive(Debug, Parser)]

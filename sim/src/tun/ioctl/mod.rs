@@ -139,6 +139,21 @@ pub enum IoctlAnswer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FileId(usize);
 
+impl FileId {
+    /// The file's number: 0 for the first open of the namespace, then 1, 2, ... (a
+    /// record names files by it).
+    pub fn index(self) -> usize {
+        self.0
+    }
+
+    /// The id of file number `i` of a backend that numbers files itself (exec's real
+    /// arm, which holds real `/dev/net/tun` files). Never hand it to a [`TunNet`] that
+    /// did not open it: its file table is indexed by it.
+    pub fn from_index(i: usize) -> FileId {
+        FileId(i)
+    }
+}
+
 /// A registered tun device of a [`TunNet`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DevId(usize);

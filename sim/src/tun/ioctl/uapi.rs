@@ -35,6 +35,47 @@ pub mod cmd {
     pub const SIOCSIFHWADDR: u32 = 0x8924;
     pub const SIOCGIFHWADDR: u32 = 0x8927;
     pub const SIOCGSKNS: u32 = 0x894c;
+
+    /// Every command above with its name, in the order of if_tun.h.
+    const NAMES: [(u32, &str); 31] = [
+        (TUNSETNOCSUM, "TUNSETNOCSUM"),
+        (TUNSETDEBUG, "TUNSETDEBUG"),
+        (TUNSETIFF, "TUNSETIFF"),
+        (TUNSETPERSIST, "TUNSETPERSIST"),
+        (TUNSETOWNER, "TUNSETOWNER"),
+        (TUNSETLINK, "TUNSETLINK"),
+        (TUNSETGROUP, "TUNSETGROUP"),
+        (TUNGETFEATURES, "TUNGETFEATURES"),
+        (TUNSETOFFLOAD, "TUNSETOFFLOAD"),
+        (TUNSETTXFILTER, "TUNSETTXFILTER"),
+        (TUNGETIFF, "TUNGETIFF"),
+        (TUNGETSNDBUF, "TUNGETSNDBUF"),
+        (TUNSETSNDBUF, "TUNSETSNDBUF"),
+        (TUNATTACHFILTER, "TUNATTACHFILTER"),
+        (TUNDETACHFILTER, "TUNDETACHFILTER"),
+        (TUNGETVNETHDRSZ, "TUNGETVNETHDRSZ"),
+        (TUNSETVNETHDRSZ, "TUNSETVNETHDRSZ"),
+        (TUNSETQUEUE, "TUNSETQUEUE"),
+        (TUNSETIFINDEX, "TUNSETIFINDEX"),
+        (TUNGETFILTER, "TUNGETFILTER"),
+        (TUNSETVNETLE, "TUNSETVNETLE"),
+        (TUNGETVNETLE, "TUNGETVNETLE"),
+        (TUNSETVNETBE, "TUNSETVNETBE"),
+        (TUNGETVNETBE, "TUNGETVNETBE"),
+        (TUNSETSTEERINGEBPF, "TUNSETSTEERINGEBPF"),
+        (TUNSETFILTEREBPF, "TUNSETFILTEREBPF"),
+        (TUNSETCARRIER, "TUNSETCARRIER"),
+        (TUNGETDEVNETNS, "TUNGETDEVNETNS"),
+        (SIOCSIFHWADDR, "SIOCSIFHWADDR"),
+        (SIOCGIFHWADDR, "SIOCGIFHWADDR"),
+        (SIOCGSKNS, "SIOCGSKNS"),
+    ];
+
+    /// The command's name as if_tun.h spells it (`TUNSETIFF`); None for a number that
+    /// is none of them.
+    pub fn name(c: u32) -> Option<&'static str> {
+        NAMES.iter().find(|(n, _)| *n == c).map(|(_, s)| *s)
+    }
 }
 
 /// TUNSETIFF / TUNGETIFF / TUNSETQUEUE `ifr_flags` (include/uapi/linux/if_tun.h).

@@ -1,0 +1,275 @@
+//! `skbsim exec --backend tap`: the program's `/dev/net/tun` files are real ones, in a
+//! private network namespace (skbsim_kernel::Netns) where the program itself runs, with
+//! the Linux stack as the far side holding the `--far-addr` addresses. The same
+//! supervisor answers the same syscalls (docs/exec.md#tap): the program's fd is still one
+//! end of a socketpair, and each operation is performed by the supervisor on the real
+//! file it holds, so the answer is the kernel's and the record ([`skbsim_exec::Recorder`])
+//! is built from what the supervisor saw, as for the model. (SECCOMP_USER_NOTIF_FLAG_CONTINUE
+//! would let the syscall run in the program but never shows its result.)
+//!
+//! What the stack got from a write is read from an AF_PACKET socket on the device
+//! (protocol and length from the MAC header on, as the model's record gives them).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::IpAddr;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::Duration;
+
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use sim::tun::ioctl::iff_flags::{IFF_NO_PI, IFF_TAP, IFF_VNET_HDR};
+use sim::tun::ioctl::{cmd, IoctlAnswer, IoctlArg};
+use sim::tun::{DeviceKind, TUN_PI_LEN};
+use skbsim_exec::{Errno, FileId, Framing, LinkInfo, Readiness, SimTun, StackSkb, WriteReport};
+use skbsim_kernel::packet::pkttype;
+use skbsim_kernel::tun_ioctl::TunProbe;
+use skbsim_kernel::{KernelError, PacketSocket, Rtnl};
+
+/// A device the program made: its ifindex and the packet socket watching what its
+/// stack receives.
+#[derive(Debug)]
+struct Dev {
+    ifindex: u32,
+    seen: PacketSocket,
+}
+
+/// Real tun/tap files in the calling thread's private network namespace.
+#[derive(Debug)]
+pub struct TapTun {
+    probe: RefCell<TunProbe>,
+    rtnl: RefCell<Rtnl>,
+    /// By file number; None once closed (or when the open failed).
+    files: Vec<Option<File>>,
+    devs: BTreeMap<Vec<u8>, Dev>,
+    far_addrs: Vec<(IpAddr, u8)>,
+    report: WriteReport,
+}
+
+fn errno_of(e: &KernelError) -> Errno {
+    e.errno()
+        .and_then(|n| Errno::from_code(n.0))
+        .unwrap_or(Errno::EIO)
+}
+
+fn io_errno(e: &std::io::Error) -> Errno {
+    e.raw_os_error()
+        .and_then(Errno::from_code)
+        .unwrap_or(Errno::EIO)
+}
+
+impl TapTun {
+    /// Must be made on a thread in a private namespace (skbsim_kernel::Netns::run): every
+    /// file and device lives there.
+    pub fn new(far_addrs: Vec<(IpAddr, u8)>) -> Result<TapTun, KernelError> {
+        Ok(TapTun {
+            probe: RefCell::new(TunProbe::new()),
+            rtnl: RefCell::new(Rtnl::new()?),
+            files: Vec::new(),
+            devs: BTreeMap::new(),
+            far_addrs,
+            report: WriteReport::default(),
+        })
+    }
+
+    fn file(&self, f: FileId) -> Result<&File, Errno> {
+        self.files
+            .get(f.index())
+            .and_then(Option::as_ref)
+            .ok_or(Errno::EBADF)
+    }
+
+    /// A device the program just made (TUNSETIFF): the far side's MAC on a tap (the sim
+    /// far side's, skbsim_exec::STACK_MAC), the far side's addresses, a packet socket.
+    fn adopt(&mut self, name: &[u8]) -> Result<(), KernelError> {
+        if self.devs.contains_key(name) {
+            return Ok(());
+        }
+        let mut rtnl = self.rtnl.borrow_mut();
+        let ifindex = rtnl.link_index(&String::from_utf8_lossy(name))?;
+        let link = rtnl.link(ifindex)?;
+        if link.kind.as_deref() == Some("tun")
+            && link.address.as_ref().is_some_and(|a| a.len() == 6)
+        {
+            rtnl.set_address(ifindex, skbsim_exec::STACK_MAC)?;
+        }
+        // IPv4 only: the namespace has IPv6 off (Netns::run), or the kernel's own router
+        // solicitations, DAD and MLD reports would reach the program unasked, which the
+        // model's far side never sends (docs/exec.md#tap).
+        for (addr, prefix) in self.far_addrs.iter().filter(|a| a.0.is_ipv4()) {
+            rtnl.add_address(ifindex, *addr, *prefix)?;
+        }
+        let mut seen = PacketSocket::bind(ifindex)?;
+        seen.set_timeout(Some(Duration::ZERO));
+        self.devs.insert(name.to_vec(), Dev { ifindex, seen });
+        Ok(())
+    }
+
+    fn dev_of(&self, f: FileId) -> Option<(Vec<u8>, u16)> {
+        let file = self.file(f).ok()?;
+        match self
+            .probe
+            .borrow_mut()
+            .ioctl(file, cmd::TUNGETIFF, &IoctlArg::Out)
+        {
+            Ok(IoctlAnswer::Ifreq { name, flags }) => Some((name, flags)),
+            _ => None,
+        }
+    }
+}
+
+impl SimTun for TapTun {
+    fn open(&mut self, _nonblock: bool) -> FileId {
+        // The supervisor's own file never blocks: a blocking read of the program waits
+        // in the supervisor (SimTun::would_block), not in the kernel.
+        let file = self.probe.borrow().open().ok().and_then(|f| {
+            rustix::fs::fcntl_setfl(&f, rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NONBLOCK)
+                .ok()
+                .map(|()| f)
+        });
+        self.files.push(file);
+        FileId::from_index(self.files.len() - 1)
+    }
+
+    fn ioctl(&mut self, f: FileId, c: u32, arg: &IoctlArg) -> Result<IoctlAnswer, Errno> {
+        let file = self.file(f)?;
+        let a = self
+            .probe
+            .borrow_mut()
+            .ioctl(file, c, arg)
+            .map_err(|n| Errno::from_code(n).unwrap_or(Errno::EIO));
+        if let (cmd::TUNSETIFF, Ok(IoctlAnswer::Ifreq { name, .. })) = (c, &a) {
+            let name = name.clone();
+            self.adopt(&name).map_err(|e| errno_of(&e))?;
+        }
+        a
+    }
+
+    fn set_nonblock(&mut self, _f: FileId, _nonblock: bool) {}
+
+    fn read(&mut self, f: FileId, buf_len: usize) -> Result<Vec<u8>, Errno> {
+        let mut file = self.file(f)?;
+        let mut buf = vec![0u8; buf_len];
+        let n = file.read(&mut buf).map_err(|e| io_errno(&e))?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    fn write(&mut self, f: FileId, data: &[u8]) -> Result<usize, Errno> {
+        let dev = self.dev_of(f).map(|d| d.0);
+        if let Some(d) = dev.as_ref().and_then(|d| self.devs.get_mut(d)) {
+            let _ = d.seen.drain();
+        }
+        let r = self.file(f)?.write(data).map_err(|e| io_errno(&e));
+        let mut report = WriteReport::default();
+        if let Some(d) = dev.as_ref().and_then(|d| self.devs.get_mut(d)) {
+            while let Ok(Some((_, aux))) = d.seen.recv() {
+                if aux.pkttype != pkttype::OUTGOING {
+                    report.skbs.push(StackSkb {
+                        protocol: aux.protocol,
+                        len: aux.len as usize,
+                        gso_type: 0,
+                        gso_size: 0,
+                        gso_segs: 0,
+                    });
+                }
+            }
+        }
+        self.report = report;
+        r
+    }
+
+    fn poll(&self, f: FileId) -> Readiness {
+        let Ok(file) = self.file(f) else {
+            return Readiness::default();
+        };
+        let mut fds = [PollFd::new(file, PollFlags::IN | PollFlags::OUT)];
+        let _ = poll(&mut fds, Some(&Timespec::default()));
+        let ev = fds[0].revents();
+        Readiness {
+            readable: ev.contains(PollFlags::IN),
+            writable: ev.contains(PollFlags::OUT),
+            error: ev.contains(PollFlags::ERR),
+        }
+    }
+
+    fn close(&mut self, f: FileId) {
+        if let Some(slot) = self.files.get_mut(f.index()) {
+            *slot = None;
+        }
+    }
+
+    fn set_link(&mut self, dev: &[u8], up: Option<bool>, mtu: Option<u32>) -> Result<(), Errno> {
+        let ifindex = self.devs.get(dev).ok_or(Errno::ENODEV)?.ifindex;
+        let mut rtnl = self.rtnl.borrow_mut();
+        if let Some(m) = mtu {
+            rtnl.set_mtu(ifindex, m).map_err(|e| errno_of(&e))?;
+        }
+        if let Some(u) = up {
+            rtnl.set_up(ifindex, u).map_err(|e| errno_of(&e))?;
+        }
+        Ok(())
+    }
+
+    fn link(&self, dev: &[u8]) -> Option<LinkInfo> {
+        let ifindex = self.devs.get(dev)?.ifindex;
+        let l = self.rtnl.borrow_mut().link(ifindex).ok()?;
+        Some(LinkInfo {
+            ifindex,
+            flags: l.flags as u16,
+            mtu: l.mtu.unwrap_or(0),
+        })
+    }
+
+    fn link_name(&self, ifindex: u32) -> Option<Vec<u8>> {
+        self.devs
+            .iter()
+            .find(|(_, d)| d.ifindex == ifindex)
+            .map(|(n, _)| n.clone())
+    }
+
+    fn delete_link(&mut self, dev: &[u8]) -> Result<(), Errno> {
+        let ifindex = self.devs.get(dev).ok_or(Errno::ENODEV)?.ifindex;
+        self.rtnl
+            .borrow_mut()
+            .delete_link(ifindex)
+            .map_err(|e| errno_of(&e))?;
+        self.devs.remove(dev);
+        Ok(())
+    }
+
+    fn take_write_report(&mut self) -> WriteReport {
+        std::mem::take(&mut self.report)
+    }
+
+    /// TUNGETIFF's flags and TUNGETVNETHDRSZ: the PI unless IFF_NO_PI, the vnet header
+    /// with IFF_VNET_HDR (tun_get_user / tun_put_user).
+    fn framing(&self, f: FileId) -> Option<Framing> {
+        let (dev, flags) = self.dev_of(f)?;
+        let mut header = 0;
+        if flags & IFF_NO_PI == 0 {
+            header += TUN_PI_LEN;
+        }
+        if flags & IFF_VNET_HDR != 0 {
+            let file = self.file(f).ok()?;
+            if let Ok(IoctlAnswer::Int(n)) =
+                self.probe
+                    .borrow_mut()
+                    .ioctl(file, cmd::TUNGETVNETHDRSZ, &IoctlArg::Out)
+            {
+                header += n.max(0) as usize;
+            }
+        }
+        let kind = if flags & IFF_TAP != 0 {
+            DeviceKind::Tap
+        } else {
+            DeviceKind::Tun
+        };
+        Some(Framing { dev, kind, header })
+    }
+
+    fn wake_fd(&self, f: FileId) -> Option<BorrowedFd<'_>> {
+        self.file(f).ok().map(AsFd::as_fd)
+    }
+}
