@@ -24,6 +24,7 @@ pub enum Errno {
     EOPNOTSUPP,
     ENETDOWN,
     ENODEV,
+    EADDRNOTAVAIL,
 }
 
 impl Errno {
@@ -50,6 +51,7 @@ impl Errno {
             Errno::EOPNOTSUPP => 95,
             Errno::ENETDOWN => 100,
             Errno::ENODEV => 19,
+            Errno::EADDRNOTAVAIL => 99,
         }
     }
 
@@ -76,6 +78,7 @@ impl Errno {
             Errno::EOPNOTSUPP,
             Errno::ENETDOWN,
             Errno::ENODEV,
+            Errno::EADDRNOTAVAIL,
         ]
         .into_iter()
         .find(|e| e.code() == code)
@@ -103,6 +106,7 @@ impl Errno {
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
             Errno::ENETDOWN => "ENETDOWN",
             Errno::ENODEV => "ENODEV",
+            Errno::EADDRNOTAVAIL => "EADDRNOTAVAIL",
         }
     }
 }

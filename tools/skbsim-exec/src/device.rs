@@ -6,6 +6,7 @@
 //! delivered to the stack (netif_receive_skb) and may answer with skbs sent to the device
 //! (dev_queue_xmit -> tun_net_xmit -> the tx_ring), which the program then reads.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use sim::profile::KernelProfile;
@@ -15,7 +16,7 @@ use sim::tun::ioctl::Caller;
 use sim::tun::DeviceKind;
 
 use crate::loopback::link_flags;
-use crate::{Errno, FileId, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
+use crate::{Errno, FileId, Ifa, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
 
 /// What is on the stack side of the simulated devices.
 pub trait FarSide {
@@ -24,6 +25,11 @@ pub trait FarSide {
     /// for a tap): the skbs to transmit on that device in answer, in order (data at the
     /// Ethernet header for a tap, at the IP header for a tun).
     fn receive(&mut self, dev: &[u8], kind: DeviceKind, skb: SkBuff) -> Vec<SkBuff>;
+
+    /// The stack's IPv4 address on the device named `dev` became `ifa` (SIOCSIFADDR /
+    /// SIOCSIFNETMASK: devinet_ioctl -> inet_set_ifa puts it on the kernel's own stack),
+    /// or went with the device (None).
+    fn address(&mut self, _dev: &[u8], _kind: DeviceKind, _ifa: Option<Ifa>) {}
 }
 
 /// A far side that takes every skb and answers none (a stack with no address on the
@@ -47,6 +53,7 @@ pub struct DeviceTun<F> {
     far: F,
     /// How many answers the device did not queue (down, dropped, no device), by fate.
     xmit_lost: u64,
+    ipv4: BTreeMap<Vec<u8>, Ifa>,
 }
 
 impl<F> fmt::Debug for DeviceTun<F> {
@@ -64,6 +71,7 @@ impl<F: FarSide> DeviceTun<F> {
             host: TunHost::new(&profile, caller),
             far,
             xmit_lost: 0,
+            ipv4: BTreeMap::new(),
         }
     }
 
@@ -160,6 +168,23 @@ impl<F: FarSide> SimTun for DeviceTun<F> {
     /// RTM_DELLINK: unregister_netdevice -> tun_detach_all ([`TunHost::del_link`]: the
     /// queues' rings purged, the files left with no device).
     fn delete_link(&mut self, dev: &[u8]) -> Result<(), Errno> {
-        self.host.del_link(dev)
+        let kind = self.host.device(dev).map(|d| d.kind);
+        self.host.del_link(dev)?;
+        if let (Some(kind), Some(_)) = (kind, self.ipv4.remove(dev)) {
+            self.far.address(dev, kind, None);
+        }
+        Ok(())
+    }
+
+    fn ipv4(&self, dev: &[u8]) -> Option<Ifa> {
+        self.ipv4.get(dev).copied()
+    }
+
+    fn set_ipv4(&mut self, dev: &[u8], ifa: Ifa) {
+        let Some(kind) = self.host.device(dev).map(|d| d.kind) else {
+            return;
+        };
+        self.ipv4.insert(dev.to_vec(), ifa);
+        self.far.address(dev, kind, Some(ifa));
     }
 }

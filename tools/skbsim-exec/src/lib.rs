@@ -8,6 +8,7 @@
 //! SOCK_SEQPACKET socketpair, so poll/epoll/select see the device's readiness.
 
 mod device;
+mod devinet;
 mod filter;
 mod ioctl;
 mod loopback;
@@ -21,6 +22,7 @@ use std::fmt;
 use std::process::Command;
 
 pub use device::{DeviceTun, FarSide, Sink};
+pub use devinet::Ifa;
 pub use loopback::LoopbackTun;
 pub use sim::errno::Errno;
 pub use sim::tun::ioctl::{FileId, IoctlAnswer, IoctlArg};
@@ -80,6 +82,11 @@ pub trait SimTun {
     /// RTM_DELLINK on the device named `dev` (the device is unregistered; its files stay
     /// open with no device).
     fn delete_link(&mut self, dev: &[u8]) -> Result<(), Errno>;
+    /// The IPv4 address SIOCSIFADDR / SIOCSIFNETMASK gave the device named `dev`.
+    fn ipv4(&self, dev: &[u8]) -> Option<Ifa>;
+    /// Gives the device named `dev` the IPv4 address `ifa` (devinet_ioctl's rules already
+    /// applied: src/devinet.rs).
+    fn set_ipv4(&mut self, dev: &[u8], ifa: Ifa);
 }
 
 /// Why the program could not be run under the supervisor.
