@@ -100,6 +100,41 @@ fn gso_write_fate_follows_the_profile() {
     }
 }
 
+/// The AF_INET address ioctls socat's TUN address uses, answered for a simulated device
+/// (src/devinet.rs) as net/ipv4/devinet.c: devinet_ioctl answers them:
+/// tools/skbsim-exec/tests/c/tun_addr.c on a tun and a tap, as nobody under exec and on
+/// the real kernel, line for line: EADDRNOTAVAIL before an address, EINVAL for a
+/// multicast address, another sin_family and a mask with holes, /32 on the
+/// point-to-point tun and the classful prefix on the tap, each new address resetting it.
+#[test]
+#[ignore = "real kernel and gcc: needs root (setpriv to nobody, unshare -n); ci/test.sh runs it as root with --include-ignored"]
+fn address_ioctls_as_the_real_kernel_answers() {
+    skbsim_kernel::require_privileges();
+    let dir = temp_dir();
+    let prog = build_c(dir.path(), "tun_addr.c");
+    let prog = prog.to_str().expect("utf-8 path");
+    let real = stdout_of(in_netns(dir.path(), prog).output().expect("run unshare"));
+    let sim = stdout_of(
+        exec_as_nobody(dir.path(), &["--", prog])
+            .output()
+            .expect("run skbsim exec"),
+    );
+    // devinet_ioctl: IFF_POINTOPOINT gets /32, a tap inet_abc_len (10/8, 172.16/16).
+    for line in [
+        "ad0.netmask=255.255.255.255 family=2",
+        "ad1.netmask=255.0.0.0 family=2",
+        "ad1.netmask=255.255.0.0 family=2",
+        "ad0.addr(224.0.0.1)=EINVAL",
+        "ad0.addr=EADDRNOTAVAIL",
+    ] {
+        assert!(
+            real.lines().any(|l| l == line),
+            "real kernel: no {line:?} in\n{real}"
+        );
+    }
+    assert_eq!(sim, real);
+}
+
 /// RFC 1071 checksum of `b`.
 fn csum(b: &[u8]) -> u16 {
     let mut s: u32 = b
