@@ -18,6 +18,10 @@ command -v tcpdump >/dev/null 2>&1 || need_apt+=(tcpdump)
 # (util-linux).
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
+# Real clients under `skbsim exec` (tools/skbsim/tests/exec_clients.rs): socat's TUN
+# address, and wireguard-go (configured over its UAPI socket with socat).
+command -v socat >/dev/null 2>&1 || need_apt+=(socat)
+command -v wireguard-go >/dev/null 2>&1 || need_apt+=(wireguard-go)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     # apt's output goes to a log, printed only when it fails, so it stays out of the

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use sim::pcap::EthernetInput;
+use sim::pipeline::drive::{drive, DriveError, Frames};
 use sim::pipeline::tun_read::{Event, TunReadRun};
-use sim::pipeline::{feed_frame, Input, Pipeline, Schedule};
+use sim::pipeline::{Input, Schedule};
 use sim::scenario::Scenario;
 
 fn path(rel: &str) -> PathBuf {
@@ -19,21 +20,26 @@ fn path(rel: &str) -> PathBuf {
 fn shape(rel: &str) -> Vec<String> {
     let s = Scenario::load(&path(rel)).expect("the scenario loads");
     let mut run = TunReadRun::new(&s);
-    let mut schedule = Schedule::for_scenario(&s);
     let mut events = Vec::new();
     let mut input = EthernetInput::open(&s.input, s.link).expect("the pcap opens");
+    let mut frames = Vec::new();
     while let Some(f) = input.next_frame() {
         let f = f.expect("a frame");
-        let frame = Input::Frame {
-            index: f.index,
-            ts_ns: f.ts_ns,
-            bytes: f.data,
-        };
-        feed_frame(&mut run, &mut schedule, frame, &mut |e| events.push(e))
-            .expect("the frame runs");
+        frames.push((f.index, f.ts_ns, f.data.to_vec()));
     }
-    run.handle(Input::End, &mut |e| events.push(e))
-        .expect("the end runs");
+    let inputs = frames.iter().map(|(index, ts_ns, bytes)| Input::Frame {
+        index: *index,
+        ts_ns: *ts_ns,
+        bytes,
+    });
+    drive(
+        &mut run,
+        Schedule::for_scenario(&s),
+        &mut Frames::new(inputs),
+        &mut events,
+    )
+    .map_err(DriveError::pipeline)
+    .expect("the scenario runs");
     events
         .iter()
         .map(|e| match e {
@@ -159,16 +165,19 @@ fn a_detach_of_a_detached_file_is_the_kernels_einval() {
     .expect("the scenario parses");
     let mut run = TunReadRun::new(&s);
     let frame = [0u8; 60];
-    let e = run
-        .handle(
-            Input::Frame {
-                index: 0,
-                ts_ns: 0,
-                bytes: &frame,
-            },
-            &mut |_| {},
-        )
-        .unwrap_err();
+    let one = [Input::Frame {
+        index: 0,
+        ts_ns: 0,
+        bytes: &frame,
+    }];
+    let e = drive(
+        &mut run,
+        Schedule::for_scenario(&s),
+        &mut Frames::new(one.into_iter()),
+        &mut |_: &Event| {},
+    )
+    .map_err(DriveError::pipeline)
+    .unwrap_err();
     assert!(
         e.why
             .contains("detach of file 1 before frame 0 answers EINVAL"),

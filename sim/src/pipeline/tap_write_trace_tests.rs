@@ -2,8 +2,8 @@
 //! ([`host_event_comment`]); it must be the comment the record gives.
 
 use super::*;
-use crate::pipeline::tap_write::TapWriteRun;
 use crate::pipeline::drive::{drive, DriveError, Frames};
+use crate::pipeline::tap_write::TapWriteRun;
 use crate::pipeline::{Input, Schedule};
 
 fn scenario() -> Scenario {

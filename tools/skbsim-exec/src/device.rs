@@ -6,6 +6,7 @@
 //! delivered to the stack (netif_receive_skb) and may answer with skbs sent to the device
 //! (dev_queue_xmit -> tun_net_xmit -> the tx_ring), which the program then reads.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use sim::profile::KernelProfile;
@@ -18,7 +19,7 @@ use sim::tun::{DeviceKind, TUN_PI_LEN};
 
 use crate::loopback::link_flags;
 use crate::record::{Framing, StackSkb, WriteReport};
-use crate::{Errno, FileId, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
+use crate::{Errno, FileId, Ifa, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
 
 /// What is on the stack side of the simulated devices.
 pub trait FarSide {
@@ -27,6 +28,11 @@ pub trait FarSide {
     /// for a tap): the skbs to transmit on that device in answer, in order (data at the
     /// Ethernet header for a tap, at the IP header for a tun).
     fn receive(&mut self, dev: &[u8], kind: DeviceKind, skb: SkBuff) -> Vec<SkBuff>;
+
+    /// The stack's IPv4 address on the device named `dev` became `ifa` (SIOCSIFADDR /
+    /// SIOCSIFNETMASK: devinet_ioctl -> inet_set_ifa puts it on the kernel's own stack),
+    /// or went with the device (None).
+    fn address(&mut self, _dev: &[u8], _kind: DeviceKind, _ifa: Option<Ifa>) {}
 }
 
 /// A far side that takes every skb and answers none (a stack with no address on the
@@ -52,6 +58,7 @@ pub struct DeviceTun<F> {
     xmit_lost: u64,
     /// What the last write did, for the record.
     report: WriteReport,
+    ipv4: BTreeMap<Vec<u8>, Ifa>,
 }
 
 impl<F> fmt::Debug for DeviceTun<F> {
@@ -70,6 +77,7 @@ impl<F: FarSide> DeviceTun<F> {
             far,
             xmit_lost: 0,
             report: WriteReport::default(),
+            ipv4: BTreeMap::new(),
         }
     }
 
@@ -187,7 +195,24 @@ impl<F: FarSide> SimTun for DeviceTun<F> {
     /// RTM_DELLINK: unregister_netdevice -> tun_detach_all ([`TunHost::del_link`]: the
     /// queues' rings purged, the files left with no device).
     fn delete_link(&mut self, dev: &[u8]) -> Result<(), Errno> {
-        self.host.del_link(dev)
+        let kind = self.host.device(dev).map(|d| d.kind);
+        self.host.del_link(dev)?;
+        if let (Some(kind), Some(_)) = (kind, self.ipv4.remove(dev)) {
+            self.far.address(dev, kind, None);
+        }
+        Ok(())
+    }
+
+    fn ipv4(&self, dev: &[u8]) -> Option<Ifa> {
+        self.ipv4.get(dev).copied()
+    }
+
+    fn set_ipv4(&mut self, dev: &[u8], ifa: Ifa) {
+        let Some(kind) = self.host.device(dev).map(|d| d.kind) else {
+            return;
+        };
+        self.ipv4.insert(dev.to_vec(), ifa);
+        self.far.address(dev, kind, Some(ifa));
     }
 
     fn take_write_report(&mut self) -> WriteReport {

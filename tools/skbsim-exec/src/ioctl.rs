@@ -5,12 +5,15 @@
 
 use sim::tun::ioctl::{cmd, BpfFd, SockFilter, IFNAMSIZ};
 
+use crate::devinet::{self, AF_INET};
 use crate::supervisor::Reply;
-use crate::sys::{read_mem, write_mem_iov};
+use crate::sys::{self, read_mem, write_mem_iov};
 use crate::{Errno, IoctlAnswer, IoctlArg, SimTun};
 
 /// sizeof(struct ifreq) on 64-bit: what TUNGETIFF copies out (tun.c: ifreq_len).
 const IFREQ_LEN: usize = 40;
+/// include/uapi/linux/if.h.
+const IFF_POINTOPOINT: u16 = 0x10;
 
 /// Generic file ioctls do_vfs_ioctl (fs/ioctl.c) handles before the driver: FIONCLEX,
 /// FIOCLEX, FIONBIO, FIOASYNC, FIOQSIZE. They continue into the kernel on the program's
@@ -28,9 +31,19 @@ pub const SIOCSIFFLAGS: u32 = 0x8914;
 pub const SIOCGIFMTU: u32 = 0x8921;
 pub const SIOCSIFMTU: u32 = 0x8922;
 pub const SIOCGIFINDEX: u32 = 0x8933;
+/// On an AF_INET socket only (inet_ioctl -> devinet_ioctl): src/devinet.rs.
+pub const SIOCGIFADDR: u32 = 0x8915;
+pub const SIOCSIFADDR: u32 = 0x8916;
+pub const SIOCGIFNETMASK: u32 = 0x891b;
+pub const SIOCSIFNETMASK: u32 = 0x891c;
+const INET_IOCTLS: [u32; 4] = [SIOCGIFADDR, SIOCSIFADDR, SIOCGIFNETMASK, SIOCSIFNETMASK];
 /// And SIOCGIFHWADDR / SIOCSIFHWADDR, refused with EOPNOTSUPP for a simulated device (the
 /// MAC address is not modelled) rather than continued to a kernel that has no such device.
-const SOCK_IOCTLS: [u32; 7] = [
+const SOCK_IOCTLS: [u32; 11] = [
+    SIOCGIFADDR,
+    SIOCSIFADDR,
+    SIOCGIFNETMASK,
+    SIOCSIFNETMASK,
     SIOCGIFFLAGS,
     SIOCSIFFLAGS,
     SIOCGIFMTU,
@@ -44,6 +57,16 @@ pub fn is_sock_ioctl(c: u32) -> bool {
     SOCK_IOCTLS.contains(&c)
 }
 
+/// `c` is answered by devinet_ioctl, so only on an AF_INET socket: task `pid`'s `fd` is
+/// one (SO_DOMAIN of a copy taken with pidfd_getfd), or `c` is not such an ioctl.
+pub fn inet_ioctl_on_inet(pid: u32, fd: i32, c: u32) -> bool {
+    !INET_IOCTLS.contains(&c)
+        || sys::steal_fd(pid, fd).is_ok_and(|s| {
+            rustix::net::sockopt::socket_domain(&s)
+                .is_ok_and(|d| d == rustix::net::AddressFamily::INET)
+        })
+}
+
 fn le16(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
@@ -55,6 +78,15 @@ fn le32(b: &[u8], at: usize) -> u32 {
 /// `len` bytes at `addr`, or None where the copy would fault.
 fn copy_in(pid: u32, addr: u64, len: usize) -> Option<Vec<u8>> {
     read_mem(pid, addr, len).ok().filter(|b| b.len() == len)
+}
+
+/// devinet_ioctl's answer to SIOCGIFADDR / SIOCGIFNETMASK: a zeroed struct sockaddr_in
+/// with sin_family AF_INET and the address.
+fn sockaddr_in(addr: [u8; 4]) -> [u8; 16] {
+    let mut sin = [0u8; 16];
+    sin[..2].copy_from_slice(&AF_INET.to_le_bytes());
+    sin[4..8].copy_from_slice(&addr);
+    sin
 }
 
 fn copy_out(pid: u32, addr: u64, data: &[u8]) -> bool {
@@ -195,7 +227,9 @@ pub fn tun_reply(pid: u32, c: u32, argp: u64, answer: Result<IoctlAnswer, Errno>
 
 /// A socket ioctl naming a simulated interface: net/core/dev_ioctl.c: dev_ifsioc_locked
 /// (SIOCGIFFLAGS: dev_get_flags, SIOCGIFMTU, SIOCGIFINDEX) and dev_ifsioc (SIOCSIFFLAGS:
-/// dev_change_flags, SIOCSIFMTU: dev_set_mtu). None: not a simulated interface (the
+/// dev_change_flags, SIOCSIFMTU: dev_set_mtu); on an AF_INET socket net/ipv4/devinet.c:
+/// devinet_ioctl (SIOCGIFADDR, SIOCSIFADDR, SIOCGIFNETMASK, SIOCSIFNETMASK:
+/// src/devinet.rs). None: not a simulated interface (the
 /// syscall continues into the kernel).
 /// `valid` says the notification is still the one whose memory was read (checked before
 /// anything is changed).
@@ -206,7 +240,8 @@ pub fn sock_ioctl<T: SimTun>(
     argp: u64,
     valid: impl Fn() -> bool,
 ) -> Option<Reply> {
-    let ifr = copy_in(pid, argp, IFNAMSIZ + 4)?;
+    // ifr_name, then ifr_flags / ifr_mtu / ifr_ifindex, or a struct sockaddr_in.
+    let ifr = copy_in(pid, argp, IFNAMSIZ + 8)?;
     let end = ifr[..IFNAMSIZ]
         .iter()
         .position(|&b| b == 0)
@@ -235,6 +270,28 @@ pub fn sock_ioctl<T: SimTun>(
             m => tun.set_link(name, None, Some(m as u32)),
         },
         cmd::SIOCGIFHWADDR | cmd::SIOCSIFHWADDR => Err(Errno::EOPNOTSUPP),
+        SIOCGIFADDR | SIOCGIFNETMASK => {
+            let Some(ifa) = tun.ipv4(name) else {
+                return Some(Reply::Err(Errno::EADDRNOTAVAIL.code()));
+            };
+            let addr = if c == SIOCGIFADDR {
+                ifa.local
+            } else {
+                ifa.mask()
+            };
+            return done(copy_out(pid, field, &sockaddr_in(addr)));
+        }
+        SIOCSIFADDR | SIOCSIFNETMASK => {
+            let (family, addr) = (le16(&ifr, IFNAMSIZ), [ifr[20], ifr[21], ifr[22], ifr[23]]);
+            let old = tun.ipv4(name);
+            let pointopoint = link.flags & IFF_POINTOPOINT != 0;
+            let ifa = if c == SIOCSIFADDR {
+                devinet::set_addr(old, family, addr, pointopoint)
+            } else {
+                devinet::set_netmask(old, family, addr)
+            };
+            ifa.map(|ifa| tun.set_ipv4(name, ifa))
+        }
         _ => return None,
     };
     Some(match result {

@@ -8,6 +8,7 @@
 //! SOCK_SEQPACKET socketpair, so poll/epoll/select see the device's readiness.
 
 mod device;
+mod devinet;
 mod filter;
 mod ioctl;
 mod loopback;
@@ -22,6 +23,7 @@ use std::fmt;
 use std::process::Command;
 
 pub use device::{DeviceTun, FarSide, Sink};
+pub use devinet::Ifa;
 pub use loopback::LoopbackTun;
 pub use record::{ExecRecord, Framing, Recorder, StackSkb, WriteReport};
 pub use sim::errno::Errno;
@@ -99,6 +101,11 @@ pub trait SimTun {
     fn wake_fd(&self, _f: FileId) -> Option<std::os::fd::BorrowedFd<'_>> {
         None
     }
+    /// The IPv4 address SIOCSIFADDR / SIOCSIFNETMASK gave the device named `dev`.
+    fn ipv4(&self, dev: &[u8]) -> Option<Ifa>;
+    /// Gives the device named `dev` the IPv4 address `ifa` (devinet_ioctl's rules already
+    /// applied: src/devinet.rs).
+    fn set_ipv4(&mut self, dev: &[u8], ifa: Ifa);
 }
 
 /// Why the program could not be run under the supervisor.

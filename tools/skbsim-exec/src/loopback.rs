@@ -10,7 +10,7 @@ use sim::profile::KernelProfile;
 use sim::tun::ioctl::{Caller, TunNet};
 use sim::tun::DeviceKind;
 
-use crate::{Errno, FileId, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
+use crate::{Errno, FileId, Ifa, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
 
 /// include/uapi/linux/if.h.
 const IFF_UP: u16 = 0x1;
@@ -39,6 +39,7 @@ pub struct LoopbackTun {
     caller: Caller,
     files: BTreeMap<FileId, LoopFile>,
     mtu: BTreeMap<Vec<u8>, u32>,
+    ipv4: BTreeMap<Vec<u8>, Ifa>,
 }
 
 impl LoopbackTun {
@@ -49,6 +50,7 @@ impl LoopbackTun {
             caller,
             files: BTreeMap::new(),
             mtu: BTreeMap::new(),
+            ipv4: BTreeMap::new(),
         }
     }
 
@@ -168,7 +170,16 @@ impl SimTun for LoopbackTun {
         }
         self.net.unregister(d);
         self.mtu.remove(dev);
+        self.ipv4.remove(dev);
         Ok(())
+    }
+
+    fn ipv4(&self, dev: &[u8]) -> Option<Ifa> {
+        self.ipv4.get(dev).copied()
+    }
+
+    fn set_ipv4(&mut self, dev: &[u8], ifa: Ifa) {
+        self.ipv4.insert(dev.to_vec(), ifa);
     }
 }
 

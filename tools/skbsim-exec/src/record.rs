@@ -17,7 +17,7 @@ use sim::trace::record::{Field, Part, Record, Value, HEADER};
 use sim::tun::ioctl::{cmd, BpfFd};
 use sim::tun::DeviceKind;
 
-use crate::{Errno, FileId, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
+use crate::{Errno, FileId, Ifa, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
 
 /// An skb a write handed to the stack (netif_receive_skb, after GRO for IFF_NAPI).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -448,6 +448,21 @@ impl<T: SimTun> SimTun for Recorder<T> {
         let r = self.inner.delete_link(dev);
         self.link_change("dellink", dev, &r, Vec::new());
         r
+    }
+
+    fn ipv4(&self, dev: &[u8]) -> Option<Ifa> {
+        self.inner.ipv4(dev)
+    }
+
+    /// SIOCSIFADDR / SIOCSIFNETMASK (devinet_ioctl) as an event: the address and prefix.
+    fn set_ipv4(&mut self, dev: &[u8], ifa: Ifa) {
+        self.inner.set_ipv4(dev, ifa);
+        let [a, b, c, d] = ifa.local;
+        let fields = vec![Field::both(
+            "address",
+            Value::text(format!("{a}.{b}.{c}.{d}/{}", ifa.prefix)),
+        )];
+        self.link_change("address", dev, &Ok(()), fields);
     }
 
     fn take_write_report(&mut self) -> WriteReport {

@@ -2,7 +2,9 @@
 //! for the host's own IP stack on the far side of the tun/tap. Per device: a smoltcp
 //! `Interface` (Medium::Ip for IFF_TUN, Medium::Ethernet with the fixed MAC
 //! [`STACK_MAC`] for IFF_TAP) holding the configured addresses, answering ARP, NDP and
-//! ICMP/ICMPv6 echo for them, and a UDP echo socket on [`UDP_ECHO_PORT`]. Time is a
+//! ICMP/ICMPv6 echo for them, and a UDP echo socket on [`UDP_ECHO_PORT`] (answering from
+//! the address the datagram was sent to). The addresses are the `--far-addr` ones and
+//! the IPv4 address the program gave the device (SIOCSIFADDR: [`FarSide::address`]). Time is a
 //! virtual clock advanced by 1 ms per frame received: no wall clock, so a run's answers
 //! are the same every time.
 //!
@@ -20,9 +22,12 @@ use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{self, DeviceCapabilities, Medium};
 use smoltcp::socket::udp;
 use smoltcp::time::Instant;
-use smoltcp::wire::{EthernetAddress, HardwareAddress, IpCidr};
+use smoltcp::wire::{
+    EthernetAddress, HardwareAddress, IpCidr, IpProtocol, Ipv4Address, Ipv4Packet,
+};
 
 use crate::device::FarSide;
+use crate::Ifa;
 
 /// The far side's MAC on a tap (locally administered).
 pub const STACK_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
@@ -101,11 +106,7 @@ impl Responder {
             tx: Vec::new(),
         };
         let mut iface = Interface::new(Config::new(hw), &mut dev, now);
-        iface.update_ip_addrs(|a| {
-            for c in addrs {
-                let _ = a.push(*c);
-            }
-        });
+        set_addrs(&mut iface, addrs);
         let buf = || udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 16], vec![0; 65535]);
         let mut sock = udp::Socket::new(buf(), buf());
         // Binding a fresh socket to a non-zero port cannot fail.
@@ -125,18 +126,33 @@ impl Responder {
         self.dev.rx.push_back(frame);
         self.iface.poll(now, &mut self.dev, &mut self.sockets);
         let sock = self.sockets.get_mut::<udp::Socket>(self.udp);
+        // The answer's source is the datagram's destination (meta.local_address), as
+        // from an echo server bound to that address.
         while let Ok((data, meta)) = sock.recv() {
-            let (data, to) = (data.to_vec(), meta.endpoint);
-            let _ = sock.send_slice(&data, to);
+            let data = data.to_vec();
+            let _ = sock.send_slice(&data, meta);
         }
         self.iface.poll(now, &mut self.dev, &mut self.sockets);
         std::mem::take(&mut self.dev.tx)
     }
 }
 
+/// The interface's addresses: `addrs` (the `--far-addr` ones first, so they are the
+/// source smoltcp picks for what it originates), as many as smoltcp holds.
+fn set_addrs(iface: &mut Interface, addrs: &[IpCidr]) {
+    iface.update_ip_addrs(|a| {
+        a.clear();
+        for c in addrs {
+            let _ = a.push(*c);
+        }
+    });
+}
+
 /// The responders, one per device, created on the device's first frame.
 pub struct Stack {
     addrs: Vec<IpCidr>,
+    /// The IPv4 address each device was given (SIOCSIFADDR).
+    dev_addrs: BTreeMap<Vec<u8>, IpCidr>,
     clock_ms: i64,
     per_dev: BTreeMap<Vec<u8>, Responder>,
     refused_gso: u64,
@@ -157,6 +173,7 @@ impl Stack {
     pub fn new(addrs: Vec<IpCidr>) -> Stack {
         Stack {
             addrs,
+            dev_addrs: BTreeMap::new(),
             clock_ms: 0,
             per_dev: BTreeMap::new(),
             refused_gso: 0,
@@ -166,6 +183,13 @@ impl Stack {
     /// GSO skbs refused (not segmented; see the module docs).
     pub fn refused_gso(&self) -> u64 {
         self.refused_gso
+    }
+
+    /// The addresses the stack holds on the device named `dev`.
+    fn addrs_of(&self, dev: &[u8]) -> Vec<IpCidr> {
+        let mut a = self.addrs.clone();
+        a.extend(self.dev_addrs.get(dev));
+        a
     }
 }
 
@@ -184,14 +208,15 @@ impl FarSide for Stack {
         }
         self.clock_ms += 1;
         let now = Instant::from_millis(self.clock_ms);
-        let addrs = &self.addrs;
+        let addrs = self.addrs_of(dev);
         let r = self
             .per_dev
             .entry(dev.to_vec())
-            .or_insert_with(|| Responder::new(kind, addrs, now));
+            .or_insert_with(|| Responder::new(kind, &addrs, now));
         r.answer(skb.to_vec(), now)
             .into_iter()
-            .map(|f| {
+            .map(|mut f| {
+                icmp_without_df(&mut f, kind);
                 let mut out = SkBuff::from_frame(&f, HEADROOM, f.len());
                 out.protocol = match kind {
                     DeviceKind::Tap => u16::from_be_bytes([f[12], f[13]]),
@@ -201,6 +226,43 @@ impl FarSide for Stack {
                 out
             })
             .collect()
+    }
+
+    fn address(&mut self, dev: &[u8], _kind: DeviceKind, ifa: Option<Ifa>) {
+        match ifa {
+            Some(ifa) => {
+                let ip = Ipv4Address::from(ifa.local);
+                self.dev_addrs
+                    .insert(dev.to_vec(), IpCidr::new(ip.into(), ifa.prefix));
+            }
+            None => {
+                self.dev_addrs.remove(dev);
+            }
+        }
+        let addrs = self.addrs_of(dev);
+        if let Some(r) = self.per_dev.get_mut(dev) {
+            set_addrs(&mut r.iface, &addrs);
+        }
+    }
+}
+
+/// An ICMP packet the kernel sends (an echo reply) has DF clear: its ICMP sockets are
+/// IP_PMTUDISC_DONT (net/ipv4/icmp.c: icmp_init); smoltcp sets DF on everything. Cleared
+/// here, with the header checksum refilled.
+fn icmp_without_df(frame: &mut [u8], kind: DeviceKind) {
+    let at = match kind {
+        DeviceKind::Tap if frame.get(12..14) == Some(&[0x08, 0x00]) => 14,
+        DeviceKind::Tun => 0,
+        DeviceKind::Tap => return,
+    };
+    let Some(ip) = frame.get_mut(at..) else {
+        return;
+    };
+    if let Ok(mut p) = Ipv4Packet::new_checked(ip) {
+        if p.version() == 4 && p.next_header() == IpProtocol::Icmp && p.dont_frag() {
+            p.set_dont_frag(false);
+            p.fill_checksum();
+        }
     }
 }
 

@@ -318,7 +318,10 @@ impl<T: SimTun> Supervisor<T> {
 
     fn ioctl(&mut self, n: &Notif, fd: i32, c: u32, argp: u64) -> Reply {
         let Some(i) = self.ours(n, fd) else {
-            if is_sock_ioctl(c) && socket_inode(n.pid, fd).is_some() {
+            if is_sock_ioctl(c)
+                && socket_inode(n.pid, fd).is_some()
+                && ioctl::inet_ioctl_on_inet(n.pid, fd, c)
+            {
                 let listener = self.listener.as_fd();
                 let valid = || sys::notif_id_valid(listener, n.id);
                 return ioctl::sock_ioctl(&mut self.tun, n.pid, c, argp, valid)

@@ -220,10 +220,12 @@ pub fn write_mem_iov(pid: u32, ranges: &[(u64, usize)], data: &[u8]) -> io::Resu
 }
 
 /// A copy of task `tid`'s fd `fd` (pidfd_open + pidfd_getfd, kernel/pid.c). A thread that
-/// is not its group's leader needs PIDFD_THREAD (6.9+).
+/// is not its group's leader needs PIDFD_THREAD (6.9+): without it pidfd_open refuses
+/// such a tid with EINVAL, and with ENOENT since pidfs (kernel/fork.c: pidfd_prepare,
+/// "isn't used as a thread-group leader": 6.18 here). Both are retried with it.
 pub fn steal_fd(tid: u32, fd: i32) -> io::Result<OwnedFd> {
     let pidfd = pidfd_open(tid, 0).or_else(|e| match e.raw_os_error() {
-        Some(libc::EINVAL) => pidfd_open(tid, libc::O_EXCL as u32),
+        Some(libc::EINVAL | libc::ENOENT) => pidfd_open(tid, libc::O_EXCL as u32),
         _ => Err(e),
     })?;
     // SAFETY: pidfd_getfd takes a pidfd we own, a number and flags 0; returns a new fd.

@@ -22,7 +22,9 @@ use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use sim::tun::ioctl::iff_flags::{IFF_NO_PI, IFF_TAP, IFF_VNET_HDR};
 use sim::tun::ioctl::{cmd, IoctlAnswer, IoctlArg};
 use sim::tun::{DeviceKind, TUN_PI_LEN};
-use skbsim_exec::{Errno, FileId, Framing, LinkInfo, Readiness, SimTun, StackSkb, WriteReport};
+use skbsim_exec::{
+    Errno, FileId, Framing, Ifa, LinkInfo, Readiness, SimTun, StackSkb, WriteReport,
+};
 use skbsim_kernel::packet::pkttype;
 use skbsim_kernel::tun_ioctl::TunProbe;
 use skbsim_kernel::{KernelError, PacketSocket, Rtnl};
@@ -43,20 +45,18 @@ pub struct TapTun {
     /// By file number; None once closed (or when the open failed).
     files: Vec<Option<File>>,
     devs: BTreeMap<Vec<u8>, Dev>,
+    /// The IPv4 address SIOCSIFADDR / SIOCSIFNETMASK gave each device.
+    ipv4: BTreeMap<Vec<u8>, Ifa>,
     far_addrs: Vec<(IpAddr, u8)>,
     report: WriteReport,
 }
 
 fn errno_of(e: &KernelError) -> Errno {
-    e.errno()
-        .and_then(|n| Errno::from_code(n.0))
-        .unwrap_or(Errno::EIO)
+    e.errno().unwrap_or(Errno::EIO)
 }
 
 fn io_errno(e: &std::io::Error) -> Errno {
-    e.raw_os_error()
-        .and_then(Errno::from_code)
-        .unwrap_or(Errno::EIO)
+    e.raw_os_error().map_or(Errno::EIO, Errno::from_raw)
 }
 
 impl TapTun {
@@ -68,6 +68,7 @@ impl TapTun {
             rtnl: RefCell::new(Rtnl::new()?),
             files: Vec::new(),
             devs: BTreeMap::new(),
+            ipv4: BTreeMap::new(),
             far_addrs,
             report: WriteReport::default(),
         })
@@ -138,7 +139,7 @@ impl SimTun for TapTun {
             .probe
             .borrow_mut()
             .ioctl(file, c, arg)
-            .map_err(|n| Errno::from_code(n).unwrap_or(Errno::EIO));
+            .map_err(Errno::from_raw);
         if let (cmd::TUNSETIFF, Ok(IoctlAnswer::Ifreq { name, .. })) = (c, &a) {
             let name = name.clone();
             self.adopt(&name).map_err(|e| errno_of(&e))?;
@@ -237,6 +238,28 @@ impl SimTun for TapTun {
             .map_err(|e| errno_of(&e))?;
         self.devs.remove(dev);
         Ok(())
+    }
+
+    fn ipv4(&self, dev: &[u8]) -> Option<Ifa> {
+        self.ipv4.get(dev).copied()
+    }
+
+    /// The address goes on the real device with RTM_NEWADDR: the stack behind the device
+    /// holds it, as the model's far side does. The supervisor has applied devinet_ioctl's
+    /// checks (the model's); a second, different address is added beside the first
+    /// rather than replacing it as SIOCSIFADDR would (rtnetlink has no in-place change).
+    fn set_ipv4(&mut self, dev: &[u8], ifa: Ifa) {
+        let Some(ifindex) = self.devs.get(dev).map(|d| d.ifindex) else {
+            return;
+        };
+        if self.ipv4.get(dev) != Some(&ifa) {
+            let addr = IpAddr::V4(std::net::Ipv4Addr::from(ifa.local));
+            let _ = self
+                .rtnl
+                .borrow_mut()
+                .add_address(ifindex, addr, ifa.prefix);
+        }
+        self.ipv4.insert(dev.to_vec(), ifa);
     }
 
     fn take_write_report(&mut self) -> WriteReport {

@@ -290,7 +290,7 @@ impl Recorder<'_> {
             rows::ifreq(name, flags),
             &format!("create {name}"),
         )
-        .map_err(|e| KernelError::sys(format!("TUNSETIFF {name}"), crate::Errno(e)))?;
+        .map_err(|e| KernelError::sys(format!("TUNSETIFF {name}"), crate::Errno::from_raw(e)))?;
         Ok(f)
     }
 }

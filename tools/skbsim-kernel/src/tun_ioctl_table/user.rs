@@ -19,7 +19,7 @@ use super::Recorder;
 use crate::{Errno, KernelError};
 
 fn sys(what: &str, e: rustix::io::Errno) -> KernelError {
-    KernelError::sys(what.to_string(), Errno(e.raw_os_error()))
+    KernelError::sys(what.to_string(), Errno::from_raw(e.raw_os_error()))
 }
 
 /// `f` run as `euid`:`egid` with no supplementary groups and no capabilities.

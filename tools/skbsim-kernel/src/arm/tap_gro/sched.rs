@@ -476,7 +476,9 @@ mod task_mark_tests {
         let (go_tx, go_rx) = mpsc::channel::<u32>();
         let (done_tx, done_rx) = mpsc::channel();
         let worker = std::thread::spawn(move || {
-            tid_tx.send(rustix::thread::gettid().as_raw_nonzero().get() as u32).unwrap();
+            tid_tx
+                .send(rustix::thread::gettid().as_raw_nonzero().get() as u32)
+                .unwrap();
             while let Ok(n) = go_rx.recv() {
                 let mut x = 0u64;
                 for i in 0..u64::from(n) {
@@ -494,7 +496,10 @@ mod task_mark_tests {
         go_tx.send(1_000_000).unwrap();
         done_rx.recv().unwrap();
         std::thread::sleep(Duration::from_millis(20));
-        assert!(mark.ran_since().unwrap(), "a woken thread did not run: {mark:?}");
+        assert!(
+            mark.ran_since().unwrap(),
+            "a woken thread did not run: {mark:?}"
+        );
         drop(go_tx);
         worker.join().unwrap();
     }
