@@ -4,7 +4,9 @@
 //! real kernel can give is compared line by line; the read path, which the loopback far
 //! side stands in for, is checked on its own.
 
-use std::collections::BTreeMap;
+mod exec_common;
+
+use exec_common::lines;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -65,21 +67,6 @@ fn real(dir: &Path, program: &Path, args: &[&str]) -> Output {
         .current_dir(dir)
         .output()
         .expect("run unshare")
-}
-
-/// "key=value" lines, in order of keys.
-fn lines(out: &Output) -> BTreeMap<String, String> {
-    assert!(
-        out.status.success(),
-        "exit {:?}, stderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
 }
 
 fn s(p: &Path) -> &str {

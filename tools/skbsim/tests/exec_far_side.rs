@@ -3,25 +3,12 @@
 //! kernel (`unshare -n`, root, 10.0.0.2/24 on the tap) gets the same fields back: ARP
 //! reply, ICMP echo reply with its id, seq, checksum, TTL and payload.
 
-use std::collections::BTreeMap;
+mod exec_common;
+
+use exec_common::lines;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn lines(out: &Output) -> BTreeMap<String, String> {
-    assert!(
-        out.status.success(),
-        "exit {:?}, stdout: {} stderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
+use std::process::Command;
 
 #[test]
 #[ignore = "real kernel and gcc: needs root (setpriv to nobody, unshare -n); ci/test.sh runs it as root with --include-ignored"]

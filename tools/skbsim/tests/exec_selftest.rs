@@ -8,10 +8,12 @@
 //! Both need root (the real arm's namespace, and dropping to `nobody` for exec): they are
 //! `#[ignore]`d and ci/test.sh runs them as root with --include-ignored.
 
-use std::collections::BTreeMap;
+mod exec_common;
+
+use exec_common::lines;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 fn root_dir() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
@@ -43,21 +45,6 @@ fn kernel_tun_selftest_same_verdicts_as_the_real_kernel() {
         .filter(|l| l.starts_with("tun.") && l.split_whitespace().skip(1).eq(["ok", "ok"]))
         .count();
     assert_eq!(both_ok, 10, "{stdout}");
-}
-
-/// "key=value" lines of a successful run.
-fn lines(out: &Output) -> BTreeMap<String, String> {
-    assert!(
-        out.status.success(),
-        "exit {:?}, stderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
 }
 
 /// Before exec answered rtnetlink: the acks came from the real kernel (-1: EPERM, the
