@@ -10,7 +10,7 @@
 //! TCPV4) through tun_get_user. Under both backends (`sim`: the device model with the
 //! smoltcp far side; `tap`: a real tap in a private namespace, the Linux stack with
 //! `socat TCP-LISTEN:7 PIPE` as the echo) the pings and the bytes come back and QEMU
-//! gets the same ioctl answers.
+//! gets the same ioctl answers (docs/exec.md#qemu).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
