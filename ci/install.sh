@@ -21,6 +21,10 @@ command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 # Real clients under `skbsim exec` (tools/skbsim/tests/exec_clients.rs): socat's TUN
 # address, and wireguard-go (configured over its UAPI socket with socat).
 command -v socat >/dev/null 2>&1 || need_apt+=(socat)
+# QEMU under `skbsim exec` (tools/skbsim/tests/exec_qemu.rs) is the lab's: Debian 12's
+# qemu-system-x86, busybox and the 6.12 cloud kernel, fetched by the test itself
+# (skbsim_lab::Lab::open, as `skbsim lab fetch --kernel 6.12`) into the lab cache with
+# `apt-get download` (nothing installed); `timeout` (coreutils) bounds each boot.
 command -v wireguard-go >/dev/null 2>&1 || need_apt+=(wireguard-go)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

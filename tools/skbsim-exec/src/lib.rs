@@ -14,6 +14,7 @@ mod ioctl;
 mod loopback;
 pub mod record;
 mod rtnl;
+mod segment;
 mod spawn;
 mod stack;
 mod supervisor;
@@ -29,7 +30,7 @@ pub use record::{ExecRecord, Framing, Recorder, StackSkb, WriteReport};
 pub use sim::errno::Errno;
 pub use sim::tun::ioctl::{FileId, IoctlAnswer, IoctlArg};
 pub use smoltcp::wire::IpCidr;
-pub use stack::{parse_cidr, Stack, STACK_MAC, UDP_ECHO_PORT};
+pub use stack::{parse_cidr, Stack, STACK_MAC, TCP_ECHO_PORT, UDP_ECHO_PORT};
 
 /// What poll(2) on a device file reports (drivers/net/tun.c: tun_chr_poll).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

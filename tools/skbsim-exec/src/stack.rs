@@ -2,37 +2,42 @@
 //! for the host's own IP stack on the far side of the tun/tap. Per device: a smoltcp
 //! `Interface` (Medium::Ip for IFF_TUN, Medium::Ethernet with the fixed MAC
 //! [`STACK_MAC`] for IFF_TAP) holding the configured addresses, answering ARP, NDP and
-//! ICMP/ICMPv6 echo for them, and a UDP echo socket on [`UDP_ECHO_PORT`] (answering from
-//! the address the datagram was sent to). The addresses are the `--far-addr` ones and
+//! ICMP/ICMPv6 echo for them, a UDP echo socket on [`UDP_ECHO_PORT`] (answering from
+//! the address the datagram was sent to) and a TCP echo listener on [`TCP_ECHO_PORT`]
+//! (one connection at a time, no delayed ACK, no Nagle: the clock only moves with
+//! frames). The addresses are the `--far-addr` ones and
 //! the IPv4 address the program gave the device (SIOCSIFADDR: [`FarSide::address`]). Time is a
 //! virtual clock advanced by 1 ms per frame received: no wall clock, so a run's answers
 //! are the same every time.
 //!
-//! GSO skbs (a write with a virtio_net_hdr gso_type) are not segmented here: the model
-//! has no segmentation helper for them on this path, so they are refused and counted
-//! ([`Stack::refused_gso`]), where the kernel would segment them for a local socket
-//! (skb_gso_segment in validate_xmit_skb / the protocol's gso_segment).
+//! A CHECKSUM_PARTIAL skb (a virtio_net_hdr with NEEDS_CSUM) has its checksum completed
+//! and a GSO TCP skb (SKB_GSO_TCPV4/TCPV6: a guest's TSO) is cut into gso_size segments
+//! before the responder sees it (src/segment.rs). Other GSO skbs (UDP, tunnels) are
+//! refused and counted ([`Stack::refused_gso`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 
-use sim::skb::SkBuff;
+use sim::skb::{gso, IpSummed, SkBuff};
 use sim::tun::DeviceKind;
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{self, DeviceCapabilities, Medium};
-use smoltcp::socket::udp;
+use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::{
     EthernetAddress, HardwareAddress, IpCidr, IpProtocol, Ipv4Address, Ipv4Packet,
 };
 
 use crate::device::FarSide;
+use crate::segment;
 use crate::Ifa;
 
 /// The far side's MAC on a tap (locally administered).
 pub const STACK_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
 /// UDP port whose datagrams are sent back to their sender (RFC 862 echo).
 pub const UDP_ECHO_PORT: u16 = 7;
+/// TCP port whose connection's bytes are sent back (RFC 862 echo).
+pub const TCP_ECHO_PORT: u16 = 7;
 /// Headroom of the skbs the stack transmits (LL_RESERVED_SPACE-like; any value works).
 const HEADROOM: usize = 64;
 
@@ -89,6 +94,7 @@ struct Responder {
     dev: Queues,
     sockets: SocketSet<'static>,
     udp: SocketHandle,
+    tcp: SocketHandle,
 }
 
 impl Responder {
@@ -113,11 +119,13 @@ impl Responder {
         let _ = sock.bind(UDP_ECHO_PORT);
         let mut sockets = SocketSet::new(Vec::new());
         let udp = sockets.add(sock);
+        let tcp = sockets.add(tcp_listener());
         Responder {
             iface,
             dev,
             sockets,
             udp,
+            tcp,
         }
     }
 
@@ -132,6 +140,7 @@ impl Responder {
             let data = data.to_vec();
             let _ = sock.send_slice(&data, meta);
         }
+        tcp_echo(self.sockets.get_mut::<tcp::Socket>(self.tcp));
         self.iface.poll(now, &mut self.dev, &mut self.sockets);
         std::mem::take(&mut self.dev.tx)
     }
@@ -195,25 +204,30 @@ impl Stack {
 
 impl FarSide for Stack {
     fn receive(&mut self, dev: &[u8], kind: DeviceKind, mut skb: SkBuff) -> Vec<SkBuff> {
-        if skb.is_gso() {
-            self.refused_gso += 1;
-            return Vec::new();
-        }
         // eth_type_trans pulled the Ethernet header: the responder wants the frame.
+        let mut l3 = 0;
         if let (DeviceKind::Tap, Some(mac)) = (kind, skb.mac_header) {
-            let pulled = skb.data_offset().saturating_sub(mac);
-            if skb.push(pulled).is_err() {
+            l3 = skb.data_offset().saturating_sub(mac);
+            if skb.push(l3).is_err() {
                 return Vec::new();
             }
         }
-        self.clock_ms += 1;
-        let now = Instant::from_millis(self.clock_ms);
+        let Some(frames) = whole_packets(&skb, l3) else {
+            self.refused_gso += 1;
+            return Vec::new();
+        };
         let addrs = self.addrs_of(dev);
-        let r = self
-            .per_dev
-            .entry(dev.to_vec())
-            .or_insert_with(|| Responder::new(kind, &addrs, now));
-        r.answer(skb.to_vec(), now)
+        let mut answers = Vec::new();
+        for frame in frames {
+            self.clock_ms += 1;
+            let now = Instant::from_millis(self.clock_ms);
+            let r = self
+                .per_dev
+                .entry(dev.to_vec())
+                .or_insert_with(|| Responder::new(kind, &addrs, now));
+            answers.extend(r.answer(frame, now));
+        }
+        answers
             .into_iter()
             .map(|mut f| {
                 icmp_without_df(&mut f, kind);
@@ -243,6 +257,61 @@ impl FarSide for Stack {
         if let Some(r) = self.per_dev.get_mut(dev) {
             set_addrs(&mut r.iface, &addrs);
         }
+    }
+}
+
+/// The skb (data at the frame's start, the network header `l3` bytes in) as the packets
+/// the responder takes: its checksum completed when CHECKSUM_PARTIAL, a GSO TCP skb cut
+/// into its segments (src/segment.rs); None for another GSO skb.
+fn whole_packets(skb: &SkBuff, l3: usize) -> Option<Vec<Vec<u8>>> {
+    let mut frame = skb.to_vec();
+    if skb.is_gso() {
+        if skb.gso_type & (gso::TCPV4 | gso::TCPV6) == 0 {
+            return None;
+        }
+        let fixed_id = skb.gso_type & gso::TCP_FIXEDID != 0;
+        return segment::tcp_segments(&frame, l3, usize::from(skb.gso_size), fixed_id);
+    }
+    if skb.ip_summed == IpSummed::Partial {
+        let start = skb.checksum_start_offset();
+        // A field outside the packet: the kernel drops it (skb_checksum_help's EINVAL);
+        // the responder would drop its bad checksum the same.
+        let _ = segment::checksum_help(&mut frame, start, usize::from(skb.csum_offset));
+    }
+    Some(vec![frame])
+}
+
+/// The TCP echo socket, listening.
+fn tcp_listener() -> tcp::Socket<'static> {
+    let buf = || tcp::SocketBuffer::new(vec![0; 65535]);
+    let mut sock = tcp::Socket::new(buf(), buf());
+    // Time moves 1 ms per frame: a delayed ACK or a Nagle hold would wait for the
+    // program's next frame, which may be waiting for it.
+    sock.set_ack_delay(None);
+    sock.set_nagle_enabled(false);
+    // Listening on a fresh socket with a non-zero port cannot fail.
+    let _ = sock.listen(TCP_ECHO_PORT);
+    sock
+}
+
+/// What the connection received goes back (as much as the send buffer takes); the
+/// peer's FIN is answered by ours once everything is sent; a closed socket listens again.
+fn tcp_echo(sock: &mut tcp::Socket<'static>) {
+    let room = sock.send_capacity() - sock.send_queue();
+    if sock.can_recv() && room > 0 {
+        let data = sock
+            .recv(|b| {
+                let n = b.len().min(room);
+                (n, b[..n].to_vec())
+            })
+            .unwrap_or_default();
+        let _ = sock.send_slice(&data);
+    }
+    if sock.state() == tcp::State::CloseWait && sock.send_queue() == 0 && !sock.can_recv() {
+        sock.close();
+    }
+    if !sock.is_open() {
+        let _ = sock.listen(TCP_ECHO_PORT);
     }
 }
 
@@ -282,3 +351,7 @@ pub fn parse_cidr(s: &str) -> Result<IpCidr, String> {
         .ok_or_else(|| format!("{s:?}: prefix length must be 0..={max}"))?;
     Ok(IpCidr::new(ip.into(), len))
 }
+
+#[cfg(test)]
+#[path = "stack_tcp_tests.rs"]
+mod tcp_tests;
