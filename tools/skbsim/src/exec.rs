@@ -27,7 +27,7 @@ pub struct ExecArgs {
     pub profile: String,
     /// What is behind the device. `stack` (default): the device model with a
     /// deterministic responder (smoltcp) holding the --far-addr addresses, answering ARP,
-    /// NDP, ICMP echo and UDP echo on port 7. `sink`: the device model (tun_get_user, tun_put_user,
+    /// NDP, ICMP echo and UDP and TCP echo on port 7 (GSO TCP skbs segmented first). `sink`: the device model (tun_get_user, tun_put_user,
     /// the tx_ring) with a stack that takes every frame written and answers none.
     /// `loopback`: every frame written is read back unchanged (a stand-in for tests, not
     /// the device model).
