@@ -175,16 +175,11 @@ fn block_texts(text: &str) -> Vec<(String, bool)> {
     out
 }
 
-/// The kept blocks of `texts`, each with its occurrence among blocks of its name.
-fn keyed<'a>(
-    texts: &'a [(String, bool)],
-    skip: &dyn Fn(&Block<'_>) -> bool,
-) -> Vec<(usize, Block<'a>)> {
+/// Each block with its occurrence among blocks of its name.
+fn keyed<'v, 'a>(blocks: &'v [Block<'a>]) -> Vec<(usize, &'v Block<'a>)> {
     let mut seen: std::collections::BTreeMap<&str, usize> = Default::default();
-    texts
+    blocks
         .iter()
-        .filter_map(|(t, h)| parse_block(t, *h))
-        .filter(|b| !skip(b))
         .map(|b| {
             let n = seen.entry(b.event).or_default();
             *n += 1;
@@ -193,10 +188,14 @@ fn keyed<'a>(
         .collect()
 }
 
-fn find_block<'v, 'a>(v: &'v [(usize, Block<'a>)], event: &str, n: usize) -> Option<&'v Block<'a>> {
+fn find_block<'v, 'a>(
+    v: &[(usize, &'v Block<'a>)],
+    event: &str,
+    n: usize,
+) -> Option<&'v Block<'a>> {
     v.iter()
         .find(|(m, x)| x.event == event && *m == n)
-        .map(|(_, x)| x)
+        .map(|(_, x)| *x)
 }
 
 /// Every field where `left` and `right` differ, not just the first (`skbsim lab conform`
@@ -205,20 +204,28 @@ fn find_block<'v, 'a>(v: &'v [(usize, Block<'a>)], event: &str, n: usize) -> Opt
 /// [`first_divergence`]; the `bytes` heading itself is no field. An event on one side
 /// only is field `event`, `present` against `(absent)`.
 pub fn all_differences(left: &str, right: &str, ignore: &[&str]) -> Vec<Divergence> {
-    let skip_block = |b: &Block<'_>| {
-        ignore
-            .iter()
-            .any(|i| b.event == *i || b.event.strip_prefix(i).is_some_and(|r| r.starts_with(' ')))
-    };
-    let keep = |f: &&(String, &str)| {
-        f.0 != "bytes"
-            && !ignore
-                .iter()
-                .any(|i| f.0 == *i || f.0.starts_with(&format!("{i}+")))
-    };
     let (ta, tb) = (block_texts(left), block_texts(right));
-    let (a, b) = (keyed(&ta, &skip_block), keyed(&tb, &skip_block));
+    all_block_differences(&kept_blocks(&ta, ignore), &kept_blocks(&tb, ignore))
+}
+
+/// The blocks of `texts` and their fields that `ignore` keeps.
+fn kept_blocks<'a>(texts: &'a [(String, bool)], ignore: &[&str]) -> Vec<Block<'a>> {
+    texts
+        .iter()
+        .filter_map(|(t, h)| parse_block(t, *h))
+        .filter(|b| !skipped(b, ignore))
+        .map(|mut b| {
+            b.fields.retain(|f| kept_field(f, ignore));
+            b
+        })
+        .collect()
+}
+
+/// [`all_differences`] of two traces as blocks (what is left out already left out).
+pub(crate) fn all_block_differences(a: &[Block<'_>], b: &[Block<'_>]) -> Vec<Divergence> {
+    let (a, b) = (keyed(a), keyed(b));
     let absent = || "(absent)".to_string();
+    let keep = |f: &&(String, &str)| f.0 != "bytes";
     let mut out = Vec::new();
     for (n, ba) in &a {
         let Some(bb) = find_block(&b, ba.event, *n) else {

@@ -2,26 +2,12 @@
 //! trace diff's engine ([`super::diff::compare_blocks`]): `skbsim diff` of two pcapng
 //! files names the first frame and field whose metadata differ, as it does for traces.
 //!
-//! The comments are `; `-separated parts, each `key: value` as
-//! [`super::record::Record::comment`] writes them (`skb: len 154 ...; pi: flags 0x0000
-//! proto 0x0800`), or `key value` as older captures have them (`frames 3`, `protocol
-//! 0x0800 vlan ...`): the key is the field, as `skb`, `pi` and `vnet` are fields of a
-//! trace's read.
+//! A comment is read back into the record structure it was written from
+//! ([`Flat::from_comment`], the reader of what [`super::record::Record::comment`]
+//! writes): `skb`, `pi` and `vnet` are fields there as they are of a trace's read.
 
-use super::diff::{compare_blocks, Block, Divergence};
-
-/// A comment's fields, in order.
-fn fields(comment: &str) -> Vec<(String, &str)> {
-    comment
-        .split("; ")
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.split_once(": ").or_else(|| p.split_once(' ')) {
-            Some((k, v)) => (k.to_string(), v),
-            None => (p.to_string(), ""),
-        })
-        .collect()
-}
+use super::diff::{compare_blocks, Divergence};
+use super::record_diff::{seen_by_both, Flat};
 
 /// The first field where two packet comments differ, as event `event` of a trace
 /// (`frame 3`). `None` for no comment: a field on one side only is `field: value`
@@ -32,15 +18,9 @@ pub fn comment_divergence(
     right: Option<&str>,
     ignore: &[&str],
 ) -> Option<Divergence> {
-    let a = Block {
-        event,
-        fields: left.map(fields).unwrap_or_default(),
-    };
-    let b = Block {
-        event,
-        fields: right.map(fields).unwrap_or_default(),
-    };
-    compare_blocks(&a, &b, ignore)
+    let read = |c: Option<&str>| Flat::from_comment(event, c.unwrap_or(""));
+    let (a, b) = (read(left), read(right));
+    compare_blocks(&seen_by_both(&a), &seen_by_both(&b), ignore)
 }
 
 #[cfg(test)]
@@ -48,6 +28,32 @@ mod tests {
     use super::*;
 
     const ON: &str = "skb: len 154 protocol 0x0800 CHECKSUM_NONE; pi: flags 0x0000 proto 0x0800";
+
+    #[test]
+    fn a_record_s_comment_reads_back_as_its_packet_fields() {
+        use crate::trace::record::{Field, Part, Record, Value};
+        let mut r = Record::new("read");
+        r.push(Field::model("skb", Value::text("len 154 protocol 0x0800")).meta());
+        let pi = Value::Parts(vec![
+            Part::named("flags", Value::hex(0, 4)),
+            Part::named("proto", Value::hex(0x0800, 4)),
+        ]);
+        r.push(Field::both("pi", pi).meta_at(2));
+        r.push(Field::both("counters", Value::text("tx_packets 1")));
+        let f = Flat::from_comment("frame 0", &r.comment());
+        let fields: Vec<(&str, &str)> = f
+            .fields
+            .iter()
+            .map(|(k, v, _)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("skb", "len 154 protocol 0x0800"),
+                ("pi", "flags 0x0000 proto 0x0800")
+            ]
+        );
+    }
 
     #[test]
     fn names_the_first_differing_field_and_both_values() {

@@ -21,8 +21,8 @@ use crate::wire::virtio_net_hdr::{
 };
 
 /// The gso type as the arm knows it: the model the skb's SKB_GSO_* bits, the real arm the
-/// `virtio_net_hdr`'s VIRTIO_NET_HDR_GSO_* value (`observable` reduces the former to the
-/// latter: [`super::gro_observed::virtio_gso_names`]).
+/// `virtio_net_hdr`'s VIRTIO_NET_HDR_GSO_* value (the model's `gso` field is compared as
+/// the latter: [`super::gro_observed::virtio_gso_names`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GsoType {
     Skb(u32),
@@ -191,7 +191,7 @@ pub fn delivery_record(
     }
     let gso = Field::both("gso", Value::text(gso_text(d.gso.as_ref()))).meta();
     rec.push(match &d.gso {
-        // A virtio_net_hdr carries only some gso types (super::gro_observed::observable).
+        // A virtio_net_hdr carries only some gso types (super::gro_observed::virtio_gso_names).
         Some(g) => {
             let segs = g.segs.map_or_else(|| "?".to_string(), |n| n.to_string());
             let seen = super::gro_observed::virtio_gso_names(&g.names());

@@ -3,8 +3,7 @@
 //! information. Each [`ObservedSkb`] becomes the delivery event both arms give
 //! ([`ObservedSkb::delivery`]) and the same record as the model's
 //! ([`super::gro_delivery::delivery_record`], without the model's fields), so the two are
-//! compared field by field on what both see. [`observable`] does the same to a trace
-//! that came as text (a lab guest's).
+//! compared field by field on what both see.
 //!
 //! What the kernel shows, per delivered skb: its bytes and length (AF_PACKET), and the
 //! `virtio_net_hdr` that `virtio_net_hdr_from_skb` builds from it: `gso_type` (only
@@ -329,50 +328,12 @@ pub fn virtio_gso_names(names: &str) -> String {
     }
 }
 
-/// A tap-gro trace (simulator's or real) reduced to what a real run can show, for
-/// comparing the two: a delivery's event name loses the model's poll number and time
-/// (`deliver 3 (poll 2, ts 1.000002000)` becomes `deliver 3`), and a gso type keeps only
-/// what a `virtio_net_hdr` carries ([`virtio_gso_names`]). Other lines are unchanged.
-pub fn observable(trace: &str) -> String {
-    let mut out = String::with_capacity(trace.len());
-    for line in trace.lines() {
-        let event = ["deliver ", "tunnel "]
-            .into_iter()
-            .find_map(|p| line.strip_prefix(p).map(|rest| (p, rest)));
-        if let Some((prefix, rest)) = event {
-            if let Some((n, tail)) = rest.split_once(" (poll ") {
-                if let Some((_, after)) = tail.split_once(')') {
-                    out.push_str(prefix);
-                    out.push_str(n);
-                    out.push_str(after);
-                    out.push('\n');
-                    continue;
-                }
-            }
-        }
-        if let Some(rest) = line.strip_prefix("  gso: ") {
-            if let Some((names, tail)) = rest.split_once(" size ") {
-                let _ = writeln!(out, "  gso: {} size {tail}", virtio_gso_names(names));
-                continue;
-            }
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn observable_drops_poll_and_time_and_tunnel_bits() {
-        let t = "scenario: x\n\ndeliver 0 (poll 10, ts 1.001009000): len 13604\n  gso: TCPV4|UDP_TUNNEL size 1350 segs 10\n  gso: none\n";
-        assert_eq!(
-            observable(t),
-            "scenario: x\n\ndeliver 0: len 13604\n  gso: TCPV4 size 1350 segs 10\n  gso: none\n"
-        );
+    fn a_virtio_net_hdr_keeps_one_base_type_and_ecn() {
         assert_eq!(
             virtio_gso_names("TCPV4|TCP_FIXEDID|TCP_ECN"),
             "TCPV4|TCP_ECN"

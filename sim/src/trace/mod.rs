@@ -24,4 +24,4 @@ pub(crate) mod render;
 pub mod vhost;
 pub mod write;
 
-pub use render::{counters_value, describe_device, hex_string, TraceHeader, MODEL_ONLY_FIELDS};
+pub use render::{counters_value, describe_device, hex_string, TraceHeader};

@@ -10,12 +10,13 @@
 
 use std::borrow::Cow;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
 use crate::text;
 
 /// Who can see a field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Seen {
     /// Userspace sees it on the real kernel too (what read() returned, the PI and vnet
     /// headers, the device counters, the bytes): a real arm's trace has it and

@@ -4,15 +4,53 @@
 //! text comparison ([`super::diff`]) parses (the `bytes` dump a field per line,
 //! `bytes+0010`), compared by the same engine ([`compare_blocks`]).
 
-use super::diff::{compare_blocks, extra_event, split_kv, Block, Divergence};
+use serde::{Deserialize, Serialize};
+
+use super::diff::{
+    all_block_differences, compare_blocks, extra_event, split_kv, Block, Divergence,
+};
 use super::record::{At, Record, Seen, Value, HEADER};
 
 /// A record as the text comparison sees it: the event (the title before `: `) and its
-/// fields as text, each with its mark.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// fields as text, each with its mark. What a lab guest sends back of its real arm's
+/// records ([`observed`]), so its marks cross the serial port with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Flat {
     pub event: String,
     pub fields: Vec<(String, String, Seen)>,
+}
+
+impl Flat {
+    /// A capture's packet comment ([`Record::comment`]) read back as the fields of event
+    /// `event` (`frame 3`): `; `-separated `name: value` parts, or `name value` (the
+    /// words form, `protocol 0x0800 vlan ...`, is field `protocol`; older captures have
+    /// `frames 3`). A comment has no marks: every field counts.
+    pub fn from_comment(event: &str, comment: &str) -> Flat {
+        let fields = comment
+            .split("; ")
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (k, v) = p
+                    .split_once(": ")
+                    .or_else(|| p.split_once(' '))
+                    .unwrap_or((p, ""));
+                (k.to_string(), v.to_string(), Seen::Both)
+            })
+            .collect();
+        Flat {
+            event: event.to_string(),
+            fields,
+        }
+    }
+
+    /// Field `name`'s value and mark, where the record has it.
+    pub fn field_mut(&mut self, name: &str) -> Option<(&mut String, &mut Seen)> {
+        self.fields
+            .iter_mut()
+            .find(|(k, _, _)| k == name)
+            .map(|(_, v, s)| (v, s))
+    }
 }
 
 impl Record<'_> {
@@ -65,7 +103,7 @@ impl Record<'_> {
 }
 
 /// The fields of `f` both arms can see, as a block of the text comparison.
-fn seen_by_both(f: &Flat) -> Block<'_> {
+pub(crate) fn seen_by_both(f: &Flat) -> Block<'_> {
     Block {
         event: &f.event,
         fields: f
@@ -78,8 +116,9 @@ fn seen_by_both(f: &Flat) -> Block<'_> {
 }
 
 /// What of `records` a real arm can see: the records marked [`Seen::Both`], each run of
-/// consecutive [`Record::sums`] records of one kind as one, flattened.
-fn observed(records: &[Record<'_>]) -> Vec<Flat> {
+/// consecutive [`Record::sums`] records of one kind as one, flattened (the model's poll
+/// and time left out, each field's [`super::record::Field::compare_as`] for its value).
+pub fn observed(records: &[Record<'_>]) -> Vec<Flat> {
     let mut out: Vec<Flat> = Vec::new();
     let mut run: Option<Record<'_>> = None;
     for r in records.iter().filter(|r| r.seen == Seen::Both) {
@@ -118,7 +157,12 @@ fn add_results(acc: &mut Record<'_>, r: &Record<'_>) {
 /// real arm's, right), comparing only what is marked [`Seen::Both`] on its side: a
 /// field or an event only the model knows is in neither comparison.
 pub fn first_record_divergence(left: &[Record<'_>], right: &[Record<'_>]) -> Option<Divergence> {
-    let (a, b) = (observed(left), observed(right));
+    first_flat_divergence(&observed(left), &observed(right))
+}
+
+/// [`first_record_divergence`] of two traces already reduced by [`observed`] (a lab
+/// guest's comes so).
+pub fn first_flat_divergence(a: &[Flat], b: &[Flat]) -> Option<Divergence> {
     for (x, y) in a.iter().zip(b.iter()) {
         if let Some(d) = compare_blocks(&seen_by_both(x), &seen_by_both(y), &[]) {
             return Some(d);
@@ -132,17 +176,12 @@ pub fn first_record_divergence(left: &[Record<'_>], right: &[Record<'_>]) -> Opt
     None
 }
 
-/// The names of the fields `records` mark as not seen by both arms, for comparing a
-/// trace that came as text (a lab guest's) with the simulator's: the marks decide
-/// what is left out, as [`first_record_divergence`] does with records.
-pub fn unseen_names(records: &[Record<'_>]) -> Vec<String> {
-    let mut names: Vec<String> = records
-        .iter()
-        .flat_map(|r| r.fields.iter())
-        .filter(|f| f.seen != Seen::Both)
-        .map(|f| f.name.to_string())
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    names
+/// Every difference between two [`observed`] traces over what both arms see, events
+/// matched by name and occurrence (`skbsim lab conform` lists them all).
+pub fn all_flat_differences(a: &[Flat], b: &[Flat]) -> Vec<Divergence> {
+    let (x, y): (Vec<Block<'_>>, Vec<Block<'_>>) = (
+        a.iter().map(seen_by_both).collect(),
+        b.iter().map(seen_by_both).collect(),
+    );
+    all_block_differences(&x, &y)
 }

@@ -215,9 +215,3 @@ pub(crate) fn hexdump(out: &mut String, data: &[u8]) {
     out.push_str(" bytes not shown (all in the output pcap)\n");
     hex_lines(out, tail, &data[tail..]);
 }
-
-/// Trace fields only the model knows in a read block, for a trace compared as text with
-/// no records beside it (a lab guest's vhost-tx trace, `conform::comparable`); every
-/// other comparison goes by the records' marks.
-pub const MODEL_ONLY_FIELDS: [&str; 7] =
-    ["backend", "skb", "put_user", "frame", "ops", "note", "why"];

@@ -7,18 +7,6 @@ use crate::vhost::{VhostEvent, VhostOps, Via};
 use super::record::{At, Field, Part, Record, Seen, Value};
 use super::write::{action_line, fate_line};
 
-/// Fields that describe how packets were grouped, not what became of them: ignore these
-/// (and the worker's blocks) to compare two profiles' verdicts and bytes.
-pub const VHOST_GROUPING_FIELDS: [&str; 7] = [
-    "via",
-    "kick",
-    "batch",
-    "used",
-    "requeue",
-    "ops",
-    "per_packet",
-];
-
 /// The record of one worker event. Only the kicks and the used-ring returns are seen by
 /// the guest (the avail and used rings' idx); the batches, each packet's path and fate,
 /// the weight requeues and the put-back stalls are the model's (drivers/vhost/net.c:
@@ -142,85 +130,11 @@ pub fn guest_field(rec: &mut Record<'_>, scenario: &Scenario) {
     }
 }
 
-/// Blocks of a vhost-tx trace that only the model can produce: how the worker grouped
-/// packets into TUN_MSG_PTR batches or single sendmsgs, each packet's path and verdict,
-/// the weight requeues and put-back stalls. The real kernel shows none of them; the
-/// conformance check lists them as model-only instead of comparing them.
-pub const VHOST_MODEL_ONLY_BLOCKS: [&str; 4] = ["batch ", "packet ", "requeue:", "stall:"];
-
-/// What of a vhost-tx trace the real kernel can show: the header, each kick, the
-/// used-ring entries returned after it (the model's per-flush `used:` blocks summed: the
-/// guest sees only the ring's idx move), the host's events, and the totals without the
-/// op counts. Both the simulator's and the real arm's traces go through this before
-/// they are compared.
-pub fn observable(trace: &str) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut used: Option<usize> = None;
-    let flush = |out: &mut Vec<String>, used: &mut Option<usize>| {
-        if let Some(n) = used.take() {
-            out.push(format!("used: {n} descriptors returned to the guest"));
-        }
-    };
-    for block in trace.split("\n\n") {
-        let first = block.lines().next().unwrap_or("");
-        if VHOST_MODEL_ONLY_BLOCKS.iter().any(|p| first.starts_with(p)) {
-            continue;
-        }
-        if let Some(rest) = first.strip_prefix("used: ") {
-            let n: usize = rest
-                .split_whitespace()
-                .next()
-                .and_then(|x| x.parse().ok())
-                .unwrap_or(0);
-            *used.get_or_insert(0) += n;
-            continue;
-        }
-        flush(&mut out, &mut used);
-        if first.starts_with("totals:") {
-            let kept: Vec<&str> = block
-                .lines()
-                .filter(|l| !l.starts_with("  ops:") && !l.starts_with("  per_packet:"))
-                .collect();
-            out.push(kept.join("\n"));
-        } else {
-            out.push(block.trim_end_matches('\n').to_string());
-        }
-    }
-    flush(&mut out, &mut used);
-    let mut s = out.join("\n\n");
-    s.push('\n');
-    s
-}
-
 #[cfg(test)]
 mod tests {
-    use super::observable;
     use crate::vhost::VhostEvent;
 
-    const TRACE: &str = "scenario: vhost-tx/x\nbackend: sim\n\nkick: 3 descriptors available\n\nbatch 0: 2 packets in one TUN_MSG_PTR sendmsg\n  packets: 0-1\n\npacket 0 (ts 1.000000000): ok\n  via: batch 0\n\nused: 2 heads, one vhost_add_used_and_signal_n\n\npacket 2 (ts 1.000002000): ok\n  via: sendmsg alone\n\nused: 1 heads, one vhost_add_used_and_signal_n\n\nread A 0 (frame 2, ts 1.000002000): buffer 100 -> 60\n  counters: tx_packets 1\n\ntotals:\n  counters A: tx_packets 1\n  ops: sendmsg batched 1 single 1\n  per_packet: sendmsg 0.6667\n";
-
-    #[test]
-    fn batches_and_packets_go_and_used_returns_are_summed_per_kick() {
-        let o = observable(TRACE);
-        assert_eq!(
-            o,
-            "scenario: vhost-tx/x\nbackend: sim\n\nkick: 3 descriptors available\n\nused: 3 descriptors returned to the guest\n\nread A 0 (frame 2, ts 1.000002000): buffer 100 -> 60\n  counters: tx_packets 1\n\ntotals:\n  counters A: tx_packets 1\n"
-        );
-        // The real arm's trace (one used block per kick, no batches) reduces to the same.
-        let real = "scenario: vhost-tx/x\nbackend: sim\n\nkick: 3 descriptors available\n\nused: 3 heads, one vhost_add_used_and_signal_n\n\nread A 0 (frame 2, ts 1.000002000): buffer 100 -> 60\n  counters: tx_packets 1\n\ntotals:\n  counters A: tx_packets 1\n  ops: sendmsg batched 0 single 0\n";
-        assert_eq!(observable(real), o);
-    }
-
-    #[test]
-    fn a_kick_with_nothing_returned_shows_no_used_line() {
-        let t = "kick: 1 descriptors available\n\nstall: packet 0 put back after EAGAIN\n\nkick: 2 descriptors available\n\nused: 2 heads, one vhost_add_used_and_signal_n\n";
-        assert_eq!(
-            observable(t),
-            "kick: 1 descriptors available\n\nkick: 2 descriptors available\n\nused: 2 descriptors returned to the guest\n"
-        );
-    }
-
-    /// The records of the trace above: the worker's, then a read and the totals.
+    /// The records of a trace: the worker's, then a read and the totals.
     fn records(worker: &[VhostEvent], ops: u64) -> Vec<crate::trace::record::Record<'static>> {
         use crate::trace::record::{Field, Part, Record, Value};
         let mut out: Vec<Record<'static>> = worker.iter().map(super::worker_record).collect();

@@ -6,9 +6,6 @@ use std::fmt::Write as _;
 use crate::bpf::xdp::XdpAction;
 use crate::tun::write::Fate;
 
-/// Trace fields only the model knows (besides the tun-read ones).
-pub const WRITE_MODEL_ONLY_FIELDS: [&str; 4] = ["path", "xdp", "fate", "insns"];
-
 /// An XDP verdict's name (`XDP_DROP`), an unknown value as `unknown action 7`: the one
 /// namer of every trace.
 pub fn action_name(a: u32) -> String {

@@ -19,10 +19,9 @@ use clap::Args;
 use serde_json::{json, Value};
 use sim::pcap::{Frame, LinkPolicy, PcapReader};
 use sim::scenario::{Pipeline, Scenario};
-use sim::trace::diff::{first_divergence, Divergence};
-use sim::trace::record_diff::{first_record_divergence, unseen_names};
-use sim::trace::write::WRITE_MODEL_ONLY_FIELDS;
-use sim::trace::MODEL_ONLY_FIELDS;
+use sim::trace::diff::Divergence;
+use sim::trace::record::Record;
+use sim::trace::record_diff::{first_flat_divergence, observed, Flat};
 
 use crate::cli_error::CliError;
 use crate::outln;
@@ -101,48 +100,17 @@ pub enum Outcome {
     Error(String),
 }
 
-/// The trace fields only the model knows in `pipeline`'s traces, left out when a trace
-/// is compared with the real kernel's: [`MODEL_ONLY_FIELDS`], plus
-/// [`WRITE_MODEL_ONLY_FIELDS`] for `tap-write`.
-pub fn model_only_fields(pipeline: Pipeline) -> Vec<&'static str> {
-    let mut fields = MODEL_ONLY_FIELDS.to_vec();
-    if matches!(pipeline, Pipeline::TapWrite | Pipeline::VhostTx) {
-        fields.extend(WRITE_MODEL_ONLY_FIELDS);
-    }
-    fields
+/// The first difference between the simulator's records of `scenario` and a real arm's,
+/// over what both arms see: each field's and record's mark (`sim::trace::record::Seen`)
+/// decides, no list of names (`sim::trace::record_diff`).
+pub fn compare_traces(scenario: &str, sim: &[Record<'_>], real: &[Record<'_>]) -> Option<Mismatch> {
+    compare_observed(scenario, &observed(sim), &observed(real))
 }
 
-/// The part of a `pipeline` trace that the real kernel can show, and the fields to leave
-/// out when comparing it: tap-gro and vhost-tx traces are reduced to what their real arms
-/// observe (`sim::trace::gro_observed::observable`, `sim::trace::vhost::observable`).
-pub fn comparable(pipeline: Pipeline, trace: &str) -> (String, Vec<&'static str>) {
-    match pipeline {
-        Pipeline::TapGro => (
-            sim::trace::gro_observed::observable(trace),
-            crate::gro_real::ignored_fields(),
-        ),
-        Pipeline::VhostTx => (
-            sim::trace::vhost::observable(trace),
-            model_only_fields(pipeline),
-        ),
-        _ => (trace.to_string(), model_only_fields(pipeline)),
-    }
-}
-
-/// The first difference between a simulator trace and a real-kernel trace of `scenario`,
-/// skipping [`MODEL_ONLY_FIELDS`].
-pub fn compare_traces(scenario: &str, sim: &str, real: &str) -> Option<Mismatch> {
-    compare_traces_ignoring(scenario, sim, real, &MODEL_ONLY_FIELDS)
-}
-
-/// [`compare_traces`] skipping the fields in `ignore` (see [`model_only_fields`]).
-pub fn compare_traces_ignoring(
-    scenario: &str,
-    sim: &str,
-    real: &str,
-    ignore: &[&str],
-) -> Option<Mismatch> {
-    first_divergence(sim.trim_end(), real.trim_end(), ignore).map(|d| mismatch(scenario, d))
+/// [`compare_traces`] of two traces already reduced to what a real arm observes
+/// (`sim::trace::record_diff::observed`; a lab guest's comes so).
+pub fn compare_observed(scenario: &str, sim: &[Flat], real: &[Flat]) -> Option<Mismatch> {
+    first_flat_divergence(sim, real).map(|d| mismatch(scenario, d))
 }
 
 fn mismatch(scenario: &str, d: Divergence) -> Mismatch {
@@ -227,46 +195,57 @@ pub fn compare_pcaps(
     Ok(None)
 }
 
-/// Trace first, then pcap.
+/// Trace (by the records' marks) first, then pcap frame by frame.
 pub fn compare_outputs(
     scenario: &str,
     sim: &ScenarioOutput,
     real: &ScenarioOutput,
 ) -> Result<Option<Mismatch>, CliError> {
-    if let Some(m) = compare_traces(scenario, &sim.trace, &real.trace) {
+    if let Some(m) = compare_traces(scenario, &sim.records, &real.records) {
         return Ok(Some(m));
     }
     compare_pcaps(scenario, &sim.pcap, &real.pcap)
 }
 
-/// [`compare_outputs`] for `scenario`'s pipeline, then the pcap. The trace is compared
-/// by its records' marks (`sim::trace::record::Seen`): only what both arms see. A trace
-/// that came as text (a lab guest's) is compared without the fields the simulator's
-/// records mark as not seen by both; vhost-tx's text still goes through
-/// [`comparable`] (its used-ring sums and model-only blocks are marks on records).
+/// [`compare_outputs`] for `scenario`'s pipeline: the records by their marks, then the
+/// pcaps (tap-gro's without their timestamps, `crate::gro_real::compare_gro_pcaps`).
 pub fn compare_scenario_outputs(
     scenario: &Scenario,
     sim: &ScenarioOutput,
     real: &ScenarioOutput,
 ) -> Result<Option<Mismatch>, CliError> {
-    if scenario.pipeline == Pipeline::TapGro {
-        return crate::gro_real::compare_gro_outputs(&scenario.name, sim, real);
+    compare_observed_outputs(
+        scenario,
+        (&observed(&sim.records), &sim.pcap),
+        (&observed(&real.records), &real.pcap),
+    )
+}
+
+/// [`compare_scenario_outputs`] of two runs' traces already reduced to what a real arm
+/// observes (`sim::trace::record_diff::observed`: a lab guest sends its real arm's so,
+/// marks and all) and their pcaps. A side with no trace records is an error, not an
+/// agreement.
+pub fn compare_observed_outputs(
+    scenario: &Scenario,
+    (sim, sim_pcap): (&[Flat], &[u8]),
+    (real, real_pcap): (&[Flat], &[u8]),
+) -> Result<Option<Mismatch>, CliError> {
+    for (side, flats) in [("simulator", sim), ("real arm", real)] {
+        if flats.is_empty() {
+            return Err(CliError(format!(
+                "{}: the {side}'s trace has no records to compare",
+                scenario.name
+            )));
+        }
     }
-    let trace = if !sim.records.is_empty() && !real.records.is_empty() {
-        first_record_divergence(&sim.records, &real.records).map(|d| mismatch(&scenario.name, d))
-    } else if !sim.records.is_empty() && scenario.pipeline != Pipeline::VhostTx {
-        let names = unseen_names(&sim.records);
-        let ignore: Vec<&str> = names.iter().map(String::as_str).collect();
-        compare_traces_ignoring(&scenario.name, &sim.trace, &real.trace, &ignore)
-    } else {
-        let (s, ignore) = comparable(scenario.pipeline, &sim.trace);
-        let (r, _) = comparable(scenario.pipeline, &real.trace);
-        compare_traces_ignoring(&scenario.name, &s, &r, &ignore)
-    };
-    if let Some(m) = trace {
+    if let Some(m) = compare_observed(&scenario.name, sim, real) {
         return Ok(Some(m));
     }
-    compare_pcaps(&scenario.name, &sim.pcap, &real.pcap)
+    if scenario.pipeline == Pipeline::TapGro {
+        crate::gro_real::compare_gro_pcaps(&scenario.name, sim_pcap, real_pcap)
+    } else {
+        compare_pcaps(&scenario.name, sim_pcap, real_pcap)
+    }
 }
 
 fn reads_in(trace: &str) -> usize {
@@ -409,30 +388,4 @@ fn with_notes(mut line: String, notes: &[String]) -> String {
         line.push_str(n);
     }
     line
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const SIM: &str = "scenario: tun-read/x\nbackend: sim\n\nread 0 (frame 0, ts 1.000000000): buffer 100 -> 64\n  skb: len 60\n  pi: flags 0x0000 proto 0x0800\n  counters: tx_packets 1\n\ntotals: reads 1 xmit_drops 0\n  ops: copied 1\n";
-
-    #[test]
-    fn model_only_fields_and_backend_do_not_count() {
-        let real = SIM
-            .replace("backend: sim", "backend: tap")
-            .replace("  skb: len 60\n", "")
-            .replace("  ops: copied 1\n", "");
-        assert_eq!(compare_traces("tun-read/x", SIM, &real), None);
-        let real = real.replace("flags 0x0000", "flags 0x0001");
-        let m = compare_traces("tun-read/x", SIM, &real).unwrap();
-        assert_eq!(m.read, "read 0 (frame 0, ts 1.000000000)");
-        assert_eq!(m.field, "pi");
-        assert_eq!(
-            (m.sim.as_str(), m.real.as_str()),
-            ("flags 0x0000 proto 0x0800", "flags 0x0001 proto 0x0800")
-        );
-        let shown = m.to_string();
-        assert!(shown.starts_with("tun-read/x: `read 0"), "{shown}");
-    }
 }

@@ -6,10 +6,11 @@ use std::fmt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use sim::scenario::{Pipeline, Scenario};
+use sim::scenario::Scenario;
 use sim::trace::diff::Divergence;
+use sim::trace::record_diff::observed;
 use skbsim::cli_error::CliError;
-use skbsim::conform::{comparable, compare_scenario_outputs};
+use skbsim::conform::compare_observed_outputs;
 use skbsim::runner::{run_sim, run_tap, tap_ready, ScenarioOutput};
 use skbsim::suite::load_scenarios;
 use skbsim_lab::commands::{ArmOutput, LabArgs, Skbsim};
@@ -22,25 +23,15 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode, CliError> {
 /// The CLI as the lab commands see it.
 struct Cli;
 
+/// The run as the lab carries it: its records reduced to what a real arm observes, each
+/// field with its mark (what a guest sends back; see `skbsim_lab::commands::ArmOutput`).
 fn arm(o: ScenarioOutput) -> ArmOutput {
     ArmOutput {
+        observed: observed(&o.records),
         trace: o.trace,
         pcap: o.pcap,
         frames: o.frames,
         notes: o.notes,
-    }
-}
-
-fn scenario_output(o: &ArmOutput) -> ScenarioOutput {
-    ScenarioOutput {
-        trace: o.trace.clone(),
-        json: serde_json::Value::Null,
-        pcap: o.pcap.clone(),
-        frames: o.frames,
-        notes: o.notes.clone(),
-        // A guest's trace comes back as text, so lab comparisons are by text (with the
-        // model-only field lists), not by records.
-        records: Vec::new(),
     }
 }
 
@@ -75,17 +66,14 @@ impl Skbsim for Cli {
         sim: &ArmOutput,
         real: &ArmOutput,
     ) -> Result<Option<Divergence>, String> {
-        let m = compare_scenario_outputs(s, &scenario_output(sim), &scenario_output(real))
-            .map_err(|e| e.0)?;
+        let m =
+            compare_observed_outputs(s, (&sim.observed, &sim.pcap), (&real.observed, &real.pcap))
+                .map_err(|e| e.0)?;
         Ok(m.map(|m| Divergence {
             event: m.read,
             field: m.field,
             left: m.sim,
             right: m.real,
         }))
-    }
-
-    fn comparable(&self, pipeline: Pipeline, trace: &str) -> (String, Vec<&'static str>) {
-        comparable(pipeline, trace)
     }
 }

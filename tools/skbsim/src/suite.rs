@@ -108,29 +108,60 @@ pub fn in_shard(name: &str, shard: Option<(u64, u64)>) -> bool {
     }
 }
 
-/// Compare a real-kernel replay of a `pipeline` scenario with the (simulator's) goldens
-/// in `dir`: the trace without the fields only the model knows
-/// ([`crate::conform::model_only_fields`]), the output pcap byte for byte.
+/// The trace of a real-kernel replay `out` of `scenario` against the golden trace in
+/// `dir`, over what a real arm sees: a golden is text, so its records are the
+/// simulator's that write it now (checked: they do, byte for byte), compared by their
+/// marks (`crate::conform::compare_traces`). `None` when they agree; else the verdict.
+pub fn check_real_trace(
+    dir: &Path,
+    scenario: &Scenario,
+    out: &ScenarioOutput,
+) -> Result<Option<Verdict>, CliError> {
+    let trace_path = dir.join(golden::TRACE_FILE);
+    if !trace_path.exists() {
+        return Ok(Some(Verdict::Missing(trace_path)));
+    }
+    let text = golden::read_golden_trace(&trace_path)?;
+    let golden_trace = golden::snap_body(&text).trim_end();
+    let sim = crate::runner::run_sim(scenario, None)?;
+    if golden_trace != sim.trace.trim_end() {
+        let d = first_divergence(golden_trace, sim.trace.trim_end(), &[]).map_or_else(
+            || "they differ only in blank lines".to_string(),
+            |d| d.to_string(),
+        );
+        return Ok(Some(Verdict::Mismatch(format!(
+            "{} (- golden, + simulator): the golden is not the simulator's trace, so it has no records to compare the real kernel's with (`skbsim run` and `skbsim bless` on the simulator)\n{d}",
+            trace_path.display()
+        ))));
+    }
+    Ok(
+        crate::conform::compare_traces(&scenario.name, &sim.records, &out.records).map(|m| {
+            Verdict::Mismatch(format!(
+                "{} (- golden, + real kernel)\nfirst difference at `{}`, field `{}`:\n  - {}\n  + {}",
+                trace_path.display(),
+                m.read,
+                m.field,
+                m.sim,
+                m.real
+            ))
+        }),
+    )
+}
+
+/// Compare a real-kernel replay of `scenario` with the (simulator's) goldens in `dir`:
+/// the trace over what a real arm sees ([`check_real_trace`]), the output pcap byte
+/// for byte.
 pub fn check_real(
     dir: &Path,
+    scenario: &Scenario,
     out: &ScenarioOutput,
-    pipeline: sim::scenario::Pipeline,
 ) -> Result<Verdict, CliError> {
-    let ignore = crate::conform::model_only_fields(pipeline);
-    let trace_path = dir.join(golden::TRACE_FILE);
     let pcap_path = dir.join(golden::PCAP_FILE);
-    for p in [&trace_path, &pcap_path] {
-        if !p.exists() {
-            return Ok(Verdict::Missing(p.clone()));
-        }
+    if let Some(v) = check_real_trace(dir, scenario, out)? {
+        return Ok(v);
     }
-    let golden_trace = golden::read_golden_trace(&trace_path)?;
-    let golden_trace = golden::snap_body(&golden_trace).trim_end();
-    if let Some(d) = first_divergence(golden_trace, out.trace.trim_end(), &ignore) {
-        return Ok(Verdict::Mismatch(format!(
-            "{} (- golden, + real kernel)\n{d}",
-            trace_path.display()
-        )));
+    if !pcap_path.exists() {
+        return Ok(Verdict::Missing(pcap_path));
     }
     let golden_pcap = golden::read_golden_pcap(&pcap_path)?;
     // Frame by frame (interface, bytes, time): the golden's packet comments carry skb

@@ -15,8 +15,7 @@ use std::process::Command;
 
 use rstest::rstest;
 use sim::scenario::Scenario;
-use skbsim::conform::{conform_one, Outcome};
-use skbsim::gro_real::{compare_gro_outputs, compare_gro_traces};
+use skbsim::conform::{compare_scenario_outputs, compare_traces, conform_one, Outcome};
 use skbsim::runner::{run_sim, run_tap, ScenarioOutput};
 
 fn scenario_dir() -> PathBuf {
@@ -151,29 +150,25 @@ fn the_vxlan6_device_merges_one_inner_flow_under_alternating_outer_hop_limits() 
     );
 }
 
-fn with_trace(out: &ScenarioOutput, trace: String) -> ScenarioOutput {
-    ScenarioOutput {
-        trace,
-        json: out.json.clone(),
-        pcap: out.pcap.clone(),
-        frames: out.frames,
-        notes: Vec::new(),
-        records: Vec::new(),
-    }
-}
-
 #[test]
 #[ignore = "real kernel: needs root and /dev/net/tun; ci/test.sh runs it as root with --include-ignored"]
 fn a_wrong_model_is_caught_with_scenario_delivery_and_field() {
     let s = load("tcp-bad-csum-mid-burst");
     let sim = run_sim(&s, None).expect("sim");
     // A model that put the checksum of the merged skb one byte off.
-    let wrong = sim
-        .trace
-        .replacen("CHECKSUM_PARTIAL start 34", "CHECKSUM_PARTIAL start 35", 1);
-    assert_ne!(wrong, sim.trace, "the trace has a csum line to change");
-    let check = |real: &str| {
-        let m = compare_gro_traces(&s.name, &wrong, real).expect("the csum change is caught");
+    let wrong = common::with_wrong_field(
+        &sim,
+        "csum",
+        "CHECKSUM_PARTIAL start 34",
+        "CHECKSUM_PARTIAL start 35",
+    );
+    assert_ne!(
+        wrong.trace, sim.trace,
+        "the trace has a csum line to change"
+    );
+    let check = |real: &ScenarioOutput| {
+        let m = compare_traces(&s.name, &wrong.records, &real.records)
+            .expect("the csum change is caught");
         assert_eq!(m.scenario, "tap-gro/tcp-bad-csum-mid-burst");
         assert_eq!(m.read, "deliver 1");
         assert_eq!(m.field, "csum");
@@ -181,18 +176,18 @@ fn a_wrong_model_is_caught_with_scenario_delivery_and_field() {
         assert_eq!(m.real, "CHECKSUM_PARTIAL start 34 offset 16");
     };
     // Against the right model's own trace (runs anywhere)...
-    check(&sim.trace);
-    assert_eq!(compare_gro_traces(&s.name, &sim.trace, &sim.trace), None);
+    check(&sim);
+    assert_eq!(compare_traces(&s.name, &sim.records, &sim.records), None);
 
     skbsim_kernel::require_privileges();
     // ...and against the real kernel, trace and pcap.
     let real = run_tap(&s).expect("real kernel");
-    check(&real.trace);
+    check(&real);
     assert_eq!(
-        compare_gro_outputs(&s.name, &sim, &real).expect("compare"),
+        compare_scenario_outputs(&s, &sim, &real).expect("compare"),
         None
     );
-    let m = compare_gro_outputs(&s.name, &with_trace(&sim, wrong), &real)
+    let m = compare_scenario_outputs(&s, &wrong, &real)
         .expect("compare")
         .expect("caught");
     assert_eq!(m.field, "csum");
@@ -207,10 +202,14 @@ fn a_wrong_model_is_caught_with_scenario_delivery_and_field() {
             .expect("write");
     }
     let swapped = ScenarioOutput {
+        trace: sim.trace.clone(),
+        json: sim.json.clone(),
         pcap: w.finish().expect("finish"),
-        ..with_trace(&sim, sim.trace.clone())
+        frames: sim.frames,
+        notes: Vec::new(),
+        records: sim.records.clone(),
     };
-    let m = compare_gro_outputs(&s.name, &swapped, &real)
+    let m = compare_scenario_outputs(&s, &swapped, &real)
         .expect("compare")
         .expect("caught");
     assert_eq!(m.read, "pcap frame 0");

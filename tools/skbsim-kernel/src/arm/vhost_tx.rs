@@ -11,7 +11,8 @@
 //! What the kernel does not expose is not produced: batch boundaries, the path of each
 //! packet (TUN_MSG_PTR batch or sendmsg alone), XDP verdicts, requeues and op counts.
 //! The trace has the kicks, the used-ring entries per kick and the host's events, and
-//! `sim::trace::vhost::observable` reduces the simulator's trace to the same.
+//! the simulator's records mark everything else model-only (`sim::trace::vhost::worker_record`),
+//! so a comparison by marks (`sim::trace::record_diff`) sees the same.
 
 use std::time::Duration;
 

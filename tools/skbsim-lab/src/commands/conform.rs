@@ -11,7 +11,8 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use sim::profile::KernelProfile;
 use sim::scenario::{Pipeline, Scenario};
-use sim::trace::diff::{all_differences, Divergence};
+use sim::trace::diff::Divergence;
+use sim::trace::record_diff::{all_flat_differences, Flat};
 
 use super::hex::{hex, unhex};
 use super::skbsim::{outln, ArmOutput, Skbsim};
@@ -63,6 +64,7 @@ pub(super) fn guest_conform(
                     "scenario": s.name,
                     "status": "ok",
                     "trace": o.trace,
+                    "observed": o.observed,
                     "pcap": hex(&o.pcap),
                     "frames": o.frames,
                     "notes": o.notes,
@@ -219,20 +221,31 @@ fn profile_name_for_release(release: &str) -> String {
     }
 }
 
-/// A guest's trace of a scenario as an [`ArmOutput`], its profile line naming
-/// `profile` (the guest ran host-profile setups; see guest-conform).
+/// A guest's trace of a scenario as an [`ArmOutput`]: its real arm's records as it sent
+/// them ([`ArmOutput::observed`], marks and all), the header's `profile` naming
+/// `profile` (the guest ran host-profile setups; see guest-conform). A guest that sent
+/// no records leaves `observed` empty, which no comparison takes for agreement.
 pub(super) fn real_output(g: &Value, host_profile: &str, profile: &str) -> ArmOutput {
     let trace = g
         .get("trace")
         .and_then(Value::as_str)
         .unwrap_or("")
-        .replacen(
-            &format!("profile: {host_profile}"),
-            &format!("profile: {profile}"),
-            1,
-        );
+        .to_string();
+    let mut observed: Vec<Flat> = g
+        .get("observed")
+        .and_then(|o| serde_json::from_value(o.clone()).ok())
+        .unwrap_or_default();
+    if let Some((v, _)) = observed
+        .first_mut()
+        .filter(|h| h.event == sim::trace::record::HEADER)
+        .and_then(|h| h.field_mut("profile"))
+        .filter(|(v, _)| v.as_str() == host_profile)
+    {
+        *v = profile.to_string();
+    }
     ArmOutput {
         trace,
+        observed,
         pcap: g
             .get("pcap")
             .and_then(Value::as_str)
@@ -339,7 +352,7 @@ impl Tally {
             }
         };
         let first = sk.first_mismatch(s, &sim, &real)?;
-        self.compared(s, &sim, &real, first, sk);
+        self.compared(s, &sim, &real, first);
         Ok(())
     }
 
@@ -392,11 +405,8 @@ impl Tally {
         sim: &ArmOutput,
         real: &ArmOutput,
         first: Option<Divergence>,
-        sk: &dyn Skbsim,
     ) {
-        let (a, ignore) = sk.comparable(s.pipeline, &sim.trace);
-        let (b, _) = sk.comparable(s.pipeline, &real.trace);
-        let diffs = all_differences(&a, &b, &ignore);
+        let diffs = all_flat_differences(&sim.observed, &real.observed);
         let reads = real
             .trace
             .lines()

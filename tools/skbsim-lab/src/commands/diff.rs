@@ -18,7 +18,9 @@ use clap::Args;
 use serde_json::{json, Value};
 use sim::profile::KernelProfile;
 use sim::scenario::Scenario;
-use sim::trace::diff::{first_divergence, Divergence};
+use sim::trace::diff::Divergence;
+use sim::trace::record::{Seen, HEADER};
+use sim::trace::record_diff::{first_flat_divergence, Flat};
 
 use super::conform::{guest_profile, guest_traces, real_output, GuestTraces};
 use crate::kernel::DEFAULT_KERNEL;
@@ -95,20 +97,19 @@ fn side_opts(a: &LabDiffArgs, side: &DiffSide) -> LabOpts {
     }
 }
 
-/// What one side's real arm gave for a scenario: its observable trace, or why none.
-fn observable(
-    g: Option<&Value>,
-    s: &Scenario,
-    host: &str,
-    sk: &dyn Skbsim,
-) -> Result<String, String> {
+/// What one side's real arm gave for a scenario: its records as a real arm observes
+/// them ([`super::skbsim::ArmOutput::observed`]), or why none.
+fn real_side(g: Option<&Value>, host: &str) -> Result<Vec<Flat>, String> {
     let Some(g) = g else {
         return Err("no result from the guest".into());
     };
     match g.get("status").and_then(Value::as_str) {
         Some("ok") => {
-            let real = real_output(g, host, host);
-            Ok(sk.comparable(s.pipeline, &real.trace).0)
+            let observed = real_output(g, host, host).observed;
+            if observed.is_empty() {
+                return Err("the guest sent no trace records".into());
+            }
+            Ok(profile_aside(observed))
         }
         Some(st) => Err(format!(
             "{st}: {}",
@@ -121,19 +122,25 @@ fn observable(
     }
 }
 
-/// The simulator's observable trace of `s` under `profile`.
-fn model(s: &Scenario, profile: KernelProfile, sk: &dyn Skbsim) -> Result<String, String> {
+/// The simulator's records of `s` under `profile`, as a real arm observes them.
+fn model(s: &Scenario, profile: KernelProfile, sk: &dyn Skbsim) -> Result<Vec<Flat>, String> {
     let mut c = s.clone();
     c.profile = profile;
     c.sim_only = None;
-    Ok(sk.comparable(s.pipeline, &sk.run_sim(&c)?.trace).0)
+    Ok(profile_aside(sk.run_sim(&c)?.observed))
 }
 
-fn ignored(s: &Scenario, sk: &dyn Skbsim) -> Vec<&'static str> {
-    let mut ignore = sk.comparable(s.pipeline, "").1;
-    // The profile names differ by construction.
-    ignore.push("profile");
-    ignore
+/// `flats` with the header's `profile` a label: the two sides' profile names differ by
+/// construction, so it describes the run here, not the datapath.
+fn profile_aside(mut flats: Vec<Flat>) -> Vec<Flat> {
+    if let Some((_, seen)) = flats
+        .first_mut()
+        .filter(|h| h.event == HEADER)
+        .and_then(|h| h.field_mut("profile"))
+    {
+        *seen = Seen::Label;
+    }
+    flats
 }
 
 /// `key value key value ...` (a counters field) as pairs, or None.
@@ -228,10 +235,9 @@ impl Verdicts {
                 .push(json!({"scenario": s.name, "verdict": "skipped", "reason": why}));
             return Ok(());
         }
-        let ignore = ignored(s, sk);
         let (ra, rb) = (
-            observable(ga.results.get(&s.name), s, host, sk),
-            observable(gb.results.get(&s.name), s, host, sk),
+            real_side(ga.results.get(&s.name), host),
+            real_side(gb.results.get(&s.name), host),
         );
         let (ra, rb) = match (ra, rb) {
             (Ok(x), Ok(y)) => (x, y),
@@ -243,9 +249,9 @@ impl Verdicts {
                 return Ok(());
             }
         };
-        let real = first_divergence(ra.trim_end(), rb.trim_end(), &ignore);
+        let real = first_flat_divergence(&ra, &rb);
         let (ma, mb) = (model(s, pa, sk)?, model(s, pb, sk)?);
-        let modelled = first_divergence(ma.trim_end(), mb.trim_end(), &ignore);
+        let modelled = first_flat_divergence(&ma, &mb);
         let verdict = match (&real, &modelled) {
             (None, None) => {
                 self.same += 1;

@@ -7,15 +7,21 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use sim::scenario::{Pipeline, Scenario};
+use sim::scenario::Scenario;
 use sim::trace::diff::Divergence;
+use sim::trace::record_diff::Flat;
 
 /// One arm's replay of a scenario as the lab carries it: the CLI's scenario output
-/// without its JSON events (the guest sends the text trace; nothing here reads the JSON).
+/// without its JSON events (nothing here reads the JSON), its records reduced to what a
+/// real arm observes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ArmOutput {
-    /// The canonical text trace.
+    /// The canonical text trace (shown and saved; compared by [`ArmOutput::observed`]).
     pub trace: String,
+    /// The trace's records as a real arm observes them, each field with its mark
+    /// (`sim::trace::record_diff::observed`): what the comparisons read. A guest sends
+    /// its real arm's so, the marks with them.
+    pub observed: Vec<Flat>,
     /// A pcap of the frames userspace read.
     pub pcap: Vec<u8>,
     /// Input frames replayed.
@@ -50,9 +56,6 @@ pub trait Skbsim {
         sim: &ArmOutput,
         real: &ArmOutput,
     ) -> Result<Option<Divergence>, String>;
-    /// The part of `trace` a real arm of `pipeline` observes, and the fields to leave out
-    /// of a comparison.
-    fn comparable(&self, pipeline: Pipeline, trace: &str) -> (String, Vec<&'static str>);
 }
 
 /// `println!` through [`Skbsim::print`]: `outln!(sk)`, `outln!(sk, "{x}")`.

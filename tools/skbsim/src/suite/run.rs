@@ -101,9 +101,9 @@ fn run_one(
         (Mode::Check, Some(dir)) => {
             let out = run_backend(s, args.backend, Some(pb))?;
             let v = if s.pipeline == sim::scenario::Pipeline::TapGro {
-                crate::gro_real::check_real_gro(&dir, &out)?
+                crate::gro_real::check_real_gro(&dir, s, &out)?
             } else {
-                check_real(&dir, &out, s.pipeline)?
+                check_real(&dir, s, &out)?
             };
             (Some(v), out.frames, out.notes)
         }

@@ -49,3 +49,37 @@ pub fn assert_agrees(name: &str, scenario: &Scenario) {
         }
     }
 }
+
+/// `out` as a model that got one value wrong would give it: the first field named
+/// `field` whose text holds `from` holds `to` there instead, in the records (what the
+/// comparisons read) and in the text written from them.
+pub fn with_wrong_field(
+    out: &skbsim::runner::ScenarioOutput,
+    field: &str,
+    from: &str,
+    to: &str,
+) -> skbsim::runner::ScenarioOutput {
+    let mut records = out.records.clone();
+    let hit = records
+        .iter_mut()
+        .flat_map(|r| r.fields.iter_mut())
+        .find_map(|f| {
+            let mut text = String::new();
+            f.value.text_into(&mut text);
+            (f.name == field && text.contains(from)).then_some((f, text))
+        });
+    let (f, text) = hit.unwrap_or_else(|| panic!("no `{field}` holds {from:?}"));
+    f.value = sim::trace::record::Value::text(text.replacen(from, to, 1));
+    let mut trace = String::new();
+    for r in &records {
+        r.write_text(&mut trace);
+    }
+    skbsim::runner::ScenarioOutput {
+        trace,
+        json: out.json.clone(),
+        pcap: out.pcap.clone(),
+        frames: out.frames,
+        notes: out.notes.clone(),
+        records,
+    }
+}

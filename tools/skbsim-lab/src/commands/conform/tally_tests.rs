@@ -1,9 +1,9 @@
 //! `lab conform`'s host side without a guest, now that it is library code: the guest's
 //! JSON lines for a scenario against a stand-in for the rest of skbsim ([`Fake`]: its
-//! simulator prints a fixed trace under the profile it is given, its comparison is
-//! `sim::trace::diff`'s). Checked: the guest ran the host profile's setup, so the
+//! simulator gives fixed records under the profile it is given, its comparison is
+//! `sim::trace::record_diff`'s). Checked: the guest ran the host profile's setup, so the
 //! simulator runs under the guest kernel's profile (6.1.0-57 -> linux-6.1) and the
-//! guest trace's `profile:` line is rewritten to it before comparing; a pass counts the
+//! guest records' `profile` is set to it before comparing; a pass counts the
 //! guest's frames and reads; a failure lists each differing field with both values;
 //! a scenario the guest did not run is counted and never simulated.
 
@@ -13,8 +13,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use sim::profile::KernelProfile;
-use sim::scenario::{Pipeline, Scenario};
-use sim::trace::diff::{first_divergence, Divergence};
+use sim::scenario::Scenario;
+use sim::trace::diff::Divergence;
+use sim::trace::record::Seen;
+use sim::trace::record_diff::{first_flat_divergence, Flat};
 
 use super::{guest_profile, Tally};
 use crate::commands::skbsim::{ArmOutput, Skbsim};
@@ -35,6 +37,29 @@ fn trace(profile: &str, proto: &str) -> String {
         .replace("{proto}", proto)
 }
 
+/// The records of [`TRACE`] as a real arm observes them, as the guest sends them.
+fn observed(profile: &str, proto: &str) -> Vec<Flat> {
+    let f = |k: &str, v: &str| (k.to_string(), v.to_string(), Seen::Both);
+    vec![
+        Flat {
+            event: "header".into(),
+            fields: vec![
+                f("scenario", "tun-read/vlan-8021q-pi"),
+                f("profile", profile),
+                f("device", "tap pi"),
+            ],
+        },
+        Flat {
+            event: "read 0 (frame 0, ts 1.000000000)".into(),
+            fields: vec![
+                f("result", "buffer 65536 -> 162"),
+                f("pi", &format!("flags 0x0000 proto {proto}")),
+                f("counters", "tx_packets 1 tx_bytes 158"),
+            ],
+        },
+    ]
+}
+
 struct Fake {
     sim_runs: Cell<usize>,
 }
@@ -53,6 +78,7 @@ impl Skbsim for Fake {
         self.sim_runs.set(self.sim_runs.get() + 1);
         Ok(ArmOutput {
             trace: trace(s.profile.name, "0x0800"),
+            observed: observed(s.profile.name, "0x0800"),
             ..ArmOutput::default()
         })
     }
@@ -65,10 +91,7 @@ impl Skbsim for Fake {
         sim: &ArmOutput,
         real: &ArmOutput,
     ) -> Result<Option<Divergence>, String> {
-        Ok(first_divergence(&sim.trace, &real.trace, &[]))
-    }
-    fn comparable(&self, _: Pipeline, trace: &str) -> (String, Vec<&'static str>) {
-        (trace.to_string(), Vec::new())
+        Ok(first_flat_divergence(&sim.observed, &real.observed))
     }
 }
 
@@ -99,7 +122,7 @@ fn tally(g: serde_json::Value) -> (Tally, usize) {
 fn guest_ok(proto: &str) -> serde_json::Value {
     let host = KernelProfile::default().name;
     json!({"scenario": "tun-read/vlan-8021q-pi", "status": "ok", "trace": trace(host, proto),
-        "pcap": "", "frames": 3, "notes": []})
+        "observed": observed(host, proto), "pcap": "", "frames": 3, "notes": []})
 }
 
 #[test]
