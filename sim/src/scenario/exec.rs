@@ -113,3 +113,7 @@ impl Check for ExecPlan {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "exec_tests.rs"]
+mod tests;
