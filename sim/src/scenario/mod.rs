@@ -4,6 +4,8 @@
 //! models ([`limits`]); a table the pipeline does not read is an error
 //! ([`Pipeline::tables`]). The `tap-gro` pipeline's `[gro]` section is documented in
 //! [`crate::gro::plan`].
+//! `pipeline = "exec"` runs a program instead of replaying a capture: no `input`, one
+//! `[exec]` table ([`ExecPlan`], `exec.rs`; docs/exec.md#scenarios).
 //!
 //! ```toml
 //! description = "802.1Q tag spliced back after the MACs for a PI reader"
