@@ -59,7 +59,13 @@ fn the_repository_exec_scenarios_pass_run_against_their_goldens() {
     let out = skbsim(&["run", "scenarios/exec"], &repo());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
-    for name in ["tun-addr", "tun-lifecycle", "tun-probe", "tun-rtnl"] {
+    for name in [
+        "far-ping",
+        "tun-addr",
+        "tun-lifecycle",
+        "tun-probe",
+        "tun-rtnl",
+    ] {
         assert!(
             stdout.contains(&format!("   pass  exec/{name}  (")),
             "{name}: {stdout}"
@@ -67,7 +73,7 @@ fn the_repository_exec_scenarios_pass_run_against_their_goldens() {
     }
     assert_eq!(
         stdout.lines().last(),
-        Some("4 passed, 0 failed"),
+        Some("5 passed, 0 failed"),
         "{stdout}"
     );
 }
@@ -79,7 +85,7 @@ fn the_repository_exec_scenarios_pass_run_against_their_goldens() {
 /// IFF_TUN | IFF_TAP: 0x7173), its write and read captured, its exit code 0.
 #[test]
 fn an_exec_scenario_records_the_same_bytes_on_every_run() {
-    for name in ["tun-probe", "tun-rtnl", "tun-lifecycle"] {
+    for name in ["tun-probe", "tun-rtnl", "tun-lifecycle", "far-ping"] {
         let path = repo().join(format!("scenarios/exec/{name}.toml"));
         let s = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let runs: Vec<_> = (0..3)
@@ -227,7 +233,7 @@ fn exec_scenarios_conform_on_this_kernel_and_a_wrong_profile_diverges() {
     );
     assert_eq!(
         stdout.lines().last(),
-        Some("4 passed, 0 failed, 0 sim-only"),
+        Some("4 passed, 0 failed, 1 sim-only"),
         "{stdout}"
     );
 
