@@ -34,7 +34,8 @@ impl Schedule {
                 since: 0,
             },
             Kind::TapWrite => Schedule::ReadEvery { every: 1, since: 0 },
-            Kind::TapGro => Schedule::Frames,
+            // An exec scenario has no frames: its program makes the traffic.
+            Kind::TapGro | Kind::Exec => Schedule::Frames,
             Kind::VhostTx => match &scenario.guest {
                 Some(g) => Schedule::Guest {
                     guest: g.clone(),

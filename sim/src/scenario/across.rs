@@ -22,12 +22,13 @@ impl TryFrom<ScenarioFile> for Scenario {
         let xdp = xdp(&f, device.kind)?;
         let attach = attach(&f, device.kind)?;
         let gro = gro(&f, &device)?;
+        let input = input(&f)?;
         let skb = f.skb.unwrap_or_default();
         Ok(Scenario {
             path: Default::default(),
             name: String::new(),
             description: f.description,
-            input: f.input,
+            input,
             pipeline: f.pipeline,
             profile: f.profile,
             sim_only: f.sim_only,
@@ -43,7 +44,22 @@ impl TryFrom<ScenarioFile> for Scenario {
             guest: f.vhost,
             queues: f.queues.map(|q| q.0),
             link: f.link,
+            exec: f.exec.map(|e| e.0),
         })
+    }
+}
+
+/// The capture: every pipeline but `exec` reads one; `exec` reads none (its program
+/// makes the traffic, and its far side sends no capture of its own).
+fn input(f: &ScenarioFile) -> Result<std::path::PathBuf, String> {
+    match (&f.input, f.pipeline) {
+        (Some(_), Pipeline::Exec) => Err(
+            "input: an exec scenario reads no capture (its far side sends none); remove input"
+                .into(),
+        ),
+        (None, Pipeline::Exec) => Ok(Default::default()),
+        (Some(i), _) => Ok(i.clone()),
+        (None, _) => Err("missing field `input`".into()),
     }
 }
 
@@ -68,6 +84,9 @@ fn tables_read(f: &ScenarioFile) -> Result<(), String> {
     }
     if f.vhost.is_none() && f.pipeline == Pipeline::VhostTx {
         return Err("pipeline vhost-tx needs a [vhost] table".into());
+    }
+    if f.exec.is_none() && f.pipeline == Pipeline::Exec {
+        return Err("pipeline exec needs an [exec] table (the program to run)".into());
     }
     Ok(())
 }

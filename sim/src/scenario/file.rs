@@ -19,6 +19,7 @@ use crate::profile::KernelProfile;
 use crate::skb::IpSummed;
 use crate::tun::{DeviceKind, Offloads, TunConfig, VnetEndian};
 
+use super::exec::ExecPlan;
 use super::limits::{self, in_range};
 use super::queues::QueuePlan;
 use super::{GuestFill, GuestPlan, Pipeline, ReaderPlan, WriterPlan, WriterVnet, XdpSpec};
@@ -28,7 +29,8 @@ use super::{GuestFill, GuestPlan, Pipeline, ReaderPlan, WriterPlan, WriterVnet, 
 #[serde(deny_unknown_fields)]
 pub(super) struct ScenarioFile {
     pub(super) description: String,
-    pub(super) input: PathBuf,
+    /// Every pipeline but `exec` reads a capture (checked in `across.rs`).
+    pub(super) input: Option<PathBuf>,
     pub(super) pipeline: Pipeline,
     #[serde(default, deserialize_with = "profile_by_name")]
     pub(super) profile: KernelProfile,
@@ -43,13 +45,14 @@ pub(super) struct ScenarioFile {
     pub(super) gro: Option<RawGro>,
     pub(super) vhost: Option<GuestPlan>,
     pub(super) queues: Option<Checked<QueuePlan>>,
+    pub(super) exec: Option<Checked<ExecPlan>>,
     #[serde(default)]
     pub(super) link: EthSynth,
 }
 
 impl ScenarioFile {
     /// The tables the file has, by name (`[link]` is read by every pipeline).
-    pub(super) fn tables(&self) -> [(&'static str, bool); 9] {
+    pub(super) fn tables(&self) -> [(&'static str, bool); 10] {
         [
             ("device", self.device.is_some()),
             ("reader", self.reader.is_some()),
@@ -60,6 +63,7 @@ impl ScenarioFile {
             ("gro", self.gro.is_some()),
             ("vhost", self.vhost.is_some()),
             ("queues", self.queues.is_some()),
+            ("exec", self.exec.is_some()),
         ]
     }
 }

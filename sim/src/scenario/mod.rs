@@ -4,6 +4,8 @@
 //! models ([`limits`]); a table the pipeline does not read is an error
 //! ([`Pipeline::tables`]). The `tap-gro` pipeline's `[gro]` section is documented in
 //! [`crate::gro::plan`].
+//! `pipeline = "exec"` runs a program instead of replaying a capture: no `input`, one
+//! `[exec]` table ([`ExecPlan`], `exec.rs`; docs/exec.md#scenarios).
 //!
 //! ```toml
 //! description = "802.1Q tag spliced back after the MACs for a PI reader"
@@ -60,9 +62,11 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 mod across;
+mod exec;
 mod file;
 pub mod limits;
 mod queues;
+pub use exec::{default_far_addr, ExecFarSide, ExecPlan};
 use file::parse_toml;
 pub use queues::{QueueEvent, QueueOp, QueuePlan};
 
@@ -103,10 +107,15 @@ pub enum Pipeline {
     /// (TUN_MSG_PTR), tun_xdp_one.
     #[serde(rename = "vhost-tx")]
     VhostTx,
+    /// An unmodified program on the simulated device under `skbsim exec` (`[exec]`,
+    /// [`ExecPlan`]; docs/exec.md#scenarios): no capture in, the run's record out.
+    #[serde(rename = "exec")]
+    Exec,
 }
 
 impl Pipeline {
-    /// Every pipeline.
+    /// Every pipeline that replays a capture (what `skbsim replay --pipeline` takes);
+    /// [`Pipeline::Exec`] runs a program instead.
     pub const ALL: [Pipeline; 4] = [
         Pipeline::TunRead,
         Pipeline::TapWrite,
@@ -120,6 +129,7 @@ impl Pipeline {
             Pipeline::TapWrite => "tap-write",
             Pipeline::TapGro => "tap-gro",
             Pipeline::VhostTx => "vhost-tx",
+            Pipeline::Exec => "exec",
         }
     }
 
@@ -136,6 +146,7 @@ impl Pipeline {
             Pipeline::TapWrite => &["device", "reader", "writer", "xdp", "redirect"],
             Pipeline::TapGro => &["device", "writer", "xdp", "redirect", "gro"],
             Pipeline::VhostTx => &["device", "reader", "xdp", "redirect", "vhost", "gro"],
+            Pipeline::Exec => &["exec"],
         }
     }
 }
@@ -271,7 +282,8 @@ pub struct Scenario {
     /// `<area>/<stem>`, e.g. `tun-read/vlan-8021q-pi`: names the golden directory.
     pub name: String,
     pub description: String,
-    /// The input pcap, resolved against the scenario's directory.
+    /// The input pcap, resolved against the scenario's directory (empty for `exec`,
+    /// which reads none).
     pub input: PathBuf,
     pub pipeline: Pipeline,
     pub profile: KernelProfile,
@@ -299,6 +311,8 @@ pub struct Scenario {
     /// The MACs put in front of a non-Ethernet capture's frames (`[link]`; every
     /// pipeline reads it).
     pub link: crate::pcap::linktype::EthSynth,
+    /// `[exec]`: the program an `exec` scenario runs (paths resolved).
+    pub exec: Option<ExecPlan>,
 }
 
 /// The largest scenario file accepted. The largest in `scenarios/` is about 2 KiB; a
@@ -345,9 +359,19 @@ impl Scenario {
         let file = parse_toml(text).map_err(&err)?;
         let mut s = Scenario::try_from(file).map_err(&err)?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        s.input = dir.join(&s.input);
+        if !s.input.as_os_str().is_empty() {
+            s.input = dir.join(&s.input);
+        }
         if let Some(x) = &mut s.xdp {
             x.program = dir.join(&x.program);
+        }
+        if let Some(e) = &mut s.exec {
+            e.build = e.build.as_ref().map(|b| dir.join(b));
+            // A bare name is looked up in PATH when run, as a shell would.
+            e.program = e.program.as_ref().map(|p| match p.components().count() {
+                1 if p.is_relative() => p.clone(),
+                _ => dir.join(p),
+            });
         }
         s.path = path.to_path_buf();
         s.name = Scenario::name_of(path);

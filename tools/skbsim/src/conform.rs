@@ -258,12 +258,22 @@ pub fn conform_one(scenario: &Scenario) -> Outcome {
     if let Some(reason) = &scenario.sim_only {
         return Outcome::SimOnly(reason.clone());
     }
+    // An exec scenario's real arm is its program on real tun/tap files
+    // (crate::exec_scenario), not one of skbsim_kernel::arm's replays.
+    if scenario.pipeline == Pipeline::Exec {
+        return conform_both(scenario);
+    }
     if let Err(why) = skbsim_kernel::arm::real_arm(scenario.pipeline) {
         return Outcome::NoRealArm(why);
     }
     if let Some(why) = skbsim_kernel::features::missing(scenario) {
         return Outcome::NeedsKernel(why);
     }
+    conform_both(scenario)
+}
+
+/// Both arms of a scenario the real kernel here can run, compared.
+fn conform_both(scenario: &Scenario) -> Outcome {
     let sim = match run_sim(scenario, None) {
         Ok(o) => o,
         Err(e) => {

@@ -11,14 +11,12 @@ use std::process::{Command, ExitCode};
 
 use clap::{Args, ValueEnum};
 use sim::profile::{KernelProfile, PROFILES};
-use sim::tun::ioctl::Caller;
 use skbsim::cli_error::CliError;
-use skbsim_exec::{
-    parse_cidr, DeviceTun, ExecError, ExecRecord, LoopbackTun, Recorder, SimTun, Sink, Stack,
-};
+use skbsim::exec_scenario::{caller, far_addrs, run_on};
+use skbsim::exec_tap::TapTun;
+use skbsim_exec::{DeviceTun, LoopbackTun, Sink, Stack};
 
 use crate::exec_record::RecordOutputs;
-use crate::exec_tap::TapTun;
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
@@ -81,19 +79,10 @@ pub fn exec(args: &ExecArgs) -> Result<ExitCode, CliError> {
         .program
         .split_first()
         .ok_or_else(|| CliError("exec: no program given".into()))?;
-    // The program is root of a user namespace owning the simulated network namespace
-    // (as under `unshare -rn`): CAP_NET_ADMIN there, none in the initial namespace.
-    let caller = Caller {
-        init_net_admin: false,
-        ..Caller::root()
-    };
+    let caller = caller();
     let mut cmd = Command::new(program);
     cmd.args(rest);
-    let addrs = args
-        .far_addr
-        .iter()
-        .map(|a| parse_cidr(a).map_err(|e| CliError(format!("exec: --far-addr {e}"))))
-        .collect::<Result<Vec<_>, _>>()?;
+    let addrs = far_addrs(&args.far_addr, "exec: --far-addr")?;
     let outputs = RecordOutputs::open(
         args.trace.as_deref(),
         args.json.as_deref(),
@@ -164,18 +153,4 @@ fn run_tap(
         outputs.write(&header(args, "tap"), &rec)?;
     }
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
-}
-
-/// Runs `cmd` on `tun`, recorded when `record` (the program's exit code, the record).
-fn run_on<T: SimTun + Send + 'static>(
-    tun: T,
-    cmd: Command,
-    record: bool,
-) -> Result<(i32, Option<ExecRecord>), ExecError> {
-    if record {
-        let (code, r) = skbsim_exec::run(Recorder::new(tun), cmd)?;
-        Ok((code, Some(r.finish().1)))
-    } else {
-        skbsim_exec::run(tun, cmd).map(|r| (r.0, None))
-    }
 }

@@ -7,12 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
-use sim::pcap::{linktype::LINKTYPE_RAW, PcapFormat, PcapWriter, LINKTYPE_ETHERNET};
 use sim::trace::record::Record;
-use sim::tun::DeviceKind;
 use skbsim::cli_error::CliError;
 use skbsim::output::{refuse_overlaps, Output};
-use skbsim_exec::record::{Captured, Point};
+use skbsim_exec::record::Captured;
 use skbsim_exec::ExecRecord;
 
 /// The outputs asked for, opened.
@@ -58,11 +56,7 @@ impl RecordOutputs {
     /// Writes the record into every output asked for, and commits them.
     pub fn write(self, header: &Record<'_>, rec: &ExecRecord) -> Result<(), CliError> {
         if let Some(mut o) = self.trace {
-            let mut text = String::new();
-            header.write_text(&mut text);
-            for r in &rec.records {
-                r.write_text(&mut text);
-            }
+            let text = skbsim::exec_scenario::trace_text(header, &rec.records);
             put(&mut o, text.as_bytes())?;
             o.commit()?;
         }
@@ -87,29 +81,8 @@ fn put(o: &mut Output, bytes: &[u8]) -> Result<(), CliError> {
     o.write_all(bytes).map_err(|e| o.cannot_write(e))
 }
 
-/// pcapng: an interface `DEV tun_get_user` / `DEV tun_put_user` for each device and
-/// point, added as its first frame comes (raw IP for an IFF_TUN device, Ethernet for a
-/// tap).
+/// The capture (skbsim::exec_scenario::write_capture), committed to `o`.
 fn write_capture(o: Output, frames: &[Captured]) -> Result<(), CliError> {
     let name: PathBuf = o.path().to_path_buf();
-    let mut w = PcapWriter::begin(o, PcapFormat::PcapNg, name)?;
-    let mut ifaces: Vec<(Vec<u8>, Point)> = Vec::new();
-    for c in frames {
-        let key = (c.dev.clone(), c.point);
-        let id = match ifaces.iter().position(|k| *k == key) {
-            Some(i) => i as u32,
-            None => {
-                let link_type = match c.kind {
-                    DeviceKind::Tun => LINKTYPE_RAW,
-                    DeviceKind::Tap => LINKTYPE_ETHERNET,
-                };
-                let ifname = format!("{} {}", String::from_utf8_lossy(&c.dev), c.point.name());
-                ifaces.push(key);
-                w.add_interface(&ifname, link_type, sim::pcap::WRITER_SNAPLEN)?
-            }
-        };
-        let len = u32::try_from(c.data.len()).unwrap_or(u32::MAX);
-        w.write_packet(id, c.ts_ns, &c.data, len, Some(&c.comment))?;
-    }
-    w.finish()?.commit()
+    skbsim::exec_scenario::write_capture(o, name, frames)?.commit()
 }

@@ -6,6 +6,8 @@ pub mod cli_error;
 pub mod conform;
 pub mod diff;
 pub mod engine;
+pub mod exec_scenario;
+pub mod exec_tap;
 pub mod golden;
 pub mod gro_real;
 pub mod input;

@@ -15,7 +15,6 @@ use skbsim::{bench, conform, diff, replay, suite};
 
 mod exec;
 mod exec_record;
-mod exec_tap;
 mod lab;
 
 #[derive(Debug, Parser)]

@@ -69,6 +69,7 @@ pub fn replay_into(
     progress: Option<&ProgressBar>,
 ) -> Result<RunSummary, CliError> {
     match (backend, scenario.pipeline) {
+        (_, Pipeline::Exec) => Err(not_replayed(scenario)),
         (Backend::Sim, Pipeline::TunRead) => engine::tun_read::run_sim(scenario, sinks, progress),
         (Backend::Sim, Pipeline::TapWrite) => engine::tap_write::run_sim(scenario, sinks, progress),
         (Backend::Sim, Pipeline::VhostTx) => engine::vhost_tx::run_sim(scenario, sinks, progress),
@@ -79,6 +80,7 @@ pub fn replay_into(
                 Pipeline::TapWrite => engine::tap_write::run_real(scenario, sinks),
                 Pipeline::VhostTx => engine::vhost_tx::run_real(scenario, sinks),
                 Pipeline::TapGro => engine::tap_gro::run_real(scenario, sinks),
+                Pipeline::Exec => Err(not_replayed(scenario)),
             }?;
             // The real arms read their frames whole and drop the skipped ones; count those
             // here, with the simulator's reader.
@@ -92,12 +94,25 @@ pub fn replay_into(
     }
 }
 
-/// Replay `scenario` on `backend` with every sink in memory.
+/// An exec scenario runs a program, not a capture: it is run whole ([`run_backend`],
+/// crate::exec_scenario), never streamed into sinks.
+fn not_replayed(scenario: &Scenario) -> CliError {
+    CliError(format!(
+        "{}: an exec scenario runs a program; `skbsim run`, `bless` and `conform` run it, `replay` cannot",
+        scenario.path.display()
+    ))
+}
+
+/// Replay `scenario` on `backend` with every sink in memory (an exec scenario: its
+/// program run, crate::exec_scenario).
 pub fn run_backend(
     scenario: &Scenario,
     backend: Backend,
     progress: Option<&ProgressBar>,
 ) -> Result<ScenarioOutput, CliError> {
+    if scenario.pipeline == Pipeline::Exec {
+        return crate::exec_scenario::run(scenario, backend);
+    }
     let mut sinks = Sinks::memory();
     let summary = replay_into(scenario, backend, &mut sinks, progress)?;
     let done = sinks.finish()?;

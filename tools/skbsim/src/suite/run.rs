@@ -67,6 +67,7 @@ fn run_one(
     if let Err(why) = arm {
         return Ok(Outcome::without_frames("no-arm", why));
     }
+    let exec = s.pipeline == sim::scenario::Pipeline::Exec;
     let (verdict, frames, notes) = match (mode, golden::golden_dir(s, args.golden.as_deref())) {
         (Mode::Bless, None) => return Err(golden::not_in_a_suite(&s.path)),
         (Mode::Bless, Some(dir)) => {
@@ -80,6 +81,8 @@ fn run_one(
             let (frames, notes) = if tap {
                 let out = run_backend(s, args.backend, Some(pb))?;
                 (out.frames, out.notes)
+            } else if exec {
+                (run_backend(s, Backend::Sim, None)?.frames, Vec::new())
             } else {
                 let summary = replay_into(s, Backend::Sim, &mut Sinks::default(), None)?;
                 (summary.frames, Vec::new())
@@ -93,6 +96,11 @@ fn run_one(
                 frames: Some(frames),
                 notes,
             });
+        }
+        (Mode::Check, Some(dir)) if exec => {
+            // A program's run, whole in memory (crate::exec_scenario).
+            let out = run_backend(s, Backend::Sim, None)?;
+            (Some(golden::check(&dir, &out)?), out.frames, Vec::new())
         }
         (Mode::Check, Some(dir)) if !tap => {
             let (v, frames) = check_streaming(s, &dir, None)?;
