@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use sim::pcap::{linktype::LINKTYPE_RAW, PcapFormat, PcapWriter, LINKTYPE_ETHERNET};
+use sim::profile::KernelProfile;
 use sim::scenario::{ExecFarSide, ExecPlan, Scenario};
 use sim::trace::record::{Field, Record, Value, HEADER};
 use sim::tun::ioctl::Caller;
@@ -100,6 +101,39 @@ pub fn far_addrs(addrs: &[String], what: &str) -> Result<Vec<IpCidr>, CliError> 
         .collect()
 }
 
+/// The program on the simulated device. As root (CI runs the suite as root) it runs in a
+/// fresh private network namespace (skbsim_kernel::Netns): whatever it does that the
+/// supervisor does not intercept then cannot reach the host's interfaces. As any other
+/// user it runs where it is: it cannot change them anyway.
+fn sim_contained(
+    profile: KernelProfile,
+    side: ExecFarSide,
+    addrs: Vec<IpCidr>,
+    cmd: Command,
+) -> Result<Result<(i32, Option<ExecRecord>), ExecError>, CliError> {
+    let run = move || match side {
+        ExecFarSide::Stack => run_on(
+            DeviceTun::new(profile, caller(), Stack::new(addrs)),
+            cmd,
+            true,
+        ),
+        ExecFarSide::Sink => run_on(
+            DeviceTun::new(profile, caller(), Sink::default()),
+            cmd,
+            true,
+        ),
+        ExecFarSide::Loopback => run_on(LoopbackTun::new(profile, caller()), cmd, true),
+    };
+    if !rustix::process::geteuid().is_root() {
+        return Ok(run());
+    }
+    skbsim_kernel::Netns::run(move |_ns| Ok(run())).map_err(|e| {
+        CliError(format!(
+            "exec: a private network namespace for the program: {e}"
+        ))
+    })
+}
+
 /// Runs an exec scenario on `backend` and returns its trace, capture and records.
 pub fn run(s: &Scenario, backend: Backend) -> Result<ScenarioOutput, CliError> {
     let plan = s
@@ -117,15 +151,7 @@ pub fn run(s: &Scenario, backend: Backend) -> Result<ScenarioOutput, CliError> {
         .stderr(Stdio::null());
     let profile = s.profile;
     let (code, rec) = match (backend, plan.far_side) {
-        (Backend::Sim, ExecFarSide::Stack) => {
-            run_on(DeviceTun::new(profile, caller(), Stack::new(addrs)), cmd, true)
-        }
-        (Backend::Sim, ExecFarSide::Sink) => {
-            run_on(DeviceTun::new(profile, caller(), Sink::default()), cmd, true)
-        }
-        (Backend::Sim, ExecFarSide::Loopback) => {
-            run_on(LoopbackTun::new(profile, caller()), cmd, true)
-        }
+        (Backend::Sim, side) => sim_contained(profile, side, addrs, cmd)?,
         (Backend::Tap, ExecFarSide::Stack) => {
             let far: Vec<(std::net::IpAddr, u8)> = addrs
                 .iter()

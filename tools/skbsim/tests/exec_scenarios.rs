@@ -259,3 +259,36 @@ fn exec_scenarios_conform_on_this_kernel_and_a_wrong_profile_diverges() {
         text(&out)
     );
 }
+
+/// As root (CI runs the suite as root) an exec scenario's program runs in a private
+/// network namespace, so what the supervisor does not intercept cannot reach the host's
+/// interfaces: a program that exits 0 only when its network namespace is not the test's
+/// (given as its argument) ends the record with `exit: 0`.
+#[test]
+#[ignore = "needs root (the namespace is made only for root); ci/test.sh runs it as root with --include-ignored"]
+fn as_root_the_program_runs_in_a_private_network_namespace() {
+    skbsim_kernel::require_privileges();
+    let d = tempfile::tempdir().expect("temp dir");
+    let src = d.path().join("netns.c");
+    fs::write(
+        &src,
+        "#include <stdio.h>\n#include <string.h>\n#include <unistd.h>\n\
+         int main(int argc, char **argv) {\n  char a[64] = {0};\n\
+           if (argc != 2 || readlink(\"/proc/self/ns/net\", a, sizeof a - 1) < 0) return 2;\n\
+           return strcmp(a, argv[1]) == 0 ? 1 : 0;\n}\n",
+    )
+    .expect("netns.c");
+    let host = fs::read_link("/proc/self/ns/net").expect("the test's network namespace");
+    let host = host.display();
+    let root = d.path().join("suite");
+    fs::create_dir_all(root.join("scenarios/exec")).expect("scenarios/exec");
+    write_scenario(
+        &root,
+        "netns",
+        "linux-6.18",
+        &format!("build = \"{}\"\nargs = [\"{host}\"]", src.display()),
+    );
+    let s = Scenario::load(&root.join("scenarios/exec/netns.toml")).expect("scenario");
+    let out = run_sim(&s, None).expect("run");
+    assert!(out.trace.ends_with("\nexit: 0\n"), "{}", out.trace);
+}
