@@ -48,6 +48,8 @@
 //!
 //! [queues]                # tun-read: an IFF_MULTI_QUEUE tap with `count` files (see
 //! count = 2               # the `queues` module; docs/tun-read.md#multiqueue)
+//! steering = "prog.o"     # TUNSETSTEERINGEBPF / TUNSETFILTEREBPF socket filters
+//! filter = "prog.o"       # (section "socket")
 //! [[queues.event]]        # TUNSETQUEUE before a frame
 //! before_frame = 1
 //! file = 0
@@ -64,7 +66,7 @@ mod file;
 pub mod limits;
 mod queues;
 use file::parse_toml;
-pub use queues::{QueueEvent, QueueOp, QueuePlan};
+pub use queues::{QueueEvent, QueueOp, QueuePlan, SOCKET_FILTER_SECTION};
 
 use crate::pipeline::frame_meta::SkbRecipe;
 use crate::profile::KernelProfile;
@@ -348,6 +350,11 @@ impl Scenario {
         s.input = dir.join(&s.input);
         if let Some(x) = &mut s.xdp {
             x.program = dir.join(&x.program);
+        }
+        if let Some(q) = &mut s.queues {
+            for p in [&mut q.steering, &mut q.filter].into_iter().flatten() {
+                *p = dir.join(&*p);
+            }
         }
         s.path = path.to_path_buf();
         s.name = Scenario::name_of(path);
