@@ -28,6 +28,7 @@ pub const FUNC_KTIME_GET_NS: u32 = 5;
 pub const FUNC_GET_PRANDOM_U32: u32 = 7;
 pub const FUNC_GET_SMP_PROCESSOR_ID: u32 = 8;
 pub const FUNC_REDIRECT: u32 = 23;
+pub const FUNC_SKB_LOAD_BYTES: u32 = 26;
 pub const FUNC_XDP_ADJUST_HEAD: u32 = 44;
 pub const FUNC_REDIRECT_MAP: u32 = 51;
 pub const FUNC_XDP_ADJUST_META: u32 = 54;
@@ -42,7 +43,7 @@ const EINVAL: i32 = 22;
 /// Kernel-internal ENOTSUPP (include/linux/errno.h), returned by bpf_xdp_adjust_meta.
 const ENOTSUPP: i32 = 524;
 
-const SUPPORTED: [(u32, &str); 11] = [
+const SUPPORTED: [(u32, &str); 12] = [
     (FUNC_MAP_LOOKUP_ELEM, "bpf_map_lookup_elem"),
     (FUNC_MAP_UPDATE_ELEM, "bpf_map_update_elem"),
     (FUNC_MAP_DELETE_ELEM, "bpf_map_delete_elem"),
@@ -50,6 +51,7 @@ const SUPPORTED: [(u32, &str); 11] = [
     (FUNC_GET_PRANDOM_U32, "bpf_get_prandom_u32"),
     (FUNC_GET_SMP_PROCESSOR_ID, "bpf_get_smp_processor_id"),
     (FUNC_REDIRECT, "bpf_redirect"),
+    (FUNC_SKB_LOAD_BYTES, "bpf_skb_load_bytes"),
     (FUNC_XDP_ADJUST_HEAD, "bpf_xdp_adjust_head"),
     (FUNC_REDIRECT_MAP, "bpf_redirect_map"),
     (FUNC_XDP_ADJUST_META, "bpf_xdp_adjust_meta"),
@@ -186,7 +188,29 @@ fn map_type<E: XdpEnv + ?Sized>(m: &mut Machine<'_, E>, idx: u32) -> Option<MapT
 
 /// Call helper `id` with r1-r5; the result goes to r0.
 pub(crate) fn call<E: XdpEnv + ?Sized>(id: u32, m: &mut Machine<'_, E>) -> Result<u64, BpfError> {
+    // Which helpers a program type has: xdp_func_proto, sk_filter_func_proto
+    // (net/core/filter.c).
+    let socket_filter = m.skb.is_some();
     match id {
+        FUNC_REDIRECT | FUNC_REDIRECT_MAP | FUNC_XDP_ADJUST_HEAD | FUNC_XDP_ADJUST_META
+        | FUNC_XDP_ADJUST_TAIL
+            if socket_filter =>
+        {
+            return Err(arg_err(
+                id,
+                "not a socket filter helper (sk_filter_func_proto)",
+            ));
+        }
+        FUNC_SKB_LOAD_BYTES if !socket_filter => {
+            return Err(arg_err(id, "not an XDP helper (xdp_func_proto)"));
+        }
+        _ => {}
+    }
+    match id {
+        FUNC_SKB_LOAD_BYTES => {
+            ctx_arg(m, id)?;
+            skb_load_bytes(m)
+        }
         FUNC_MAP_LOOKUP_ELEM => {
             let idx = map_arg(m, id)?;
             let mut kb = [0; MAX_KEY_SIZE as usize];
@@ -262,6 +286,41 @@ pub(crate) fn call<E: XdpEnv + ?Sized>(id: u32, m: &mut Machine<'_, E>) -> Resul
             Ok(i64::from(ret) as u64)
         }
         _ => Err(arg_err(id, "unsupported helper")),
+    }
+}
+
+/// bpf_skb_load_bytes(skb, offset, to, len): `len` bytes from `skb->data + offset` to
+/// `to`; -EFAULT (and `to` zeroed) past the skb or for an offset over INT_MAX. The
+/// verifier wants `len` a constant 1 ..= stack or value size (ARG_CONST_SIZE).
+fn skb_load_bytes<E: XdpEnv + ?Sized>(m: &mut Machine<'_, E>) -> Result<u64, BpfError> {
+    const EFAULT: i32 = 14;
+    let (offset, to, len) = (m.regs[2] as u32, m.regs[3], m.regs[4]);
+    if len == 0 || len > super::STACK_SIZE as u64 {
+        return Err(arg_err(
+            FUNC_SKB_LOAD_BYTES,
+            format!("len {len} is not 1 ..= {}", super::STACK_SIZE),
+        ));
+    }
+    let len = len as usize;
+    let src = (offset <= i32::MAX as u32)
+        .then(|| {
+            m.frame
+                .data()
+                .get(offset as usize..)
+                .and_then(|d| d.get(..len))
+        })
+        .flatten()
+        .map(<[u8]>::to_vec);
+    let dst = m.mem(to, len, true, false)?;
+    match src {
+        Some(bytes) => {
+            dst.copy_from_slice(&bytes);
+            Ok(0)
+        }
+        None => {
+            dst.fill(0);
+            Ok(neg(EFAULT))
+        }
     }
 }
 

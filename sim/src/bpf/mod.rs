@@ -20,7 +20,8 @@
 //!
 //! Module map: [`insn`] decodes the ISA into [`Program`]s, [`verifier`] checks them at
 //! load as the kernel's verifier would, [`vm`] executes them,
-//! [`xdp`] mirrors `struct xdp_buff` and the verdicts, [`helpers`] implements the
+//! [`xdp`] mirrors `struct xdp_buff` and the verdicts, [`skb`] the `struct __sk_buff` of
+//! socket filter programs (tun's steering and filter programs), [`helpers`] implements the
 //! kernel helpers by number, [`maps`] the map types.
 //!
 //! ```
@@ -54,6 +55,7 @@ pub mod elf;
 pub mod helpers;
 pub mod insn;
 pub mod maps;
+pub mod skb;
 pub mod verifier;
 pub mod vm;
 pub mod xdp;
@@ -65,6 +67,7 @@ pub use elf::{load_elf_file, ElfObject};
 pub use helpers::{BasicEnv, XdpEnv};
 pub use insn::{Insn, Program};
 pub use maps::{Map, MapErr, MapRef, MapSpec, MapType, Maps};
+pub use skb::{load_socket_filter, run_socket_filter, SkbCtx};
 pub use vm::{run_xdp, Vm};
 pub use xdp::{RedirectTarget, XdpAction, XdpBuff, XdpRun};
 

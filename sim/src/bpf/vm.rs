@@ -8,6 +8,7 @@
 
 use super::helpers::{self, XdpEnv};
 use super::insn::{AluOp, AtomicOp, ByteOrder, Cond, MemSize, Op, Program, Src};
+use super::skb::{SkbCtx, SK_BUFF_SIZE};
 use super::xdp::{RedirectTarget, XdpBuff, XdpRun, XDP_MD_SIZE};
 use super::{
     BpfError, CTX_ADDR, DEFAULT_INSN_BUDGET, MAP_HANDLE_ADDR, MAP_VALUE_ADDR, MAP_VALUE_STRIDE,
@@ -56,6 +57,28 @@ impl Vm {
         frame: &mut XdpBuff,
         env: &mut E,
     ) -> Result<XdpRun, BpfError> {
+        self.run(prog, frame, None, env)
+    }
+
+    /// Run socket filter `prog` (r1 = the `struct __sk_buff` context `ctx`) on the skb
+    /// whose bytes from `skb->data` are `frame`'s data ([`super::skb`]).
+    pub fn run_skb<E: XdpEnv + ?Sized>(
+        &mut self,
+        prog: &Program,
+        frame: &mut XdpBuff,
+        ctx: &mut SkbCtx,
+        env: &mut E,
+    ) -> Result<XdpRun, BpfError> {
+        self.run(prog, frame, Some(ctx), env)
+    }
+
+    fn run<E: XdpEnv + ?Sized>(
+        &mut self,
+        prog: &Program,
+        frame: &mut XdpBuff,
+        skb: Option<&mut SkbCtx>,
+        env: &mut E,
+    ) -> Result<XdpRun, BpfError> {
         if let Some(d) = self.stack.get_mut(self.dirty.clone()) {
             d.fill(0);
         }
@@ -66,6 +89,7 @@ impl Vm {
             max_depth: 0,
             low_write: usize::MAX,
             frame,
+            skb,
             env,
             redirect: None,
             tgt_index: None,
@@ -97,6 +121,8 @@ pub(crate) struct Machine<'a, E: XdpEnv + ?Sized> {
     /// Lowest stack offset written during the run.
     low_write: usize,
     pub(crate) frame: &'a mut XdpBuff,
+    /// The socket filter's context; None for an XDP program.
+    pub(crate) skb: Option<&'a mut SkbCtx>,
     pub(crate) env: &'a mut E,
     /// bpf_redirect_info as the helpers left it.
     pub(crate) redirect: Option<RedirectTarget>,
@@ -216,6 +242,14 @@ impl<E: XdpEnv + ?Sized> Machine<'_, E> {
 
     #[inline]
     fn load(&mut self, addr: u64, size: usize) -> Result<u64, BpfError> {
+        if let Some(ctx) = self.skb.as_deref() {
+            if addr.wrapping_sub(CTX_ADDR) < SK_BUFF_SIZE as u64 {
+                let off = (addr - CTX_ADDR) as usize;
+                return ctx
+                    .load(off, size)
+                    .map_err(|why| fault(addr, size, false, why));
+            }
+        }
         if addr.wrapping_sub(CTX_ADDR) < XDP_MD_SIZE as u64 {
             let off = (addr - CTX_ADDR) as usize;
             if size != 4 || !off.is_multiple_of(4) {
@@ -237,6 +271,14 @@ impl<E: XdpEnv + ?Sized> Machine<'_, E> {
 
     #[inline]
     fn store(&mut self, addr: u64, size: usize, v: u64) -> Result<(), BpfError> {
+        if let Some(ctx) = self.skb.as_deref_mut() {
+            if addr.wrapping_sub(CTX_ADDR) < SK_BUFF_SIZE as u64 {
+                let off = (addr - CTX_ADDR) as usize;
+                return ctx
+                    .store(off, size, v)
+                    .map_err(|why| fault(addr, size, true, why));
+            }
+        }
         write_le(self.mem(addr, size, true, true)?, v);
         Ok(())
     }

@@ -5,17 +5,19 @@
 //! in opening order, each until its ring is empty. docs/tun-read.md#multiqueue.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
+use crate::bpf::load_socket_filter;
 use crate::errno::Errno;
 use crate::profile::KernelProfile;
-use crate::scenario::{QueueEvent, QueueOp, QueuePlan};
+use crate::scenario::{QueueEvent, QueueOp, QueuePlan, SOCKET_FILTER_SECTION};
 use crate::skb::SkBuff;
-use crate::tun::device::{TunHost, XmitFate};
+use crate::tun::device::{SkbProg, TunHost, XmitFate};
 use crate::tun::ioctl::iff_flags::{
     IFF_ATTACH_QUEUE, IFF_DETACH_QUEUE, IFF_MULTI_QUEUE, IFF_NAPI, IFF_NAPI_FRAGS, IFF_NO_PI,
     IFF_TAP, IFF_TUN, IFF_VNET_HDR,
 };
-use crate::tun::ioctl::{cmd, Caller, FileId, IoctlArg, IFNAMSIZ};
+use crate::tun::ioctl::{cmd, BpfFd, Caller, FileId, IoctlArg, IFNAMSIZ};
 use crate::tun::read::ReadOutcome;
 use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, DEFAULT_VNET_HDR_SZ};
 
@@ -95,6 +97,29 @@ impl MqTap {
         if bits != 0 {
             set(cmd::TUNSETOFFLOAD, IoctlArg::Value(bits), "TUNSETOFFLOAD")?;
         }
+        for (path, c, what) in [
+            (
+                &plan.steering,
+                cmd::TUNSETSTEERINGEBPF,
+                "TUNSETSTEERINGEBPF",
+            ),
+            (&plan.filter, cmd::TUNSETFILTEREBPF, "TUNSETFILTEREBPF"),
+        ] {
+            let Some(path) = path else { continue };
+            let prog = load_socket_filter(path, SOCKET_FILTER_SECTION)?;
+            let fd = IoctlArg::BpfFd(BpfFd::Prog {
+                socket_filter: true,
+            });
+            host.ioctl(f0, c, &fd)
+                .map_err(|e| format!("[queues]: {what} answers {}", e.name()))?;
+            let prog = Some(SkbProg::Bpf(Arc::new(prog)));
+            if c == cmd::TUNSETSTEERINGEBPF {
+                host.set_steering(DEV, prog)
+            } else {
+                host.set_filter(DEV, prog)
+            }
+            .map_err(|e| format!("[queues]: {what} answers {}", e.name()))?;
+        }
         host.set_link(DEV, Some(dev.up), None)
             .map_err(|e| format!("[queues]: link up answers {}", e.name()))?;
         // What no ioctl sets (tx_queue_len, the VLAN insert features, the MTU) as the
@@ -158,6 +183,7 @@ impl MqTap {
             )),
             XmitFate::NoDevice => Err("[queues]: the device is gone".into()),
             XmitFate::Unmodelled(why) => Err(format!("frame {index}: {why} is not modelled")),
+            XmitFate::ProgFault(why) => Err(format!("frame {index}: {why}")),
         }
     }
 

@@ -28,6 +28,8 @@ impl TunReadRun<'_> {
         let Some(plan) = &self.scenario.queues else {
             return Ok(());
         };
+        // The multiqueue tap exists from the first frame on, events or not.
+        self.mq_tap()?;
         for e in plan.before(index) {
             let mq = self.mq_tap()?;
             let purged = mq.queue_event(e).map_err(RecipeError)?;

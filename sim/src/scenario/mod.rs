@@ -50,6 +50,8 @@
 //!
 //! [queues]                # tun-read: an IFF_MULTI_QUEUE tap with `count` files (see
 //! count = 2               # the `queues` module; docs/tun-read.md#multiqueue)
+//! steering = "prog.o"     # TUNSETSTEERINGEBPF / TUNSETFILTEREBPF socket filters
+//! filter = "prog.o"       # (section "socket")
 //! [[queues.event]]        # TUNSETQUEUE before a frame
 //! before_frame = 1
 //! file = 0
@@ -68,7 +70,7 @@ pub mod limits;
 mod queues;
 pub use exec::{default_far_addr, ExecFarSide, ExecPlan};
 use file::parse_toml;
-pub use queues::{QueueEvent, QueueOp, QueuePlan};
+pub use queues::{QueueEvent, QueueOp, QueuePlan, SOCKET_FILTER_SECTION};
 
 use crate::pipeline::frame_meta::SkbRecipe;
 use crate::profile::KernelProfile;
@@ -372,6 +374,11 @@ impl Scenario {
                 1 if p.is_relative() => p.clone(),
                 _ => dir.join(p),
             });
+        }
+        if let Some(q) = &mut s.queues {
+            for p in [&mut q.steering, &mut q.filter].into_iter().flatten() {
+                *p = dir.join(&*p);
+            }
         }
         s.path = path.to_path_buf();
         s.name = Scenario::name_of(path);

@@ -6,11 +6,19 @@
 //! [queues]
 //! count = 3               # files opened with IFF_MULTI_QUEUE, attached in order
 //!                         # (file N starts at queue index N); 1 ..= MAX_TAP_QUEUES (256)
+//! steering = "../sockfilter/sock_steer_l4.o"  # optional: TUNSETSTEERINGEBPF, section "socket"
+//! filter = "../sockfilter/sock_filter_udp.o"  # optional: TUNSETFILTEREBPF, section "socket"
 //! [[queues.event]]        # before frame `before_frame` is transmitted
 //! before_frame = 2
 //! file = 0
 //! op = "detach"           # detach | attach (TUNSETQUEUE IFF_DETACH_QUEUE / IFF_ATTACH_QUEUE)
 //! ```
+//!
+//! The programs are BPF_PROG_TYPE_SOCKET_FILTER objects (clang -target bpf, `SEC("socket")`,
+//! no maps), resolved against the scenario's directory, attached after the files are
+//! opened and before the first frame (docs/tun-read.md#multiqueue).
+
+use std::path::PathBuf;
 
 use serde::Deserialize;
 
@@ -26,7 +34,16 @@ pub struct QueuePlan {
     pub count: usize,
     #[serde(default, rename = "event")]
     pub events: Vec<QueueEvent>,
+    /// TUNSETSTEERINGEBPF's program (tun_ebpf_select_queue picks the queue).
+    #[serde(default)]
+    pub steering: Option<PathBuf>,
+    /// TUNSETFILTEREBPF's program (tun_net_xmit: run_ebpf_filter).
+    #[serde(default)]
+    pub filter: Option<PathBuf>,
 }
+
+/// The ELF section the steering and filter programs are read from.
+pub const SOCKET_FILTER_SECTION: &str = "socket";
 
 /// One TUNSETQUEUE call on a file, before a frame is transmitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -246,5 +246,6 @@ fn xmit_line(f: &XmitFate) -> String {
         XmitFate::DeviceDown => "freed: device down".into(),
         XmitFate::NoDevice => "no device".into(),
         XmitFate::Unmodelled(why) => format!("not modelled: {why}"),
+        XmitFate::ProgFault(why) => format!("program stopped: {why}"),
     }
 }

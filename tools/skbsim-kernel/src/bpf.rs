@@ -558,18 +558,52 @@ fn patch_map_fds(name: &str, insns: &[Insn], maps: &[BpfMap]) -> Result<Vec<Insn
     Ok(out)
 }
 
+/// `BPF_PROG_LOAD` `prog` (no map references) as a `BPF_PROG_TYPE_SOCKET_FILTER` program,
+/// e.g. for tun's TUNSETSTEERINGEBPF / TUNSETFILTEREBPF; the program fd.
+pub fn load_socket_filter(prog: &Program) -> Result<OwnedFd, KernelError> {
+    if let Some(m) = prog.map_refs().first() {
+        return Err(KernelError::new(
+            format!("load {}", prog.name),
+            Cause::Protocol(format!(
+                "map {:?}: socket filters with maps are not supported",
+                m.name
+            )),
+        ));
+    }
+    prog_load_as(
+        &prog.name,
+        &prog.license,
+        prog.insns(),
+        (
+            sim::bpf::skb::BPF_PROG_TYPE_SOCKET_FILTER,
+            0,
+            "SOCKET_FILTER",
+        ),
+    )
+}
+
 fn prog_load(name: &str, license: &str, insns: &[Insn]) -> Result<OwnedFd, KernelError> {
-    let op = format!("BPF_PROG_LOAD {name} (XDP, {} insns)", insns.len());
+    prog_load_as(name, license, insns, (BPF_PROG_TYPE_XDP, BPF_XDP, "XDP"))
+}
+
+/// `BPF_PROG_LOAD` as (prog_type, expected_attach_type, its name for errors).
+fn prog_load_as(
+    name: &str,
+    license: &str,
+    insns: &[Insn],
+    (prog_type, attach_type, type_name): (u32, u32, &str),
+) -> Result<OwnedFd, KernelError> {
+    let op = format!("BPF_PROG_LOAD {name} ({type_name}, {} insns)", insns.len());
     let bytes: Vec<u8> = insns.iter().flat_map(|i| i.to_bytes()).collect();
     let license = CString::new(license.trim_end_matches('\0'))
         .map_err(|_| KernelError::new(&op, Cause::Protocol("NUL inside the license".into())))?;
     let attempt = |log: Option<&mut Vec<u8>>| {
         let mut a = Attr::new();
-        a.u32(0, BPF_PROG_TYPE_XDP)
+        a.u32(0, prog_type)
             .u32(4, insns.len() as u32)
             .ptr(8, bytes.as_ptr())
             .ptr(16, license.as_ptr())
-            .u32(68, BPF_XDP);
+            .u32(68, attach_type);
         if let Some(log) = log {
             a.u32(24, 1)
                 .u32(28, log.len() as u32)

@@ -13,8 +13,8 @@ use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
 use crate::error::Errno;
 use crate::sys::IfreqFlags;
 use crate::tap::{
-    TUNGETFEATURES, TUNGETIFF, TUNGETVNETHDRSZ, TUNSETIFF, TUNSETOFFLOAD, TUNSETQUEUE,
-    TUNSETSNDBUF, TUNSETVNETBE, TUNSETVNETHDRSZ, TUNSETVNETLE,
+    TUNGETFEATURES, TUNGETIFF, TUNGETVNETHDRSZ, TUNSETFILTEREBPF, TUNSETIFF, TUNSETOFFLOAD,
+    TUNSETQUEUE, TUNSETSNDBUF, TUNSETSTEERINGEBPF, TUNSETVNETBE, TUNSETVNETHDRSZ, TUNSETVNETLE,
 };
 
 /// One ioctl with a run-time opcode and an argument that is a pointer or a plain value.
@@ -72,6 +72,10 @@ pub(crate) enum Request<'a> {
     TunSetSndbuf(libc::c_int),
     /// `TUNSETOFFLOAD`: the `TUN_F_*` bits by value (set_offload).
     TunSetOffload(libc::c_uint),
+    /// `TUNSETSTEERINGEBPF`: reads one `int`, a program fd or -1 (tun_set_ebpf).
+    TunSetSteeringEbpf(libc::c_int),
+    /// `TUNSETFILTEREBPF`: reads one `int`, as TUNSETSTEERINGEBPF.
+    TunSetFilterEbpf(libc::c_int),
     /// net/core/dev_ioctl.c: dev_ifsioc_locked `SIOCGIFFLAGS`: writes `ifr_flags`.
     GetIfFlags(&'a mut IfreqFlags),
     /// dev_ifsioc `SIOCSIFFLAGS`: reads `ifr_flags`.
@@ -92,6 +96,8 @@ pub(crate) fn ioctl(fd: BorrowedFd<'_>, req: Request<'_>) -> Result<i32, Errno> 
         Request::TunSetVnetBe(v) => (TUNSETVNETBE, ptr(set(&mut int, v))),
         Request::TunSetSndbuf(v) => (TUNSETSNDBUF, ptr(set(&mut int, v))),
         Request::TunSetOffload(bits) => (TUNSETOFFLOAD, bits as usize as *mut libc::c_void),
+        Request::TunSetSteeringEbpf(fd) => (TUNSETSTEERINGEBPF, ptr(set(&mut int, fd))),
+        Request::TunSetFilterEbpf(fd) => (TUNSETFILTEREBPF, ptr(set(&mut int, fd))),
         Request::GetIfFlags(r) => (libc::SIOCGIFFLAGS, ptr(r)),
         Request::SetIfFlags(r) => (libc::SIOCSIFFLAGS, ptr(r)),
     };

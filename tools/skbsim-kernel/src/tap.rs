@@ -1,7 +1,7 @@
 //! TUN/TAP devices through `/dev/net/tun` and raw ioctls.
 
 use std::io::{IoSlice, IoSliceMut};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use rustix::fs::{Mode, OFlags};
@@ -25,6 +25,9 @@ pub const TUNSETVNETLE: libc::c_ulong = sim::tun::ioctl::cmd::TUNSETVNETLE as li
 pub const TUNSETVNETBE: libc::c_ulong = sim::tun::ioctl::cmd::TUNSETVNETBE as libc::c_ulong;
 pub const TUNGETFEATURES: libc::c_ulong = sim::tun::ioctl::cmd::TUNGETFEATURES as libc::c_ulong;
 pub const TUNGETIFF: libc::c_ulong = sim::tun::ioctl::cmd::TUNGETIFF as libc::c_ulong;
+pub const TUNSETSTEERINGEBPF: libc::c_ulong =
+    sim::tun::ioctl::cmd::TUNSETSTEERINGEBPF as libc::c_ulong;
+pub const TUNSETFILTEREBPF: libc::c_ulong = sim::tun::ioctl::cmd::TUNSETFILTEREBPF as libc::c_ulong;
 
 /// `IFF_*` flags of `TUNSETIFF`.
 pub mod iff {
@@ -279,6 +282,19 @@ impl Tap {
             Request::TunSetQueue(&mut req),
         )
         .map(drop)
+    }
+
+    /// `TUNSETSTEERINGEBPF` with socket filter program `prog_fd` (-1 detaches): the
+    /// device's steering program (tun_set_ebpf takes its own reference).
+    pub fn set_steering_ebpf(&self, prog_fd: RawFd) -> Result<(), KernelError> {
+        self.ioctl("TUNSETSTEERINGEBPF", Request::TunSetSteeringEbpf(prog_fd))
+            .map(drop)
+    }
+
+    /// `TUNSETFILTEREBPF`, as [`Tap::set_steering_ebpf`].
+    pub fn set_filter_ebpf(&self, prog_fd: RawFd) -> Result<(), KernelError> {
+        self.ioctl("TUNSETFILTEREBPF", Request::TunSetFilterEbpf(prog_fd))
+            .map(drop)
     }
 
     /// `TUNGETFEATURES`: the `IFF_*` flags the driver supports (0x7173 here).

@@ -477,6 +477,10 @@ fn map_spec(maps: &[MapSpec], slot: u32) -> Result<&MapSpec, String> {
 /// clear_all_pkt_pointers, which to a root load leaves unknown scalars).
 fn call_helper(maps: &[MapSpec], st: &mut State, id: u32) -> Result<(), String> {
     let name = helpers::helper_name(id);
+    if id == FUNC_SKB_LOAD_BYTES {
+        // Not in xdp_func_proto: check_helper_call's refusal.
+        return Err(format!("unknown func {name}#{id}"));
+    }
     let nargs = match id {
         FUNC_MAP_UPDATE_ELEM => 4,
         FUNC_REDIRECT_MAP => 3,

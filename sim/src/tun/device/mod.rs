@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 pub use flow_hash::{dissect, flow_hash_from_keys, siphash, FlowAddrs, FlowKeys, HASHRND};
 use queue::{DevState, FileQueue};
-pub use queue::{SkbProgFn, MAX_TAP_FLOWS, TUN_FLT_ALLMULTI};
+pub use queue::{SkbProg, SkbProgFn, MAX_TAP_FLOWS, TUN_FLT_ALLMULTI};
 
 use super::ioctl::{cmd, Caller, FileId, IoctlAnswer, IoctlArg, TunIf, TunNet};
 use super::napi::TunNapi;
@@ -87,6 +87,9 @@ pub enum XmitFate {
     NoDevice,
     /// The kernel's answer depends on something the model does not run; nothing moved.
     Unmodelled(&'static str),
+    /// The VM stopped the steering or filter program (an access or helper call the
+    /// kernel's verifier would have refused at load); nothing moved.
+    ProgFault(String),
 }
 
 /// One network namespace's tun side: the ioctl state ([`TunNet`]), each device's
@@ -350,21 +353,17 @@ impl TunHost {
         }
     }
 
-    /// TUNSETSTEERINGEBPF's program, run by the caller: the return value of the program
-    /// the ioctl attached (the eBPF VM runs XDP programs only). Without it, an skb that
-    /// needs the program is [`XmitFate::Unmodelled`].
-    pub fn set_steering_fn(
-        &mut self,
-        dev_name: &[u8],
-        prog: Option<SkbProgFn>,
-    ) -> Result<(), Errno> {
+    /// The program behind the fd TUNSETSTEERINGEBPF attached (the ioctl's
+    /// [`crate::tun::ioctl::BpfFd`] only says that it is a socket filter). Without it, an
+    /// skb that needs the program is [`XmitFate::Unmodelled`].
+    pub fn set_steering(&mut self, dev_name: &[u8], prog: Option<SkbProg>) -> Result<(), Errno> {
         let st = self.dev_state_mut(dev_name)?;
         st.steering = prog;
         Ok(())
     }
 
-    /// TUNSETFILTEREBPF's program, as for [`TunHost::set_steering_fn`].
-    pub fn set_filter_fn(&mut self, dev_name: &[u8], prog: Option<SkbProgFn>) -> Result<(), Errno> {
+    /// TUNSETFILTEREBPF's program, as for [`TunHost::set_steering`].
+    pub fn set_filter(&mut self, dev_name: &[u8], prog: Option<SkbProg>) -> Result<(), Errno> {
         let st = self.dev_state_mut(dev_name)?;
         st.filter = prog;
         Ok(())

@@ -5,19 +5,48 @@
 //! tx_ring. docs/tun-device.md#queues.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use super::flow_hash;
 use super::{TunHost, XmitFate};
+use crate::bpf::{run_socket_filter, BasicEnv, Program, SkbCtx, Vm};
 use crate::skb::{SkBuff, ETH_HLEN};
 use crate::tun::{DeviceKind, RingEntry};
 
 /// MAX_TAP_FLOWS (tun.c): tun_flow_update creates no entry past this many.
 pub const MAX_TAP_FLOWS: usize = 4096;
 
-/// What stands in for a BPF program the model cannot run (TUNSETSTEERINGEBPF and
-/// TUNSETFILTEREBPF take BPF_PROG_TYPE_SOCKET_FILTER programs; the eBPF VM runs XDP
-/// programs only): the program's return value for an skb.
+/// A stand-in for a program (tests): its return value for an skb.
 pub type SkbProgFn = fn(&SkBuff) -> u32;
+
+/// The program TUNSETSTEERINGEBPF / TUNSETFILTEREBPF attached (a
+/// BPF_PROG_TYPE_SOCKET_FILTER program), as the model runs it.
+#[derive(Debug, Clone)]
+pub enum SkbProg {
+    /// Run by the eBPF VM on the skb ([`crate::bpf::skb`]); a program without maps.
+    Bpf(Arc<Program>),
+    /// A stand-in function.
+    Fn(SkbProgFn),
+}
+
+impl SkbProg {
+    /// bpf_prog_run_clear_cb(prog, skb): the program's return value, or why the VM
+    /// stopped it.
+    pub fn run(&self, skb: &SkBuff) -> Result<u32, String> {
+        match self {
+            SkbProg::Fn(f) => Ok(f(skb)),
+            SkbProg::Bpf(prog) => {
+                let mut data = Vec::with_capacity(skb.len());
+                skb.append_to(&mut data);
+                let mut ctx = SkbCtx::of(skb);
+                let mut env = BasicEnv::default();
+                run_socket_filter(&mut Vm::new(), prog, &data, &mut ctx, &mut env)
+                    .map(|r| r.action)
+                    .map_err(|e| format!("{}: {e}", prog.name))
+            }
+        }
+    }
+}
 
 /// One open file's side of a queue: `struct tun_file`'s tx_ring and O_NONBLOCK.
 #[derive(Debug, Default)]
@@ -33,8 +62,8 @@ pub(super) struct DevState {
     /// tun->flows: rxhash -> queue_index (no ageing: the model has no clock; the kernel
     /// forgets an entry TUN_FLOW_EXPIRE, 3 s, after its last update).
     pub flows: BTreeMap<u32, u16>,
-    pub steering: Option<SkbProgFn>,
-    pub filter: Option<SkbProgFn>,
+    pub steering: Option<SkbProg>,
+    pub filter: Option<SkbProg>,
     /// tun->txflt: the exact addresses and TUN_FLT_ALLMULTI (TUNSETTXFILTER).
     pub txflt_exact: Vec<[u8; 6]>,
     pub txflt_allmulti: bool,
@@ -96,13 +125,15 @@ impl TunHost {
             return Ok(0);
         }
         let txq = if steering {
-            // tun_ebpf_select_queue: the program's return modulo numqueues.
-            let Some(prog) = st.steering else {
+            // tun_ebpf_select_queue: "u16 ret = bpf_prog_run_clear_cb(prog->prog, skb);
+            // return ret % numqueues;": the program's u32 return truncated to u16 first.
+            let Some(prog) = &st.steering else {
                 return Err(XmitFate::Unmodelled(
-                    "a TUNSETSTEERINGEBPF program (socket filter type) with no stand-in (set_steering_fn)",
+                    "a TUNSETSTEERINGEBPF program the model was not given (set_steering)",
                 ));
             };
-            (u64::from(prog(skb)) % numqueues as u64) as usize
+            let ret = prog.run(skb).map_err(XmitFate::ProgFault)? as u16;
+            usize::from(ret) % numqueues
         } else {
             // tun_automq_select_queue: the flow table, else reciprocal_scale.
             let hash = self.skb_hash(kind, skb);
@@ -162,12 +193,15 @@ impl TunHost {
         }
         // run_ebpf_filter: the program's return is the length kept, 0 drops.
         if filter_prog {
-            let Some(prog) = st.filter else {
+            let Some(prog) = &st.filter else {
                 return XmitFate::Unmodelled(
-                    "a TUNSETFILTEREBPF program (socket filter type) with no stand-in (set_filter_fn)",
+                    "a TUNSETFILTEREBPF program the model was not given (set_filter)",
                 );
             };
-            let len = prog(&skb) as usize;
+            let len = match prog.run(&skb) {
+                Ok(len) => len as usize,
+                Err(e) => return XmitFate::ProgFault(e),
+            };
             if len == 0 {
                 return self.xmit_drop(ifindex, txq, "SKB_DROP_REASON_TAP_FILTER");
             }

@@ -353,7 +353,8 @@ fn a_steering_program_picks_its_return_modulo_the_queues() {
         h.xmit(b"mq0", skb(&udp(1, 2, 1, 2))),
         XmitFate::Unmodelled(_)
     ));
-    h.set_steering_fn(b"mq0", Some(|_| 5)).unwrap();
+    h.set_steering(b"mq0", Some(super::SkbProg::Fn(|_| 5)))
+        .unwrap();
     assert_eq!(
         h.xmit(b"mq0", skb(&udp(1, 2, 1, 2))),
         XmitFate::Queued { queue: 1 }

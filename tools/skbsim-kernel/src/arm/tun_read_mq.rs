@@ -10,9 +10,10 @@
 //! A detach's purge (__tun_detach -> tun_queue_purge) is seen the same way: the frames
 //! seen landing on the file and not read, with the file no longer readable after it.
 
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use sim::scenario::{QueueOp, Scenario};
+use sim::scenario::{QueueOp, Scenario, SOCKET_FILTER_SECTION};
 
 use super::{open_dut, Event, Replay, DUT_NAME};
 use crate::arm::{kerr, tap_side, tun_stats, ArmError};
@@ -39,6 +40,20 @@ pub(super) fn open_dut_queues(
     let mut queues = Vec::new();
     for _ in 1..plan.count {
         queues.push(dut.open_queue(true)?);
+    }
+    // The same instructions the model's VM runs, as BPF_PROG_TYPE_SOCKET_FILTER; the
+    // device keeps its reference after the fd closes.
+    for (path, steering) in [(&plan.steering, true), (&plan.filter, false)] {
+        let Some(path) = path else { continue };
+        let prog = sim::bpf::load_socket_filter(path, SOCKET_FILTER_SECTION).map_err(|e| {
+            KernelError::new(format!("load {}", path.display()), Cause::Protocol(e))
+        })?;
+        let fd = crate::bpf::load_socket_filter(&prog)?;
+        if steering {
+            dut.set_steering_ebpf(fd.as_raw_fd())?;
+        } else {
+            dut.set_filter_ebpf(fd.as_raw_fd())?;
+        }
     }
     Ok((dut, queues))
 }
