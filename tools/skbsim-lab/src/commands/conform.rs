@@ -82,11 +82,19 @@ pub(super) fn guest_conform(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The files a scenario needs in the guest, at their host paths.
+/// The files a scenario needs in the guest, at their host paths: the scenario, its
+/// capture (an exec scenario has none), its XDP program, its queues' steering and filter
+/// programs.
 fn scenario_files(s: &Scenario) -> Vec<PathBuf> {
-    let mut files = vec![s.path.clone(), s.input.clone()];
+    let mut files = vec![s.path.clone()];
+    if s.pipeline != Pipeline::Exec {
+        files.push(s.input.clone());
+    }
     if let Some(x) = &s.xdp {
         files.push(x.program.clone());
+    }
+    if let Some(q) = &s.queues {
+        files.extend([&q.steering, &q.filter].into_iter().flatten().cloned());
     }
     files
         .into_iter()

@@ -160,3 +160,32 @@ fn a_scenario_the_guest_did_not_run_is_counted_not_simulated() {
     assert_eq!((t.other_kernel, t.passed, t.failed, runs), (1, 0, 0, 0));
     assert_eq!(t.text, ["  kernel  tun-read/vlan-8021q-pi: gre: no ip_gre"]);
 }
+
+/// The files sent into the guest: an exec scenario has no capture (an empty path once
+/// failed the initramfs: "lab initramfs: : No such file or directory"), and a steering
+/// program of `[queues]` goes in beside its scenario.
+#[test]
+fn the_guest_gets_each_scenarios_own_files() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let load = |rel: &str| Scenario::load(&repo.join("scenarios").join(rel)).expect(rel);
+    let names = |s: &Scenario| -> Vec<String> {
+        super::scenario_files(s)
+            .iter()
+            .map(|p| {
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    };
+    assert_eq!(names(&load("exec/tun-probe.toml")), ["tun-probe.toml"]);
+    let steer = names(&load("tun-read/mq-steer-proto.toml"));
+    assert_eq!(steer[0], "mq-steer-proto.toml");
+    assert_eq!(
+        steer.len(),
+        3,
+        "scenario, capture, steering program: {steer:?}"
+    );
+    assert!(steer[2].ends_with(".o"), "{steer:?}");
+}
