@@ -49,14 +49,11 @@ impl TryFrom<ScenarioFile> for Scenario {
     }
 }
 
-/// The capture: every pipeline but `exec` reads one; `exec` reads none (its program
-/// makes the traffic, and its far side sends no capture of its own).
+/// The capture: every pipeline but `exec` reads one; for `exec` it is optional: the
+/// frames its far side sends the program's device when it first comes up
+/// (docs/exec.md#scenarios).
 fn input(f: &ScenarioFile) -> Result<std::path::PathBuf, String> {
     match (&f.input, f.pipeline) {
-        (Some(_), Pipeline::Exec) => Err(
-            "input: an exec scenario reads no capture (its far side sends none); remove input"
-                .into(),
-        ),
         (None, Pipeline::Exec) => Ok(Default::default()),
         (Some(i), _) => Ok(i.clone()),
         (None, _) => Err("missing field `input`".into()),

@@ -19,7 +19,9 @@
 //!
 //! Exactly one of `build` and `program`. `build` is resolved against the scenario's
 //! directory; `program` too when it holds a `/`, else it is looked up in PATH when run.
-//! An exec scenario has no `input`: its far side sends no capture of its own.
+//! `input` is optional: its Ethernet frames (for an IFF_TUN device, the IP packet after
+//! the Ethernet header) are what the far side transmits on the program's device, all in
+//! order, the first time a device of the program comes up (docs/exec.md#scenarios).
 
 use std::path::PathBuf;
 

@@ -81,10 +81,6 @@ fn bad_exec_scenarios_are_one_line_naming_the_key() {
         "progam",
     );
     refused(
-        &format!("{HEAD}input = \"a.pcap\"\n[exec]\nprogram = \"b\"\n"),
-        "input: an exec scenario reads no capture",
-    );
-    refused(
         &format!("{HEAD}[exec]\nprogram = \"b\"\n[device]\nkind = \"tun\"\n"),
         "[device] is not used by pipeline exec",
     );

@@ -4,8 +4,8 @@
 //! models ([`limits`]); a table the pipeline does not read is an error
 //! ([`Pipeline::tables`]). The `tap-gro` pipeline's `[gro]` section is documented in
 //! [`crate::gro::plan`].
-//! `pipeline = "exec"` runs a program instead of replaying a capture: no `input`, one
-//! `[exec]` table ([`ExecPlan`], `exec.rs`; docs/exec.md#scenarios).
+//! `pipeline = "exec"` runs a program instead of replaying a capture: `input` optional
+//! (frames the far side sends when the program's device comes up), one `[exec]` table ([`ExecPlan`], `exec.rs`; docs/exec.md#scenarios).
 //!
 //! ```toml
 //! description = "802.1Q tag spliced back after the MACs for a PI reader"
@@ -284,8 +284,8 @@ pub struct Scenario {
     /// `<area>/<stem>`, e.g. `tun-read/vlan-8021q-pi`: names the golden directory.
     pub name: String,
     pub description: String,
-    /// The input pcap, resolved against the scenario's directory (empty for `exec`,
-    /// which reads none).
+    /// The input pcap, resolved against the scenario's directory (empty for an `exec`
+    /// scenario without one).
     pub input: PathBuf,
     pub pipeline: Pipeline,
     pub profile: KernelProfile,

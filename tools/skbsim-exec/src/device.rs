@@ -17,8 +17,10 @@ use sim::tun::ioctl::iff_flags::{IFF_NO_PI, IFF_VNET_HDR};
 use sim::tun::ioctl::Caller;
 use sim::tun::{DeviceKind, TUN_PI_LEN};
 
+use crate::inject::{FarInput, Injected};
 use crate::loopback::link_flags;
 use crate::record::{Framing, StackSkb, WriteReport};
+use crate::stack::HEADROOM;
 use crate::{Errno, FileId, Ifa, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
 
 /// What is on the stack side of the simulated devices.
@@ -59,6 +61,10 @@ pub struct DeviceTun<F> {
     /// What the last write did, for the record.
     report: WriteReport,
     ipv4: BTreeMap<Vec<u8>, Ifa>,
+    /// The scenario's capture, sent when a device first comes up (crate::inject).
+    input: FarInput,
+    /// What the last link change sent, for the record.
+    injected: Vec<Injected>,
 }
 
 impl<F> fmt::Debug for DeviceTun<F> {
@@ -78,7 +84,15 @@ impl<F: FarSide> DeviceTun<F> {
             xmit_lost: 0,
             report: WriteReport::default(),
             ipv4: BTreeMap::new(),
+            input: FarInput::default(),
+            injected: Vec::new(),
         }
+    }
+
+    /// The far side sends `input` toward the program when a device first comes up.
+    pub fn with_input(mut self, input: FarInput) -> DeviceTun<F> {
+        self.input = input;
+        self
     }
 
     /// The devices and files as the program left them.
@@ -174,8 +188,34 @@ impl<F: FarSide> SimTun for DeviceTun<F> {
         self.host.close(f);
     }
 
+    /// SIOCSIFFLAGS / RTM_NEWLINK; the first time a device comes up, the far side sends
+    /// the scenario's capture on it through the path its answers take (dev_queue_xmit
+    /// -> tun_net_xmit -> the tx_ring: [`TunHost::xmit`]; crate::inject).
     fn set_link(&mut self, dev: &[u8], up: Option<bool>, mtu: Option<u32>) -> Result<(), Errno> {
-        self.host.set_link(dev, up, mtu)
+        let was = self.host.device(dev).map(|d| (d.up, d.kind));
+        self.host.set_link(dev, up, mtu)?;
+        let Some((was_up, kind)) = was else {
+            return Ok(());
+        };
+        for (data, protocol) in self.input.on_link_change(kind, was_up, up) {
+            let mut skb = SkBuff::from_frame(&data, HEADROOM, data.len());
+            skb.protocol = protocol;
+            let fate = self.host.xmit(dev, skb);
+            if !matches!(fate, XmitFate::Queued { .. }) {
+                self.xmit_lost += 1;
+            }
+            self.injected.push(Injected {
+                dev: dev.to_vec(),
+                kind,
+                data,
+                fate: Some(xmit_line(&fate)),
+            });
+        }
+        Ok(())
+    }
+
+    fn take_injected(&mut self) -> Vec<Injected> {
+        std::mem::take(&mut self.injected)
     }
 
     fn link(&self, dev: &[u8]) -> Option<LinkInfo> {

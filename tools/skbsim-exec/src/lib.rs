@@ -10,6 +10,7 @@
 mod device;
 mod devinet;
 mod filter;
+pub mod inject;
 mod ioctl;
 mod loopback;
 pub mod record;
@@ -25,6 +26,7 @@ use std::process::Command;
 
 pub use device::{DeviceTun, FarSide, Sink};
 pub use devinet::Ifa;
+pub use inject::{FarInput, Injected};
 pub use loopback::LoopbackTun;
 pub use record::{ExecRecord, Framing, Recorder, StackSkb, WriteReport};
 pub use sim::errno::Errno;
@@ -101,6 +103,11 @@ pub trait SimTun {
     /// queues change only inside its calls.
     fn wake_fd(&self, _f: FileId) -> Option<std::os::fd::BorrowedFd<'_>> {
         None
+    }
+    /// The frames the far side sent toward the program during the last
+    /// [`SimTun::set_link`] (the scenario's capture, [`inject`]), taken; for the record.
+    fn take_injected(&mut self) -> Vec<Injected> {
+        Vec::new()
     }
     /// The IPv4 address SIOCSIFADDR / SIOCSIFNETMASK gave the device named `dev`.
     fn ipv4(&self, dev: &[u8]) -> Option<Ifa>;

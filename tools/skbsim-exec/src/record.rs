@@ -17,6 +17,7 @@ use sim::trace::record::{Field, Part, Record, Value, HEADER};
 use sim::tun::ioctl::{cmd, BpfFd};
 use sim::tun::DeviceKind;
 
+use crate::inject::Injected;
 use crate::{Errno, FileId, Ifa, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
 
 /// An skb a write handed to the stack (netif_receive_skb, after GRO for IFF_NAPI).
@@ -63,6 +64,8 @@ pub enum Point {
     TunGetUser,
     /// What tun_put_user gave a read.
     TunPutUser,
+    /// What the far side sent on the device (the scenario's capture, crate::inject).
+    TunNetXmit,
 }
 
 impl Point {
@@ -70,6 +73,7 @@ impl Point {
         match self {
             Point::TunGetUser => "tun_get_user",
             Point::TunPutUser => "tun_put_user",
+            Point::TunNetXmit => "tun_net_xmit",
         }
     }
 }
@@ -309,6 +313,26 @@ impl<T: SimTun> Recorder<T> {
         });
     }
 
+    /// `inject: DEV -> LEN`: a frame the far side sent on the device (crate::inject):
+    /// its bytes, which both arms see, and the model's dev_queue_xmit fate.
+    fn injected(&mut self, i: Injected) {
+        let mut fields = vec![
+            Field::both("dev", name_text(&i.dev)),
+            Field::both("bytes", Value::Bytes(i.data.clone().into())),
+        ];
+        if let Some(fate) = i.fate {
+            fields.push(Field::model("fate", Value::text(fate)));
+        }
+        let len = Value::Int(i.data.len() as u64);
+        self.push("inject", arrow(name_text(&i.dev), len), fields);
+        let framing = Framing {
+            dev: i.dev,
+            kind: i.kind,
+            header: 0,
+        };
+        self.capture(Point::TunNetXmit, Some(framing), &i.data);
+    }
+
     fn link_change(
         &mut self,
         kind: &'static str,
@@ -433,6 +457,9 @@ impl<T: SimTun> SimTun for Recorder<T> {
             fields.push(Field::both("mtu", Value::Int(u64::from(m))));
         }
         self.link_change("link", dev, &r, fields);
+        for i in self.inner.take_injected() {
+            self.injected(i);
+        }
         r
     }
 
@@ -467,6 +494,10 @@ impl<T: SimTun> SimTun for Recorder<T> {
 
     fn take_write_report(&mut self) -> WriteReport {
         self.inner.take_write_report()
+    }
+
+    fn take_injected(&mut self) -> Vec<Injected> {
+        self.inner.take_injected()
     }
 
     fn framing(&self, f: FileId) -> Option<Framing> {

@@ -39,7 +39,7 @@ pub const UDP_ECHO_PORT: u16 = 7;
 /// TCP port whose connection's bytes are sent back (RFC 862 echo).
 pub const TCP_ECHO_PORT: u16 = 7;
 /// Headroom of the skbs the stack transmits (LL_RESERVED_SPACE-like; any value works).
-const HEADROOM: usize = 64;
+pub(crate) const HEADROOM: usize = 64;
 
 /// In-memory frames between the device model and one smoltcp interface.
 #[derive(Debug)]

@@ -146,8 +146,10 @@ fn run_tap(
         .map(|c| (c.address().into(), c.prefix_len()))
         .collect();
     let record = outputs.wanted();
-    let ran = skbsim_kernel::Netns::run(move |_ns| Ok(run_on(TapTun::new(far)?, cmd, record)))
-        .map_err(|e| CliError(format!("exec --backend tap: {e}")))?;
+    let ran = skbsim_kernel::Netns::run(move |_ns| {
+        Ok(run_on(TapTun::new(far, Default::default())?, cmd, record))
+    })
+    .map_err(|e| CliError(format!("exec --backend tap: {e}")))?;
     let (code, rec) = ran.map_err(|e| CliError(format!("exec: {e}")))?;
     if let Some(rec) = rec {
         outputs.write(&header(args, "tap"), &rec)?;

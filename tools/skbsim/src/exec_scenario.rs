@@ -24,8 +24,8 @@ use sim::tun::ioctl::Caller;
 use sim::tun::DeviceKind;
 use skbsim_exec::record::{Captured, Point};
 use skbsim_exec::{
-    parse_cidr, DeviceTun, ExecError, ExecRecord, IpCidr, LoopbackTun, Recorder, SimTun, Sink,
-    Stack,
+    parse_cidr, DeviceTun, ExecError, ExecRecord, FarInput, IpCidr, LoopbackTun, Recorder, SimTun,
+    Sink, Stack,
 };
 
 use crate::cli_error::CliError;
@@ -109,16 +109,17 @@ fn sim_contained(
     profile: KernelProfile,
     side: ExecFarSide,
     addrs: Vec<IpCidr>,
+    input: FarInput,
     cmd: Command,
 ) -> Result<Result<(i32, Option<ExecRecord>), ExecError>, CliError> {
     let run = move || match side {
         ExecFarSide::Stack => run_on(
-            DeviceTun::new(profile, caller(), Stack::new(addrs)),
+            DeviceTun::new(profile, caller(), Stack::new(addrs)).with_input(input),
             cmd,
             true,
         ),
         ExecFarSide::Sink => run_on(
-            DeviceTun::new(profile, caller(), Sink::default()),
+            DeviceTun::new(profile, caller(), Sink::default()).with_input(input),
             cmd,
             true,
         ),
@@ -141,6 +142,7 @@ pub fn run(s: &Scenario, backend: Backend) -> Result<ScenarioOutput, CliError> {
         .as_ref()
         .ok_or_else(|| CliError(format!("{}: pipeline exec needs [exec]", s.path.display())))?;
     let addrs = far_addrs(&plan.far_addr, "exec.far_addr:")?;
+    let input = far_input(s, plan)?;
     let built = tempfile::tempdir()
         .map_err(|e| CliError(format!("cannot make a directory to build in: {e}")))?;
     let program = program(plan, built.path())?;
@@ -151,13 +153,13 @@ pub fn run(s: &Scenario, backend: Backend) -> Result<ScenarioOutput, CliError> {
         .stderr(Stdio::null());
     let profile = s.profile;
     let (code, rec) = match (backend, plan.far_side) {
-        (Backend::Sim, side) => sim_contained(profile, side, addrs, cmd)?,
+        (Backend::Sim, side) => sim_contained(profile, side, addrs, input, cmd)?,
         (Backend::Tap, ExecFarSide::Stack) => {
             let far: Vec<(std::net::IpAddr, u8)> = addrs
                 .iter()
                 .map(|c| (c.address().into(), c.prefix_len()))
                 .collect();
-            skbsim_kernel::Netns::run(move |_ns| Ok(run_on(TapTun::new(far)?, cmd, true)))
+            skbsim_kernel::Netns::run(move |_ns| Ok(run_on(TapTun::new(far, input)?, cmd, true)))
                 .map_err(|e| CliError(format!("exec on a real tap: {e}")))?
         }
         (Backend::Tap, side) => {
@@ -193,6 +195,25 @@ pub fn run(s: &Scenario, backend: Backend) -> Result<ScenarioOutput, CliError> {
         notes: Vec::new(),
         records,
     })
+}
+
+/// The scenario's `input`, if it names one: its Ethernet frames (LINKTYPE_ETHERNET
+/// only: they are sent as they are), which the far side sends when the program's
+/// device first comes up (skbsim_exec::inject). The loopback far side has no stack to
+/// send them.
+fn far_input(s: &Scenario, plan: &ExecPlan) -> Result<FarInput, CliError> {
+    if s.input.as_os_str().is_empty() {
+        return Ok(FarInput::default());
+    }
+    if plan.far_side == ExecFarSide::Loopback {
+        return Err(CliError(format!(
+            "{}: input: the loopback far side sends no capture; use far_side = \"stack\" or \"sink\"",
+            s.path.display()
+        )));
+    }
+    let frames = sim::pcap::read_all(&s.input)
+        .map_err(|e| CliError(format!("{}: input: {e}", s.path.display())))?;
+    Ok(FarInput::new(frames.into_iter().map(|f| f.data).collect()))
 }
 
 /// `exit: N`: how the program ended (its exit code, or 128 + the signal), which both

@@ -23,7 +23,8 @@ use sim::tun::ioctl::iff_flags::{IFF_NO_PI, IFF_TAP, IFF_VNET_HDR};
 use sim::tun::ioctl::{cmd, IoctlAnswer, IoctlArg};
 use sim::tun::{DeviceKind, TUN_PI_LEN};
 use skbsim_exec::{
-    Errno, FileId, Framing, Ifa, LinkInfo, Readiness, SimTun, StackSkb, WriteReport,
+    Errno, FarInput, FileId, Framing, Ifa, Injected, LinkInfo, Readiness, SimTun, StackSkb,
+    WriteReport,
 };
 use skbsim_kernel::packet::pkttype;
 use skbsim_kernel::tun_ioctl::TunProbe;
@@ -49,6 +50,9 @@ pub struct TapTun {
     ipv4: BTreeMap<Vec<u8>, Ifa>,
     far_addrs: Vec<(IpAddr, u8)>,
     report: WriteReport,
+    /// The scenario's capture, sent when a device first comes up (skbsim_exec::inject).
+    input: FarInput,
+    injected: Vec<Injected>,
 }
 
 fn errno_of(e: &KernelError) -> Errno {
@@ -62,7 +66,8 @@ fn io_errno(e: &std::io::Error) -> Errno {
 impl TapTun {
     /// Must be made on a thread in a private namespace (skbsim_kernel::Netns::run): every
     /// file and device lives there.
-    pub fn new(far_addrs: Vec<(IpAddr, u8)>) -> Result<TapTun, KernelError> {
+    /// `input`: what the far side sends when a device first comes up.
+    pub fn new(far_addrs: Vec<(IpAddr, u8)>, input: FarInput) -> Result<TapTun, KernelError> {
         Ok(TapTun {
             probe: RefCell::new(TunProbe::new()),
             rtnl: RefCell::new(Rtnl::new()?),
@@ -71,6 +76,8 @@ impl TapTun {
             ipv4: BTreeMap::new(),
             far_addrs,
             report: WriteReport::default(),
+            input,
+            injected: Vec::new(),
         })
     }
 
@@ -105,6 +112,55 @@ impl TapTun {
         seen.set_timeout(Some(Duration::ZERO));
         self.devs.insert(name.to_vec(), Dev { ifindex, seen });
         Ok(())
+    }
+
+    /// The first time a device comes up: the scenario's capture sent out of it from the
+    /// stack side (an AF_PACKET socket bound to it, sendto with sll_protocol the frame's
+    /// type: packet_snd -> dev_queue_xmit -> tun_net_xmit), before the supervisor
+    /// answers the request, so before the program's next operation
+    /// ([`FarInput::on_link_change`]). A send error is the frame's fate.
+    fn inject(&mut self, dev: &[u8], was_up: bool, up: Option<bool>) {
+        let Some(kind) = self.kind_of(dev) else {
+            return;
+        };
+        let Some(ifindex) = self.devs.get(dev).map(|d| d.ifindex) else {
+            return;
+        };
+        let frames = self.input.on_link_change(kind, was_up, up);
+        if frames.is_empty() {
+            return;
+        }
+        // A fresh socket: `seen` was bound while the device was down, which left
+        // ENETDOWN pending on it (af_packet.c: packet_do_bind), and the first send would
+        // return that instead.
+        let sock = PacketSocket::bind(ifindex);
+        for (data, protocol) in frames {
+            let fate = match &sock {
+                Ok(s) => s
+                    .send_with_protocol(&data, protocol)
+                    .err()
+                    .map(|e| e.to_string()),
+                Err(e) => Some(e.to_string()),
+            }
+            .map(|e| format!("not sent: {e}"));
+            self.injected.push(Injected {
+                dev: dev.to_vec(),
+                kind,
+                data,
+                fate,
+            });
+        }
+    }
+
+    /// Tap or tun, by the link's kind of address (a tap has a MAC).
+    fn kind_of(&self, dev: &[u8]) -> Option<DeviceKind> {
+        let ifindex = self.devs.get(dev)?.ifindex;
+        let link = self.rtnl.borrow_mut().link(ifindex).ok()?;
+        Some(if link.address.is_some_and(|a| a.len() == 6) {
+            DeviceKind::Tap
+        } else {
+            DeviceKind::Tun
+        })
     }
 
     fn dev_of(&self, f: FileId) -> Option<(Vec<u8>, u16)> {
@@ -207,10 +263,19 @@ impl SimTun for TapTun {
         if let Some(m) = mtu {
             rtnl.set_mtu(ifindex, m).map_err(|e| errno_of(&e))?;
         }
+        // IFF_UP (include/uapi/linux/if.h) in ifi_flags.
+        let was_up = rtnl.link(ifindex).is_ok_and(|l| l.flags & 0x1 != 0);
         if let Some(u) = up {
             rtnl.set_up(ifindex, u).map_err(|e| errno_of(&e))?;
         }
+        drop(rtnl);
+        self.inject(dev, was_up, up);
         Ok(())
+    }
+
+    /// The capture's frames the last link change sent ([`TapTun::inject`]).
+    fn take_injected(&mut self) -> Vec<Injected> {
+        std::mem::take(&mut self.injected)
     }
 
     fn link(&self, dev: &[u8]) -> Option<LinkInfo> {
