@@ -220,38 +220,7 @@ pub(crate) fn call<E: XdpEnv + ?Sized>(id: u32, m: &mut Machine<'_, E>) -> Resul
                 MAP_VALUE_ADDR + u64::from(idx) * MAP_VALUE_STRIDE + o
             }))
         }
-        FUNC_MAP_UPDATE_ELEM | FUNC_MAP_DELETE_ELEM => {
-            let idx = map_arg(m, id)?;
-            if map_type(m, idx).is_some_and(MapType::is_devmap) {
-                return Err(arg_err(
-                    id,
-                    "devmaps can only be read and redirected to from a program",
-                ));
-            }
-            let mut kb = [0; MAX_KEY_SIZE as usize];
-            let key = key_arg(m, idx, 2, &mut kb)?;
-            let res = if id == FUNC_MAP_UPDATE_ELEM {
-                let vs = m
-                    .env
-                    .maps()
-                    .get(idx)
-                    .map_or(0, |map| map.spec().value_size as usize);
-                let mut value = vec![0; vs];
-                m.read_into(m.regs[3], &mut value)?;
-                let flags = m.regs[4];
-                m.env
-                    .maps()
-                    .get_mut(idx)
-                    .map(|map| map.update(key, &value, flags))
-            } else {
-                m.env.maps().get_mut(idx).map(|map| map.delete(key))
-            };
-            Ok(match res {
-                Some(Ok(())) => 0,
-                Some(Err(e)) => neg(e.errno()),
-                None => neg(EINVAL),
-            })
-        }
+        FUNC_MAP_UPDATE_ELEM | FUNC_MAP_DELETE_ELEM => map_update_or_delete(m, id),
         FUNC_KTIME_GET_NS => Ok(m.env.ktime_get_ns()),
         FUNC_GET_PRANDOM_U32 => Ok(u64::from(m.env.get_prandom_u32())),
         FUNC_GET_SMP_PROCESSOR_ID => Ok(0),
@@ -287,6 +256,45 @@ pub(crate) fn call<E: XdpEnv + ?Sized>(id: u32, m: &mut Machine<'_, E>) -> Resul
         }
         _ => Err(arg_err(id, "unsupported helper")),
     }
+}
+
+/// bpf_map_update_elem(map, key, value, flags) / bpf_map_delete_elem(map, key): 0 or
+/// the map's -errno. A devmap is read-only from a program (kernel/bpf/verifier.c:
+/// check_map_func_compatibility allows only lookup and redirect_map on it).
+fn map_update_or_delete<E: XdpEnv + ?Sized>(
+    m: &mut Machine<'_, E>,
+    id: u32,
+) -> Result<u64, BpfError> {
+    let idx = map_arg(m, id)?;
+    if map_type(m, idx).is_some_and(MapType::is_devmap) {
+        return Err(arg_err(
+            id,
+            "devmaps can only be read and redirected to from a program",
+        ));
+    }
+    let mut kb = [0; MAX_KEY_SIZE as usize];
+    let key = key_arg(m, idx, 2, &mut kb)?;
+    let res = if id == FUNC_MAP_UPDATE_ELEM {
+        let vs = m
+            .env
+            .maps()
+            .get(idx)
+            .map_or(0, |map| map.spec().value_size as usize);
+        let mut value = vec![0; vs];
+        m.read_into(m.regs[3], &mut value)?;
+        let flags = m.regs[4];
+        m.env
+            .maps()
+            .get_mut(idx)
+            .map(|map| map.update(key, &value, flags))
+    } else {
+        m.env.maps().get_mut(idx).map(|map| map.delete(key))
+    };
+    Ok(match res {
+        Some(Ok(())) => 0,
+        Some(Err(e)) => neg(e.errno()),
+        None => neg(EINVAL),
+    })
 }
 
 /// bpf_skb_load_bytes(skb, offset, to, len): `len` bytes from `skb->data + offset` to

@@ -307,6 +307,13 @@ impl<R: Read> PcapReader<R> {
             r.read_shb(true)?;
             return Ok(r);
         }
+        r.read_classic_header(le, magic)
+    }
+
+    /// The rest of a classic pcap global header after its magic (`le`, read
+    /// little-endian): byte order, timestamp units, version, snaplen and link type.
+    fn read_classic_header(self, le: u32, magic: [u8; 4]) -> Result<Self, PcapError> {
+        let mut r = self;
         let (be, nanos, rec_len) = match le {
             MAGIC_US => (false, false, 16),
             MAGIC_NS => (false, true, 16),
@@ -350,7 +357,7 @@ impl<R: Read> PcapReader<R> {
         };
         // The top bits carry an FCS length (pcap-savefile(5): LT_FCS_LENGTH_PRESENT).
         let link_type = lt_field & 0x03ff_ffff;
-        if let Some(e) = policy.refuse(link_type, &r.path, None) {
+        if let Some(e) = r.policy.refuse(link_type, &r.path, None) {
             return Err(e);
         }
         if lt_field & 0x0400_0000 != 0 {

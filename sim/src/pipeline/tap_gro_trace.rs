@@ -167,3 +167,64 @@ pub fn run_records(sc: &Scenario, run: &TapGroRun) -> Vec<Record<'static>> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_block_and_the_kernel_s_view_of_the_same_skb_compare_equal() {
+        use crate::gro::plan::GroPlan;
+        use crate::pipeline::tap_gro::TapGroRun;
+        use crate::profile::LINUX_6_18;
+        use crate::trace::gro_observed::ObservedSkb;
+        use crate::trace::record::Record;
+        use crate::trace::record_diff::first_record_divergence;
+        use crate::wire::virtio_net_hdr::VirtioNetHdrRepr;
+        use crate::wire::virtio_net_hdr::{VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4};
+        // Ten 1400-byte segments held by a 1 ms gro_flush_timeout merge into one skb.
+        let plan = GroPlan {
+            burst: 1,
+            flush_timeout_ns: 1_000_000,
+            ..GroPlan::defaults(&LINUX_6_18.gro)
+        };
+        let mut r = TapGroRun::new(&LINUX_6_18, &plan);
+        for (i, f) in crate::gro::frames::Tcp4::default()
+            .stream(10)
+            .into_iter()
+            .enumerate()
+        {
+            r.write(i as u64, 1_000_000_000 + i as u64 * 1000, f);
+        }
+        r.finish();
+        let d = &r.delivered[0];
+        let model = [delivered_record(0, d)];
+        // What tcp_gro_complete and virtio_net_hdr_from_skb give a packet socket:
+        // TCPV4, gso_size 1400, NEEDS_CSUM at the TCP header (34, checksum at 16).
+        let seen = ObservedSkb {
+            bytes: d.skb.to_vec(),
+            vnet: Some(VirtioNetHdrRepr {
+                flags: VIRTIO_NET_HDR_F_NEEDS_CSUM,
+                gso_type: VIRTIO_NET_HDR_GSO_TCPV4,
+                hdr_len: d.skb.headlen() as u16,
+                gso_size: 1400,
+                csum_start: 34,
+                csum_offset: 16,
+                ..VirtioNetHdrRepr::default()
+            }),
+            ..ObservedSkb::default()
+        };
+        let real = |s: &ObservedSkb| [crate::trace::gro_observed::skb_record(0, s, &[])];
+        let cmp = |r: &[Record<'static>]| first_record_divergence(&model, r);
+        assert_eq!(cmp(&real(&seen)), None, "{model:?}");
+        let mut t = String::new();
+        real(&seen)[0].write_block(&mut t);
+        assert!(t.contains("  gso: TCPV4 size 1400 segs 10\n"), "{t}");
+        let mut other = seen.clone();
+        other.vnet.as_mut().unwrap().csum_start = 54;
+        assert_eq!(
+            cmp(&real(&other)).map(|d| d.field),
+            Some("csum".to_string())
+        );
+    }
+}

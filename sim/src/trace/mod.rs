@@ -8,7 +8,7 @@
 //! Every block is built once as data, a [`record::Record`] of named fields each marked
 //! with who can see it ([`record::Seen`]); the text, the JSON lines, the capture's packet
 //! comments and the comparison of two arms ([`record_diff`]) all come from it. The
-//! pipelines build their records (`crate::pipeline::*_trace`); a trace that exists only
+//! pipelines build their records (in their `*_trace` modules); a trace that exists only
 //! as text (a golden, a lab guest's) is compared by [`diff`], the one comparison engine.
 
 pub mod diff;

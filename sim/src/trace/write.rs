@@ -1,5 +1,5 @@
 //! What tap-write's and vhost-tx's records say about an XDP run and a frame's fate
-//! (the records themselves: `crate::pipeline::tap_write_trace`).
+//! (the records themselves are built by the tap-write pipeline's `tap_write_trace`).
 
 use std::fmt::Write as _;
 

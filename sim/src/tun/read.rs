@@ -186,74 +186,23 @@ impl TunDevice {
             0
         };
         let mut pos = 0;
-
-        // docs/tun-read.md#pi: the PI. Written before the vnet checks, so it stays in the
-        // buffer even when the vnet area then fails with -EINVAL.
         if !self.config.no_pi {
-            if buf.len() < TUN_PI_LEN {
+            let Some(n) = Self::put_pi(skb, buf, rules, vnet_hdr_sz + vlan_hlen, &mut out) else {
                 return out;
-            }
-            let strip = match rules.strip {
-                StripRule::BufferShorterThanTotal => {
-                    buf.len() < TUN_PI_LEN + vnet_hdr_sz + skb.len() + vlan_hlen
-                }
-                StripRule::BufferMinusPiShorterThanSkbLen => buf.len() - TUN_PI_LEN < skb.len(),
             };
-            let flags = if strip { TUN_PKT_STRIP } else { 0 };
-            // flags is a host-order __u16 (x86: little-endian); proto is __be16.
-            let mut pi = TunPi::new_unchecked(&mut buf[..TUN_PI_LEN]);
-            pi.set_flags(flags);
-            pi.set_proto(skb.protocol);
-            skb.ops.bytes_copied_to_user += TUN_PI_LEN as u64;
-            out.pi = Some((flags, skb.protocol));
-            pos = TUN_PI_LEN;
+            pos = n;
         }
-
-        // docs/tun-read.md#vnet-fields, docs/tun-read.md#vnet-tunnel,
-        // docs/tun-read.md#vnet-area: the vnet area.
         if vnet_hdr_sz > 0 {
-            if buf.len() - pos < vnet_hdr_sz {
+            if !self.put_vnet(
+                skb,
+                &mut buf[pos..],
+                rules,
+                vnet_hdr_sz,
+                vlan_hlen,
+                &mut out,
+            ) {
                 return out;
             }
-            // docs/tun-read.md#vnet-tunnel: with NETIF_F_GSO_UDP_TUNNEL the device
-            // writes the 24-byte header (tun_vnet_parse_size), tunnel skb or not.
-            let tnl = self.config.offloads.udp_tunnel_gso;
-            let Ok(hdr) = vnet_hdr_tnl_from_skb(skb, vlan_hlen, rules, tnl) else {
-                return out;
-            };
-            let endian = if !rules.vnet_endian_selectable || is_udp_tunnel(skb) {
-                // virtio_net_hdr_tnl_from_skb derives a tunnel skb's header with
-                // little_endian = true.
-                super::VnetEndian::Little
-            } else {
-                self.config.vnet_endian
-            };
-            let layout = if tnl {
-                VnetHdrLayout::HashTunnel
-            } else {
-                VnetHdrLayout::Basic
-            };
-            let parsed = layout.header_len();
-            // The padding rule is the profile's, so only the real bytes are emitted here.
-            let n = parsed.min(buf.len() - pos);
-            let mut real = [0u8; VIRTIO_NET_HDR_TUNNEL_LEN];
-            if hdr.emit_padded(&mut real, parsed, layout, endian).is_err() {
-                return out;
-            }
-            buf[pos..pos + n].copy_from_slice(&real[..n]);
-            skb.ops.bytes_copied_to_user += n as u64;
-            if vnet_hdr_sz < parsed {
-                // __tun_vnet_hdr_put: iov_iter_zero(sz - parsed_size) wraps to a huge
-                // count, zeroes the rest of the buffer and falls short: -EFAULT.
-                buf[pos + n..].fill(0);
-                out.result = Err(Errno::EFAULT);
-                return out;
-            }
-            if rules.vnet_pad_zero {
-                // iov_iter_zero since 4adf74971018 (v6.15); before, iov_iter_advance.
-                buf[pos + parsed..pos + vnet_hdr_sz].fill(0);
-            }
-            out.vnet = Some((hdr, vnet_hdr_sz));
             pos += vnet_hdr_sz;
         }
 
@@ -290,6 +239,90 @@ impl TunDevice {
             }
         }
         out
+    }
+
+    /// docs/tun-read.md#pi: the PI. Written before the vnet checks, so it stays in the
+    /// buffer even when the vnet area then fails with -EINVAL. `extra` is the vnet area
+    /// and the tag the STRIP rule counts. None: -EINVAL (the buffer cannot hold the PI).
+    fn put_pi(
+        skb: &mut SkBuff,
+        buf: &mut [u8],
+        rules: &TunReadRules,
+        extra: usize,
+        out: &mut ReadOutcome,
+    ) -> Option<usize> {
+        if buf.len() < TUN_PI_LEN {
+            return None;
+        }
+        let strip = match rules.strip {
+            StripRule::BufferShorterThanTotal => buf.len() < TUN_PI_LEN + extra + skb.len(),
+            StripRule::BufferMinusPiShorterThanSkbLen => buf.len() - TUN_PI_LEN < skb.len(),
+        };
+        let flags = if strip { TUN_PKT_STRIP } else { 0 };
+        // flags is a host-order __u16 (x86: little-endian); proto is __be16.
+        let mut pi = TunPi::new_unchecked(&mut buf[..TUN_PI_LEN]);
+        pi.set_flags(flags);
+        pi.set_proto(skb.protocol);
+        skb.ops.bytes_copied_to_user += TUN_PI_LEN as u64;
+        out.pi = Some((flags, skb.protocol));
+        Some(TUN_PI_LEN)
+    }
+
+    /// docs/tun-read.md#vnet-fields, docs/tun-read.md#vnet-tunnel,
+    /// docs/tun-read.md#vnet-area: the vnet area at the start of `buf`. False: the read
+    /// ends with `out` as it stands (-EINVAL, or -EFAULT set here).
+    fn put_vnet(
+        &self,
+        skb: &mut SkBuff,
+        buf: &mut [u8],
+        rules: &TunReadRules,
+        vnet_hdr_sz: usize,
+        vlan_hlen: usize,
+        out: &mut ReadOutcome,
+    ) -> bool {
+        if buf.len() < vnet_hdr_sz {
+            return false;
+        }
+        // docs/tun-read.md#vnet-tunnel: with NETIF_F_GSO_UDP_TUNNEL the device
+        // writes the 24-byte header (tun_vnet_parse_size), tunnel skb or not.
+        let tnl = self.config.offloads.udp_tunnel_gso;
+        let Ok(hdr) = vnet_hdr_tnl_from_skb(skb, vlan_hlen, rules, tnl) else {
+            return false;
+        };
+        let endian = if !rules.vnet_endian_selectable || is_udp_tunnel(skb) {
+            // virtio_net_hdr_tnl_from_skb derives a tunnel skb's header with
+            // little_endian = true.
+            super::VnetEndian::Little
+        } else {
+            self.config.vnet_endian
+        };
+        let layout = if tnl {
+            VnetHdrLayout::HashTunnel
+        } else {
+            VnetHdrLayout::Basic
+        };
+        let parsed = layout.header_len();
+        // The padding rule is the profile's, so only the real bytes are emitted here.
+        let n = parsed.min(buf.len());
+        let mut real = [0u8; VIRTIO_NET_HDR_TUNNEL_LEN];
+        if hdr.emit_padded(&mut real, parsed, layout, endian).is_err() {
+            return false;
+        }
+        buf[..n].copy_from_slice(&real[..n]);
+        skb.ops.bytes_copied_to_user += n as u64;
+        if vnet_hdr_sz < parsed {
+            // __tun_vnet_hdr_put: iov_iter_zero(sz - parsed_size) wraps to a huge
+            // count, zeroes the rest of the buffer and falls short: -EFAULT.
+            buf[n..].fill(0);
+            out.result = Err(Errno::EFAULT);
+            return false;
+        }
+        if rules.vnet_pad_zero {
+            // iov_iter_zero since 4adf74971018 (v6.15); before, iov_iter_advance.
+            buf[parsed..vnet_hdr_sz].fill(0);
+        }
+        out.vnet = Some((hdr, vnet_hdr_sz));
+        true
     }
 
     /// The frame copy of tun_put_user: untagged, the whole skb; tagged, the two MACs,

@@ -190,14 +190,48 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
     let mut t = String::new();
     let input = std::path::absolute(&a.input)
         .map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
-    let q = |s: &str| format!("{s:?}");
     let _ = writeln!(t, "description = \"ad-hoc replay\"");
-    let _ = writeln!(t, "input = {}", q(&input.to_string_lossy()));
-    let _ = writeln!(t, "pipeline = {}", q(&a.pipeline));
-    let _ = writeln!(t, "profile = {}", q(&a.profile));
+    let _ = writeln!(t, "input = {}", quoted(&input.to_string_lossy()));
+    let _ = writeln!(t, "pipeline = {}", quoted(&a.pipeline));
+    let _ = writeln!(t, "profile = {}", quoted(&a.profile));
     if let Some(attach) = &a.attach {
-        let _ = writeln!(t, "attach = {}", q(attach));
+        let _ = writeln!(t, "attach = {}", quoted(attach));
     }
+    table(&mut t, "device", &device_table(a));
+    if !a.buffers.is_empty() {
+        let b: Vec<String> = a.buffers.iter().map(|b| b.to_string()).collect();
+        let _ = writeln!(t, "[reader]\nbuffers = [{}]", b.join(", "));
+    }
+    table(&mut t, "skb", &skb_table(a));
+    if a.pipeline == "vhost-tx" || a.guest_hdr_len.is_some() || a.guest_fill.is_some() {
+        // A guest with defaults unless told: the table vhost-tx needs (written even empty).
+        let _ = write!(t, "[vhost]\n{}", vhost_table(a)?);
+    }
+    table(&mut t, "gro", &gro_table(a));
+    let mut link = String::new();
+    if let Some(m) = &a.src_mac {
+        let _ = writeln!(link, "src_mac = {}", quoted(m));
+    }
+    if let Some(m) = &a.dst_mac {
+        let _ = writeln!(link, "dst_mac = {}", quoted(m));
+    }
+    table(&mut t, "link", &link);
+    Ok(t)
+}
+
+/// A TOML basic string (Rust's Debug quoting escapes the same characters TOML needs).
+fn quoted(s: &str) -> String {
+    format!("{s:?}")
+}
+
+/// `[name]` and its keys, when it has any.
+fn table(t: &mut String, name: &str, keys: &str) {
+    if !keys.is_empty() {
+        let _ = write!(t, "[{name}]\n{keys}");
+    }
+}
+
+fn device_table(a: &ReplayArgs) -> String {
     let mut device = String::new();
     if a.tun {
         let _ = writeln!(device, "kind = \"tun\"");
@@ -219,58 +253,54 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
         );
     }
     if !a.offloads.is_empty() {
-        let offloads: Vec<String> = a.offloads.iter().map(|o| q(o)).collect();
+        let offloads: Vec<String> = a.offloads.iter().map(|o| quoted(o)).collect();
         let _ = writeln!(device, "offloads = [{}]", offloads.join(", "));
     }
-    if !device.is_empty() {
-        let _ = write!(t, "[device]\n{device}");
-    }
-    if !a.buffers.is_empty() {
-        let b: Vec<String> = a.buffers.iter().map(|b| b.to_string()).collect();
-        let _ = writeln!(t, "[reader]\nbuffers = [{}]", b.join(", "));
-    }
+    device
+}
+
+fn skb_table(a: &ReplayArgs) -> String {
     let mut skb = String::new();
     if a.inband_vlan {
         let _ = writeln!(skb, "vlan = \"inband\"");
     }
     if a.checksum != "none" {
-        let _ = writeln!(skb, "checksum = {}", q(&a.checksum));
+        let _ = writeln!(skb, "checksum = {}", quoted(&a.checksum));
     }
     if a.gso != "none" {
-        let _ = writeln!(skb, "gso = {}", q(&a.gso));
+        let _ = writeln!(skb, "gso = {}", quoted(&a.gso));
     }
     if a.gso_size > 0 {
         let _ = writeln!(skb, "gso_size = {}", a.gso_size);
     }
-    if !skb.is_empty() {
-        let _ = write!(t, "[skb]\n{skb}");
+    skb
+}
+
+fn vhost_table(a: &ReplayArgs) -> Result<String, CliError> {
+    let mut vhost = String::new();
+    if let Some(h) = a.guest_hdr_len {
+        let _ = writeln!(vhost, "hdr_len = {h}");
     }
-    if a.pipeline == "vhost-tx" || a.guest_hdr_len.is_some() || a.guest_fill.is_some() {
-        // A guest with defaults unless told: the table vhost-tx needs.
-        let _ = writeln!(t, "[vhost]");
-        if let Some(h) = a.guest_hdr_len {
-            let _ = writeln!(t, "hdr_len = {h}");
+    match a.guest_fill.as_deref() {
+        None => {}
+        Some(fill @ ("all" | "trickle")) => {
+            let _ = writeln!(vhost, "fill = {}", quoted(fill));
         }
-        match a.guest_fill.as_deref() {
-            None => {}
-            Some("all") => {
-                let _ = writeln!(t, "fill = \"all\"");
+        Some(other) => match other.strip_prefix("burst:").map(str::parse::<usize>) {
+            Some(Ok(n)) => {
+                let _ = writeln!(vhost, "fill = \"burst\"\nburst = {n}");
             }
-            Some("trickle") => {
-                let _ = writeln!(t, "fill = \"trickle\"");
+            _ => {
+                return Err(CliError(format!(
+                    "--guest-fill {other}: expected all, burst:N or trickle"
+                )))
             }
-            Some(other) => match other.strip_prefix("burst:").map(str::parse::<usize>) {
-                Some(Ok(n)) => {
-                    let _ = writeln!(t, "fill = \"burst\"\nburst = {n}");
-                }
-                _ => {
-                    return Err(CliError(format!(
-                        "--guest-fill {other}: expected all, burst:N or trickle"
-                    )))
-                }
-            },
-        }
+        },
     }
+    Ok(vhost)
+}
+
+fn gro_table(a: &ReplayArgs) -> String {
     let mut gro = String::new();
     if let Some(b) = a.gro_burst {
         let _ = writeln!(gro, "burst = {b}");
@@ -295,19 +325,7 @@ fn scenario_toml(a: &ReplayArgs) -> Result<String, CliError> {
     if a.rx_gro_list {
         let _ = writeln!(gro, "rx_gro_list = true");
     }
-    if !gro.is_empty() {
-        let _ = write!(t, "[gro]\n{gro}");
-    }
-    if a.src_mac.is_some() || a.dst_mac.is_some() {
-        let _ = writeln!(t, "[link]");
-        if let Some(m) = &a.src_mac {
-            let _ = writeln!(t, "src_mac = {}", q(m));
-        }
-        if let Some(m) = &a.dst_mac {
-            let _ = writeln!(t, "dst_mac = {}", q(m));
-        }
-    }
-    Ok(t)
+    gro
 }
 
 /// A writer for what the user named ("-" is stdout), written through (see [`Output`]).

@@ -369,25 +369,7 @@ impl<R: Read> PcapReader<R> {
                 (id, Some(ts), rd32(h, 20, be), rd32(h, 24, be))
             }
         };
-        let Some(&iface) = self.ng.ifaces.get(if_id as usize) else {
-            let has = match self.ng.ifaces.len() {
-                0 => "no interface description block".to_string(),
-                1 => "only 1 interface description block (interface 0)".to_string(),
-                n => format!(
-                    "only {n} interface description blocks (interfaces 0 to {})",
-                    n - 1
-                ),
-            };
-            return Err(self.malformed(
-                offset,
-                format!("{name} refers to interface {if_id} but the section has {has}"),
-            ));
-        };
-        if iface.refused {
-            if let Some(e) = self.policy.refuse(iface.link_type, &self.path, Some(if_id)) {
-                return Err(e);
-            }
-        }
+        let iface = self.ng_iface(if_id, name, offset)?;
         let caplen = if units.is_none() {
             // SPB: the data fills the block, cut to the packet and the snaplen.
             let mut c = orig_len.min(blen - 16);
@@ -398,21 +380,7 @@ impl<R: Read> PcapReader<R> {
         } else {
             caplen
         };
-        if caplen > MAX_CAPLEN || (iface.snaplen != 0 && caplen > iface.snaplen) {
-            let (limit, limit_name) = if caplen > MAX_CAPLEN {
-                (MAX_CAPLEN, "256 KiB sanity limit")
-            } else {
-                (iface.snaplen, "interface's snaplen")
-            };
-            return Err(PcapError::CaplenTooLarge {
-                path: self.path.clone(),
-                offset,
-                frame,
-                caplen,
-                limit,
-                limit_name,
-            });
-        }
+        self.ng_check_caplen(caplen, iface.snaplen, offset, frame)?;
         let padded = (caplen as usize + 3) & !3;
         if fixed + padded + 4 > blen as usize {
             return Err(self.malformed(
@@ -439,6 +407,56 @@ impl<R: Read> PcapReader<R> {
             interface: if_id,
             comment,
         })
+    }
+
+    /// The interface a packet block names, refused when its link type is (per policy).
+    fn ng_iface(&self, if_id: u32, name: &str, offset: u64) -> Result<Iface, PcapError> {
+        let Some(&iface) = self.ng.ifaces.get(if_id as usize) else {
+            let has = match self.ng.ifaces.len() {
+                0 => "no interface description block".to_string(),
+                1 => "only 1 interface description block (interface 0)".to_string(),
+                n => format!(
+                    "only {n} interface description blocks (interfaces 0 to {})",
+                    n - 1
+                ),
+            };
+            return Err(self.malformed(
+                offset,
+                format!("{name} refers to interface {if_id} but the section has {has}"),
+            ));
+        };
+        if iface.refused {
+            if let Some(e) = self.policy.refuse(iface.link_type, &self.path, Some(if_id)) {
+                return Err(e);
+            }
+        }
+        Ok(iface)
+    }
+
+    /// A packet's caplen within the sanity limit and its interface's snaplen.
+    fn ng_check_caplen(
+        &self,
+        caplen: u32,
+        snaplen: u32,
+        offset: u64,
+        frame: u64,
+    ) -> Result<(), PcapError> {
+        if caplen > MAX_CAPLEN || (snaplen != 0 && caplen > snaplen) {
+            let (limit, limit_name) = if caplen > MAX_CAPLEN {
+                (MAX_CAPLEN, "256 KiB sanity limit")
+            } else {
+                (snaplen, "interface's snaplen")
+            };
+            return Err(PcapError::CaplenTooLarge {
+                path: self.path.clone(),
+                offset,
+                frame,
+                caplen,
+                limit,
+                limit_name,
+            });
+        }
+        Ok(())
     }
 }
 

@@ -50,42 +50,62 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
         })?;
         results.push(r);
     }
-    let ratio = |r: &GroBench, m: &GroModeResult| {
-        r.modes
-            .iter()
-            .find(|x| !x.gro)
-            .map(|o| m.median_fps / o.median_fps.max(1e-9))
-    };
     if args.json {
-        let stacks: Vec<_> = results
-            .iter()
-            .map(|r| {
-                json!({
-                    "stack": r.stack.name(),
-                    "modes": r.modes.iter().map(|m| json!({
-                        "label": m.label, "gro": m.gro, "flush_timeout_ns": m.flush_timeout_ns,
-                        "median_fps": m.median_fps, "runs_fps": m.runs_fps,
-                        "frames_written": m.frames, "bytes_written": m.bytes,
-                        "skbs": m.skbs, "skbs_per_mb": m.skbs_per_mb,
-                        "frames_per_skb": m.frames as f64 / m.skbs.max(1) as f64,
-                        "over_gro_off": ratio(r, m),
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        outln!(
-            "{}",
-            json!({
-                "backend": "tap",
-                "pipeline": "gro",
-                "frames_per_run": base.frames, "runs": base.runs, "slices": base.slices,
-                "warmup": base.warmup,
-                "stream": {"frame_len": frames[0].len(), "distinct_frames": frames.len()},
-                "stacks": stacks,
-            })
-        )?;
-        return Ok(ExitCode::SUCCESS);
+        print_json(&results, &base, &frames)?;
+    } else {
+        print_text(&results, &base, &frames)?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A mode's rate over the same stack's GRO-off mode.
+fn ratio(r: &GroBench, m: &GroModeResult) -> Option<f64> {
+    r.modes
+        .iter()
+        .find(|x| !x.gro)
+        .map(|o| m.median_fps / o.median_fps.max(1e-9))
+}
+
+fn print_json(
+    results: &[GroBench],
+    base: &GroBenchConfig,
+    frames: &[Vec<u8>],
+) -> Result<(), CliError> {
+    let stacks: Vec<_> = results
+        .iter()
+        .map(|r| {
+            json!({
+                "stack": r.stack.name(),
+                "modes": r.modes.iter().map(|m| json!({
+                    "label": m.label, "gro": m.gro, "flush_timeout_ns": m.flush_timeout_ns,
+                    "median_fps": m.median_fps, "runs_fps": m.runs_fps,
+                    "frames_written": m.frames, "bytes_written": m.bytes,
+                    "skbs": m.skbs, "skbs_per_mb": m.skbs_per_mb,
+                    "frames_per_skb": m.frames as f64 / m.skbs.max(1) as f64,
+                    "over_gro_off": ratio(r, m),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    outln!(
+        "{}",
+        json!({
+            "backend": "tap",
+            "pipeline": "gro",
+            "frames_per_run": base.frames, "runs": base.runs, "slices": base.slices,
+            "warmup": base.warmup,
+            "stream": {"frame_len": frames[0].len(), "distinct_frames": frames.len()},
+            "stacks": stacks,
+        })
+    )?;
+    Ok(())
+}
+
+fn print_text(
+    results: &[GroBench],
+    base: &GroBenchConfig,
+    frames: &[Vec<u8>],
+) -> Result<(), CliError> {
     outln!(
         "stream   {} distinct {}-byte segments of one TCP flow, cycled; {} frames per run x {} runs per mode (medians)",
         frames.len(),
@@ -93,7 +113,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
         base.frames,
         base.runs
     )?;
-    for r in &results {
+    for r in results {
         outln!(
             "stack    {}",
             match r.stack {
@@ -126,5 +146,5 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode, CliError> {
             )?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -366,6 +366,16 @@ impl Report<'_> {
             "{:<10} {:<11} {:>9} {:>12} {:>12}  {:>12} {:>6}",
             "pipeline", "mode", "median s", "M frames/s", "target", "peak RSS MiB", "< 64"
         );
+        self.case_rows(&mut t);
+        self.notes(&mut t);
+        self.tcpreplay_text(&mut t);
+        t
+    }
+
+    /// One row per pipeline and mode: the median, the rate against its target, peak RSS.
+    fn case_rows(&self, t: &mut String) {
+        use std::fmt::Write as _;
+        let cap = self.cap;
         for c in self.cases {
             match (&c.error, c.fps(cap.frames)) {
                 (None, Some(fps)) => {
@@ -394,6 +404,12 @@ impl Report<'_> {
                 }
             }
         }
+    }
+
+    /// Why a figure is not judged, or judged against a target meant for another capture.
+    fn notes(&self, t: &mut String) {
+        use std::fmt::Write as _;
+        let cap = self.cap;
         if !self.all_judged() {
             let _ = writeln!(
                 t,
@@ -407,6 +423,12 @@ impl Report<'_> {
                 cap.bytes as f64 / 1e6
             );
         }
+    }
+
+    /// tcpreplay's two paths on the same capture, and the ratios the targets are set in.
+    fn tcpreplay_text(&self, t: &mut String) {
+        use std::fmt::Write as _;
+        let cap = self.cap;
         match self.tcp {
             Tcpreplay::Skipped(s) | Tcpreplay::Failed(s) => {
                 let _ = writeln!(t, "tcpreplay: {s}");
@@ -461,7 +483,6 @@ impl Report<'_> {
                 }
             }
         }
-        t
     }
 }
 
