@@ -330,87 +330,62 @@ impl<E: XdpEnv + ?Sized> Machine<'_, E> {
     }
 }
 
-#[inline]
-fn alu64(op: AluOp, a: u64, b: u64) -> u64 {
-    match op {
-        AluOp::Add => a.wrapping_add(b),
-        AluOp::Sub => a.wrapping_sub(b),
-        AluOp::Mul => a.wrapping_mul(b),
-        AluOp::Div => a.checked_div(b).unwrap_or(0),
-        AluOp::SDiv if b == 0 => 0,
-        AluOp::SDiv => (a as i64).wrapping_div(b as i64) as u64,
-        AluOp::Mod => a.checked_rem(b).unwrap_or(a),
-        AluOp::SMod if b == 0 => a,
-        AluOp::SMod => (a as i64).wrapping_rem(b as i64) as u64,
-        AluOp::Or => a | b,
-        AluOp::And => a & b,
-        AluOp::Xor => a ^ b,
-        AluOp::Lsh => a << (b & 63),
-        AluOp::Rsh => a >> (b & 63),
-        AluOp::Arsh => ((a as i64) >> (b & 63)) as u64,
-        AluOp::Neg => (a as i64).wrapping_neg() as u64,
-        AluOp::Mov => b,
-    }
+/// One ALU for both widths, as kernel/bpf/core.c writes ___bpf_prog_run's ALU and
+/// ALU64 cases from one macro: division by zero gives 0, modulo by zero keeps the
+/// dividend (the verifier's patched-in checks), shifts are masked to the width.
+macro_rules! alu {
+    ($name:ident, $u:ty, $i:ty, $mask:expr) => {
+        #[inline]
+        fn $name(op: AluOp, a: $u, b: $u) -> $u {
+            match op {
+                AluOp::Add => a.wrapping_add(b),
+                AluOp::Sub => a.wrapping_sub(b),
+                AluOp::Mul => a.wrapping_mul(b),
+                AluOp::Div => a.checked_div(b).unwrap_or(0),
+                AluOp::SDiv if b == 0 => 0,
+                AluOp::SDiv => (a as $i).wrapping_div(b as $i) as $u,
+                AluOp::Mod => a.checked_rem(b).unwrap_or(a),
+                AluOp::SMod if b == 0 => a,
+                AluOp::SMod => (a as $i).wrapping_rem(b as $i) as $u,
+                AluOp::Or => a | b,
+                AluOp::And => a & b,
+                AluOp::Xor => a ^ b,
+                AluOp::Lsh => a << (b & $mask),
+                AluOp::Rsh => a >> (b & $mask),
+                AluOp::Arsh => ((a as $i) >> (b & $mask)) as $u,
+                AluOp::Neg => (a as $i).wrapping_neg() as $u,
+                AluOp::Mov => b,
+            }
+        }
+    };
 }
+alu!(alu64, u64, i64, 63);
+alu!(alu32, u32, i32, 31);
 
-#[inline]
-fn alu32(op: AluOp, a: u32, b: u32) -> u32 {
-    match op {
-        AluOp::Add => a.wrapping_add(b),
-        AluOp::Sub => a.wrapping_sub(b),
-        AluOp::Mul => a.wrapping_mul(b),
-        AluOp::Div => a.checked_div(b).unwrap_or(0),
-        AluOp::SDiv if b == 0 => 0,
-        AluOp::SDiv => (a as i32).wrapping_div(b as i32) as u32,
-        AluOp::Mod => a.checked_rem(b).unwrap_or(a),
-        AluOp::SMod if b == 0 => a,
-        AluOp::SMod => (a as i32).wrapping_rem(b as i32) as u32,
-        AluOp::Or => a | b,
-        AluOp::And => a & b,
-        AluOp::Xor => a ^ b,
-        AluOp::Lsh => a << (b & 31),
-        AluOp::Rsh => a >> (b & 31),
-        AluOp::Arsh => ((a as i32) >> (b & 31)) as u32,
-        AluOp::Neg => (a as i32).wrapping_neg() as u32,
-        AluOp::Mov => b,
-    }
+/// One jump condition for both widths (JMP and JMP32 in ___bpf_prog_run).
+macro_rules! cmp {
+    ($name:ident, $u:ty, $i:ty) => {
+        #[inline]
+        fn $name(c: Cond, a: $u, b: $u) -> bool {
+            let (sa, sb) = (a as $i, b as $i);
+            match c {
+                Cond::Eq => a == b,
+                Cond::Ne => a != b,
+                Cond::Gt => a > b,
+                Cond::Ge => a >= b,
+                Cond::Lt => a < b,
+                Cond::Le => a <= b,
+                Cond::Set => a & b != 0,
+                Cond::Sgt => sa > sb,
+                Cond::Sge => sa >= sb,
+                Cond::Slt => sa < sb,
+                Cond::Sle => sa <= sb,
+            }
+        }
+    };
 }
-
-#[inline]
-fn cmp64(c: Cond, a: u64, b: u64) -> bool {
-    let (sa, sb) = (a as i64, b as i64);
-    match c {
-        Cond::Eq => a == b,
-        Cond::Ne => a != b,
-        Cond::Gt => a > b,
-        Cond::Ge => a >= b,
-        Cond::Lt => a < b,
-        Cond::Le => a <= b,
-        Cond::Set => a & b != 0,
-        Cond::Sgt => sa > sb,
-        Cond::Sge => sa >= sb,
-        Cond::Slt => sa < sb,
-        Cond::Sle => sa <= sb,
-    }
-}
-
-#[inline]
-fn cmp32(c: Cond, a: u32, b: u32) -> bool {
-    let (sa, sb) = (a as i32, b as i32);
-    match c {
-        Cond::Eq => a == b,
-        Cond::Ne => a != b,
-        Cond::Gt => a > b,
-        Cond::Ge => a >= b,
-        Cond::Lt => a < b,
-        Cond::Le => a <= b,
-        Cond::Set => a & b != 0,
-        Cond::Sgt => sa > sb,
-        Cond::Sge => sa >= sb,
-        Cond::Slt => sa < sb,
-        Cond::Sle => sa <= sb,
-    }
-}
+cmp!(cmp64, u64, i64);
+cmp!(cmp32, u32, i32);
 
 fn sign_extend(v: u64, size: MemSize) -> u64 {
     match size {

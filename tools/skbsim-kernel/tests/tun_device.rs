@@ -318,36 +318,14 @@ fn multi_queue(b: &mut Bench) -> Result<(), KernelError> {
     Ok(())
 }
 
-/// Internet checksum of `data` plus `sum` (ones' complement, folded).
-fn inet_csum(data: &[u8], mut sum: u32) -> u16 {
-    for c in data.chunks(2) {
-        sum += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// Ethernet + IPv4 + TCP (ACK, 10 payload bytes) with correct IP and TCP checksums.
 fn tcp_frame() -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
-    let mut ip = vec![
-        0x45, 0, 0, 50, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ];
-    let c = inet_csum(&ip, 0);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    let mut tcp = vec![
-        0x13, 0x88, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 1, 0x50, 0x10, 0xff, 0xff,
-    ];
-    tcp.extend_from_slice(&[0, 0, 0, 0]);
-    tcp.extend_from_slice(b"0123456789");
-    let pseudo = 0x0a00 + 0x0001 + 0x0a00 + 0x0002 + 6 + tcp.len() as u32;
-    let c = inet_csum(&tcp, pseudo);
-    tcp[16..18].copy_from_slice(&c.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&tcp);
-    f
+    sim::gro::frames::Tcp4 {
+        payload: 10,
+        ..Default::default()
+    }
+    .stream(1)
+    .remove(0)
 }
 
 /// A valid TCP segment written to an IFF_NAPI tap reaches the stack through GRO, which
