@@ -148,6 +148,18 @@ pub fn read_mem(pid: u32, addr: u64, len: usize) -> io::Result<Vec<u8>> {
     read_mem_iov(pid, &[(addr, len)])
 }
 
+/// The other process's ranges as `struct iovec`s (addresses the kernel checks, never
+/// dereferenced here).
+fn remote_iovecs(ranges: &[(u64, usize)]) -> Vec<libc::iovec> {
+    ranges
+        .iter()
+        .map(|&(a, l)| libc::iovec {
+            iov_base: a as usize as *mut libc::c_void,
+            iov_len: l,
+        })
+        .collect()
+}
+
 /// process_vm_readv of several ranges, concatenated (writev's iovecs).
 pub fn read_mem_iov(pid: u32, ranges: &[(u64, usize)]) -> io::Result<Vec<u8>> {
     let total: usize = ranges.iter().map(|r| r.1).sum();
@@ -159,13 +171,7 @@ pub fn read_mem_iov(pid: u32, ranges: &[(u64, usize)]) -> io::Result<Vec<u8>> {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: total,
     };
-    let remote: Vec<libc::iovec> = ranges
-        .iter()
-        .map(|&(a, l)| libc::iovec {
-            iov_base: a as usize as *mut libc::c_void,
-            iov_len: l,
-        })
-        .collect();
+    let remote = remote_iovecs(ranges);
     // SAFETY: `local` covers `buf` (total bytes, alive and exclusively borrowed); the
     // remote iovecs are addresses in the other process, which the kernel checks.
     let n = unsafe {
@@ -194,13 +200,7 @@ pub fn write_mem_iov(pid: u32, ranges: &[(u64, usize)], data: &[u8]) -> io::Resu
         iov_base: data.as_ptr().cast_mut().cast(),
         iov_len: data.len(),
     };
-    let remote: Vec<libc::iovec> = ranges
-        .iter()
-        .map(|&(a, l)| libc::iovec {
-            iov_base: a as usize as *mut libc::c_void,
-            iov_len: l,
-        })
-        .collect();
+    let remote = remote_iovecs(ranges);
     // SAFETY: `local` covers `data` (only read by process_vm_writev); the remote iovecs
     // are addresses in the other process, which the kernel checks.
     let n = unsafe {
