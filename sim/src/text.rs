@@ -32,7 +32,7 @@ pub fn unhex(s: &str) -> Result<Vec<u8>, String> {
         .bytes()
         .filter(|b| !matches!(b, b' ' | b':' | b'\n' | b'\t'))
         .collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!(
             "{} hex digits, not a whole number of bytes",
             digits.len()
