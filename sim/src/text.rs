@@ -25,6 +25,35 @@ pub fn hex(out: &mut String, n: u64, digits: usize) {
     out.push_str(std::str::from_utf8(&buf[16 - len..]).unwrap_or_default());
 }
 
+/// Bytes from hex digit pairs (either case); spaces, colons and newlines between pairs
+/// are skipped. Err: what is wrong, for a one-line message.
+pub fn unhex(s: &str) -> Result<Vec<u8>, String> {
+    let digits: Vec<u8> = s
+        .bytes()
+        .filter(|b| !matches!(b, b' ' | b':' | b'\n' | b'\t'))
+        .collect();
+    if !digits.len().is_multiple_of(2) {
+        return Err(format!(
+            "{} hex digits, not a whole number of bytes",
+            digits.len()
+        ));
+    }
+    digits
+        .chunks(2)
+        .map(|p| match (hex_digit(p[0]), hex_digit(p[1])) {
+            (Some(hi), Some(lo)) => Ok(hi << 4 | lo),
+            _ => Err(format!(
+                "{:?} is not a hex byte",
+                String::from_utf8_lossy(p)
+            )),
+        })
+        .collect()
+}
+
+fn hex_digit(c: u8) -> Option<u8> {
+    char::from(c).to_digit(16).map(|d| d as u8)
+}
+
 /// `n` as `{:#0w$x}` prints it with `w = digits + 2`: "0x" and at least `digits` digits
 /// (`{:#06x}` is `hex0x(out, n, 4)`).
 pub fn hex0x(out: &mut String, n: u64, digits: usize) {

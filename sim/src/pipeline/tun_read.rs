@@ -75,12 +75,13 @@ pub enum Event {
         stats: TunStats,
     },
     /// `[queues]`: TUNSETQUEUE on a file before a frame; the frames a detach purged from
-    /// the file's ring.
+    /// the file's ring; a write's answer (the byte count or the errno).
     Queue {
         before_frame: u64,
         file: usize,
         op: QueueOp,
         purged: Vec<u64>,
+        written: Option<Result<usize, Errno>>,
         stats: TunStats,
     },
     Read(ReadRecord),

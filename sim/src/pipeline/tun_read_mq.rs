@@ -24,6 +24,12 @@ use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, DEFAULT_VNET_HDR_S
 /// The device's name in the model (the real arm's is its own).
 const DEV: &[u8] = b"skbdut";
 
+/// What a `[queues]` event did: the frames a detach purged, a write's answer.
+pub(super) struct QueueDone {
+    pub purged: Vec<u64>,
+    pub written: Option<Result<usize, Errno>>,
+}
+
 /// Where tun_net_xmit put a frame.
 pub(super) enum MqXmit {
     Queued,
@@ -140,12 +146,19 @@ impl MqTap {
         self.files.len()
     }
 
-    /// TUNSETQUEUE on the event's file. A detach purges the file's ring
-    /// (__tun_detach -> tun_queue_purge): the frames on it, returned.
-    pub(super) fn queue_event(&mut self, e: &QueueEvent) -> Result<Vec<u64>, String> {
-        let flags = match e.op {
-            QueueOp::Attach => IFF_ATTACH_QUEUE,
-            QueueOp::Detach => IFF_DETACH_QUEUE,
+    /// The event on its file: TUNSETQUEUE, whose detach purges the file's ring
+    /// (__tun_detach -> tun_queue_purge: the frames on it, returned), or a write.
+    pub(super) fn queue_event(&mut self, e: &QueueEvent) -> Result<QueueDone, String> {
+        let flags = match (e.op, &e.data) {
+            (QueueOp::Attach, _) => IFF_ATTACH_QUEUE,
+            (QueueOp::Detach, _) => IFF_DETACH_QUEUE,
+            (QueueOp::Write, data) => {
+                let written = self.write(e.file, data.as_deref().unwrap_or_default());
+                return Ok(QueueDone {
+                    purged: Vec::new(),
+                    written: Some(written),
+                });
+            }
         };
         self.host
             .ioctl(self.files[e.file], cmd::TUNSETQUEUE, &ifreq(b"", flags))
@@ -158,11 +171,25 @@ impl MqTap {
                     err.name()
                 )
             })?;
+        let mut purged = Vec::new();
         if self.host.queued(self.files[e.file]) == 0 {
-            let purged = self.queued[e.file].drain(..).map(|(i, _)| i).collect();
-            return Ok(purged);
+            purged = self.queued[e.file].drain(..).map(|(i, _)| i).collect();
         }
-        Ok(Vec::new())
+        Ok(QueueDone {
+            purged,
+            written: None,
+        })
+    }
+
+    /// write(2) on `file`: tun_chr_write_iter -> tun_get_user, the device model's write
+    /// path, which ends with tun_flow_update when it computed an rxhash (more than one
+    /// queue, no steering program, the file not detached; docs/tun-read.md#automq-learned).
+    /// What the write handed to the stack goes nowhere: the scenario's far side only
+    /// sends (the real arm's bridge forwards it away from the tap).
+    fn write(&mut self, file: usize, data: &[u8]) -> Result<usize, Errno> {
+        let r = self.host.write(self.files[file], data);
+        self.host.take_received();
+        r
     }
 
     /// dev_queue_xmit of frame `index`: the queue tun_select_queue picks, tun_net_xmit.

@@ -32,12 +32,13 @@ impl TunReadRun<'_> {
         self.mq_tap()?;
         for e in plan.before(index) {
             let mq = self.mq_tap()?;
-            let purged = mq.queue_event(e).map_err(RecipeError)?;
+            let done = mq.queue_event(e).map_err(RecipeError)?;
             sink(Event::Queue {
                 before_frame: index,
                 file: e.file,
                 op: e.op,
-                purged,
+                purged: done.purged,
+                written: done.written,
                 stats: mq.stats(),
             });
         }

@@ -6,6 +6,7 @@
 //! read from /sys/class/net/*/statistics): those fields are seen by both arms; the skb,
 //! tun_put_user's own return, the op counts and the notes are the model's.
 
+use crate::errno::Errno;
 use crate::skb::{gso, OpCounters};
 use crate::trace::record::{At, Field, Part, Record, Value};
 use crate::trace::render::counters_value;
@@ -263,12 +264,19 @@ fn queue_record(
     file: usize,
     op: &str,
     purged: &[u64],
+    written: Option<Result<usize, Errno>>,
     stats: &TunStats,
 ) -> Record<'static> {
     let mut rec = Record::new("queue");
     rec.result = Some(Value::text(format!(
         "{op} file {file} before frame {before_frame}"
     )));
+    // write(2)'s answer: `written: 54 bytes` or `written: EINVAL`.
+    match written {
+        Some(Ok(n)) => rec.push(Field::both("written", Value::text(format!("{n} bytes")))),
+        Some(Err(e)) => rec.push(Field::both("written", Value::text(e.name().to_string()))),
+        None => {}
+    }
     if !purged.is_empty() {
         let list: Vec<String> = purged.iter().map(u64::to_string).collect();
         rec.push(Field::both(
@@ -312,8 +320,9 @@ pub fn event_record<'e>(e: &'e Event, dev: &TunConfig) -> Record<'e> {
             file,
             op,
             purged,
+            written,
             stats,
-        } => queue_record(*before_frame, *file, op.name(), purged, stats),
+        } => queue_record(*before_frame, *file, op.name(), purged, *written, stats),
         Event::BridgeDropped {
             frame,
             ts_ns,

@@ -52,10 +52,10 @@
 //! count = 2               # the `queues` module; docs/tun-read.md#multiqueue)
 //! steering = "prog.o"     # TUNSETSTEERINGEBPF / TUNSETFILTEREBPF socket filters
 //! filter = "prog.o"       # (section "socket")
-//! [[queues.event]]        # TUNSETQUEUE before a frame
+//! [[queues.event]]        # TUNSETQUEUE or a write(2) before a frame
 //! before_frame = 1
 //! file = 0
-//! op = "detach"           # detach | attach
+//! op = "detach"           # detach | attach | write (with data = "hex")
 //! ```
 
 use std::fmt;

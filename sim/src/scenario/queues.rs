@@ -12,6 +12,11 @@
 //! before_frame = 2
 //! file = 0
 //! op = "detach"           # detach | attach (TUNSETQUEUE IFF_DETACH_QUEUE / IFF_ATTACH_QUEUE)
+//! [[queues.event]]        # write(2) on file 1: the bytes, hex, as the fd takes them
+//! before_frame = 0        # (tun_pi / vnet header first if the device has them); the
+//! file = 1                # automq flow table learns the flow (tun_get_user ->
+//! op = "write"            # tun_flow_update; docs/tun-read.md#automq-learned)
+//! data = "0200000000010200000000020800..."
 //! ```
 //!
 //! The programs are BPF_PROG_TYPE_SOCKET_FILTER objects (clang -target bpf, `SEC("socket")`,
@@ -45,8 +50,8 @@ pub struct QueuePlan {
 /// The ELF section the steering and filter programs are read from.
 pub const SOCKET_FILTER_SECTION: &str = "socket";
 
-/// One TUNSETQUEUE call on a file, before a frame is transmitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+/// One TUNSETQUEUE call or write(2) on a file, before a frame is transmitted.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueEvent {
     /// The input index of the frame the call comes before.
@@ -54,6 +59,17 @@ pub struct QueueEvent {
     /// The file, by opening order (0 ..count).
     pub file: usize,
     pub op: QueueOp,
+    /// `op = "write"`: the bytes written, given as hex in the file.
+    #[serde(default, deserialize_with = "hex_bytes")]
+    pub data: Option<Vec<u8>>,
+}
+
+/// `data = "02 00 ..."`: hex digit pairs, spaces and colons between them allowed.
+fn hex_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
+    let s = String::deserialize(d)?;
+    crate::text::unhex(&s)
+        .map(Some)
+        .map_err(|e| serde::de::Error::custom(format!("data: {e}")))
 }
 
 /// TUNSETQUEUE's ifr_flags.
@@ -64,6 +80,9 @@ pub enum QueueOp {
     Attach,
     /// IFF_DETACH_QUEUE: __tun_detach(tfile, false) (EINVAL if it is not attached).
     Detach,
+    /// write(2) of `data` on the file: tun_chr_write_iter -> tun_get_user, which
+    /// teaches the automq flow table the frame's flow (tun_flow_update).
+    Write,
 }
 
 impl QueueOp {
@@ -71,6 +90,7 @@ impl QueueOp {
         match self {
             QueueOp::Attach => "attach",
             QueueOp::Detach => "detach",
+            QueueOp::Write => "write",
         }
     }
 }
@@ -107,6 +127,21 @@ impl Check for QueuePlan {
                 ));
             }
             last = e.before_frame;
+            match (e.op, &e.data) {
+                (QueueOp::Write, None) => {
+                    return Err(format!("event[{i}]: op = \"write\" needs data (hex)"))
+                }
+                (QueueOp::Write, Some(d)) if d.is_empty() => {
+                    return Err(format!("event[{i}].data: empty; write(2) of 0 bytes"))
+                }
+                (QueueOp::Attach | QueueOp::Detach, Some(_)) => {
+                    return Err(format!(
+                        "event[{i}].data: only op = \"write\" takes data, not \"{}\"",
+                        e.op.name()
+                    ))
+                }
+                _ => {}
+            }
         }
         Ok(())
     }

@@ -13,6 +13,7 @@
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
+use sim::errno::Errno as SimErrno;
 use sim::scenario::{QueueOp, Scenario, SOCKET_FILTER_SECTION};
 
 use super::{open_dut, Event, Replay, DUT_NAME};
@@ -79,6 +80,20 @@ impl Replay<'_> {
             return Ok(());
         };
         for e in plan.before(index) {
+            if e.op == QueueOp::Write {
+                let written = self.write_on(e.file, e.data.as_deref().unwrap_or_default())?;
+                let now = ns.rtnl().stats(self.dut.ifindex())?;
+                self.events.push(Event::Queue {
+                    before_frame: index,
+                    file: e.file,
+                    op: e.op,
+                    purged: Vec::new(),
+                    written: Some(written),
+                    stats: tun_stats(&now),
+                });
+                self.last = now;
+                continue;
+            }
             let attach = e.op == QueueOp::Attach;
             self.file(e.file).set_queue_attached(attach)?;
             self.attached[e.file] = attach;
@@ -99,11 +114,34 @@ impl Replay<'_> {
                 file: e.file,
                 op: e.op,
                 purged,
+                written: None,
                 stats: tun_stats(&now),
             });
             self.last = now;
         }
         Ok(())
+    }
+
+    /// write(2) of `data` on B's file `file` (tun_get_user, which teaches automq's flow
+    /// table the flow): its answer. The skb it makes enters the bridge by B's port: the
+    /// bridge never sends a frame back out of the port it came in by (br_forward's
+    /// should_deliver), so it reaches B's xmit only if it were looped back by another
+    /// host, which nothing here is. The observer on B sees it as received; that copy is
+    /// taken here, so it does not count as a frame arriving for the next write.
+    fn write_on(&mut self, file: usize, data: &[u8]) -> Result<Result<usize, SimErrno>, ArmError> {
+        let written = match self.file(file).write(data) {
+            Ok(n) => Ok(n),
+            Err(e) => Err(SimErrno::from_code(e.code()).ok_or_else(|| {
+                kerr(
+                    format!(
+                        "write on {DUT_NAME} file {file}: an errno the trace format cannot show"
+                    ),
+                    e,
+                )
+            })?),
+        };
+        self.observer.arrived(Duration::ZERO)?;
+        Ok(written)
     }
 
     /// Frame `index` reached B's xmit and was queued: on which file.
