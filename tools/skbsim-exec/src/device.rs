@@ -21,7 +21,7 @@ use crate::inject::{FarInput, Injected};
 use crate::loopback::link_flags;
 use crate::record::{Framing, StackSkb, WriteReport};
 use crate::stack::HEADROOM;
-use crate::{Errno, FileId, Ifa, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
+use crate::{Errno, FileId, Ifa, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun, SA_DATA_LEN};
 
 /// What is on the stack side of the simulated devices.
 pub trait FarSide {
@@ -225,6 +225,20 @@ impl<F: FarSide> SimTun for DeviceTun<F> {
             flags: link_flags(tun.kind, tun.up, tun.carrier),
             mtu: self.host.mtu(dev)?,
         })
+    }
+
+    fn hw_addr(&self, dev: &[u8]) -> Option<(u16, [u8; SA_DATA_LEN])> {
+        self.host.hw_addr(dev)
+    }
+
+    fn set_hw_addr(
+        &mut self,
+        dev: &[u8],
+        family: u16,
+        data: &[u8; SA_DATA_LEN],
+    ) -> Option<Result<(), Errno>> {
+        self.host.device(dev)?;
+        Some(self.host.set_hw_addr(dev, family, data))
     }
 
     fn link_name(&self, ifindex: u32) -> Option<Vec<u8>> {

@@ -3,7 +3,7 @@
 //! says which reads what), and the socket ioctls of net/core/dev_ioctl.c on a simulated
 //! interface's name.
 
-use sim::tun::ioctl::{cmd, BpfFd, SockFilter, IFNAMSIZ};
+use sim::tun::ioctl::{cmd, BpfFd, SockFilter, IFNAMSIZ, SA_DATA_LEN};
 
 use crate::devinet::{self, AF_INET};
 use crate::supervisor::Reply;
@@ -37,8 +37,7 @@ pub const SIOCSIFADDR: u32 = 0x8916;
 pub const SIOCGIFNETMASK: u32 = 0x891b;
 pub const SIOCSIFNETMASK: u32 = 0x891c;
 const INET_IOCTLS: [u32; 4] = [SIOCGIFADDR, SIOCSIFADDR, SIOCGIFNETMASK, SIOCSIFNETMASK];
-/// And SIOCGIFHWADDR / SIOCSIFHWADDR, refused with EOPNOTSUPP for a simulated device (the
-/// MAC address is not modelled) rather than continued to a kernel that has no such device.
+/// And SIOCGIFHWADDR / SIOCSIFHWADDR, answered by the device model.
 const SOCK_IOCTLS: [u32; 11] = [
     SIOCGIFADDR,
     SIOCSIFADDR,
@@ -80,6 +79,21 @@ fn copy_in(pid: u32, addr: u64, len: usize) -> Option<Vec<u8>> {
     read_mem(pid, addr, len).ok().filter(|b| b.len() == len)
 }
 
+/// A `struct sockaddr`: `sa_family` (host order) and `sa_data`.
+fn sockaddr(family: u16, data: &[u8; SA_DATA_LEN]) -> [u8; 16] {
+    let mut sa = [0u8; 16];
+    sa[..2].copy_from_slice(&family.to_le_bytes());
+    sa[2..].copy_from_slice(data);
+    sa
+}
+
+/// The family and data of the 16 bytes of a `struct sockaddr`.
+fn split_sockaddr(b: &[u8]) -> (u16, [u8; SA_DATA_LEN]) {
+    let mut data = [0u8; SA_DATA_LEN];
+    data.copy_from_slice(&b[2..16]);
+    (le16(b, 0), data)
+}
+
 /// devinet_ioctl's answer to SIOCGIFADDR / SIOCGIFNETMASK: a zeroed struct sockaddr_in
 /// with sin_family AF_INET and the address.
 fn sockaddr_in(addr: [u8; 4]) -> [u8; 16] {
@@ -97,16 +111,19 @@ fn copy_out(pid: u32, addr: u64, data: &[u8]) -> bool {
 pub fn tun_arg(pid: u32, c: u32, argp: u64) -> IoctlArg {
     let int = || copy_in(pid, argp, 4).map(|b| le32(&b, 0) as i32);
     let arg = match c {
-        cmd::TUNSETIFF | cmd::TUNSETQUEUE | cmd::SIOCSIFHWADDR | cmd::SIOCGIFHWADDR => {
-            copy_in(pid, argp, IFREQ_LEN).map(|b| {
+        cmd::SIOCSIFHWADDR => copy_in(pid, argp + IFNAMSIZ as u64, 16).map(|b| {
+            let (family, data) = split_sockaddr(&b);
+            IoctlArg::Hwaddr { family, data }
+        }),
+        cmd::TUNSETIFF | cmd::TUNSETQUEUE | cmd::SIOCGIFHWADDR => copy_in(pid, argp, IFREQ_LEN)
+            .map(|b| {
                 let mut name = [0u8; IFNAMSIZ];
                 name.copy_from_slice(&b[..IFNAMSIZ]);
                 IoctlArg::Ifreq {
                     name,
                     flags: le16(&b, IFNAMSIZ),
                 }
-            })
-        }
+            }),
         cmd::TUNSETOFFLOAD
         | cmd::TUNSETPERSIST
         | cmd::TUNSETOWNER
@@ -218,10 +235,14 @@ pub fn tun_reply(pid: u32, c: u32, argp: u64, answer: Result<IoctlAnswer, Errno>
         }
         Ok(IoctlAnswer::Fprog { len, filter }) => ok(copy_out(pid, argp, &len.to_le_bytes())
             && copy_out(pid, argp + 8, &filter.to_le_bytes())),
-        // Namespace fds and the MAC address are not simulated yet (docs/exec.md).
-        Ok(IoctlAnswer::NetnsFd) | Ok(IoctlAnswer::Unmodelled) => {
-            Reply::Err(Errno::EOPNOTSUPP.code())
-        }
+        // SIOCGIFHWADDR copies the whole ifreq back; only ifr_hwaddr changed in it.
+        Ok(IoctlAnswer::HwAddr { family, data }) => ok(copy_out(
+            pid,
+            argp + IFNAMSIZ as u64,
+            &sockaddr(family, &data),
+        )),
+        // Namespace fds are not simulated yet (docs/exec.md).
+        Ok(IoctlAnswer::NetnsFd) => Reply::Err(Errno::EOPNOTSUPP.code()),
     }
 }
 
@@ -240,8 +261,8 @@ pub fn sock_ioctl<T: SimTun>(
     argp: u64,
     valid: impl Fn() -> bool,
 ) -> Option<Reply> {
-    // ifr_name, then ifr_flags / ifr_mtu / ifr_ifindex, or a struct sockaddr_in.
-    let ifr = copy_in(pid, argp, IFNAMSIZ + 8)?;
+    // ifr_name, then ifr_flags / ifr_mtu / ifr_ifindex, or a struct sockaddr(_in).
+    let ifr = copy_in(pid, argp, IFNAMSIZ + 16)?;
     let end = ifr[..IFNAMSIZ]
         .iter()
         .position(|&b| b == 0)
@@ -269,7 +290,22 @@ pub fn sock_ioctl<T: SimTun>(
             m if m < 0 => Err(Errno::EINVAL),
             m => tun.set_link(name, None, Some(m as u32)),
         },
-        cmd::SIOCGIFHWADDR | cmd::SIOCSIFHWADDR => Err(Errno::EOPNOTSUPP),
+        // dev_ifsioc_locked: dev_get_mac_address; dev_ifsioc: dev_set_mac_address_user
+        // (the device model's rules: sim's tun/ioctl/hwaddr.rs). A backend whose devices
+        // are real lets the kernel answer.
+        cmd::SIOCGIFHWADDR => {
+            return match tun.hw_addr(name) {
+                Some((family, data)) => done(copy_out(pid, field, &sockaddr(family, &data))),
+                None => Some(Reply::Continue),
+            }
+        }
+        cmd::SIOCSIFHWADDR => {
+            let (family, data) = split_sockaddr(&ifr[IFNAMSIZ..IFNAMSIZ + 16]);
+            match tun.set_hw_addr(name, family, &data) {
+                Some(r) => r,
+                None => return Some(Reply::Continue),
+            }
+        }
         SIOCGIFADDR | SIOCGIFNETMASK => {
             let Some(ifa) = tun.ipv4(name) else {
                 return Some(Reply::Err(Errno::EADDRNOTAVAIL.code()));

@@ -30,7 +30,7 @@ pub use inject::{FarInput, Injected};
 pub use loopback::LoopbackTun;
 pub use record::{ExecRecord, Framing, Recorder, StackSkb, WriteReport};
 pub use sim::errno::Errno;
-pub use sim::tun::ioctl::{FileId, IoctlAnswer, IoctlArg};
+pub use sim::tun::ioctl::{FileId, IoctlAnswer, IoctlArg, SA_DATA_LEN};
 pub use smoltcp::wire::IpCidr;
 pub use stack::{parse_cidr, Stack, STACK_MAC, TCP_ECHO_PORT, UDP_ECHO_PORT};
 
@@ -82,6 +82,20 @@ pub trait SimTun {
     fn set_link(&mut self, dev: &[u8], up: Option<bool>, mtu: Option<u32>) -> Result<(), Errno>;
     /// The device named `dev`, if it is one of the simulated ones.
     fn link(&self, dev: &[u8]) -> Option<LinkInfo>;
+    /// SIOCGIFHWADDR on a socket naming `dev`: `(sa_family, sa_data)`. None: the kernel
+    /// answers (a backend whose devices are real).
+    fn hw_addr(&self, _dev: &[u8]) -> Option<(u16, [u8; SA_DATA_LEN])> {
+        None
+    }
+    /// SIOCSIFHWADDR on a socket naming `dev`. None: the kernel answers.
+    fn set_hw_addr(
+        &mut self,
+        _dev: &[u8],
+        _family: u16,
+        _data: &[u8; SA_DATA_LEN],
+    ) -> Option<Result<(), Errno>> {
+        None
+    }
     /// The name of the simulated device with ifindex `ifindex`, if there is one.
     fn link_name(&self, ifindex: u32) -> Option<Vec<u8>>;
     /// RTM_DELLINK on the device named `dev` (the device is unregistered; its files stay

@@ -10,7 +10,7 @@ use sim::profile::KernelProfile;
 use sim::tun::ioctl::{Caller, TunNet};
 use sim::tun::DeviceKind;
 
-use crate::{Errno, FileId, Ifa, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
+use crate::{Errno, FileId, Ifa, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun, SA_DATA_LEN};
 
 /// include/uapi/linux/if.h.
 const IFF_UP: u16 = 0x1;
@@ -146,6 +146,20 @@ impl SimTun for LoopbackTun {
             flags: link_flags(tun.kind, tun.up, tun.carrier),
             mtu: self.mtu.get(dev).copied().unwrap_or(DEFAULT_MTU),
         })
+    }
+
+    fn hw_addr(&self, dev: &[u8]) -> Option<(u16, [u8; SA_DATA_LEN])> {
+        self.net.hw_addr(self.net.by_name(dev)?)
+    }
+
+    fn set_hw_addr(
+        &mut self,
+        dev: &[u8],
+        family: u16,
+        data: &[u8; SA_DATA_LEN],
+    ) -> Option<Result<(), Errno>> {
+        let d = self.net.by_name(dev)?;
+        Some(self.net.set_hw_addr(d, family, data))
     }
 
     fn link_name(&self, ifindex: u32) -> Option<Vec<u8>> {

@@ -18,7 +18,7 @@ use sim::tun::ioctl::{cmd, BpfFd};
 use sim::tun::DeviceKind;
 
 use crate::inject::Injected;
-use crate::{Errno, FileId, Ifa, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun};
+use crate::{Errno, FileId, Ifa, IoctlAnswer, IoctlArg, LinkInfo, Readiness, SimTun, SA_DATA_LEN};
 
 /// An skb a write handed to the stack (netif_receive_skb, after GRO for IFF_NAPI).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,6 +150,10 @@ fn arg_value(arg: &IoctlArg) -> Option<Value<'static>> {
             Part::named("name", name_text(name)),
             Part::named("flags", Value::hex(u64::from(*flags), 4)),
         ]),
+        IoctlArg::Hwaddr { family, data } => Value::Parts(vec![
+            Part::named("family", Value::hex(u64::from(*family), 4)),
+            Part::named("address", Value::text(sim::trace::hex_string(&data[..6]))),
+        ]),
         IoctlArg::TxFilter { flags, addrs } => {
             let macs: Vec<String> = addrs.iter().map(|a| sim::trace::hex_string(a)).collect();
             Value::Parts(vec![
@@ -216,10 +220,17 @@ fn answer_value(
                 Value::Int(u64::from(*len)),
             )])),
         ),
-        // The supervisor answers these EOPNOTSUPP (src/ioctl.rs: tun_reply).
-        Ok(IoctlAnswer::NetnsFd) | Ok(IoctlAnswer::Unmodelled) => {
-            (Value::Word("EOPNOTSUPP (not simulated)"), None)
-        }
+        // The family only: a tap's address is random in the kernel until the program
+        // sets one (eth_hw_addr_random), fixed in the model (hwaddr.rs).
+        Ok(IoctlAnswer::HwAddr { family, .. }) => (
+            Value::Int(0),
+            Some(Value::Parts(vec![Part::named(
+                "family",
+                Value::hex(u64::from(*family), 4),
+            )])),
+        ),
+        // The supervisor answers this EOPNOTSUPP (src/ioctl.rs: tun_reply).
+        Ok(IoctlAnswer::NetnsFd) => (Value::Word("EOPNOTSUPP (not simulated)"), None),
     }
 }
 
@@ -465,6 +476,21 @@ impl<T: SimTun> SimTun for Recorder<T> {
 
     fn link(&self, dev: &[u8]) -> Option<LinkInfo> {
         self.inner.link(dev)
+    }
+
+    // Not recorded, as SIOCGIF* reads are not: with a real backend the kernel answers these
+    // without the supervisor (the program's own output shows them).
+    fn hw_addr(&self, dev: &[u8]) -> Option<(u16, [u8; SA_DATA_LEN])> {
+        self.inner.hw_addr(dev)
+    }
+
+    fn set_hw_addr(
+        &mut self,
+        dev: &[u8],
+        family: u16,
+        data: &[u8; SA_DATA_LEN],
+    ) -> Option<Result<(), Errno>> {
+        self.inner.set_hw_addr(dev, family, data)
     }
 
     fn link_name(&self, ifindex: u32) -> Option<Vec<u8>> {

@@ -68,6 +68,12 @@ impl TunProbe {
                 buf[IFNAMSIZ..IFNAMSIZ + 2].copy_from_slice(&flags.to_ne_bytes());
                 buf.as_mut_ptr().cast()
             }
+            IoctlArg::Hwaddr { family, data } => {
+                // ifr_hwaddr: struct sockaddr right after the name.
+                buf[IFNAMSIZ..IFNAMSIZ + 2].copy_from_slice(&family.to_ne_bytes());
+                buf[IFNAMSIZ + 2..IFNAMSIZ + 16].copy_from_slice(data);
+                buf.as_mut_ptr().cast()
+            }
             IoctlArg::TxFilter { flags, addrs } => {
                 let mut v = Vec::with_capacity(4 + 6 * addrs.len());
                 v.extend_from_slice(&flags.to_ne_bytes());
@@ -132,6 +138,14 @@ impl TunProbe {
             return IoctlAnswer::Ifreq {
                 name: name[..end].to_vec(),
                 flags: u16::from_ne_bytes([buf[16], buf[17]]),
+            };
+        }
+        if cmd == cmd::SIOCGIFHWADDR {
+            let mut data = [0u8; 14];
+            data.copy_from_slice(&buf[IFNAMSIZ + 2..IFNAMSIZ + 16]);
+            return IoctlAnswer::HwAddr {
+                family: u16::from_ne_bytes([buf[IFNAMSIZ], buf[IFNAMSIZ + 1]]),
+                data,
             };
         }
         if cmd == cmd::TUNGETFILTER {

@@ -135,6 +135,41 @@ fn address_ioctls_as_the_real_kernel_answers() {
     assert_eq!(sim, real);
 }
 
+/// A device's hardware address, answered as net/core/dev.c answers it
+/// (docs/tun-device.md#hwaddr): tools/skbsim-exec/tests/c/tun_hwaddr.c on a tap and a
+/// tun, as nobody under exec and on the real kernel, line for line.
+#[test]
+#[ignore = "real kernel and gcc: needs root (setpriv to nobody, unshare -n); ci/test.sh runs it as root with --include-ignored"]
+fn hardware_address_ioctls_as_the_real_kernel_answers() {
+    skbsim_kernel::require_privileges();
+    let dir = temp_dir();
+    let prog = build_c(dir.path(), "tun_hwaddr.c");
+    let prog = prog.to_str().expect("utf-8 path");
+    let real = stdout_of(in_netns(dir.path(), prog).output().expect("run unshare"));
+    let sim = stdout_of(
+        exec_as_nobody(dir.path(), &["--", prog])
+            .output()
+            .expect("run skbsim exec"),
+    );
+    // eth_hw_addr_random; dev_set_mac_address's EOPNOTSUPP (no ndo_set_mac_address on a
+    // tun), EINVAL (family), EADDRNOTAVAIL (eth_prepare_mac_addr_change); an up tap.
+    for line in [
+        "tap.first=family 1 local-unicast 1",
+        "tap.get.file=family 1 00:fe:98:94:d2:43 rest 00000000",
+        "tap.set.up.file=0",
+        "tap.set.multicast=EADDRNOTAVAIL",
+        "tap.set.family-none=EINVAL",
+        "tun.get=family 65534 00:00:00:00:00:00 rest 00000000",
+        "tun.set.file=EOPNOTSUPP",
+    ] {
+        assert!(
+            real.lines().any(|l| l == line),
+            "real kernel: no {line:?} in\n{real}"
+        );
+    }
+    assert_eq!(sim, real);
+}
+
 /// RFC 1071 checksum of `b`.
 fn csum(b: &[u8]) -> u16 {
     let mut s: u32 = b

@@ -27,7 +27,7 @@ pub use flow_hash::{dissect, flow_hash_from_keys, siphash, FlowAddrs, FlowKeys, 
 use queue::{DevState, FileQueue};
 pub use queue::{SkbProg, SkbProgFn, MAX_TAP_FLOWS, TUN_FLT_ALLMULTI};
 
-use super::ioctl::{cmd, Caller, FileId, IoctlAnswer, IoctlArg, TunIf, TunNet};
+use super::ioctl::{cmd, Caller, FileId, IoctlAnswer, IoctlArg, TunIf, TunNet, SA_DATA_LEN};
 use super::napi::TunNapi;
 use super::{DeviceKind, TunConfig, TunDevice, TunStats, VnetEndian};
 use crate::errno::Errno;
@@ -311,6 +311,24 @@ impl TunHost {
             self.net.set_up(d, up);
         }
         Ok(())
+    }
+
+    /// SIOCGIFHWADDR on a socket: `(sa_family, sa_data)` of the tun device `dev_name`
+    /// (TunNet::hw_addr: dev_get_mac_address).
+    pub fn hw_addr(&self, dev_name: &[u8]) -> Option<(u16, [u8; SA_DATA_LEN])> {
+        self.net.hw_addr(self.net.by_name(dev_name)?)
+    }
+
+    /// SIOCSIFHWADDR on a socket (dev_ifsioc -> dev_set_mac_address_user): ENODEV for no
+    /// tun device by that name, else TunNet::set_hw_addr's answer.
+    pub fn set_hw_addr(
+        &mut self,
+        dev_name: &[u8],
+        family: u16,
+        data: &[u8; SA_DATA_LEN],
+    ) -> Result<(), Errno> {
+        let d = self.net.by_name(dev_name).ok_or(Errno::ENODEV)?;
+        self.net.set_hw_addr(d, family, data)
     }
 
     /// The device's MTU (dev->mtu: 1500 at creation).

@@ -223,6 +223,11 @@ impl TunNet {
             filter_prog: false,
             // ARPHRD_NONE for tun (tun_net_initialize), ARPHRD_ETHER for tap.
             link_type: if kind == DeviceKind::Tun { 0xfffe } else { 1 },
+            dev_addr: if kind == DeviceKind::Tap {
+                super::hwaddr::initial_tap_addr(ifindex)
+            } else {
+                [0; 6]
+            },
             carrier: true,
             up: false,
             queues: vec![f],

@@ -8,6 +8,7 @@
 //! FIOCLEX, ...) never reach the driver and are the caller's.
 
 mod filter;
+mod hwaddr;
 mod iff;
 mod offload;
 #[cfg(test)]
@@ -15,6 +16,7 @@ mod tests;
 mod uapi;
 
 pub use filter::{check_classic, SockFilter};
+pub use hwaddr::{ARPHRD_ETHER, ARPHRD_NONE, SA_DATA_LEN};
 pub use offload::{features_word, set_offload};
 pub use uapi::{cmd, iff_flags, tun_f};
 
@@ -97,6 +99,13 @@ pub enum IoctlArg {
     /// `struct ifreq`: the 16 name bytes as given and `ifr_flags` (TUNSETIFF, TUNSETQUEUE,
     /// the SIOC* socket ioctls).
     Ifreq { name: [u8; IFNAMSIZ], flags: u16 },
+    /// `struct ifreq`'s `ifr_hwaddr` (SIOCSIFHWADDR): `sa_family` and the 14 bytes of
+    /// `sa_data`. An [`IoctlArg::Ifreq`] given instead reads as its flags for the family
+    /// and zeroed data (the same bytes).
+    Hwaddr {
+        family: u16,
+        data: [u8; SA_DATA_LEN],
+    },
     /// `struct tun_filter` with its `count` addresses (TUNSETTXFILTER).
     TxFilter { flags: u16, addrs: Vec<[u8; 6]> },
     /// `struct sock_fprog` and the instructions at `filter` (TUNATTACHFILTER). Fewer
@@ -130,9 +139,11 @@ pub enum IoctlAnswer {
     /// A new file descriptor for the device's (TUNGETDEVNETNS) or the file's (SIOCGSKNS)
     /// network namespace; the caller makes it.
     NetnsFd,
-    /// The model does not answer this ioctl (SIOCGIFHWADDR, SIOCSIFHWADDR: the MAC
-    /// address is not modelled); the caller must not invent an answer.
-    Unmodelled,
+    /// SIOCGIFHWADDR: returned 0 and wrote `ifr_hwaddr` (dev->type, the address).
+    HwAddr {
+        family: u16,
+        data: [u8; SA_DATA_LEN],
+    },
 }
 
 /// An open `/dev/net/tun` file of a [`TunNet`].
@@ -200,6 +211,8 @@ pub struct TunIf {
     pub filter_prog: bool,
     /// dev->type (TUNSETLINK).
     pub link_type: u16,
+    /// dev->dev_addr of a tap (a tun has addr_len 0): hwaddr.rs.
+    pub dev_addr: [u8; 6],
     pub carrier: bool,
     /// IFF_UP (the caller's `ip link set up`: [`TunNet::set_up`]).
     pub up: bool,
@@ -365,6 +378,7 @@ impl TunNet {
         let sock_ioc = (cmd >> 8) & 0xff == 0x89 && cmd != cmd::SIOCGSKNS;
         let ifreq = match arg {
             IoctlArg::Ifreq { name, flags } => Some((*name, *flags)),
+            IoctlArg::Hwaddr { family, .. } => Some(([0; IFNAMSIZ], *family)),
             _ => None,
         };
         let wants_ifreq = cmd == cmd::TUNSETIFF || cmd == cmd::TUNSETQUEUE || sock_ioc;
@@ -456,7 +470,21 @@ impl TunNet {
             }
             cmd::TUNSETTXFILTER if !is_tap => Err(Errno::EINVAL),
             cmd::TUNSETTXFILTER => self.set_txfilter(d, arg),
-            cmd::SIOCGIFHWADDR | cmd::SIOCSIFHWADDR => Ok(IoctlAnswer::Unmodelled),
+            // __tun_chr_ioctl: dev_get_mac_address / dev_set_mac_address_user on tun->dev
+            // (hwaddr.rs).
+            cmd::SIOCGIFHWADDR => {
+                let (family, data) = self.hw_addr(d).expect("attached device");
+                Ok(IoctlAnswer::HwAddr { family, data })
+            }
+            cmd::SIOCSIFHWADDR => {
+                let (family, data) = match arg {
+                    IoctlArg::Hwaddr { family, data } => (*family, *data),
+                    IoctlArg::Ifreq { flags, .. } => (*flags, [0; SA_DATA_LEN]),
+                    _ => return Err(Errno::EFAULT),
+                };
+                self.set_hw_addr(d, family, &data)?;
+                Ok(IoctlAnswer::Done)
+            }
             cmd::TUNGETSNDBUF => out_int(arg, self.files[f.0].sndbuf),
             cmd::TUNSETSNDBUF => {
                 let sndbuf = in_int(arg)?;

@@ -93,6 +93,7 @@ fn arg_json(a: &IoctlArg) -> Value {
         IoctlArg::Value(v) => json!({"value": v}),
         IoctlArg::Int(v) => json!({"int": v}),
         IoctlArg::Ifreq { name, flags } => json!({"ifreq": hex(name), "flags": flags}),
+        IoctlArg::Hwaddr { family, data } => json!({"hwaddr": hex(data), "family": family}),
         IoctlArg::TxFilter { flags, addrs } => {
             json!({"txfilter": flags, "addrs": addrs.iter().map(|a| hex(a)).collect::<Vec<_>>()})
         }
@@ -123,6 +124,12 @@ fn arg_from(v: &Value) -> Option<IoctlArg> {
     }
     if let Some(x) = v.get("int") {
         return Some(IoctlArg::Int(num(x)?));
+    }
+    if let Some(x) = v.get("hwaddr") {
+        return Some(IoctlArg::Hwaddr {
+            data: unhex(x.as_str()?)?.try_into().ok()?,
+            family: num(v.get("family")?)?,
+        });
     }
     if let Some(x) = v.get("ifreq") {
         let name: [u8; IFNAMSIZ] = unhex(x.as_str()?)?.try_into().ok()?;
@@ -183,7 +190,7 @@ fn answer_json(a: &Answer) -> Value {
         Err(e) => json!({"errno": e}),
         Ok(IoctlAnswer::Done) => json!("done"),
         Ok(IoctlAnswer::NetnsFd) => json!("netns-fd"),
-        Ok(IoctlAnswer::Unmodelled) => json!("unmodelled"),
+        Ok(IoctlAnswer::HwAddr { family, data }) => json!({"hwaddr": hex(data), "family": family}),
         Ok(IoctlAnswer::Returned(n)) => json!({"returned": n}),
         Ok(IoctlAnswer::Int(n)) => json!({"int": n}),
         Ok(IoctlAnswer::Ifreq { name, flags }) => json!({"ifreq": hex(name), "flags": flags}),
@@ -195,7 +202,6 @@ fn answer_from(v: &Value) -> Option<Answer> {
     match v.as_str() {
         Some("done") => return Some(Ok(IoctlAnswer::Done)),
         Some("netns-fd") => return Some(Ok(IoctlAnswer::NetnsFd)),
-        Some("unmodelled") => return Some(Ok(IoctlAnswer::Unmodelled)),
         Some(_) => return None,
         None => {}
     }
@@ -207,6 +213,12 @@ fn answer_from(v: &Value) -> Option<Answer> {
     }
     if let Some(n) = v.get("int") {
         return Some(Ok(IoctlAnswer::Int(num(n)?)));
+    }
+    if let Some(n) = v.get("hwaddr") {
+        return Some(Ok(IoctlAnswer::HwAddr {
+            data: unhex(n.as_str()?)?.try_into().ok()?,
+            family: num(v.get("family")?)?,
+        }));
     }
     if let Some(n) = v.get("ifreq") {
         return Some(Ok(IoctlAnswer::Ifreq {
