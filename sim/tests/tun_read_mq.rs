@@ -58,13 +58,10 @@ fn shape(rel: &str) -> Vec<String> {
             } => format!("{} {file} @{before_frame} purged {purged:?}", op.name()),
             Event::XmitDropped {
                 frame,
-                no_queue,
+                reason,
                 stats,
                 ..
-            } => format!(
-                "drop {frame} no_queue {no_queue} tx_dropped {}",
-                stats.tx_dropped
-            ),
+            } => format!("drop {frame} {reason:?} tx_dropped {}", stats.tx_dropped),
             Event::BridgeDropped { frame, .. } => format!("bridge-drop {frame}"),
         })
         .collect()
@@ -94,7 +91,7 @@ fn detach_purges_the_ring_and_no_queue_drops() {
         [
             "detach 1 @0 purged []",
             "detach 0 @2 purged [0, 1]",
-            "drop 2 no_queue true tx_dropped 1",
+            "drop 2 Some(DevReady) tx_dropped 1",
             "attach 1 @3 purged []",
             "read frame Some(3) file Some(1) Ok(54)",
             "read frame Some(4) file Some(1) Ok(72)",

@@ -11,7 +11,7 @@ use crate::pool::Pool;
 use crate::scenario::{QueueOp, Scenario};
 use crate::skb::{OpCounters, SkBuff};
 use crate::tun::read::ReadOutcome;
-use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats};
+use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats, XmitDrop};
 
 use super::frame_meta::{build_skb, RecipeError};
 use mq::MqTap;
@@ -67,11 +67,13 @@ pub fn header_len(device: &TunConfig) -> usize {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// tun_net_xmit dropped the frame: tx_ring full, or (`no_queue`) no queue attached.
+    /// tun_net_xmit dropped the frame (and counted tx_dropped): the kernel's reason; `None`
+    /// from a real arm that could not tell which (see its module doc: it sees tx_dropped
+    /// rise, not the reason).
     XmitDropped {
         frame: u64,
         ts_ns: u64,
-        no_queue: bool,
+        reason: Option<XmitDrop>,
         stats: TunStats,
     },
     /// `[queues]`: TUNSETQUEUE on a file before a frame; the frames a detach purged from
@@ -217,7 +219,8 @@ impl<'s> TunReadRun<'s> {
         Ok(())
     }
 
-    /// tun_net_xmit, and the event for a full ring.
+    /// tun_net_xmit, and the event for a full ring (the single-queue device has no
+    /// filter: SKB_DROP_REASON_FULL_RING is its only drop).
     fn xmit(&mut self, index: u64, ts_ns: u64, skb: Box<SkBuff>, sink: &mut impl FnMut(Event)) {
         if self.dev.xmit(skb) {
             self.queued.push_back((index, ts_ns));
@@ -225,7 +228,7 @@ impl<'s> TunReadRun<'s> {
             sink(Event::XmitDropped {
                 frame: index,
                 ts_ns,
-                no_queue: false,
+                reason: Some(XmitDrop::FullRing),
                 stats: self.dev.stats,
             });
         }

@@ -53,11 +53,11 @@ impl TunReadRun<'_> {
         sink: &mut impl FnMut(Event),
     ) -> Result<(), RecipeError> {
         let mq = self.mq_tap()?;
-        if let MqXmit::Dropped { no_queue } = mq.xmit(index, ts_ns, *skb).map_err(RecipeError)? {
+        if let MqXmit::Dropped(reason) = mq.xmit(index, ts_ns, *skb).map_err(RecipeError)? {
             sink(Event::XmitDropped {
                 frame: index,
                 ts_ns,
-                no_queue,
+                reason: Some(reason),
                 stats: mq.stats(),
             });
         }

@@ -11,7 +11,7 @@ use super::flow_hash;
 use super::{TunHost, XmitFate};
 use crate::bpf::{run_socket_filter, BasicEnv, Program, SkbCtx, Vm};
 use crate::skb::{SkBuff, ETH_HLEN};
-use crate::tun::{DeviceKind, RingEntry};
+use crate::tun::{DeviceKind, RingEntry, XmitDrop};
 
 /// MAX_TAP_FLOWS (tun.c): tun_flow_update creates no entry past this many.
 pub const MAX_TAP_FLOWS: usize = 4096;
@@ -168,7 +168,7 @@ impl TunHost {
         };
         // tun_net_xmit: "Drop packet if interface is not attached".
         let Some(&file) = queues.get(txq) else {
-            return self.xmit_drop(ifindex, txq, "SKB_DROP_REASON_DEV_READY");
+            return self.xmit_drop(ifindex, txq, XmitDrop::DevReady);
         };
         // check_filter (TUNSETTXFILTER, taps only).
         if !st.txflt_exact.is_empty() {
@@ -179,7 +179,7 @@ impl TunHost {
                 .unwrap_or([0; 6]);
             if !st.txflt_exact.contains(&dest) {
                 if dest[0] & 1 == 0 {
-                    return self.xmit_drop(ifindex, txq, "SKB_DROP_REASON_TAP_TXFILTER");
+                    return self.xmit_drop(ifindex, txq, XmitDrop::TapTxfilter);
                 }
                 if !st.txflt_allmulti {
                     return XmitFate::Unmodelled(
@@ -203,7 +203,7 @@ impl TunHost {
                 Err(e) => return XmitFate::ProgFault(e),
             };
             if len == 0 {
-                return self.xmit_drop(ifindex, txq, "SKB_DROP_REASON_TAP_FILTER");
+                return self.xmit_drop(ifindex, txq, XmitDrop::TapFilter);
             }
             if len < skb.len() {
                 return XmitFate::Unmodelled("pskb_trim to the TUNSETFILTEREBPF program's length");
@@ -218,14 +218,14 @@ impl TunHost {
         let q = self.files.get_mut(&file).expect("an attached file is open");
         // ptr_ring_produce fails on a full ring.
         if q.ring.len() >= cap {
-            return self.xmit_drop(ifindex, txq, "SKB_DROP_REASON_FULL_RING");
+            return self.xmit_drop(ifindex, txq, XmitDrop::FullRing);
         }
         q.ring.push_back(RingEntry::Skb(Box::new(skb)));
         XmitFate::Queued { queue: txq as u16 }
     }
 
     /// tun_net_xmit's drop label: dev->tx_dropped += 1.
-    fn xmit_drop(&mut self, ifindex: u32, txq: usize, reason: &'static str) -> XmitFate {
+    fn xmit_drop(&mut self, ifindex: u32, txq: usize, reason: XmitDrop) -> XmitFate {
         if let Some(dev) = self.stack.dev_mut(ifindex) {
             dev.stats.tx_dropped += 1;
         }
