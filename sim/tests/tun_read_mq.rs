@@ -2,44 +2,17 @@
 //! outcomes as drivers/net/tun.c gives them (checked against this host's kernel by
 //! `skbsim conform scenarios/tun-read/mq-*.toml`), and the table's own refusals.
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use sim::pcap::EthernetInput;
+use common::path;
 use sim::pipeline::drive::{drive, DriveError, Frames};
 use sim::pipeline::tun_read::{Event, TunReadRun};
 use sim::pipeline::{Input, Schedule};
 use sim::scenario::Scenario;
 
-fn path(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios")
-        .join(rel)
-}
-
 /// Every event of the scenario, as one short line each.
 fn shape(rel: &str) -> Vec<String> {
-    let s = Scenario::load(&path(rel)).expect("the scenario loads");
-    let mut run = TunReadRun::new(&s);
-    let mut events = Vec::new();
-    let mut input = EthernetInput::open(&s.input, s.link).expect("the pcap opens");
-    let mut frames = Vec::new();
-    while let Some(f) = input.next_frame() {
-        let f = f.expect("a frame");
-        frames.push((f.index, f.ts_ns, f.data.to_vec()));
-    }
-    let inputs = frames.iter().map(|(index, ts_ns, bytes)| Input::Frame {
-        index: *index,
-        ts_ns: *ts_ns,
-        bytes,
-    });
-    drive(
-        &mut run,
-        Schedule::for_scenario(&s),
-        &mut Frames::new(inputs),
-        &mut events,
-    )
-    .map_err(DriveError::pipeline)
-    .expect("the scenario runs");
+    let (_, events) = common::run(rel);
     events
         .iter()
         .map(|e| match e {

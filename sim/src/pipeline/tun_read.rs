@@ -62,6 +62,28 @@ pub fn header_len(device: &TunConfig) -> usize {
     pi + vnet
 }
 
+/// A read record's `data`: what userspace can see of the read into `buf` (the
+/// returned bytes; after an error, the PI and vnet area, `hdr` bytes, as the kernel left
+/// it), in a buffer from `spare`; empty when the records keep no bytes (`keep` false).
+fn read_data(
+    (keep, spare): (bool, &mut Pool<Vec<u8>, 4>),
+    buf: &[u8],
+    result: Result<usize, Errno>,
+    hdr: usize,
+) -> Vec<u8> {
+    if !keep {
+        return Vec::new();
+    }
+    let visible = match result {
+        Ok(n) => n,
+        Err(_) => buf.len().min(hdr),
+    };
+    let mut data = spare.take();
+    data.clear();
+    data.extend_from_slice(&buf[..visible]);
+    data
+}
+
 /// What happened, in order.
 // Each event is moved once, into the sink; boxing the large variant would allocate per read.
 #[allow(clippy::large_enum_variant)]
@@ -253,18 +275,12 @@ impl<'s> TunReadRun<'s> {
                 None
             };
             self.ops.add(&outcome.ops);
-            let visible = match outcome.result {
-                Ok(n) => n,
-                Err(_) => size.min(header_len(&self.scenario.device)),
-            };
-            let data = if self.record_bytes {
-                let mut data = self.spare_data.take();
-                data.clear();
-                data.extend_from_slice(&self.buf[..visible]);
-                data
-            } else {
-                Vec::new()
-            };
+            let data = read_data(
+                (self.record_bytes, &mut self.spare_data),
+                &self.buf,
+                outcome.result,
+                header_len(&self.scenario.device),
+            );
             sink(Event::Read(ReadRecord {
                 read: self.reads,
                 queue: None,
