@@ -79,3 +79,74 @@ fn the_filter_runs_after_steering_picked_the_queue() {
         ]
     );
 }
+
+/// The stand-in filter: drops a frame whose bytes carry an 802.1Q tag in-band (what a
+/// program reading the EtherType with bpf_skb_load_bytes at offset 12 sees), keeps the
+/// rest whole.
+fn drop_in_band_ctag(skb: &sim::skb::SkBuff) -> u32 {
+    match skb.linear().get(12..14) {
+        Some([0x81, 0x00]) => 0,
+        _ => u32::MAX,
+    }
+}
+
+/// An skb of a 60-byte IPv4 frame with a hw-accel 802.1Q tag (VID 5).
+fn tagged_skb() -> sim::skb::SkBuff {
+    let mut frame = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    frame.resize(60, 0);
+    let mut s = sim::skb::SkBuff::from_frame(&frame, 64, frame.len());
+    s.protocol = 0x0800;
+    s.set_network_header(14);
+    s.vlan = Some(sim::skb::VlanTag {
+        proto: 0x8100,
+        tci: 5,
+    });
+    s
+}
+
+/// What a one-queue tap with the stand-in filter does with [`tagged_skb`], with the
+/// tap's tx-vlan (802.1Q insert) offload on or off.
+fn xmit_tagged(tx_vlan_ctag: bool) -> sim::tun::device::XmitFate {
+    use sim::tun::device::{SkbProg, TunHost};
+    use sim::tun::ioctl::iff_flags::{IFF_MULTI_QUEUE, IFF_NO_PI, IFF_TAP};
+    use sim::tun::ioctl::{cmd, BpfFd, Caller, IoctlArg};
+    let mut h = TunHost::new(&sim::profile::LINUX_6_18, Caller::root());
+    let f = h.open(true);
+    let mut name = [0u8; 16];
+    name[..4].copy_from_slice(b"tap0");
+    let flags = IFF_TAP | IFF_NO_PI | IFF_MULTI_QUEUE;
+    h.ioctl(f, cmd::TUNSETIFF, &IoctlArg::Ifreq { name, flags })
+        .expect("TUNSETIFF");
+    let prog = IoctlArg::BpfFd(BpfFd::Prog {
+        socket_filter: true,
+    });
+    h.ioctl(f, cmd::TUNSETFILTEREBPF, &prog)
+        .expect("TUNSETFILTEREBPF");
+    h.set_filter(b"tap0", Some(SkbProg::Fn(drop_in_band_ctag)))
+        .expect("set_filter");
+    let config = sim::tun::TunConfig {
+        tx_vlan_ctag,
+        ..sim::tun::TunConfig::default()
+    };
+    h.set_device_config(b"tap0", &config);
+    h.set_link(b"tap0", Some(true), None).expect("link up");
+    h.xmit(b"tap0", tagged_skb())
+}
+
+#[test]
+fn the_filter_sees_the_tag_the_core_inserted_before_the_driver() {
+    use sim::tun::device::XmitFate;
+    use sim::tun::XmitDrop;
+    // net/core/dev.c: __dev_queue_xmit picks the queue, then validate_xmit_skb ->
+    // validate_xmit_vlan pushes a tag the device cannot offload into the bytes before
+    // ndo_start_xmit; tun_net_xmit's run_ebpf_filter comes after, so it sees the tag.
+    assert_eq!(
+        xmit_tagged(false),
+        XmitFate::Dropped {
+            queue: 0,
+            reason: XmitDrop::TapFilter
+        }
+    );
+    // With the offload on, the tag stays hw-accel and the bytes untagged.
+    assert_eq!(xmit_tagged(true), XmitFate::Queued { queue: 0 });
+}

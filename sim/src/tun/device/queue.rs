@@ -146,8 +146,11 @@ impl TunHost {
     }
 
     /// dev_queue_xmit on the tun device `dev_name`: pick the queue, then tun_net_xmit.
-    /// The skb is what ndo_start_xmit gets (the core's validate_xmit_skb already applied,
-    /// except the VLAN tag insertion, done here as for [`crate::tun::TunDevice::xmit`]).
+    /// The skb is what ndo_select_queue gets (the core's validate_xmit_skb already
+    /// applied, except the VLAN tag insertion: net/core/dev.c: __dev_queue_xmit picks the
+    /// queue first and validate_xmit_skb -> validate_xmit_vlan runs before
+    /// ndo_start_xmit, so it is done here after the pick, and the TUNSETTXFILTER and
+    /// TUNSETFILTEREBPF checks see a tag the device could not offload in the bytes).
     pub fn xmit(&mut self, dev_name: &[u8], mut skb: SkBuff) -> XmitFate {
         let Some(tif) = self.net.by_name(dev_name).and_then(|d| self.net.dev(d)) else {
             return XmitFate::NoDevice;
@@ -166,6 +169,10 @@ impl TunHost {
             Ok(q) => q,
             Err(fate) => return fate,
         };
+        self.stack
+            .dev(ifindex)
+            .expect("registered tun in the stack")
+            .validate_xmit_vlan(&mut skb);
         // tun_net_xmit: "Drop packet if interface is not attached".
         let Some(&file) = queues.get(txq) else {
             return self.xmit_drop(ifindex, txq, XmitDrop::DevReady);
@@ -209,12 +216,12 @@ impl TunHost {
                 return XmitFate::Unmodelled("pskb_trim to the TUNSETFILTEREBPF program's length");
             }
         }
-        let dev = self
+        let cap = self
             .stack
-            .dev_mut(ifindex)
-            .expect("registered tun in the stack");
-        dev.validate_xmit_vlan(&mut skb);
-        let cap = dev.config.tx_queue_len;
+            .dev(ifindex)
+            .expect("registered tun in the stack")
+            .config
+            .tx_queue_len;
         let q = self.files.get_mut(&file).expect("an attached file is open");
         // ptr_ring_produce fails on a full ring.
         if q.ring.len() >= cap {
