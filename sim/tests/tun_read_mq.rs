@@ -2,44 +2,17 @@
 //! outcomes as drivers/net/tun.c gives them (checked against this host's kernel by
 //! `skbsim conform scenarios/tun-read/mq-*.toml`), and the table's own refusals.
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use sim::pcap::EthernetInput;
+use common::path;
 use sim::pipeline::drive::{drive, DriveError, Frames};
 use sim::pipeline::tun_read::{Event, TunReadRun};
 use sim::pipeline::{Input, Schedule};
 use sim::scenario::Scenario;
 
-fn path(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios")
-        .join(rel)
-}
-
 /// Every event of the scenario, as one short line each.
 fn shape(rel: &str) -> Vec<String> {
-    let s = Scenario::load(&path(rel)).expect("the scenario loads");
-    let mut run = TunReadRun::new(&s);
-    let mut events = Vec::new();
-    let mut input = EthernetInput::open(&s.input, s.link).expect("the pcap opens");
-    let mut frames = Vec::new();
-    while let Some(f) = input.next_frame() {
-        let f = f.expect("a frame");
-        frames.push((f.index, f.ts_ns, f.data.to_vec()));
-    }
-    let inputs = frames.iter().map(|(index, ts_ns, bytes)| Input::Frame {
-        index: *index,
-        ts_ns: *ts_ns,
-        bytes,
-    });
-    drive(
-        &mut run,
-        Schedule::for_scenario(&s),
-        &mut Frames::new(inputs),
-        &mut events,
-    )
-    .map_err(DriveError::pipeline)
-    .expect("the scenario runs");
+    let (_, events) = common::run(rel);
     events
         .iter()
         .map(|e| match e {
@@ -58,13 +31,10 @@ fn shape(rel: &str) -> Vec<String> {
             } => format!("{} {file} @{before_frame} purged {purged:?}", op.name()),
             Event::XmitDropped {
                 frame,
-                no_queue,
+                reason,
                 stats,
                 ..
-            } => format!(
-                "drop {frame} no_queue {no_queue} tx_dropped {}",
-                stats.tx_dropped
-            ),
+            } => format!("drop {frame} {reason:?} tx_dropped {}", stats.tx_dropped),
             Event::BridgeDropped { frame, .. } => format!("bridge-drop {frame}"),
         })
         .collect()
@@ -94,7 +64,7 @@ fn detach_purges_the_ring_and_no_queue_drops() {
         [
             "detach 1 @0 purged []",
             "detach 0 @2 purged [0, 1]",
-            "drop 2 no_queue true tx_dropped 1",
+            "drop 2 Some(DevReady) tx_dropped 1",
             "attach 1 @3 purged []",
             "read frame Some(3) file Some(1) Ok(54)",
             "read frame Some(4) file Some(1) Ok(72)",

@@ -5,50 +5,16 @@
 //! the frames' headers and the programs' C sources (scenarios/sockfilter/sock_steer_*.c);
 //! `skbsim conform scenarios/tun-read/mq-steer-*.toml` checks them against this host.
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use common::{frames, path};
 use sim::bpf::{load_socket_filter, run_socket_filter, BasicEnv, SkbCtx, Vm};
-use sim::pcap::EthernetInput;
-use sim::pipeline::drive::{drive, DriveError, Frames};
-use sim::pipeline::tun_read::{Event, TunReadRun};
-use sim::pipeline::{Input, Schedule};
+use sim::pipeline::tun_read::Event;
 use sim::scenario::Scenario;
-
-fn path(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios")
-        .join(rel)
-}
-
-fn frames(s: &Scenario) -> Vec<(u64, u64, Vec<u8>)> {
-    let mut input = EthernetInput::open(&s.input, s.link).expect("the pcap opens");
-    let mut out = Vec::new();
-    while let Some(f) = input.next_frame() {
-        let f = f.expect("a frame");
-        out.push((f.index, f.ts_ns, f.data.to_vec()));
-    }
-    out
-}
 
 /// (frame, file) of every read of the scenario.
 fn reads(rel: &str) -> Vec<(u64, usize)> {
-    let s = Scenario::load(&path(rel)).expect("the scenario loads");
-    let frames = frames(&s);
-    let mut run = TunReadRun::new(&s);
-    let mut events = Vec::new();
-    let inputs = frames.iter().map(|(index, ts_ns, bytes)| Input::Frame {
-        index: *index,
-        ts_ns: *ts_ns,
-        bytes,
-    });
-    drive(
-        &mut run,
-        Schedule::for_scenario(&s),
-        &mut Frames::new(inputs),
-        &mut events,
-    )
-    .map_err(DriveError::pipeline)
-    .expect("the scenario runs");
+    let (_, events) = common::run(rel);
     events
         .iter()
         .filter_map(|e| match e {

@@ -11,7 +11,7 @@ use crate::pool::Pool;
 use crate::scenario::{QueueOp, Scenario};
 use crate::skb::{OpCounters, SkBuff};
 use crate::tun::read::ReadOutcome;
-use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats};
+use crate::tun::{DeviceKind, TunConfig, TunDevice, TunStats, XmitDrop};
 
 use super::frame_meta::{build_skb, RecipeError};
 use mq::MqTap;
@@ -62,16 +62,40 @@ pub fn header_len(device: &TunConfig) -> usize {
     pi + vnet
 }
 
+/// A read record's `data`: what userspace can see of the read into `buf` (the
+/// returned bytes; after an error, the PI and vnet area, `hdr` bytes, as the kernel left
+/// it), in a buffer from `spare`; empty when the records keep no bytes (`keep` false).
+fn read_data(
+    (keep, spare): (bool, &mut Pool<Vec<u8>, 4>),
+    buf: &[u8],
+    result: Result<usize, Errno>,
+    hdr: usize,
+) -> Vec<u8> {
+    if !keep {
+        return Vec::new();
+    }
+    let visible = match result {
+        Ok(n) => n,
+        Err(_) => buf.len().min(hdr),
+    };
+    let mut data = spare.take();
+    data.clear();
+    data.extend_from_slice(&buf[..visible]);
+    data
+}
+
 /// What happened, in order.
 // Each event is moved once, into the sink; boxing the large variant would allocate per read.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// tun_net_xmit dropped the frame: tx_ring full, or (`no_queue`) no queue attached.
+    /// tun_net_xmit dropped the frame (and counted tx_dropped): the kernel's reason; `None`
+    /// from a real arm that could not tell which (see its module doc: it sees tx_dropped
+    /// rise, not the reason).
     XmitDropped {
         frame: u64,
         ts_ns: u64,
-        no_queue: bool,
+        reason: Option<XmitDrop>,
         stats: TunStats,
     },
     /// `[queues]`: TUNSETQUEUE on a file before a frame; the frames a detach purged from
@@ -218,7 +242,8 @@ impl<'s> TunReadRun<'s> {
         Ok(())
     }
 
-    /// tun_net_xmit, and the event for a full ring.
+    /// tun_net_xmit, and the event for a full ring (the single-queue device has no
+    /// filter: SKB_DROP_REASON_FULL_RING is its only drop).
     fn xmit(&mut self, index: u64, ts_ns: u64, skb: Box<SkBuff>, sink: &mut impl FnMut(Event)) {
         if self.dev.xmit(skb) {
             self.queued.push_back((index, ts_ns));
@@ -226,7 +251,7 @@ impl<'s> TunReadRun<'s> {
             sink(Event::XmitDropped {
                 frame: index,
                 ts_ns,
-                no_queue: false,
+                reason: Some(XmitDrop::FullRing),
                 stats: self.dev.stats,
             });
         }
@@ -251,18 +276,12 @@ impl<'s> TunReadRun<'s> {
                 None
             };
             self.ops.add(&outcome.ops);
-            let visible = match outcome.result {
-                Ok(n) => n,
-                Err(_) => size.min(header_len(&self.scenario.device)),
-            };
-            let data = if self.record_bytes {
-                let mut data = self.spare_data.take();
-                data.clear();
-                data.extend_from_slice(&self.buf[..visible]);
-                data
-            } else {
-                Vec::new()
-            };
+            let data = read_data(
+                (self.record_bytes, &mut self.spare_data),
+                &self.buf,
+                outcome.result,
+                header_len(&self.scenario.device),
+            );
             sink(Event::Read(ReadRecord {
                 read: self.reads,
                 queue: None,

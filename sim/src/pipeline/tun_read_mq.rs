@@ -19,7 +19,7 @@ use crate::tun::ioctl::iff_flags::{
 };
 use crate::tun::ioctl::{cmd, BpfFd, Caller, FileId, IoctlArg, IFNAMSIZ};
 use crate::tun::read::ReadOutcome;
-use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, DEFAULT_VNET_HDR_SZ};
+use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, XmitDrop, DEFAULT_VNET_HDR_SZ};
 
 /// The device's name in the model (the real arm's is its own).
 const DEV: &[u8] = b"skbdut";
@@ -33,10 +33,8 @@ pub(super) struct QueueDone {
 /// Where tun_net_xmit put a frame.
 pub(super) enum MqXmit {
     Queued,
-    /// Dropped with tx_dropped: a full ring, or no queue attached (numqueues 0).
-    Dropped {
-        no_queue: bool,
-    },
+    /// Dropped by tun_net_xmit with tx_dropped, for this reason.
+    Dropped(XmitDrop),
 }
 
 /// The multiqueue tap and the frames on each file's ring.
@@ -202,9 +200,7 @@ impl MqTap {
                 self.queued[file].push_back((index, ts_ns));
                 Ok(MqXmit::Queued)
             }
-            XmitFate::Dropped { reason, .. } => Ok(MqXmit::Dropped {
-                no_queue: reason == "SKB_DROP_REASON_DEV_READY",
-            }),
+            XmitFate::Dropped { reason, .. } => Ok(MqXmit::Dropped(reason)),
             XmitFate::DeviceDown => Err(format!(
                 "frame {index}: a down multiqueue tap: the noop qdisc drops it, which the trace does not show"
             )),

@@ -3,7 +3,7 @@
 //! (docs/tun-read.md#multiqueue).
 
 use super::mq::{MqTap, MqXmit};
-use super::{header_len, Event, ReadRecord, TunReadRun};
+use super::{header_len, read_data, Event, ReadRecord, TunReadRun};
 use crate::pipeline::frame_meta::RecipeError;
 use crate::skb::SkBuff;
 
@@ -54,11 +54,11 @@ impl TunReadRun<'_> {
         sink: &mut impl FnMut(Event),
     ) -> Result<(), RecipeError> {
         let mq = self.mq_tap()?;
-        if let MqXmit::Dropped { no_queue } = mq.xmit(index, ts_ns, *skb).map_err(RecipeError)? {
+        if let MqXmit::Dropped(reason) = mq.xmit(index, ts_ns, *skb).map_err(RecipeError)? {
             sink(Event::XmitDropped {
                 frame: index,
                 ts_ns,
-                no_queue,
+                reason: Some(reason),
                 stats: mq.stats(),
             });
         }
@@ -83,18 +83,8 @@ impl TunReadRun<'_> {
                     break;
                 };
                 self.ops.add(&outcome.ops);
-                let visible = match outcome.result {
-                    Ok(n) => n,
-                    Err(_) => size.min(hdr),
-                };
-                let data = if self.record_bytes {
-                    let mut data = self.spare_data.take();
-                    data.clear();
-                    data.extend_from_slice(&self.buf[..visible]);
-                    data
-                } else {
-                    Vec::new()
-                };
+                let keep = (self.record_bytes, &mut self.spare_data);
+                let data = read_data(keep, &self.buf, outcome.result, hdr);
                 sink(Event::Read(ReadRecord {
                     read: self.reads,
                     queue: Some(file),

@@ -11,7 +11,7 @@ use crate::skb::{gso, OpCounters};
 use crate::trace::record::{At, Field, Part, Record, Value};
 use crate::trace::render::counters_value;
 use crate::tun::read::SkbInfo;
-use crate::tun::{TunConfig, TunStats, TUN_PI_LEN, TUN_PKT_STRIP};
+use crate::tun::{TunConfig, TunStats, XmitDrop, TUN_PI_LEN, TUN_PKT_STRIP};
 use crate::wire::summary::{describe_into, vlan_tci_into};
 use crate::wire::tun_pi::TunPi;
 use crate::wire::virtio_net_hdr::{
@@ -288,6 +288,9 @@ fn queue_record(
     rec
 }
 
+/// What a drop record says when a real arm saw tx_dropped rise but cannot tell why.
+pub const XMIT_DROP_UNSEEN: &str = "dropped, reason not seen (tx_ring full or TUNSETFILTEREBPF)";
+
 /// A drop with no read: `xmit-drop (frame 2, ts ...): tx_ring full`.
 fn drop_record(kind: &'static str, frame: u64, ts_ns: u64, what: &'static str) -> Record<'static> {
     let mut rec = Record::new(kind);
@@ -302,14 +305,12 @@ pub fn event_record<'e>(e: &'e Event, dev: &TunConfig) -> Record<'e> {
         Event::XmitDropped {
             frame,
             ts_ns,
-            no_queue,
+            reason,
             stats,
         } => {
-            let what = if *no_queue {
-                "no queue attached"
-            } else {
-                "tx_ring full"
-            };
+            // The reason is in the result, which both arms show and conform compares:
+            // the real arm names it from what it saw (its module doc), or says it cannot.
+            let what = reason.map_or(XMIT_DROP_UNSEEN, XmitDrop::what);
             let mut rec = drop_record("xmit-drop", *frame, *ts_ns, what);
             rec.push(Field::both("counters", counters_value(stats)));
             rec

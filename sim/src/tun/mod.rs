@@ -13,6 +13,7 @@ pub mod vnet;
 pub mod vnet_tnl;
 mod vnet_to_skb;
 pub mod write;
+mod xmit_drop;
 
 use std::collections::VecDeque;
 
@@ -26,6 +27,7 @@ pub const TUN_READQ_SIZE: usize = 500;
 pub const DEFAULT_VNET_HDR_SZ: usize = crate::wire::virtio_net_hdr::VIRTIO_NET_HDR_LEN;
 // Still re-exported for trace/render.rs (rewritten by another item of issue 21).
 pub use crate::consts::{TUN_PI_LEN, TUN_PKT_STRIP};
+pub use xmit_drop::XmitDrop;
 
 /// IFF_TAP (Ethernet frames) or IFF_TUN (IP packets); a scenario's `device.kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]

@@ -29,9 +29,7 @@ fn detach_purges_and_a_reattached_file_takes_the_rest() {
             Event::Queue {
                 file, op, purged, ..
             } => format!("{} {file} purged {purged:?}", op.name()),
-            Event::XmitDropped {
-                frame, no_queue, ..
-            } => format!("drop {frame} no_queue {no_queue}"),
+            Event::XmitDropped { frame, reason, .. } => format!("drop {frame} {reason:?}"),
             Event::Read(r) => format!("read {:?} file {:?}", r.frame.map(|(i, _)| i), r.queue),
             Event::BridgeDropped { frame, .. } => format!("bridge-drop {frame}"),
         })
@@ -41,7 +39,7 @@ fn detach_purges_and_a_reattached_file_takes_the_rest() {
         [
             "detach 1 purged []",
             "detach 0 purged [0, 1]",
-            "drop 2 no_queue true",
+            "drop 2 Some(DevReady)",
             "attach 1 purged []",
             "read Some(3) file Some(1)",
             "read Some(4) file Some(1)",

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use sim::scenario::Scenario;
+use sim::tun::XmitDrop;
 use skbsim::engine::summary::{Reason, Tally, XdpPlace};
 use skbsim::engine::Sinks;
 use skbsim::runner::{replay_into, Backend};
@@ -239,7 +240,7 @@ fn tun_read_counts_ring_full() {
     assert_eq!(t.points[0].frames, n - dropped);
     assert_eq!(
         t.not_delivered.iter().collect::<Vec<_>>(),
-        [(&Reason::RingFull, &dropped)]
+        [(&Reason::XmitDrop(Some(XmitDrop::FullRing)), &dropped)]
     );
     assert!(t.line("in", None).ends_with(&format!(
         "not delivered: {dropped} ring full (tun_net_xmit)"

@@ -29,7 +29,7 @@ pub use queue::{SkbProg, SkbProgFn, MAX_TAP_FLOWS, TUN_FLT_ALLMULTI};
 
 use super::ioctl::{cmd, Caller, FileId, IoctlAnswer, IoctlArg, TunIf, TunNet, SA_DATA_LEN};
 use super::napi::TunNapi;
-use super::{DeviceKind, TunConfig, TunDevice, TunStats, VnetEndian};
+use super::{DeviceKind, TunConfig, TunDevice, TunStats, VnetEndian, XmitDrop};
 use crate::errno::Errno;
 use crate::gro::plan::GroPlan;
 use crate::net::Net;
@@ -79,8 +79,8 @@ impl Readiness {
 pub enum XmitFate {
     /// On this queue's tx_ring (tun_select_queue's index, netdev_cap_txqueue'd).
     Queued { queue: u16 },
-    /// tun_net_xmit dropped it and counted tx_dropped; the SKB_DROP_REASON.
-    Dropped { queue: u16, reason: &'static str },
+    /// tun_net_xmit dropped it and counted tx_dropped, with this SKB_DROP_REASON.
+    Dropped { queue: u16, reason: XmitDrop },
     /// The device is down: the noop qdisc frees it (no tun counter moves).
     DeviceDown,
     /// No tun device by that name.

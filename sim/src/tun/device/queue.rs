@@ -11,7 +11,7 @@ use super::flow_hash;
 use super::{TunHost, XmitFate};
 use crate::bpf::{run_socket_filter, BasicEnv, Program, SkbCtx, Vm};
 use crate::skb::{SkBuff, ETH_HLEN};
-use crate::tun::{DeviceKind, RingEntry};
+use crate::tun::{DeviceKind, RingEntry, XmitDrop};
 
 /// MAX_TAP_FLOWS (tun.c): tun_flow_update creates no entry past this many.
 pub const MAX_TAP_FLOWS: usize = 4096;
@@ -146,8 +146,11 @@ impl TunHost {
     }
 
     /// dev_queue_xmit on the tun device `dev_name`: pick the queue, then tun_net_xmit.
-    /// The skb is what ndo_start_xmit gets (the core's validate_xmit_skb already applied,
-    /// except the VLAN tag insertion, done here as for [`crate::tun::TunDevice::xmit`]).
+    /// The skb is what ndo_select_queue gets (the core's validate_xmit_skb already
+    /// applied, except the VLAN tag insertion: net/core/dev.c: __dev_queue_xmit picks the
+    /// queue first and validate_xmit_skb -> validate_xmit_vlan runs before
+    /// ndo_start_xmit, so it is done here after the pick, and the TUNSETTXFILTER and
+    /// TUNSETFILTEREBPF checks see a tag the device could not offload in the bytes).
     pub fn xmit(&mut self, dev_name: &[u8], mut skb: SkBuff) -> XmitFate {
         let Some(tif) = self.net.by_name(dev_name).and_then(|d| self.net.dev(d)) else {
             return XmitFate::NoDevice;
@@ -166,9 +169,13 @@ impl TunHost {
             Ok(q) => q,
             Err(fate) => return fate,
         };
+        self.stack
+            .dev(ifindex)
+            .expect("registered tun in the stack")
+            .validate_xmit_vlan(&mut skb);
         // tun_net_xmit: "Drop packet if interface is not attached".
         let Some(&file) = queues.get(txq) else {
-            return self.xmit_drop(ifindex, txq, "SKB_DROP_REASON_DEV_READY");
+            return self.xmit_drop(ifindex, txq, XmitDrop::DevReady);
         };
         // check_filter (TUNSETTXFILTER, taps only).
         if !st.txflt_exact.is_empty() {
@@ -179,7 +186,7 @@ impl TunHost {
                 .unwrap_or([0; 6]);
             if !st.txflt_exact.contains(&dest) {
                 if dest[0] & 1 == 0 {
-                    return self.xmit_drop(ifindex, txq, "SKB_DROP_REASON_TAP_TXFILTER");
+                    return self.xmit_drop(ifindex, txq, XmitDrop::TapTxfilter);
                 }
                 if !st.txflt_allmulti {
                     return XmitFate::Unmodelled(
@@ -203,29 +210,29 @@ impl TunHost {
                 Err(e) => return XmitFate::ProgFault(e),
             };
             if len == 0 {
-                return self.xmit_drop(ifindex, txq, "SKB_DROP_REASON_TAP_FILTER");
+                return self.xmit_drop(ifindex, txq, XmitDrop::TapFilter);
             }
             if len < skb.len() {
                 return XmitFate::Unmodelled("pskb_trim to the TUNSETFILTEREBPF program's length");
             }
         }
-        let dev = self
+        let cap = self
             .stack
-            .dev_mut(ifindex)
-            .expect("registered tun in the stack");
-        dev.validate_xmit_vlan(&mut skb);
-        let cap = dev.config.tx_queue_len;
+            .dev(ifindex)
+            .expect("registered tun in the stack")
+            .config
+            .tx_queue_len;
         let q = self.files.get_mut(&file).expect("an attached file is open");
         // ptr_ring_produce fails on a full ring.
         if q.ring.len() >= cap {
-            return self.xmit_drop(ifindex, txq, "SKB_DROP_REASON_FULL_RING");
+            return self.xmit_drop(ifindex, txq, XmitDrop::FullRing);
         }
         q.ring.push_back(RingEntry::Skb(Box::new(skb)));
         XmitFate::Queued { queue: txq as u16 }
     }
 
     /// tun_net_xmit's drop label: dev->tx_dropped += 1.
-    fn xmit_drop(&mut self, ifindex: u32, txq: usize, reason: &'static str) -> XmitFate {
+    fn xmit_drop(&mut self, ifindex: u32, txq: usize, reason: XmitDrop) -> XmitFate {
         if let Some(dev) = self.stack.dev_mut(ifindex) {
             dev.stats.tx_dropped += 1;
         }

@@ -190,7 +190,7 @@ fn frames_on_a_queue_that_detaches_are_purged() {
         h.xmit(b"mq0", skb(&udp(1, 2, 1, 2))),
         XmitFate::Dropped {
             queue: 0,
-            reason: "SKB_DROP_REASON_DEV_READY"
+            reason: XmitDrop::DevReady
         }
     );
     assert_eq!(tx_dropped(&h, b"mq0"), 1);
@@ -272,7 +272,7 @@ fn a_full_ring_drops_the_next_skb() {
         fate,
         XmitFate::Dropped {
             queue: 0,
-            reason: "SKB_DROP_REASON_FULL_RING"
+            reason: XmitDrop::FullRing
         }
     );
     assert_eq!((h.queued(f), tx_dropped(&h, b"tap0")), (500, 1));
@@ -383,7 +383,7 @@ fn a_tx_filter_passes_its_addresses_and_drops_other_unicast() {
         h.xmit(b"tap0", skb(&udp(1, 3, 1, 2))),
         XmitFate::Dropped {
             queue: 0,
-            reason: "SKB_DROP_REASON_TAP_TXFILTER"
+            reason: XmitDrop::TapTxfilter
         }
     );
 }

@@ -40,7 +40,8 @@
 //! at once, with no reason (the kernel does not say why), and is not waited for.
 //! A consuming read (anything but `read(0)`) takes the (index, ts) of the next frame that
 //! reached B. After each write, B's `tx_dropped` is checked: a rise means `tun_net_xmit`
-//! found the tx_ring full, reported as [`Event::XmitDropped`] like the simulator's.
+//! dropped the frame, reported as [`Event::XmitDropped`] like the simulator's, with the
+//! reason the arm can tell from what it saw (`Replay::drop_reason` in [`mq`]).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -579,7 +580,7 @@ impl Replay<'_> {
             self.events.push(Event::XmitDropped {
                 frame: index,
                 ts_ns: ts,
-                no_queue: !self.attached.contains(&true),
+                reason: self.drop_reason(),
                 stats: tun_stats(&now),
             });
         } else {

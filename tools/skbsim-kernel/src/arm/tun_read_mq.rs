@@ -9,12 +9,21 @@
 //! neither tells (several non-empty rings), the scenario is refused: read more often.
 //! A detach's purge (__tun_detach -> tun_queue_purge) is seen the same way: the frames
 //! seen landing on the file and not read, with the file no longer readable after it.
+//!
+//! Why a frame was dropped is told, not seen: the kernel passes the reason only to
+//! kfree_skb_reason (the skb:kfree_skb tracepoint's `reason`), and that tracepoint is
+//! host-wide, with no device or namespace to tell this run's drops from those of other
+//! runs on the machine, so the arm does not read it. What it sees is `tx_dropped` rising
+//! for a frame that reached B's xmit, which files are attached and how many unread frames
+//! each ring holds (a ring's frames are the ones seen landing on it and not read). From
+//! those, [`seen_drop_reason`] names the one reason tun_net_xmit can have had, or none.
 
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use sim::errno::Errno as SimErrno;
 use sim::scenario::{QueueOp, Scenario, SOCKET_FILTER_SECTION};
+use sim::tun::XmitDrop;
 
 use super::{open_dut, Event, Replay, DUT_NAME};
 use crate::arm::{kerr, tap_side, tun_stats, ArmError};
@@ -59,7 +68,48 @@ pub(super) fn open_dut_queues(
     Ok((dut, queues))
 }
 
+/// Which SKB_DROP_REASON drivers/net/tun.c: tun_net_xmit had for a drop whose
+/// tx_dropped rise the arm saw, from the files' attachment, the unread frames on each
+/// file's ring (`ring_len`), the ring size (tx_queue_len) and whether a TUNSETFILTEREBPF
+/// program is attached. The arm sets no TUNSETTXFILTER and no TUNATTACHFILTER filter, and
+/// pskb_trim never fails for a length it does not shorten to, so the causes left are
+/// SKB_DROP_REASON_DEV_READY (no file attached: numqueues 0), SKB_DROP_REASON_TAP_FILTER
+/// (the filter returned 0) and SKB_DROP_REASON_FULL_RING. `None`: both of the last two
+/// were possible (a filter and a full ring), which the arm cannot tell apart.
+pub(super) fn seen_drop_reason(
+    attached: &[bool],
+    ring_len: &[usize],
+    cap: usize,
+    filter: bool,
+) -> Option<XmitDrop> {
+    if !attached.contains(&true) {
+        return Some(XmitDrop::DevReady);
+    }
+    let full = attached.iter().zip(ring_len).any(|(&a, &n)| a && n >= cap);
+    match (filter, full) {
+        (false, _) => Some(XmitDrop::FullRing),
+        (true, false) => Some(XmitDrop::TapFilter),
+        (true, true) => None,
+    }
+}
+
 impl Replay<'_> {
+    /// [`seen_drop_reason`] for the drop of the frame just written.
+    pub(super) fn drop_reason(&self) -> Option<XmitDrop> {
+        let rings: Vec<usize> = self.pending.iter().map(|p| p.len()).collect();
+        let filter = self
+            .scenario
+            .queues
+            .as_ref()
+            .is_some_and(|q| q.filter.is_some());
+        seen_drop_reason(
+            &self.attached,
+            &rings,
+            self.scenario.device.tx_queue_len,
+            filter,
+        )
+    }
+
     fn file(&self, file: usize) -> &Tap {
         match file {
             0 => &self.dut,
@@ -181,5 +231,37 @@ impl Replay<'_> {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+}
+
+#[cfg(test)]
+mod drop_reason_tests {
+    use super::seen_drop_reason;
+    use sim::tun::XmitDrop;
+
+    #[test]
+    fn the_reason_is_named_only_where_one_cause_is_left() {
+        // No file attached: tun_net_xmit's first check.
+        assert_eq!(
+            seen_drop_reason(&[false, false], &[0, 0], 2, true),
+            Some(XmitDrop::DevReady)
+        );
+        // No filter: a full ring is the only cause left, whatever the arm counted.
+        assert_eq!(
+            seen_drop_reason(&[true], &[2], 2, false),
+            Some(XmitDrop::FullRing)
+        );
+        // A filter and no ring full: the filter returned 0.
+        assert_eq!(
+            seen_drop_reason(&[true, true], &[1, 0], 2, true),
+            Some(XmitDrop::TapFilter)
+        );
+        // A detached file's ring does not count (tun_queue_purge emptied it).
+        assert_eq!(
+            seen_drop_reason(&[false, true], &[2, 0], 2, true),
+            Some(XmitDrop::TapFilter)
+        );
+        // A filter and a full ring: either could have dropped it.
+        assert_eq!(seen_drop_reason(&[true, true], &[0, 2], 2, true), None);
     }
 }

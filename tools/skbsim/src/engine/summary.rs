@@ -17,6 +17,7 @@ use sim::bpf::xdp::{XDP_ABORTED, XDP_DROP, XDP_REDIRECT};
 use sim::bridge::DropReason;
 use sim::errno::Errno;
 use sim::tun::write::{Fate, XdpReport, XdpWhere};
+use sim::tun::XmitDrop;
 
 /// Why a frame was not delivered, in the order the summary lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -58,10 +59,9 @@ pub enum Reason {
     XdpRedirect(XdpPlace),
     /// XDP_TX or XDP_REDIRECT failed.
     XdpError(XdpPlace, Errno),
-    /// tun_net_xmit: the tap's tx_ring (ptr_ring) was full (tun-read).
-    RingFull,
-    /// tun_net_xmit: no queue attached (numqueues 0, SKB_DROP_REASON_DEV_READY).
-    NoQueue,
+    /// tun_net_xmit dropped it (tun-read): the kernel's SKB_DROP_REASON, `None` when the
+    /// real arm saw tx_dropped rise and could not tell why.
+    XmitDrop(Option<XmitDrop>),
     /// __tun_detach -> tun_queue_purge: on a queue's ring when it was detached.
     QueuePurged,
     /// tun_net_xmit / tun_xdp_xmit: a full ring of a tap read back (tx_dropped).
@@ -156,8 +156,9 @@ impl Reason {
             Reason::XdpTx(_) => "XDP_TX (back out of the tap, not read here)".into(),
             Reason::XdpRedirect(_) => "XDP_REDIRECT (to another device, not read here)".into(),
             Reason::XdpError(_, e) => format!("XDP_TX/XDP_REDIRECT failed: {e}"),
-            Reason::RingFull => "ring full".into(),
-            Reason::NoQueue => "no queue attached".into(),
+            Reason::XmitDrop(Some(XmitDrop::FullRing)) => "ring full".into(),
+            Reason::XmitDrop(Some(why)) => why.what().into(),
+            Reason::XmitDrop(None) => "tx_dropped, reason not seen".into(),
             Reason::QueuePurged => "purged by a queue detach".into(),
             Reason::TxDropped => "ring full (tx_dropped)".into(),
             Reason::ReadError(e) => format!("read error {e}"),
@@ -197,7 +198,7 @@ impl Reason {
             Reason::XdpRedirect(XdpPlace::Generic) | Reason::XdpError(XdpPlace::Generic, _) => {
                 "xdp_do_generic_redirect"
             }
-            Reason::RingFull | Reason::NoQueue => "tun_net_xmit",
+            Reason::XmitDrop(_) => "tun_net_xmit",
             Reason::QueuePurged => "__tun_detach",
             Reason::TxDropped => "tun_net_xmit/tun_xdp_xmit",
             Reason::ReadError(_) => "tun_do_read",
@@ -406,7 +407,7 @@ mod tests {
     #[test]
     fn residual_is_unobserved_and_reasons_keep_their_order() {
         let mut t = Tally::new(&[("read", "the tun reader")]);
-        t.dropped(Reason::RingFull, 2);
+        t.dropped(Reason::XmitDrop(Some(XmitDrop::FullRing)), 2);
         t.bridge_dropped(Some(&DropReason::InvalidSource([0; 6])));
         t.delivered(0, 3);
         let t = t.finish(10);
@@ -415,7 +416,7 @@ mod tests {
             order,
             [
                 Reason::BridgeInvalidSource,
-                Reason::RingFull,
+                Reason::XmitDrop(Some(XmitDrop::FullRing)),
                 Reason::Unobserved
             ]
         );

@@ -55,14 +55,7 @@ impl<'s> TunReadRender<'s> {
             sinks.record(rec)?;
         }
         match e {
-            Event::XmitDropped { no_queue, .. } => {
-                let why = if *no_queue {
-                    Reason::NoQueue
-                } else {
-                    Reason::RingFull
-                };
-                self.tally.dropped(why, 1)
-            }
+            Event::XmitDropped { reason, .. } => self.tally.dropped(Reason::XmitDrop(*reason), 1),
             Event::Queue { purged, .. } => {
                 self.tally.dropped(Reason::QueuePurged, purged.len() as u64)
             }
