@@ -126,9 +126,9 @@ impl<F: FarSide> DeviceTun<F> {
             self.report.skbs.push(StackSkb {
                 protocol: skb.protocol,
                 len: skb.len() + mac_pulled,
-                gso_type: skb.gso_type,
+                gso_type: Some(skb.gso_type),
                 gso_size: skb.gso_size,
-                gso_segs: skb.gso_segs,
+                gso_segs: Some(skb.gso_segs),
             });
             for answer in self.far.receive(&dev, kind, skb) {
                 let len = answer.len();

@@ -28,10 +28,13 @@ pub struct StackSkb {
     /// The frame's length as AF_PACKET on the device sees it: skb->len plus the
     /// Ethernet header for a tap (eth_type_trans pulled it), skb->len for a tun.
     pub len: usize,
-    /// skb_shinfo(skb)->gso_type, gso_size and gso_segs.
-    pub gso_type: u32,
+    /// skb_shinfo(skb)->gso_type, gso_size and gso_segs. A real arm reads them from the
+    /// `virtio_net_hdr` its packet socket gets (skbsim_kernel::RxVnet): the gso type as
+    /// the virtio type's SKB_GSO bits, None when virtio_net_hdr_from_skb refused the skb
+    /// (a type no virtio_net_hdr carries); no gso_segs for a GSO skb (no field holds it).
+    pub gso_type: Option<u32>,
     pub gso_size: u16,
-    pub gso_segs: u16,
+    pub gso_segs: Option<u16>,
 }
 
 /// What a write did beyond the count it returned ([`SimTun::take_write_report`]).
@@ -234,14 +237,66 @@ fn answer_value(
     }
 }
 
+/// What a packet socket with PACKET_VNET_HDR on the device sees of a gso type
+/// (include/linux/virtio_net.h: virtio_net_hdr_from_skb, via
+/// sim::trace::gro_observed::virtio_gso_names): `0`, the virtio type's name, or that it
+/// has none.
+fn vnet_gso_view(gso_type: Option<u32>) -> String {
+    const NONE: &str = "none in a virtio_net_hdr";
+    match gso_type {
+        Some(0) => "0".to_string(),
+        Some(t) => {
+            let v = sim::trace::gro_observed::virtio_gso_names(&gso::names(t));
+            if v.ends_with("(no virtio_net_hdr gso type)") {
+                NONE.to_string()
+            } else {
+                v
+            }
+        }
+        None => NONE.to_string(),
+    }
+}
+
 fn skb_value(s: &StackSkb) -> Value<'static> {
+    let unknown = || Value::Word("?");
     Value::Parts(vec![
         Part::named("protocol", Value::hex(u64::from(s.protocol), 4)),
         Part::named("len", Value::Int(s.len as u64)),
-        Part::named("gso_type", Value::text(gso::names(s.gso_type))),
-        Part::named("gso_size", Value::Int(u64::from(s.gso_size))),
-        Part::named("gso_segs", Value::Int(u64::from(s.gso_segs))),
+        Part::named(
+            "gso_type",
+            s.gso_type.map_or_else(
+                || Value::text(vnet_gso_view(None)),
+                |t| Value::text(gso::names(t)),
+            ),
+        ),
+        Part::named(
+            "gso_size",
+            match s.gso_type {
+                Some(_) => Value::Int(u64::from(s.gso_size)),
+                None => unknown(),
+            },
+        ),
+        Part::named(
+            "gso_segs",
+            s.gso_segs
+                .map_or_else(unknown, |n| Value::Int(u64::from(n))),
+        ),
     ])
+}
+
+/// What both arms see of an skb the stack got: an AF_PACKET socket (ETH_P_ALL, in
+/// __netif_receive_skb_core's ptype_all taps, after GRO) with PACKET_VNET_HDR shows its
+/// protocol, length and the gso type and size a virtio_net_hdr carries, not gso_segs.
+fn skb_seen(s: &StackSkb) -> Value<'static> {
+    let mut parts = vec![
+        Part::named("protocol", Value::hex(u64::from(s.protocol), 4)),
+        Part::named("len", Value::Int(s.len as u64)),
+        Part::named("gso_type", Value::text(vnet_gso_view(s.gso_type))),
+    ];
+    if vnet_gso_view(s.gso_type) != vnet_gso_view(None) {
+        parts.push(Part::named("gso_size", Value::Int(u64::from(s.gso_size))));
+    }
+    Value::Parts(parts)
 }
 
 fn count_or_errno(r: &Result<usize, Errno>) -> Value<'static> {
@@ -430,7 +485,11 @@ impl<T: SimTun> SimTun for Recorder<T> {
             } else {
                 format!("skb {i}")
             };
-            fields.push(Field::both(name, skb_value(s)).meta_at(2 + i.min(250) as u8));
+            fields.push(
+                Field::both(name, skb_value(s))
+                    .compared_as(skb_seen(s))
+                    .meta_at(2 + i.min(250) as u8),
+            );
         }
         for (i, (len, fate)) in report.answers.iter().enumerate() {
             fields.push(Field::model(

@@ -242,12 +242,9 @@ mod tests {
     use crate::FileId;
     use crate::LoopbackTun;
     use sim::profile::KernelProfile;
+    use sim::tun::ioctl::cmd::{TUNSETIFF, TUNSETQUEUE};
+    use sim::tun::ioctl::iff_flags::IFF_DETACH_QUEUE;
     use sim::tun::ioctl::{Caller, IoctlArg};
-
-    const TUNSETIFF: u32 = 0x4004_54ca;
-
-    const TUNSETQUEUE: u32 = 0x4004_54d9;
-    const IFF_DETACH_QUEUE: u16 = 0x0400;
 
     /// A device `name` and the file attached to it.
     fn tun_file(name: &str) -> (LoopbackTun, FileId) {

@@ -52,7 +52,7 @@ pub use error::{Cause, Errno, KernelError, OsErrno};
 pub use ethtool::{get_feature, set_feature, Ethtool, Feature};
 pub use netlink::{Nla, NlaValue};
 pub use netns::Netns;
-pub use packet::{AuxData, PacketSocket};
+pub use packet::{AuxData, PacketSocket, RxVnet};
 pub use rtnl::{LinkInfo, LinkStats, Rtnl, XdpAttached};
 pub use sys::{current_netns_inode, in_private_netns, process_netns_inode};
 pub use sysfs::{gro_flush_timeout, set_gro_flush_timeout};

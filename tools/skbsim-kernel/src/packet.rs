@@ -1,10 +1,13 @@
 //! AF_PACKET raw sockets bound to one device, with `PACKET_AUXDATA` (VLAN tag the kernel
-//! holds out of band, original length, checksum status).
+//! holds out of band, original length, checksum status) and, as an option,
+//! `PACKET_VNET_HDR` (the skb's gso and checksum fields as a `struct virtio_net_hdr`).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 use sim::consts::ETH_P_ALL;
+use sim::wire::virtio_net_hdr::VIRTIO_NET_HDR_LEN;
+use sim::wire::{Endian, VirtioNetHdrRepr, VnetHdrLayout};
 
 use crate::error::{Errno, ErrnoExt, KernelError};
 use crate::sys::{cvt, cvt_len, ensure_private_netns, poll_one, setsockopt_int};
@@ -63,6 +66,15 @@ pub(crate) struct Received {
 /// One non-blocking `recvmsg(MSG_TRUNC)` into `buf` (the caller polled first). libc, not
 /// rustix: rustix's ancillary-message parser has no PACKET_AUXDATA.
 pub(crate) fn recv_packet(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<Received, Errno> {
+    recv_packet_flags(fd, buf, 0)
+}
+
+/// [`recv_packet`] with `flags` added (MSG_PEEK).
+fn recv_packet_flags(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    flags: libc::c_int,
+) -> Result<Received, Errno> {
     let mut from = sockaddr_ll(0, 0);
     let mut cbuf = [0u64; 16];
     let mut iov = libc::iovec {
@@ -83,7 +95,7 @@ pub(crate) fn recv_packet(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<Received
         libc::recvmsg(
             fd.as_raw_fd(),
             &mut msg,
-            libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+            libc::MSG_TRUNC | libc::MSG_DONTWAIT | flags,
         )
     };
     let len = cvt_len(n)?;
@@ -157,6 +169,21 @@ pub struct AuxData {
     pub ifindex: u32,
     /// Whether the frame was longer than the receive buffer.
     pub truncated: bool,
+    /// With [`PacketSocket::set_vnet_hdr`]: the header the kernel built from the skb.
+    pub vnet: Option<RxVnet>,
+}
+
+/// What `PACKET_VNET_HDR` showed of one skb (net/packet/af_packet.c: packet_recvmsg ->
+/// packet_rcv_vnet -> include/linux/virtio_net.h: virtio_net_hdr_from_skb, little
+/// endian, has_data_valid true, vlan_hlen 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxVnet {
+    /// The 10-byte `struct virtio_net_hdr` that came before the frame.
+    Hdr(VirtioNetHdrRepr),
+    /// virtio_net_hdr_from_skb returned -EINVAL: a GSO skb of a type no virtio_net_hdr
+    /// carries (none of TCPV4, TCPV6, UDP_L4). The kernel frees the skb on such a
+    /// recvmsg; the socket peeks first and reads the frame again without the header.
+    Refused,
 }
 
 /// An AF_PACKET `SOCK_RAW` socket bound to one ifindex with `ETH_P_ALL`: it sees frames in
@@ -167,6 +194,8 @@ pub struct PacketSocket {
     ifindex: u32,
     timeout: Option<Duration>,
     buf: Vec<u8>,
+    /// `PACKET_VNET_HDR` is on ([`PacketSocket::set_vnet_hdr`]).
+    vnet_hdr: bool,
 }
 
 /// The receive buffer every arm socket gets (root: SO_RCVBUFFORCE), 32 MiB.
@@ -196,7 +225,56 @@ impl PacketSocket {
             ifindex,
             timeout: Some(Duration::from_secs(1)),
             buf: vec![0u8; 1 << 18],
+            vnet_hdr: false,
         })
+    }
+
+    /// Turns `PACKET_VNET_HDR` on: each frame [`PacketSocket::recv`] returns comes with
+    /// [`AuxData::vnet`], the `struct virtio_net_hdr` the kernel built from its skb
+    /// (net/packet/af_packet.c: packet_setsockopt PACKET_VNET_HDR sets vnet_hdr_sz to
+    /// sizeof(struct virtio_net_hdr); packet_recvmsg puts it before the frame).
+    pub fn set_vnet_hdr(&mut self) -> Result<(), KernelError> {
+        vnet_hdr_opt(self.fd.as_fd(), true)
+            .op(|| format!("AF_PACKET PACKET_VNET_HDR on ifindex {}", self.ifindex))?;
+        self.vnet_hdr = true;
+        Ok(())
+    }
+
+    /// One ready frame: with the vnet header on, peeked first (a refused header frees
+    /// the skb), then read again, without the header if it was refused.
+    fn recv_ready(&mut self) -> Result<(Received, Option<RxVnet>), Errno> {
+        if !self.vnet_hdr {
+            return recv_packet(self.fd.as_fd(), &mut self.buf).map(|r| (r, None));
+        }
+        let fd = self.fd.as_fd();
+        match recv_packet_flags(fd, &mut self.buf, libc::MSG_PEEK) {
+            Err(Errno::EINVAL) => {
+                vnet_hdr_opt(fd, false)?;
+                let r = recv_packet(fd, &mut self.buf);
+                vnet_hdr_opt(fd, true)?;
+                Ok((r?, Some(RxVnet::Refused)))
+            }
+            Err(e) => Err(e),
+            Ok(peeked) => {
+                let mut r = recv_packet(fd, &mut self.buf)?;
+                // packet_recvmsg reads the original length (tp_len) from the skb's cb
+                // and then writes sll_family and sll_protocol over it
+                // (PACKET_SKB_CB(skb)->sa.origlen shares them): the second read of a
+                // peeked skb gets 0x00080011 for an IPv4 one. The peek's auxdata is the
+                // one to keep.
+                r.auxdata = peeked.auxdata;
+                let hdr = VirtioNetHdrRepr::from_bytes(
+                    &self.buf[..VIRTIO_NET_HDR_LEN],
+                    VnetHdrLayout::Basic,
+                    Endian::Little,
+                )
+                .map_err(|_| Errno::EIO)?;
+                // packet_recvmsg returns vnet_hdr_sz + the frame's length.
+                r.len = r.len.saturating_sub(VIRTIO_NET_HDR_LEN);
+                self.buf.copy_within(VIRTIO_NET_HDR_LEN.., 0);
+                Ok((r, Some(RxVnet::Hdr(hdr))))
+            }
+        }
     }
 
     /// How long [`PacketSocket::recv`] waits: `Some(Duration::ZERO)` polls, `None` blocks.
@@ -220,24 +298,34 @@ impl PacketSocket {
         &mut self,
         timeout: Option<Duration>,
     ) -> Result<Option<(Vec<u8>, AuxData)>, KernelError> {
-        let op = || format!("AF_PACKET recv on ifindex {}", self.ifindex);
+        let ifindex = self.ifindex;
+        let op = || format!("AF_PACKET recv on ifindex {ifindex}");
         if !poll_one(self.fd.as_fd(), libc::POLLIN, timeout).op(op)? {
             return Ok(None);
         }
-        let Received {
-            len: n,
-            from,
-            auxdata,
-        } = match recv_packet(self.fd.as_fd(), &mut self.buf) {
-            Ok(r) => r,
+        let (
+            Received {
+                len: n,
+                from,
+                auxdata,
+            },
+            vnet,
+        ) = match self.recv_ready() {
+            Ok((r, vnet)) => (r, vnet),
             Err(Errno::EAGAIN) => return Ok(None),
             Err(e) => return Err(KernelError::sys(op(), e)),
+        };
+        // With the header, the frame sits at the buffer's start after it was moved down.
+        let room = match vnet {
+            Some(RxVnet::Hdr(_)) => self.buf.len() - VIRTIO_NET_HDR_LEN,
+            _ => self.buf.len(),
         };
         let mut aux = AuxData {
             pkttype: from.sll_pkttype,
             protocol: u16::from_be(from.sll_protocol),
             ifindex: from.sll_ifindex as u32,
-            truncated: n > self.buf.len(),
+            truncated: n > room,
+            vnet,
             ..AuxData::default()
         };
         if let Some(a) = auxdata {
@@ -251,7 +339,7 @@ impl PacketSocket {
             aux.vlan_valid = a.tp_status & tp_status::VLAN_VALID != 0;
             aux.vlan_tpid_valid = a.tp_status & tp_status::VLAN_TPID_VALID != 0;
         }
-        let copied = n.min(self.buf.len());
+        let copied = n.min(room);
         Ok(Some((self.buf[..copied].to_vec(), aux)))
     }
 
@@ -301,6 +389,11 @@ impl AsFd for PacketSocket {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }
+}
+
+/// `PACKET_VNET_HDR` on or off (packet_setsockopt: allowed while no ring is mapped).
+fn vnet_hdr_opt(fd: BorrowedFd<'_>, on: bool) -> Result<(), Errno> {
+    setsockopt_int(fd, SOL_PACKET, libc::PACKET_VNET_HDR, libc::c_int::from(on))
 }
 
 fn sockaddr_ll(ifindex: u32, protocol: u16) -> libc::sockaddr_ll {

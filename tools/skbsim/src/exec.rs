@@ -1,5 +1,5 @@
 //! `skbsim exec [--profile NAME] [--far-side stack|sink|loopback] [--far-addr CIDR]...
-//! [--trace FILE] [--json FILE] [-o FILE] -- PROGRAM [ARGS...]`: run an
+//! [--input PCAP] [--trace FILE] [--json FILE] [-o FILE] -- PROGRAM [ARGS...]`: run an
 //! unmodified program as the calling user with every open of /dev/net/tun answered by a
 //! simulated device (skbsim_exec; docs/exec.md). Exits with the program's exit code (128 +
 //! the signal that killed it), or 2 with one line when it cannot be supervised or run.
@@ -12,9 +12,9 @@ use std::process::{Command, ExitCode};
 use clap::{Args, ValueEnum};
 use sim::profile::{KernelProfile, PROFILES};
 use skbsim::cli_error::CliError;
-use skbsim::exec_scenario::{caller, far_addrs, run_on};
+use skbsim::exec_scenario::{caller, far_addrs, read_far_input, run_on};
 use skbsim::exec_tap::TapTun;
-use skbsim_exec::{DeviceTun, LoopbackTun, Sink, Stack};
+use skbsim_exec::{DeviceTun, FarInput, LoopbackTun, Sink, Stack};
 
 use crate::exec_record::RecordOutputs;
 
@@ -34,6 +34,11 @@ pub struct ExecArgs {
     /// An address of the stack far side, ADDRESS/PREFIX (repeatable).
     #[arg(long, default_values = ["10.0.0.2/24", "fd00::2/64"])]
     pub far_addr: Vec<String>,
+    /// A capture (Ethernet) whose frames the far side sends on the program's device when
+    /// it first comes up, as an exec scenario's `input` (docs/exec.md#scenarios): read
+    /// back in order on a tap, after the Ethernet header on a tun. Not with `loopback`.
+    #[arg(long, value_name = "PCAP")]
+    pub input: Option<PathBuf>,
     /// `sim` (the device model) or `tap`: real tun/tap files in a private network
     /// namespace where the program runs, the Linux stack holding the --far-addr
     /// addresses as the far side (root; docs/exec.md#tap).
@@ -83,6 +88,14 @@ pub fn exec(args: &ExecArgs) -> Result<ExitCode, CliError> {
     let mut cmd = Command::new(program);
     cmd.args(rest);
     let addrs = far_addrs(&args.far_addr, "exec: --far-addr")?;
+    let input = match (&args.input, args.far_side) {
+        (None, _) => FarInput::default(),
+        (Some(_), FarSide::Loopback) => return Err(CliError(
+            "exec: --input: the loopback far side sends no capture; use --far-side stack or sink"
+                .into(),
+        )),
+        (Some(p), _) => read_far_input(p, "exec: --input")?,
+    };
     let outputs = RecordOutputs::open(
         args.trace.as_deref(),
         args.json.as_deref(),
@@ -90,19 +103,19 @@ pub fn exec(args: &ExecArgs) -> Result<ExitCode, CliError> {
     )?;
     let record = outputs.wanted();
     let (code, rec) = match (args.backend, args.far_side) {
-        (ExecBackend::Tap, FarSide::Stack) => return run_tap(args, cmd, &addrs, outputs),
+        (ExecBackend::Tap, FarSide::Stack) => return run_tap(args, cmd, &addrs, input, outputs),
         (ExecBackend::Tap, _) => {
             return Err(CliError(
                 "exec: --backend tap has the Linux stack as its far side (--far-side stack)".into(),
             ))
         }
         (ExecBackend::Sim, FarSide::Stack) => run_on(
-            DeviceTun::new(profile, caller, Stack::new(addrs)),
+            DeviceTun::new(profile, caller, Stack::new(addrs)).with_input(input),
             cmd,
             record,
         ),
         (ExecBackend::Sim, FarSide::Sink) => run_on(
-            DeviceTun::new(profile, caller, Sink::default()),
+            DeviceTun::new(profile, caller, Sink::default()).with_input(input),
             cmd,
             record,
         ),
@@ -138,6 +151,7 @@ fn run_tap(
     args: &ExecArgs,
     cmd: Command,
     addrs: &[skbsim_exec::IpCidr],
+    input: FarInput,
     outputs: RecordOutputs,
 ) -> Result<ExitCode, CliError> {
     skbsim::runner::tap_ready("exec --backend tap")?;
@@ -146,10 +160,9 @@ fn run_tap(
         .map(|c| (c.address().into(), c.prefix_len()))
         .collect();
     let record = outputs.wanted();
-    let ran = skbsim_kernel::Netns::run(move |_ns| {
-        Ok(run_on(TapTun::new(far, Default::default())?, cmd, record))
-    })
-    .map_err(|e| CliError(format!("exec --backend tap: {e}")))?;
+    let ran =
+        skbsim_kernel::Netns::run(move |_ns| Ok(run_on(TapTun::new(far, input)?, cmd, record)))
+            .map_err(|e| CliError(format!("exec --backend tap: {e}")))?;
     let (code, rec) = ran.map_err(|e| CliError(format!("exec: {e}")))?;
     if let Some(rec) = rec {
         outputs.write(&header(args, "tap"), &rec)?;

@@ -211,8 +211,15 @@ fn far_input(s: &Scenario, plan: &ExecPlan) -> Result<FarInput, CliError> {
             s.path.display()
         )));
     }
-    let frames = sim::pcap::read_all(&s.input)
-        .map_err(|e| CliError(format!("{}: input: {e}", s.path.display())))?;
+    read_far_input(&s.input, &format!("{}: input", s.path.display()))
+}
+
+/// The capture the far side sends when the program's device first comes up (an exec
+/// scenario's `input`, `skbsim exec --input`): its frames as they are, so Ethernet only
+/// (sim::pcap::read_all refuses another link type). An error is one line starting with
+/// `what`.
+pub fn read_far_input(path: &Path, what: &str) -> Result<FarInput, CliError> {
+    let frames = sim::pcap::read_all(path).map_err(|e| CliError(format!("{what}: {e}")))?;
     Ok(FarInput::new(frames.into_iter().map(|f| f.data).collect()))
 }
 

@@ -8,7 +8,13 @@
 //! would let the syscall run in the program but never shows its result.)
 //!
 //! What the stack got from a write is read from an AF_PACKET socket on the device
-//! (protocol and length from the MAC header on, as the model's record gives them).
+//! (protocol and length from the MAC header on, as the model's record gives them) with
+//! PACKET_VNET_HDR: each frame's `virtio_net_hdr` gives the skb's gso type and size
+//! ([`stack_skb`]). The socket is an ETH_P_ALL tap, so it sees each skb where
+//! __netif_receive_skb_core delivers it to the ptype_all list: after GRO for an IFF_NAPI
+//! device (napi_gro_receive -> gro_normal_one), after the backlog for one without
+//! (netif_rx), before any protocol handler segments it. The model records the same skb:
+//! the one its netif_receive_skb got (sim::tun::device::TunHost::take_received).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -28,7 +34,7 @@ use skbsim_exec::{
 };
 use skbsim_kernel::packet::pkttype;
 use skbsim_kernel::tun_ioctl::TunProbe;
-use skbsim_kernel::{KernelError, PacketSocket, Rtnl};
+use skbsim_kernel::{AuxData, KernelError, PacketSocket, Rtnl, RxVnet};
 
 /// A device the program made: its ifindex and the packet socket watching what its
 /// stack receives.
@@ -110,6 +116,7 @@ impl TapTun {
         }
         let mut seen = PacketSocket::bind(ifindex)?;
         seen.set_timeout(Some(Duration::ZERO));
+        seen.set_vnet_hdr()?;
         self.devs.insert(name.to_vec(), Dev { ifindex, seen });
         Ok(())
     }
@@ -176,6 +183,44 @@ impl TapTun {
     }
 }
 
+/// An skb the stack got, as the packet socket showed it: protocol and length from the
+/// socket address and auxdata, the gso fields from the virtio_net_hdr the kernel built
+/// from the skb (include/linux/virtio_net.h: virtio_net_hdr_from_skb), its gso type put
+/// back as the SKB_GSO bits virtio_net_hdr_to_skb gives each virtio type. gso_segs is in
+/// no virtio_net_hdr field: unknown for a GSO skb, 0 for another (a new skb's
+/// skb_shinfo is zeroed, __alloc_skb, and only GSO sets it).
+fn stack_skb(aux: &AuxData) -> StackSkb {
+    use sim::skb::gso;
+    use sim::wire::virtio_net_hdr as v;
+    let (gso_type, gso_size) = match aux.vnet {
+        Some(RxVnet::Hdr(h)) => {
+            let base = match h.gso_type & !v::VIRTIO_NET_HDR_GSO_ECN {
+                v::VIRTIO_NET_HDR_GSO_TCPV4 => gso::TCPV4,
+                v::VIRTIO_NET_HDR_GSO_TCPV6 => gso::TCPV6,
+                v::VIRTIO_NET_HDR_GSO_UDP_L4 => gso::UDP_L4,
+                v::VIRTIO_NET_HDR_GSO_UDP => gso::UDP,
+                _ => 0,
+            };
+            let ecn = if h.gso_type & v::VIRTIO_NET_HDR_GSO_ECN != 0 {
+                gso::TCP_ECN
+            } else {
+                0
+            };
+            (Some(base | ecn), h.gso_size)
+        }
+        Some(RxVnet::Refused) => (None, 0),
+        // No header asked for: not a GSO skb as far as this socket can tell.
+        None => (Some(0), 0),
+    };
+    StackSkb {
+        protocol: aux.protocol,
+        len: aux.len as usize,
+        gso_type,
+        gso_size,
+        gso_segs: (gso_type == Some(0)).then_some(0),
+    }
+}
+
 impl SimTun for TapTun {
     fn open(&mut self, _nonblock: bool) -> FileId {
         // The supervisor's own file never blocks: a blocking read of the program waits
@@ -223,13 +268,7 @@ impl SimTun for TapTun {
         if let Some(d) = dev.as_ref().and_then(|d| self.devs.get_mut(d)) {
             while let Ok(Some((_, aux))) = d.seen.recv() {
                 if aux.pkttype != pkttype::OUTGOING {
-                    report.skbs.push(StackSkb {
-                        protocol: aux.protocol,
-                        len: aux.len as usize,
-                        gso_type: 0,
-                        gso_size: 0,
-                        gso_segs: 0,
-                    });
+                    report.skbs.push(stack_skb(&aux));
                 }
             }
         }

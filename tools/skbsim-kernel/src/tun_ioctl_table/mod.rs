@@ -87,46 +87,10 @@ pub fn show(r: &Answer) -> String {
     }
 }
 
-/// The name of a tun ioctl number (include/uapi/linux/if_tun.h), or its hex value.
+/// The name of a tun ioctl number (include/uapi/linux/if_tun.h: the sim's table,
+/// sim::tun::ioctl::cmd::name), or its hex value.
 pub fn cmd_name(c: u32) -> String {
-    use cmd::*;
-    let names = [
-        (TUNSETNOCSUM, "TUNSETNOCSUM"),
-        (TUNSETDEBUG, "TUNSETDEBUG"),
-        (TUNSETIFF, "TUNSETIFF"),
-        (TUNSETPERSIST, "TUNSETPERSIST"),
-        (TUNSETOWNER, "TUNSETOWNER"),
-        (TUNSETLINK, "TUNSETLINK"),
-        (TUNSETGROUP, "TUNSETGROUP"),
-        (TUNGETFEATURES, "TUNGETFEATURES"),
-        (TUNSETOFFLOAD, "TUNSETOFFLOAD"),
-        (TUNSETTXFILTER, "TUNSETTXFILTER"),
-        (TUNGETIFF, "TUNGETIFF"),
-        (TUNGETSNDBUF, "TUNGETSNDBUF"),
-        (TUNSETSNDBUF, "TUNSETSNDBUF"),
-        (TUNATTACHFILTER, "TUNATTACHFILTER"),
-        (TUNDETACHFILTER, "TUNDETACHFILTER"),
-        (TUNGETVNETHDRSZ, "TUNGETVNETHDRSZ"),
-        (TUNSETVNETHDRSZ, "TUNSETVNETHDRSZ"),
-        (TUNSETQUEUE, "TUNSETQUEUE"),
-        (TUNSETIFINDEX, "TUNSETIFINDEX"),
-        (TUNGETFILTER, "TUNGETFILTER"),
-        (TUNSETVNETLE, "TUNSETVNETLE"),
-        (TUNGETVNETLE, "TUNGETVNETLE"),
-        (TUNSETVNETBE, "TUNSETVNETBE"),
-        (TUNGETVNETBE, "TUNGETVNETBE"),
-        (TUNSETSTEERINGEBPF, "TUNSETSTEERINGEBPF"),
-        (TUNSETFILTEREBPF, "TUNSETFILTEREBPF"),
-        (TUNSETCARRIER, "TUNSETCARRIER"),
-        (TUNGETDEVNETNS, "TUNGETDEVNETNS"),
-        (SIOCSIFHWADDR, "SIOCSIFHWADDR"),
-        (SIOCGIFHWADDR, "SIOCGIFHWADDR"),
-        (SIOCGSKNS, "SIOCGSKNS"),
-    ];
-    names
-        .iter()
-        .find(|(n, _)| *n == c)
-        .map_or_else(|| format!("{c:#010x}"), |(_, s)| s.to_string())
+    cmd::name(c).map_or_else(|| format!("{c:#010x}"), str::to_string)
 }
 
 /// Run the sequence on the running kernel in `ns`, appending each step to `steps` as it
