@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::record::{Field, Part, Record, Value, HEADER};
+use super::scratch::Scratch;
 use crate::scenario::Scenario;
 use crate::text;
 use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian};
@@ -132,7 +133,12 @@ pub fn describe_device(c: &TunConfig) -> String {
 /// The device counters as a trace value: what /sys/class/net/<dev>/statistics shows
 /// (drivers/net/tun.c: tun_get_stats64, dev_get_tstats64).
 pub fn counters_value(s: &TunStats) -> Value<'static> {
-    Value::Parts(
+    counters_value_in(s, &mut Scratch::default())
+}
+
+/// [`counters_value`] in a vector from `scratch`.
+pub fn counters_value_in(s: &TunStats, scratch: &mut Scratch) -> Value<'static> {
+    scratch.parts_of(
         [
             ("tx_packets", s.tx_packets),
             ("tx_bytes", s.tx_bytes),
@@ -142,8 +148,7 @@ pub fn counters_value(s: &TunStats) -> Value<'static> {
             ("rx_dropped", s.rx_dropped),
         ]
         .into_iter()
-        .map(|(name, n)| Part::named(name, Value::Int(n)))
-        .collect(),
+        .map(|(name, n)| Part::named(name, Value::Int(n))),
     )
 }
 
