@@ -8,9 +8,10 @@ use crate::gro::napi::Delivered;
 use crate::scenario::Scenario;
 use crate::trace::gro::{ranges, totals_record as common_totals, write_error_record, TotalsHead};
 use crate::trace::gro_cells::{cells_field, cells_records, tap_observed, unobserved_tap_totals};
-use crate::trace::gro_delivery::{delivery_record, project};
+use crate::trace::gro_delivery::{delivery_record_in, project};
 use crate::trace::gro_observed::{header_record as setup_header, ObservedSetup, UdpGroSetup};
 use crate::trace::record::{Field, Record, Value};
+use crate::trace::scratch::Scratch;
 use crate::trace::write::action_name;
 use crate::tun::napi::AfterGro;
 
@@ -81,7 +82,12 @@ pub fn header_record(sc: &Scenario, run: &TapGro) -> Record<'static> {
 /// One delivered skb: what a packet socket on the tap shows of it, with the model's own
 /// fields.
 pub fn delivered_record(n: usize, d: &Delivered) -> Record<'static> {
-    delivery_record("deliver", n, &project(&d.skb), Some(d))
+    delivered_record_in(n, d, &mut Scratch::default())
+}
+
+/// [`delivered_record`] in buffers from `s`.
+pub fn delivered_record_in(n: usize, d: &Delivered, s: &mut Scratch) -> Record<'static> {
+    delivery_record_in("deliver", n, &project(&d.skb), Some(d), s)
 }
 
 /// One write tun_get_user refused.

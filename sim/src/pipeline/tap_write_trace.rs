@@ -9,13 +9,14 @@ use crate::bpf::Maps;
 use crate::net::Delivery;
 use crate::scenario::Scenario;
 use crate::trace::record::{At, Field, Part, Record, Value};
-use crate::trace::write::{action_line, fate_line};
-use crate::trace::{counters_value, describe_device, TraceHeader};
+use crate::trace::scratch::Scratch;
+use crate::trace::write::{action_line, fate_into};
+use crate::trace::{counters_value_in, describe_device, TraceHeader};
 use crate::tun::{DeviceKind, TunStats};
 use crate::wire::summary::{describe_into, describe_l3_into, vlan_tci_into};
 
 use super::tap_write::{WriteEvent, WriteRecord};
-use super::tun_read_trace::{read_record, result_value};
+use super::tun_read_trace::{read_record_in, result_value};
 
 /// The header of a tap-write or vhost-tx trace: B's device and the XDP program after A's.
 pub fn header_record<'h>(header: &'h TraceHeader, scenario: &Scenario) -> Record<'h> {
@@ -30,8 +31,8 @@ pub fn header_record<'h>(header: &'h TraceHeader, scenario: &Scenario) -> Record
     header.record_with(after)
 }
 
-fn write_record(w: &WriteRecord) -> Record<'_> {
-    let mut rec = Record::new("write");
+fn write_record<'w>(w: &'w WriteRecord, s: &mut Scratch) -> Record<'w> {
+    let mut rec = s.record("write");
     rec.index = Some(w.write as u64);
     rec.at = Some(At::Frame(w.frame, w.ts_ns));
     let mode = if w.nonblocking {
@@ -39,7 +40,7 @@ fn write_record(w: &WriteRecord) -> Record<'_> {
     } else {
         "blocking"
     };
-    rec.result = Some(Value::Parts(vec![
+    rec.result = Some(s.parts_of([
         Part::bare("len", Value::Int(w.len as u64)),
         Part::word("bytes"),
         Part::bare("mode", Value::Word(mode)),
@@ -53,35 +54,46 @@ fn write_record(w: &WriteRecord) -> Record<'_> {
         for x in &m.xdp {
             rec.push(Field::model("xdp", Value::text(action_line(x))));
         }
-        rec.push(Field::model("fate", Value::text(fate_line(&m.fate))));
+        let mut fate = s.string();
+        fate_into(&mut fate, &m.fate);
+        rec.push(Field::model("fate", Value::text(fate)));
     }
-    counters_ab(&mut rec, &w.stats, w.redirect_stats.as_ref());
+    counters_ab(&mut rec, &w.stats, w.redirect_stats.as_ref(), s);
     rec
 }
 
 /// `counters A` and, with a redirect device, `counters B`.
-fn counters_ab(rec: &mut Record<'_>, a: &TunStats, b: Option<&TunStats>) {
-    rec.push(Field::both("counters A", counters_value(a)));
+fn counters_ab(rec: &mut Record<'_>, a: &TunStats, b: Option<&TunStats>, s: &mut Scratch) {
+    rec.push(Field::both("counters A", counters_value_in(a, s)));
     if let Some(b) = b {
-        rec.push(Field::both("counters B", counters_value(b)));
+        rec.push(Field::both("counters B", counters_value_in(b, s)));
     }
 }
 
 /// The record of one host-side event: a write, a frame the stack received, a read on A
 /// or B.
 pub fn host_event_record<'e>(scenario: &Scenario, e: &'e WriteEvent) -> Record<'e> {
+    host_event_record_in(scenario, e, &mut Scratch::default())
+}
+
+/// [`host_event_record`] in buffers from `s`.
+pub fn host_event_record_in<'e>(
+    scenario: &Scenario,
+    e: &'e WriteEvent,
+    s: &mut Scratch,
+) -> Record<'e> {
     match e {
-        WriteEvent::Write(w) => write_record(w),
+        WriteEvent::Write(w) => write_record(w, s),
         WriteEvent::Stack { write, delivery } => {
-            let mut rec = Record::new("stack");
+            let mut rec = s.record("stack");
             rec.at = Some(At::After(*write as u64));
-            rec.result = Some(Value::Parts(vec![
+            rec.result = Some(s.parts_of([
                 Part::bare("len", Value::Int(delivery.frame.len() as u64)),
                 Part::word("bytes"),
             ]));
             stack_meta(&mut rec, delivery);
             // An IFF_TUN device's stack sees the packet from the network header on.
-            let mut summary = String::new();
+            let mut summary = s.string();
             match scenario.device.kind {
                 DeviceKind::Tap => describe_into(&mut summary, &delivery.frame),
                 DeviceKind::Tun => {
@@ -101,9 +113,9 @@ pub fn host_event_record<'e>(scenario: &Scenario, e: &'e WriteEvent) -> Record<'
         } => {
             if *on_redirect {
                 let dev = scenario.redirect.as_ref().unwrap_or(&scenario.device);
-                read_record("read B", record, dev)
+                read_record_in("read B", record, dev, s)
             } else {
-                read_record("read A", record, &scenario.device)
+                read_record_in("read A", record, &scenario.device, s)
             }
         }
     }
@@ -153,7 +165,7 @@ fn le_num(b: &[u8]) -> String {
 /// The totals: the final counters of A and B and the program's maps (not the devmaps).
 pub fn totals_record(a: &TunStats, b: Option<&TunStats>, maps: Option<&Maps>) -> Record<'static> {
     let mut rec = Record::new("totals");
-    counters_ab(&mut rec, a, b);
+    counters_ab(&mut rec, a, b, &mut Scratch::default());
     if let Some(maps) = maps {
         for m in maps.iter().filter(|m| !m.spec().map_type.is_devmap()) {
             for (k, v) in m.dump() {

@@ -9,7 +9,8 @@
 use crate::errno::Errno;
 use crate::skb::{gso, OpCounters};
 use crate::trace::record::{At, Field, Part, Record, Value};
-use crate::trace::render::counters_value;
+use crate::trace::render::{counters_value, counters_value_in};
+use crate::trace::scratch::Scratch;
 use crate::tun::read::SkbInfo;
 use crate::tun::{TunConfig, TunStats, XmitDrop, TUN_PI_LEN, TUN_PKT_STRIP};
 use crate::wire::summary::{describe_into, vlan_tci_into};
@@ -43,14 +44,15 @@ impl TunReadCounts {
 }
 
 /// `len 60 headlen 60 protocol 0x0800`, the tag, the checksum state and GSO.
-fn skb_value(k: &SkbInfo) -> Value<'static> {
-    let mut p = vec![
+fn skb_value(k: &SkbInfo, s: &mut Scratch) -> Value<'static> {
+    let mut p = s.parts();
+    p.extend([
         Part::named("len", Value::Int(k.len as u64)),
         Part::named("headlen", Value::Int(k.headlen as u64)),
         Part::named("protocol", Value::hex(u64::from(k.protocol), 4)),
-    ];
+    ]);
     if let Some(v) = k.vlan {
-        let mut tag = String::new();
+        let mut tag = s.string();
         vlan_tci_into(&mut tag, v.proto, v.tci);
         p.push(Part::named("hwaccel-tag", Value::text(tag)));
     }
@@ -79,7 +81,7 @@ fn skb_value(k: &SkbInfo) -> Value<'static> {
 }
 
 /// `flags none gso_type NONE hdr_len 0 gso_size 0 csum_start 0 csum_offset 0`.
-fn vnet_value(h: &VirtioNetHdrRepr) -> Value<'static> {
+fn vnet_value(h: &VirtioNetHdrRepr, s: &mut Scratch) -> Value<'static> {
     let flags = if h.flags == 0 {
         Value::Word("none")
     } else {
@@ -91,7 +93,7 @@ fn vnet_value(h: &VirtioNetHdrRepr) -> Value<'static> {
         Value::text(gso_type_name(h.gso_type))
     };
     let int = |n: u16| Value::Int(u64::from(n));
-    Value::Parts(vec![
+    s.parts_of([
         Part::named("flags", flags),
         Part::named("gso_type", gso_type),
         Part::named("hdr_len", int(h.hdr_len)),
@@ -102,8 +104,9 @@ fn vnet_value(h: &VirtioNetHdrRepr) -> Value<'static> {
 }
 
 /// `flags 0x0001 (TUN_PKT_STRIP) proto 0x0800`.
-fn pi_value(flags: u16, proto: u16) -> Value<'static> {
-    let mut p = vec![Part::named("flags", Value::hex(u64::from(flags), 4))];
+fn pi_value(flags: u16, proto: u16, s: &mut Scratch) -> Value<'static> {
+    let mut p = s.parts();
+    p.push(Part::named("flags", Value::hex(u64::from(flags), 4)));
     if flags & TUN_PKT_STRIP != 0 {
         p.push(Part::bare("strip", Value::Word("(TUN_PKT_STRIP)")));
     }
@@ -113,11 +116,16 @@ fn pi_value(flags: u16, proto: u16) -> Value<'static> {
 
 /// The PI and the vnet header as userspace reads them from the buffer (a real arm's
 /// read has nothing else), and the vnet area's bytes past the header.
-fn userspace_fields<'r>(f: &mut Vec<Field<'r>>, r: &'r ReadRecord, dev: &TunConfig) {
+fn userspace_fields<'r>(
+    f: &mut Vec<Field<'r>>,
+    r: &'r ReadRecord,
+    dev: &TunConfig,
+    s: &mut Scratch,
+) {
     let mut pos = 0;
     if !dev.no_pi {
         if let Ok(pi) = TunPi::new_checked(&r.data[..]) {
-            f.push(Field::both("pi", pi_value(pi.flags(), pi.proto())).meta());
+            f.push(Field::both("pi", pi_value(pi.flags(), pi.proto(), s)).meta());
         }
         pos = TUN_PI_LEN;
     }
@@ -138,7 +146,7 @@ fn userspace_fields<'r>(f: &mut Vec<Field<'r>>, r: &'r ReadRecord, dev: &TunConf
     let Ok(h) = VirtioNetHdrRepr::parse(&view) else {
         return;
     };
-    f.push(Field::both("vnet", vnet_value(&h)).meta());
+    f.push(Field::both("vnet", vnet_value(&h, s)).meta());
     if layout == VnetHdrLayout::HashTunnel {
         let n = |name, v: u64| Part::named(name, Value::Int(v));
         f.push(Field::both(
@@ -184,10 +192,20 @@ const XDP_FRAME_PI: &str = "an xdp_frame, read by tun_put_user_xdp: no PI is wri
 
 /// The record of one read (`kind` `read`, or `read A` / `read B` on tap-write).
 pub fn read_record<'r>(kind: &'static str, r: &'r ReadRecord, dev: &TunConfig) -> Record<'r> {
-    let mut rec = Record::new(kind);
+    read_record_in(kind, r, dev, &mut Scratch::default())
+}
+
+/// [`read_record`] in buffers from `s`.
+pub fn read_record_in<'r>(
+    kind: &'static str,
+    r: &'r ReadRecord,
+    dev: &TunConfig,
+    s: &mut Scratch,
+) -> Record<'r> {
+    let mut rec = s.record(kind);
     rec.index = Some(r.read as u64);
     rec.at = r.frame.map(|(f, t)| At::Frame(f, t));
-    rec.result = Some(Value::Parts(vec![
+    rec.result = Some(s.parts_of([
         Part::named("buffer", Value::Int(r.buffer_len as u64)),
         Part::word("->"),
         Part::bare("result", result_value(r.result.map(|n| n as u64))),
@@ -198,7 +216,7 @@ pub fn read_record<'r>(kind: &'static str, r: &'r ReadRecord, dev: &TunConfig) -
     }
     let skb = r.model.as_ref().filter(|m| m.skb.is_some());
     if let Some(k) = skb.and_then(|m| m.skb.as_ref()) {
-        f.push(Field::model("skb", skb_value(k)).meta());
+        f.push(Field::model("skb", skb_value(k, s)).meta());
     }
     if r.model.as_ref().is_some_and(|m| m.xdp_frame) {
         let what = if dev.no_pi {
@@ -208,14 +226,14 @@ pub fn read_record<'r>(kind: &'static str, r: &'r ReadRecord, dev: &TunConfig) -
         };
         f.push(Field::model("note", Value::Word(what)));
     }
-    userspace_fields(f, r, dev);
+    userspace_fields(f, r, dev, s);
     if let Some(m) = skb {
         match m.put_user_ret {
             Some(ret) => {
                 f.push(Field::model("put_user", Value::Int(ret as u64)));
                 f.push(Field::model(
                     "frame",
-                    Value::Parts(vec![
+                    s.parts_of([
                         Part::bare("frame_copied", Value::Int(m.frame_copied as u64)),
                         Part {
                             name: "frame_len",
@@ -241,16 +259,16 @@ pub fn read_record<'r>(kind: &'static str, r: &'r ReadRecord, dev: &TunConfig) -
         ));
     }
     if r.result.is_ok_and(|n| n > 0) {
-        let mut s = String::new();
-        describe_into(&mut s, r.frame_bytes(dev));
-        f.push(Field::both("summary", Value::text(s)));
+        let mut t = s.string();
+        describe_into(&mut t, r.frame_bytes(dev));
+        f.push(Field::both("summary", Value::text(t)));
     }
     if let Some(m) = skb {
-        let mut s = String::new();
-        m.ops.text_into(&mut s);
-        f.push(Field::model("ops", Value::text(s)));
+        let mut t = s.string();
+        m.ops.text_into(&mut t);
+        f.push(Field::model("ops", Value::text(t)));
     }
-    f.push(Field::both("counters", counters_value(&r.stats)));
+    f.push(Field::both("counters", counters_value_in(&r.stats, s)));
     if !r.data.is_empty() {
         f.push(Field::both("bytes", Value::Bytes(r.data.as_slice().into())));
     }
@@ -301,6 +319,11 @@ fn drop_record(kind: &'static str, frame: u64, ts_ns: u64, what: &'static str) -
 
 /// The record of one tun-read event.
 pub fn event_record<'e>(e: &'e Event, dev: &TunConfig) -> Record<'e> {
+    event_record_in(e, dev, &mut Scratch::default())
+}
+
+/// [`event_record`] in buffers from `s` (a read, the event of nearly every frame).
+pub fn event_record_in<'e>(e: &'e Event, dev: &TunConfig, s: &mut Scratch) -> Record<'e> {
     match e {
         Event::XmitDropped {
             frame,
@@ -312,10 +335,10 @@ pub fn event_record<'e>(e: &'e Event, dev: &TunConfig) -> Record<'e> {
             // the real arm names it from what it saw (its module doc), or says it cannot.
             let what = reason.map_or(XMIT_DROP_UNSEEN, XmitDrop::what);
             let mut rec = drop_record("xmit-drop", *frame, *ts_ns, what);
-            rec.push(Field::both("counters", counters_value(stats)));
+            rec.push(Field::both("counters", counters_value_in(stats, s)));
             rec
         }
-        Event::Read(r) => read_record("read", r, dev),
+        Event::Read(r) => read_record_in("read", r, dev, s),
         Event::Queue {
             before_frame,
             file,
@@ -334,7 +357,7 @@ pub fn event_record<'e>(e: &'e Event, dev: &TunConfig) -> Record<'e> {
             if let Some(why) = reason {
                 rec.push(Field::model("why", Value::text(why.to_string())));
             }
-            rec.push(Field::both("counters", counters_value(stats)));
+            rec.push(Field::both("counters", counters_value_in(stats, s)));
             rec
         }
     }

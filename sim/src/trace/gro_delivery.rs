@@ -13,6 +13,7 @@
 use std::borrow::Cow;
 
 use super::record::{At, Field, Part, Record, Value};
+use super::scratch::Scratch;
 use crate::gro::napi::Delivered;
 use crate::skb::{gso, IpSummed, SkBuff};
 use crate::text;
@@ -179,13 +180,21 @@ pub fn delivery_record(
     d: &Delivery<'_>,
     model: Option<&Delivered>,
 ) -> Record<'static> {
-    let mut rec = Record::new(kind);
+    delivery_record_in(kind, n, d, model, &mut Scratch::default())
+}
+
+/// [`delivery_record`] in buffers from `s`.
+pub fn delivery_record_in(
+    kind: &'static str,
+    n: usize,
+    d: &Delivery<'_>,
+    model: Option<&Delivered>,
+    s: &mut Scratch,
+) -> Record<'static> {
+    let mut rec = s.record(kind);
     rec.index = Some(n as u64);
     rec.at = model.map(|m| At::Poll(m.poll, m.ts_ns));
-    rec.result = Some(Value::Parts(vec![Part::named(
-        "len",
-        Value::Int(d.bytes.len() as u64),
-    )]));
+    rec.result = Some(s.parts_of([Part::named("len", Value::Int(d.bytes.len() as u64))]));
     if let Some(m) = model {
         super::gro::model_head_fields(&mut rec, m);
     }
@@ -199,7 +208,7 @@ pub fn delivery_record(
         }
         None => gso,
     });
-    let mut csum = String::new();
+    let mut csum = s.string();
     csum_value(&mut csum, d.csum, model.map(|m| &*m.skb));
     rec.push(
         match (d.csum, model) {
@@ -215,7 +224,7 @@ pub fn delivery_record(
             Value::text(super::gro::encap_text(&m.skb)),
         ));
     }
-    let len = |v: usize| Value::Parts(vec![Part::named("len", Value::Int(v as u64))]);
+    let mut len = |v: usize| s.parts_of([Part::named("len", Value::Int(v as u64))]);
     if let Some(v) = d.vxlan_dev_len {
         rec.push(Field::both("vxlan_dev", len(v)));
     }
@@ -223,14 +232,14 @@ pub fn delivery_record(
         rec.push(Field::both("gretap_dev", len(v)));
     }
     if let Some(m) = model {
-        let mut l = String::new();
+        let mut l = s.string();
         super::gro::layout_into(&mut l, &m.skb);
         rec.push(Field::model("layout", Value::text(l)));
     } else if d.gso.is_some() {
         let l = format!("head {} (vnet hdr_len)", d.hdr_len);
         rec.push(Field::arm("layout", Value::text(l)));
     }
-    let mut summary = String::new();
+    let mut summary = s.string();
     crate::wire::summary::describe_into(&mut summary, &d.bytes);
     rec.push(Field::both("summary", Value::text(summary)));
     rec.push(Field::both(

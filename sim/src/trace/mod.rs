@@ -21,7 +21,8 @@ pub mod gro_observed;
 pub mod record;
 pub mod record_diff;
 pub(crate) mod render;
+pub mod scratch;
 pub mod vhost;
 pub mod write;
 
-pub use render::{counters_value, describe_device, hex_string, TraceHeader};
+pub use render::{counters_value, counters_value_in, describe_device, hex_string, TraceHeader};

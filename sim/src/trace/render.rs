@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::record::{Field, Part, Record, Value, HEADER};
+use super::scratch::Scratch;
 use crate::scenario::Scenario;
 use crate::text;
 use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian};
@@ -132,7 +133,12 @@ pub fn describe_device(c: &TunConfig) -> String {
 /// The device counters as a trace value: what /sys/class/net/<dev>/statistics shows
 /// (drivers/net/tun.c: tun_get_stats64, dev_get_tstats64).
 pub fn counters_value(s: &TunStats) -> Value<'static> {
-    Value::Parts(
+    counters_value_in(s, &mut Scratch::default())
+}
+
+/// [`counters_value`] in a vector from `scratch`.
+pub fn counters_value_in(s: &TunStats, scratch: &mut Scratch) -> Value<'static> {
+    scratch.parts_of(
         [
             ("tx_packets", s.tx_packets),
             ("tx_bytes", s.tx_bytes),
@@ -142,8 +148,7 @@ pub fn counters_value(s: &TunStats) -> Value<'static> {
             ("rx_dropped", s.rx_dropped),
         ]
         .into_iter()
-        .map(|(name, n)| Part::named(name, Value::Int(n)))
-        .collect(),
+        .map(|(name, n)| Part::named(name, Value::Int(n))),
     )
 }
 
@@ -167,10 +172,21 @@ pub fn hex_string(data: &[u8]) -> String {
 /// The longest hexdump line: 4 spaces, up to 16 offset digits, ':', 16 x " xx", '\n'.
 const HEX_LINE_MAX: usize = 4 + 16 + 1 + 16 * 3 + 1;
 
+/// Every byte's two hex digits, looked up once per byte.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut t = [[0u8; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = [HEX[b >> 4], HEX[b & 0xf]];
+        b += 1;
+    }
+    t
+};
+
 /// One hexdump line, `    0010: 45 00 ...` (the offset in at least four digits, as
-/// `{:04x}` would print it), into `line`; returns its length.
-fn hex_line(line: &mut [u8; HEX_LINE_MAX], off: usize, chunk: &[u8]) -> usize {
-    line.fill(b' ');
+/// `{:04x}` would print it), at the start of `line`, which holds spaces: only the digits,
+/// the ':' and the '\n' are written. Returns its length.
+fn hex_line(line: &mut [u8], off: usize, chunk: &[u8]) -> usize {
     let digits = (usize::BITS - off.leading_zeros()).div_ceil(4).max(4) as usize;
     let mut n = 4;
     for k in (0..digits).rev() {
@@ -179,25 +195,23 @@ fn hex_line(line: &mut [u8; HEX_LINE_MAX], off: usize, chunk: &[u8]) -> usize {
     }
     line[n] = b':';
     n += 1;
-    for b in chunk.iter().take(16) {
-        line[n + 1] = HEX[usize::from(b >> 4)];
-        line[n + 2] = HEX[usize::from(b & 0xf)];
-        n += 3;
+    let chunk = &chunk[..chunk.len().min(16)];
+    let end = n + 3 * chunk.len();
+    for (d, b) in line[n..end].chunks_exact_mut(3).zip(chunk) {
+        d[1..].copy_from_slice(&HEX_PAIRS[usize::from(*b)]);
     }
-    line[n] = b'\n';
-    n + 1
+    line[end] = b'\n';
+    end + 1
 }
 
 /// The lines of `data` (at most [`HEXDUMP_FULL`] bytes), its first byte at offset
-/// `base`: built in one buffer and appended at once (one UTF-8 check, one copy).
+/// `base`: written in place in one buffer of spaces and appended at once (one UTF-8
+/// check, one copy).
 fn hex_lines(out: &mut String, base: usize, data: &[u8]) {
-    let mut buf = [0u8; HEX_LINE_MAX * HEXDUMP_FULL / 16];
-    let mut line = [b' '; HEX_LINE_MAX];
+    let mut buf = [b' '; HEX_LINE_MAX * HEXDUMP_FULL / 16];
     let mut n = 0;
     for (i, chunk) in data.chunks(16).take(HEXDUMP_FULL / 16).enumerate() {
-        let len = hex_line(&mut line, base + i * 16, chunk);
-        buf[n..n + len].copy_from_slice(&line[..len]);
-        n += len;
+        n += hex_line(&mut buf[n..], base + i * 16, chunk);
     }
     // Every byte written above is ASCII.
     out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or_default());

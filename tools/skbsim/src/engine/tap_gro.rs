@@ -4,10 +4,11 @@
 
 use sim::pipeline::tap_gro::{GroEvent, TapGro};
 use sim::pipeline::tap_gro_trace::{
-    delivered_record, header_record, refused_record, totals_record, GroTotals,
+    delivered_record_in, header_record, refused_record, totals_record, GroTotals,
 };
 use sim::scenario::Scenario;
 use sim::trace::gro_cells;
+use sim::trace::scratch::Scratch;
 
 use super::capture::Point;
 use super::drive::{drive, Render};
@@ -33,6 +34,8 @@ struct GroRender {
     observed: bool,
     /// What became of each frame, for the summary.
     tally: Tally,
+    /// Each delivery's record is built in the last one's buffers.
+    scratch: Scratch,
 }
 
 impl GroRender {
@@ -84,16 +87,21 @@ impl Render<GroEvent> for GroRender {
                 let n = t.delivered as usize;
                 t.delivered(d.skb.len());
                 let comments = sinks.capture.on() && sinks.capture.comments;
-                let rec = (sinks.wants_records() || comments).then(|| delivered_record(n, d));
+                let scratch = &mut self.scratch;
+                let rec =
+                    (sinks.wants_records() || comments).then(|| delivered_record_in(n, d, scratch));
                 if let Some(rec) = rec.as_ref().filter(|_| sinks.wants_records()) {
                     sinks.record(rec)?;
                 }
                 if sinks.capture.on() {
-                    let comment = rec.filter(|_| comments).map(|r| r.comment());
+                    let comment = rec.as_ref().filter(|_| comments).map(|r| r.comment());
                     let bytes = d.skb.bytes();
                     sinks
                         .capture
                         .frame(0, d.ts_ns, &bytes, bytes.len(), comment.as_deref())?;
+                }
+                if let Some(rec) = rec {
+                    self.scratch.recycle(rec);
                 }
             }
         }

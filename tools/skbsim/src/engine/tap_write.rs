@@ -6,11 +6,12 @@ use indicatif::ProgressBar;
 use sim::bpf::Maps;
 use sim::pipeline::tap_write::{TapWriteRun, WriteEvent};
 use sim::pipeline::tap_write_trace::{
-    header_record, host_event_comment, host_event_record, totals_record,
+    header_record, host_event_comment, host_event_record_in, totals_record,
 };
 use sim::pipeline::PipelineError;
 use sim::scenario::Scenario;
 use sim::trace::record::Record;
+use sim::trace::scratch::Scratch;
 use sim::trace::TraceHeader;
 use sim::tun::TunStats;
 
@@ -36,6 +37,8 @@ pub struct HostRender<'s> {
     /// writes have none: its stack point counts the frames AF_PACKET saw).
     stack_fates: u64,
     fates_known: bool,
+    /// Each event's record is built in the last one's buffers.
+    scratch: Scratch,
 }
 
 /// The host's observation points, in the capture's order.
@@ -80,6 +83,7 @@ impl<'s> HostRender<'s> {
             tally: Tally::new(&observed),
             stack_fates: 0,
             fates_known: false,
+            scratch: Scratch::default(),
         })
     }
 
@@ -145,9 +149,10 @@ impl<'s> HostRender<'s> {
         }
         self.count(e);
         let comments = sinks.capture.comments;
+        let scratch = &mut self.scratch;
         let rec = sinks
             .wants_records()
-            .then(|| host_event_record(self.scenario, e));
+            .then(|| host_event_record_in(self.scenario, e, scratch));
         if let Some(rec) = rec.as_ref() {
             sinks.record(rec)?;
         }
@@ -182,6 +187,9 @@ impl<'s> HostRender<'s> {
                     .frame(point, ts, data, orig, comment().as_deref())?;
             }
             _ => {}
+        }
+        if let Some(rec) = rec {
+            self.scratch.recycle(rec);
         }
         Ok(())
     }

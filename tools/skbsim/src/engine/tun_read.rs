@@ -3,9 +3,10 @@
 
 use indicatif::ProgressBar;
 use sim::pipeline::tun_read::{Event, TunReadRun};
-use sim::pipeline::tun_read_trace::{event_record, totals_record, TunReadCounts};
+use sim::pipeline::tun_read_trace::{event_record_in, totals_record, TunReadCounts};
 use sim::scenario::Scenario;
 use sim::skb::OpCounters;
+use sim::trace::scratch::Scratch;
 use sim::trace::TraceHeader;
 use sim::tun::TunStats;
 
@@ -23,6 +24,8 @@ pub struct TunReadRender<'s> {
     counts: TunReadCounts,
     /// What became of each frame, for the summary.
     tally: Tally,
+    /// Each event's record is built in the last one's buffers.
+    scratch: Scratch,
 }
 
 impl<'s> TunReadRender<'s> {
@@ -42,6 +45,7 @@ impl<'s> TunReadRender<'s> {
             scenario,
             counts: TunReadCounts::default(),
             tally: Tally::new(&[("read", "the tun reader")]),
+            scratch: Scratch::default(),
         })
     }
 
@@ -50,7 +54,8 @@ impl<'s> TunReadRender<'s> {
         let device = &self.scenario.device;
         self.counts.count(e);
         let comments = sinks.capture.comments;
-        let rec = (sinks.wants_records() || comments).then(|| event_record(e, device));
+        let scratch = &mut self.scratch;
+        let rec = (sinks.wants_records() || comments).then(|| event_record_in(e, device, scratch));
         if let Some(rec) = rec.as_ref().filter(|_| sinks.wants_records()) {
             sinks.record(rec)?;
         }
@@ -71,9 +76,12 @@ impl<'s> TunReadRender<'s> {
                 let data = r.frame_bytes(device);
                 // A short read keeps the frame's whole length as orig_len.
                 let orig = r.model.as_ref().map_or(data.len(), |m| m.frame_len);
-                let comment = rec.filter(|_| comments).map(|rec| rec.comment());
+                let comment = rec.as_ref().filter(|_| comments).map(|rec| rec.comment());
                 sinks.capture.frame(0, ts, data, orig, comment.as_deref())?;
             }
+        }
+        if let Some(rec) = rec {
+            self.scratch.recycle(rec);
         }
         Ok(())
     }
