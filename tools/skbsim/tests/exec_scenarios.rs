@@ -62,6 +62,7 @@ fn the_repository_exec_scenarios_pass_run_against_their_goldens() {
     for name in [
         "far-ping",
         "tun-addr",
+        "tun-hwaddr",
         "tun-lifecycle",
         "tun-probe",
         "tun-rtnl",
@@ -73,7 +74,7 @@ fn the_repository_exec_scenarios_pass_run_against_their_goldens() {
     }
     assert_eq!(
         stdout.lines().last(),
-        Some("8 passed, 0 failed"),
+        Some("9 passed, 0 failed"),
         "{stdout}"
     );
 }
@@ -233,7 +234,7 @@ fn exec_scenarios_conform_on_this_kernel_and_a_wrong_profile_diverges() {
     );
     assert_eq!(
         stdout.lines().last(),
-        Some("7 passed, 0 failed, 1 sim-only"),
+        Some("8 passed, 0 failed, 1 sim-only"),
         "{stdout}"
     );
 

@@ -68,7 +68,17 @@ fn every_step_survives_its_json_line() {
             IoctlArg::BpfFd(BpfFd::Prog {
                 socket_filter: true,
             }),
-            Ok(IoctlAnswer::Unmodelled),
+            Ok(IoctlAnswer::HwAddr {
+                family: 1,
+                data: [2, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 9],
+            }),
+        ),
+        io(
+            IoctlArg::Hwaddr {
+                family: 0xfffe,
+                data: [0, 0xfe, 0x98, 0x94, 0xd2, 0x43, 0, 0, 0, 0, 0, 0, 0, 1],
+            },
+            Ok(IoctlAnswer::Done),
         ),
         io(IoctlArg::Out, Ok(IoctlAnswer::Int(-5))),
         io(IoctlArg::Fault, Err(14)),
