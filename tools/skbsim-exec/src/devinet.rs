@@ -5,8 +5,8 @@
 //! the stack behind the simulated device answers for it ([`crate::FarSide::address`]).
 //!
 //! One address per device, the one labelled with the device's name (devinet_ioctl finds
-//! the ifa by `ifa_label == ifr_name`); addresses added over rtnetlink (RTM_NEWADDR) are
-//! not intercepted (docs/exec.md#limits).
+//! the ifa by `ifa_label == ifr_name`); RTM_NEWADDR sets the same one (src/rtnl.rs), a
+//! second address is not modelled (docs/exec.md#limits).
 
 use crate::Errno;
 

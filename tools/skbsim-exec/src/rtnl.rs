@@ -1,7 +1,8 @@
 //! rtnetlink requests on NETLINK_ROUTE sockets that name a simulated device: RTM_DELLINK,
-//! and RTM_NEWLINK / RTM_SETLINK changing IFF_UP or the MTU (net/core/rtnetlink.c:
-//! rtnl_dellink, rtnl_setlink, rtnl_newlink -> do_setlink). The kernel's tun selftest
-//! deletes its device this way; `ip link set DEV up|mtu N` and VPNs use the others.
+//! RTM_NEWLINK / RTM_SETLINK changing IFF_UP or the MTU (net/core/rtnetlink.c:
+//! rtnl_dellink, rtnl_setlink, rtnl_newlink -> do_setlink), and RTM_NEWADDR giving it an
+//! IPv4 address (net/ipv4/devinet.c: inet_rtm_newaddr). The kernel's tun selftest deletes
+//! its device this way; `ip link set DEV up|mtu N`, `ip addr add` and VPNs use the others.
 //!
 //! Only a buffer holding exactly one such message is answered here; everything else (other
 //! message types, batches, requests naming a real device, attributes not modelled)
@@ -11,9 +12,10 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 
 use rustix::net::{send, AddressFamily, SendFlags};
 
+use crate::devinet::AF_INET;
 use crate::supervisor::{socket_inode, Reply};
 use crate::sys::{self, Notif};
-use crate::{Errno, SimTun};
+use crate::{Errno, Ifa, SimTun};
 
 /// The most bytes of one send read from the program (an rtnetlink link request is a few
 /// hundred).
@@ -23,10 +25,12 @@ const MAX_REQUEST: usize = 1 << 16;
 const RTM_NEWLINK: u16 = 16;
 const RTM_DELLINK: u16 = 17;
 const RTM_SETLINK: u16 = 19;
+const RTM_NEWADDR: u16 = 20;
 /// include/uapi/linux/netlink.h.
 const NLMSG_NOOP: u16 = 1;
 const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_ACK: u16 = 0x4;
+const NLM_F_REPLACE: u16 = 0x100;
 const NLM_F_EXCL: u16 = 0x200;
 const NLMSG_HDRLEN: usize = 16;
 /// sizeof(struct ifinfomsg).
@@ -35,6 +39,13 @@ const IFINFOMSG_LEN: usize = 16;
 const IFLA_IFNAME: u16 = 3;
 const IFLA_MTU: u16 = 4;
 const IFF_UP: u32 = 0x1;
+/// sizeof(struct ifaddrmsg).
+const IFADDRMSG_LEN: usize = 8;
+/// include/uapi/linux/if_addr.h.
+const IFA_ADDRESS: u16 = 1;
+const IFA_LOCAL: u16 = 2;
+const IFA_LABEL: u16 = 3;
+const IFA_BROADCAST: u16 = 4;
 
 /// What a request asks of the simulated device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +56,9 @@ pub enum LinkOp {
     Set { up: Option<bool>, mtu: Option<u32> },
     /// RTM_NEWLINK with NLM_F_EXCL on an existing device: rtnl_newlink's EEXIST.
     Exists,
+    /// RTM_NEWADDR, AF_INET: ifa_local and ifa_prefixlen, and the request's NLM_F_EXCL /
+    /// NLM_F_REPLACE.
+    NewAddr { ifa: Ifa, excl: bool, replace: bool },
 }
 
 /// One request naming a simulated device.
@@ -70,12 +84,19 @@ fn le32(b: &[u8], at: usize) -> u32 {
 /// ifi_index, else by IFLA_IFNAME (rtnl_dellink / rtnl_setlink / rtnl_newlink look it
 /// up in that order).
 pub fn parse<T: SimTun>(tun: &T, buf: &[u8]) -> Option<Request> {
-    if buf.len() < NLMSG_HDRLEN + IFINFOMSG_LEN {
+    if buf.len() < NLMSG_HDRLEN + IFADDRMSG_LEN {
         return None;
     }
     let len = le32(buf, 0) as usize;
     let kind = le16(buf, 4);
     let flags = le16(buf, 6);
+    if kind == RTM_NEWADDR && flags & NLM_F_REQUEST != 0 && len <= buf.len() && buf.len() - len < 4
+    {
+        return parse_newaddr(tun, &buf[..len]);
+    }
+    if buf.len() < NLMSG_HDRLEN + IFINFOMSG_LEN {
+        return None;
+    }
     // One message: its length is the buffer's, up to NLMSG_ALIGN padding.
     if len < NLMSG_HDRLEN + IFINFOMSG_LEN || len > buf.len() || buf.len() - len >= 4 {
         return None;
@@ -131,6 +152,58 @@ pub fn parse<T: SimTun>(tun: &T, buf: &[u8]) -> Option<Request> {
     })
 }
 
+/// One RTM_NEWADDR (`msg`, its own length) for an IPv4 address on a simulated device
+/// (ifa_index), as rtm_to_ifaddr reads it: IFA_LOCAL is the address, ifa_prefixlen its
+/// prefix. Left to the kernel (None): another family, a prefix over 32 or no IFA_LOCAL
+/// (rtm_to_ifaddr's EINVAL comes before the device lookup, so the kernel's answer is the
+/// right one), a peer (IFA_ADDRESS other than IFA_LOCAL), a label other than the device's
+/// name, and any attribute beyond those and IFA_BROADCAST (not modelled).
+fn parse_newaddr<T: SimTun>(tun: &T, msg: &[u8]) -> Option<Request> {
+    let len = msg.len();
+    if len < NLMSG_HDRLEN + IFADDRMSG_LEN {
+        return None;
+    }
+    let flags = le16(msg, 6);
+    let ifa = &msg[NLMSG_HDRLEN..];
+    let (family, prefix, index) = (ifa[0], ifa[1], le32(ifa, 4));
+    if u16::from(family) != AF_INET || prefix > 32 {
+        return None;
+    }
+    let dev = tun.link_name(index)?;
+    let (mut local, mut address) = (None, None);
+    let mut at = NLMSG_HDRLEN + IFADDRMSG_LEN;
+    while at + 4 <= len {
+        let alen = le16(msg, at) as usize;
+        if alen < 4 || at + alen > len {
+            return None;
+        }
+        let data = &msg[at + 4..at + alen];
+        let addr = || <[u8; 4]>::try_from(data).ok();
+        match le16(msg, at + 2) & 0x3fff {
+            IFA_LOCAL => local = Some(addr()?),
+            IFA_ADDRESS => address = Some(addr()?),
+            IFA_LABEL if data.split(|&c| c == 0).next() == Some(&dev[..]) => {}
+            IFA_BROADCAST => {}
+            _ => return None,
+        }
+        at += (alen + 3) & !3;
+    }
+    let local = local?;
+    if address.is_some_and(|a| a != local) {
+        return None;
+    }
+    Some(Request {
+        seq: le32(msg, 8),
+        ack: flags & NLM_F_ACK != 0,
+        dev,
+        op: LinkOp::NewAddr {
+            ifa: Ifa { local, prefix },
+            excl: flags & NLM_F_EXCL != 0,
+            replace: flags & NLM_F_REPLACE != 0,
+        },
+    })
+}
+
 /// IFF_UP after do_setlink's dev_change_flags(rtnl_dev_combine_flags): ifi_change 0 means
 /// every bit ("bugwards compatibility"), and nothing changes when both are 0.
 fn up_flag(flags: u32, change: u32) -> Option<bool> {
@@ -149,6 +222,38 @@ pub fn apply<T: SimTun>(tun: &mut T, req: &Request) -> Result<(), Errno> {
         LinkOp::Delete => tun.delete_link(&req.dev),
         LinkOp::Set { up, mtu } => tun.set_link(&req.dev, up, mtu),
         LinkOp::Exists => Err(Errno::EEXIST),
+        LinkOp::NewAddr { ifa, excl, replace } => new_addr(tun, &req.dev, ifa, excl, replace),
+    }
+}
+
+/// inet_rtm_newaddr on the device's one modelled address: a local address of 0 is
+/// accepted and adds nothing (__inet_insert_ifa); none yet: added; the same address and
+/// prefix (find_matching_ifa): EEXIST with NLM_F_EXCL or without NLM_F_REPLACE, else 0.
+/// A second, different address is not modelled (the devinet_ioctl model keeps one per
+/// device): EOPNOTSUPP, so the request goes on to the kernel.
+fn new_addr<T: SimTun>(
+    tun: &mut T,
+    dev: &[u8],
+    ifa: Ifa,
+    excl: bool,
+    replace: bool,
+) -> Result<(), Errno> {
+    if ifa.local == [0; 4] {
+        return Ok(());
+    }
+    match tun.ipv4(dev) {
+        None => {
+            tun.set_ipv4(dev, ifa);
+            Ok(())
+        }
+        Some(old) if old == ifa => {
+            if excl || !replace {
+                Err(Errno::EEXIST)
+            } else {
+                Ok(())
+            }
+        }
+        Some(_) => Err(Errno::EOPNOTSUPP),
     }
 }
 
@@ -362,5 +467,78 @@ mod tests {
         );
         let req = parse(&tun, &m).expect("names tap0");
         assert_eq!(apply(&mut tun, &req), Err(Errno::EEXIST));
+    }
+
+    /// An RTM_NEWADDR as iproute2's `ip addr add A/P dev D` builds it.
+    fn newaddr(flags: u16, prefix: u8, index: u32, attrs: &[(u16, &[u8])]) -> Vec<u8> {
+        let mut m = vec![0u8; NLMSG_HDRLEN + IFADDRMSG_LEN];
+        m[4..6].copy_from_slice(&RTM_NEWADDR.to_le_bytes());
+        m[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_ACK | flags).to_le_bytes());
+        m[16] = AF_INET as u8;
+        m[17] = prefix;
+        m[20..24].copy_from_slice(&index.to_le_bytes());
+        for (t, d) in attrs {
+            m.extend_from_slice(&(4 + d.len() as u16).to_le_bytes());
+            m.extend_from_slice(&t.to_le_bytes());
+            m.extend_from_slice(d);
+            m.resize((m.len() + 3) & !3, 0);
+        }
+        let len = m.len() as u32;
+        m[0..4].copy_from_slice(&len.to_le_bytes());
+        m
+    }
+
+    #[test]
+    fn newaddr_gives_the_device_its_address_once() {
+        let mut tun = tun_with("ad0");
+        let index = tun.link(b"ad0").expect("device").ifindex;
+        let a = [10, 9, 0, 1];
+        let add = newaddr(NLM_F_EXCL, 24, index, &[(IFA_LOCAL, &a), (IFA_ADDRESS, &a)]);
+        let req = parse(&tun, &add).expect("ours");
+        assert_eq!(apply(&mut tun, &req), Ok(()));
+        assert_eq!(
+            tun.ipv4(b"ad0"),
+            Some(Ifa {
+                local: a,
+                prefix: 24
+            })
+        );
+        // inet_rtm_newaddr: find_matching_ifa, then NLM_F_EXCL or no NLM_F_REPLACE.
+        assert_eq!(apply(&mut tun, &req), Err(Errno::EEXIST));
+        let replace = newaddr(NLM_F_REPLACE, 24, index, &[(IFA_LOCAL, &a)]);
+        let req = parse(&tun, &replace).unwrap();
+        assert_eq!(apply(&mut tun, &req), Ok(()));
+        // A second address is not modelled: the request goes on to the kernel.
+        let other = newaddr(NLM_F_EXCL, 24, index, &[(IFA_LOCAL, &[10, 9, 0, 2])]);
+        let req = parse(&tun, &other).unwrap();
+        assert_eq!(apply(&mut tun, &req), Err(Errno::EOPNOTSUPP));
+    }
+
+    #[test]
+    fn newaddr_the_kernel_answers_is_left_to_it() {
+        let tun = tun_with("ad0");
+        let index = tun.link(b"ad0").expect("device").ifindex;
+        let a: &[u8] = &[10, 9, 0, 1];
+        // rtm_to_ifaddr: no IFA_LOCAL, a prefix over 32 (EINVAL before the device lookup).
+        assert!(parse(&tun, &newaddr(0, 24, index, &[(IFA_ADDRESS, a)])).is_none());
+        assert!(parse(&tun, &newaddr(0, 33, index, &[(IFA_LOCAL, a)])).is_none());
+        // A peer, another label, a real device's index.
+        let peer: &[u8] = &[10, 9, 0, 2];
+        assert!(parse(
+            &tun,
+            &newaddr(0, 24, index, &[(IFA_LOCAL, a), (IFA_ADDRESS, peer)])
+        )
+        .is_none());
+        assert!(parse(
+            &tun,
+            &newaddr(0, 24, index, &[(IFA_LOCAL, a), (IFA_LABEL, b"ad0:1\0")])
+        )
+        .is_none());
+        assert!(parse(&tun, &newaddr(0, 24, 1, &[(IFA_LOCAL, a)])).is_none());
+        assert!(parse(
+            &tun,
+            &newaddr(0, 24, index, &[(IFA_LOCAL, a), (IFA_LABEL, b"ad0\0")])
+        )
+        .is_some());
     }
 }
