@@ -373,11 +373,18 @@ mod tests {
 
     /// A request as tun.c's tun_delete builds it: IFLA_IFNAME of IFNAMSIZ bytes.
     fn msg(kind: u16, flags: u16, index: i32, attrs: &[(u16, &[u8])]) -> Vec<u8> {
-        let mut m = vec![0u8; NLMSG_HDRLEN + IFINFOMSG_LEN];
+        let mut ifm = [0u8; IFINFOMSG_LEN];
+        ifm[4..8].copy_from_slice(&index.to_le_bytes());
+        nlmsg(kind, flags, &ifm, attrs)
+    }
+
+    /// A netlink message: header (sequence 7), `body`, then the attributes, aligned.
+    fn nlmsg(kind: u16, flags: u16, body: &[u8], attrs: &[(u16, &[u8])]) -> Vec<u8> {
+        let mut m = vec![0u8; NLMSG_HDRLEN];
         m[4..6].copy_from_slice(&kind.to_le_bytes());
         m[6..8].copy_from_slice(&flags.to_le_bytes());
         m[8..12].copy_from_slice(&7u32.to_le_bytes());
-        m[20..24].copy_from_slice(&index.to_le_bytes());
+        m.extend_from_slice(body);
         for (t, d) in attrs {
             m.extend_from_slice(&(4 + d.len() as u16).to_le_bytes());
             m.extend_from_slice(&t.to_le_bytes());
@@ -471,21 +478,11 @@ mod tests {
 
     /// An RTM_NEWADDR as iproute2's `ip addr add A/P dev D` builds it.
     fn newaddr(flags: u16, prefix: u8, index: u32, attrs: &[(u16, &[u8])]) -> Vec<u8> {
-        let mut m = vec![0u8; NLMSG_HDRLEN + IFADDRMSG_LEN];
-        m[4..6].copy_from_slice(&RTM_NEWADDR.to_le_bytes());
-        m[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_ACK | flags).to_le_bytes());
-        m[16] = AF_INET as u8;
-        m[17] = prefix;
-        m[20..24].copy_from_slice(&index.to_le_bytes());
-        for (t, d) in attrs {
-            m.extend_from_slice(&(4 + d.len() as u16).to_le_bytes());
-            m.extend_from_slice(&t.to_le_bytes());
-            m.extend_from_slice(d);
-            m.resize((m.len() + 3) & !3, 0);
-        }
-        let len = m.len() as u32;
-        m[0..4].copy_from_slice(&len.to_le_bytes());
-        m
+        let mut ifa = [0u8; IFADDRMSG_LEN];
+        ifa[0] = AF_INET as u8;
+        ifa[1] = prefix;
+        ifa[4..8].copy_from_slice(&index.to_le_bytes());
+        nlmsg(RTM_NEWADDR, NLM_F_REQUEST | NLM_F_ACK | flags, &ifa, attrs)
     }
 
     #[test]

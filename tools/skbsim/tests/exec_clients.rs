@@ -69,6 +69,25 @@ fn stdout_of(out: Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `command` (a shell command line, run in `dir`) as root in a fresh network namespace
+/// and as nobody under `skbsim exec`: both stdouts, after checking that `expected` lines
+/// (what the kernel's rules say) are among the real kernel's and that the two are equal.
+fn same_as_the_kernel(dir: &Path, command: &str, expected: &[&str]) {
+    let real = stdout_of(in_netns(dir, command).output().expect("run unshare"));
+    let sim = stdout_of(
+        exec_as_nobody(dir, &["--", "sh", "-c", command])
+            .output()
+            .expect("run skbsim exec"),
+    );
+    for line in expected {
+        assert!(
+            real.lines().any(|l| l == *line),
+            "real kernel: no {line:?} in\n{real}"
+        );
+    }
+    assert_eq!(sim, real);
+}
+
 /// A program nobody here wrote doing the write the 2024 stable window refused is not at
 /// hand: Debian 12's wireguard-go is 0.0.20220316, before its GSO writes (0.0.20230223),
 /// and no other Debian program writes GSO with a vnet header without a guest kernel. So
@@ -112,27 +131,18 @@ fn address_ioctls_as_the_real_kernel_answers() {
     skbsim_kernel::require_privileges();
     let dir = temp_dir();
     let prog = build_c(dir.path(), "tun_addr.c");
-    let prog = prog.to_str().expect("utf-8 path");
-    let real = stdout_of(in_netns(dir.path(), prog).output().expect("run unshare"));
-    let sim = stdout_of(
-        exec_as_nobody(dir.path(), &["--", prog])
-            .output()
-            .expect("run skbsim exec"),
-    );
     // devinet_ioctl: IFF_POINTOPOINT gets /32, a tap inet_abc_len (10/8, 172.16/16).
-    for line in [
-        "ad0.netmask=255.255.255.255 family=2",
-        "ad1.netmask=255.0.0.0 family=2",
-        "ad1.netmask=255.255.0.0 family=2",
-        "ad0.addr(224.0.0.1)=EINVAL",
-        "ad0.addr=EADDRNOTAVAIL",
-    ] {
-        assert!(
-            real.lines().any(|l| l == line),
-            "real kernel: no {line:?} in\n{real}"
-        );
-    }
-    assert_eq!(sim, real);
+    same_as_the_kernel(
+        dir.path(),
+        prog.to_str().expect("utf-8 path"),
+        &[
+            "ad0.netmask=255.255.255.255 family=2",
+            "ad1.netmask=255.0.0.0 family=2",
+            "ad1.netmask=255.255.0.0 family=2",
+            "ad0.addr(224.0.0.1)=EINVAL",
+            "ad0.addr=EADDRNOTAVAIL",
+        ],
+    );
 }
 
 /// A device's hardware address, answered as net/core/dev.c answers it
@@ -144,30 +154,21 @@ fn hardware_address_ioctls_as_the_real_kernel_answers() {
     skbsim_kernel::require_privileges();
     let dir = temp_dir();
     let prog = build_c(dir.path(), "tun_hwaddr.c");
-    let prog = prog.to_str().expect("utf-8 path");
-    let real = stdout_of(in_netns(dir.path(), prog).output().expect("run unshare"));
-    let sim = stdout_of(
-        exec_as_nobody(dir.path(), &["--", prog])
-            .output()
-            .expect("run skbsim exec"),
-    );
     // eth_hw_addr_random; dev_set_mac_address's EOPNOTSUPP (no ndo_set_mac_address on a
     // tun), EINVAL (family), EADDRNOTAVAIL (eth_prepare_mac_addr_change); an up tap.
-    for line in [
-        "tap.first=family 1 local-unicast 1",
-        "tap.get.file=family 1 00:fe:98:94:d2:43 rest 00000000",
-        "tap.set.up.file=0",
-        "tap.set.multicast=EADDRNOTAVAIL",
-        "tap.set.family-none=EINVAL",
-        "tun.get=family 65534 00:00:00:00:00:00 rest 00000000",
-        "tun.set.file=EOPNOTSUPP",
-    ] {
-        assert!(
-            real.lines().any(|l| l == line),
-            "real kernel: no {line:?} in\n{real}"
-        );
-    }
-    assert_eq!(sim, real);
+    same_as_the_kernel(
+        dir.path(),
+        prog.to_str().expect("utf-8 path"),
+        &[
+            "tap.first=family 1 local-unicast 1",
+            "tap.get.file=family 1 00:fe:98:94:d2:43 rest 00000000",
+            "tap.set.up.file=0",
+            "tap.set.multicast=EADDRNOTAVAIL",
+            "tap.set.family-none=EINVAL",
+            "tun.get=family 65534 00:00:00:00:00:00 rest 00000000",
+            "tun.set.file=EOPNOTSUPP",
+        ],
+    );
 }
 
 /// `ip addr add` (iproute2's RTM_NEWADDR) on a simulated tun and tap, as
@@ -198,29 +199,17 @@ fn rtnetlink_addresses_as_the_real_kernel_answers() {
         ip addr add 0.0.0.0/8 dev ad1; echo zero=$?\n\
         python3 read_addr.py ad0 ad1\n";
     std::fs::write(dir.path().join("script.sh"), script).expect("write script.sh");
-    let real = stdout_of(
-        in_netns(dir.path(), "sh script.sh")
-            .output()
-            .expect("run unshare"),
+    same_as_the_kernel(
+        dir.path(),
+        "sh script.sh",
+        &[
+            "add0=0",
+            "replace0=0",
+            "ad0.addr=10.9.0.1",
+            "ad0.netmask=255.255.255.0",
+            "ad1.netmask=255.255.240.0",
+        ],
     );
-    let sim = stdout_of(
-        exec_as_nobody(dir.path(), &["--", "sh", "script.sh"])
-            .output()
-            .expect("run skbsim exec"),
-    );
-    for line in [
-        "add0=0",
-        "replace0=0",
-        "ad0.addr=10.9.0.1",
-        "ad0.netmask=255.255.255.0",
-        "ad1.netmask=255.255.240.0",
-    ] {
-        assert!(
-            real.lines().any(|l| l == line),
-            "real kernel: no {line:?} in\n{real}"
-        );
-    }
-    assert_eq!(sim, real);
 }
 
 /// RFC 1071 checksum of `b`.
