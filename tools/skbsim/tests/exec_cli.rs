@@ -99,11 +99,10 @@ fn probe_as_nobody_answers_as_the_real_kernel() {
         "readv",
         "readv_same",
     ];
-    // The MAC address is not modelled: refused, not invented (docs/exec.md#limits).
+    // The hardware address (docs/tun-device.md#hwaddr): answered on both.
     assert_eq!(real["siocgifhwaddr"], "0");
-    assert_eq!(sim["siocgifhwaddr"], "EOPNOTSUPP");
     for (k, v) in &real {
-        if !loopback.contains(&k.as_str()) && k != "siocgifhwaddr" {
+        if !loopback.contains(&k.as_str()) {
             assert_eq!(
                 sim.get(k),
                 Some(v),
