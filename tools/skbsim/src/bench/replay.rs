@@ -32,9 +32,15 @@ pub const PIPELINES: [(&str, f64); 4] = [
 pub const TRACE_TARGET_FPS: f64 = 0.5e6;
 /// Peak RSS target (for a 2 GB capture), every pipeline and mode.
 pub const RSS_TARGET_KIB: u64 = 64 * 1024;
-/// `replay -o` over tcpreplay: tun-read over the read path, tap-write over the write path.
-pub const READ_RATIO_TARGET: f64 = 5.0;
-pub const WRITE_RATIO_TARGET: f64 = 2.5;
+/// Issue 21's targets as ratios to tcpreplay in the same run: tun-read over its read
+/// path, the three write-side pipelines over its write path; `replay -o`, then
+/// `replay -o --trace`.
+pub const RATIO_TARGETS: [(&str, f64, f64); 4] = [
+    ("tun-read", 8.0, 3.0),
+    ("tap-write", 8.0, 3.0),
+    ("tap-gro", 6.0, 3.0),
+    ("vhost-tx", 6.0, 3.0),
+];
 /// A case whose median run is shorter than this is timed but not judged: a whole
 /// `skbsim replay` process costs 10-20 ms here before its first frame (spawn, exec,
 /// dynamic linking, opening the files: measured on a one-frame capture), so below about
@@ -258,29 +264,30 @@ impl Report<'_> {
         self.cases.iter().all(|c| c.error.is_some() || c.judged())
     }
 
-    /// (name, skbsim fps, tcpreplay fps, target) for the two comparisons.
-    fn ratios(&self) -> Vec<(&'static str, Option<f64>, f64, f64)> {
-        match self.tcp {
-            Tcpreplay::Ran {
-                write_fps,
-                read_fps,
-                ..
-            } => vec![
-                (
-                    "tun-read -o / tcpreplay read path",
-                    self.fps_of("tun-read", false),
-                    *read_fps,
-                    READ_RATIO_TARGET,
-                ),
-                (
-                    "tap-write -o / tcpreplay write path",
-                    self.fps_of("tap-write", false),
-                    *write_fps,
-                    WRITE_RATIO_TARGET,
-                ),
-            ],
-            _ => Vec::new(),
+    /// (name, skbsim fps, tcpreplay fps, target) for every comparison of [`RATIO_TARGETS`].
+    fn ratios(&self) -> Vec<(String, Option<f64>, f64, f64)> {
+        let Tcpreplay::Ran {
+            write_fps,
+            read_fps,
+            ..
+        } = self.tcp
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (p, o_target, trace_target) in RATIO_TARGETS {
+            let (path, theirs) = if p == "tun-read" {
+                ("read", *read_fps)
+            } else {
+                ("write", *write_fps)
+            };
+            for (trace, target) in [(false, o_target), (true, trace_target)] {
+                let mode = if trace { "-o --trace" } else { "-o" };
+                let name = format!("{p} {mode} / tcpreplay {path} path");
+                out.push((name, self.fps_of(p, trace), theirs, target));
+            }
         }
+        out
     }
 
     fn json(&self) -> Value {
@@ -472,12 +479,12 @@ impl Report<'_> {
                             let r = o / theirs.max(1e-9);
                             let _ = writeln!(
                                 t,
-                                "  {name:<36} {r:>7.3}x  (target {target}x) {}",
+                                "  {name:<44} {r:>7.3}x  (target {target}x) {}",
                                 rate_verdict(r >= target, self.all_judged())
                             );
                         }
                         None => {
-                            let _ = writeln!(t, "  {name:<36} n/a (the replay failed)");
+                            let _ = writeln!(t, "  {name:<44} n/a (the replay failed)");
                         }
                     }
                 }
