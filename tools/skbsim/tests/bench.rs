@@ -11,14 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-
-fn skbsim(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skbsim"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run skbsim")
-}
+use common::skbsim;
 
 /// A fresh, empty `<tmp>/<name>` and its `tmp/` (the bench's `--tmpdir`).
 fn dirs(name: &str) -> (PathBuf, PathBuf) {

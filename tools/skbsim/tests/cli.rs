@@ -4,17 +4,12 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use sim::pcap::{PcapFormat, PcapWriter};
 
-fn skbsim(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skbsim"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run skbsim")
-}
+mod common;
+use common::skbsim;
 
 /// A fresh `<tmp>/<name>` holding scenarios/t/ and scenarios/pcaps/.
 fn workspace(name: &str) -> PathBuf {

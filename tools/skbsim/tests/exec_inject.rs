@@ -9,7 +9,7 @@
 use std::fs;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use sim::pcap::{LinkPolicy, PcapReader};
 use sim::scenario::Scenario;
@@ -19,16 +19,11 @@ use skbsim::exec_scenario::caller;
 use skbsim::runner::run_sim;
 use skbsim_exec::{DeviceTun, FarInput, SimTun, Sink};
 
+mod common;
+use common::skbsim;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn skbsim(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skbsim"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run skbsim")
 }
 
 fn text(out: &Output) -> String {

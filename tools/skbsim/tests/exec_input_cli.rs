@@ -10,16 +10,11 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod common;
+use common::skbsim;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn skbsim(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skbsim"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run skbsim")
 }
 
 /// tools/skbsim-exec/tests/c/tun_read_n.c built into `dir`.

@@ -6,21 +6,16 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use sim::scenario::Scenario;
 use skbsim::runner::run_sim;
 
+mod common;
+use common::skbsim;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn skbsim(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skbsim"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run skbsim")
 }
 
 fn text(out: &Output) -> (String, String) {

@@ -1,10 +1,20 @@
-//! Shared by the conformance tests: the privilege gate and the agreement check.
+//! Shared by the tests: the `skbsim` command, the privilege gate and the agreement check.
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::process::{Command, Output};
 
 use sim::scenario::Scenario;
 use skbsim::conform::{conform_one, Outcome};
+
+/// This build's `skbsim ARGS` run in `cwd`, its output captured.
+pub fn skbsim(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skbsim"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run skbsim")
+}
 
 /// The scenario's file stem.
 pub fn stem(path: &Path) -> String {
