@@ -4,12 +4,11 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use sim::pcap::{PcapFormat, PcapWriter};
 
 mod common;
-use common::skbsim;
+use common::{assert_bad_input, skbsim};
 
 /// A fresh `<tmp>/<name>` holding scenarios/t/ and scenarios/pcaps/.
 fn workspace(name: &str) -> PathBuf {
@@ -51,17 +50,6 @@ fn scenario(dir: &Path, extra: &str) -> PathBuf {
     )
     .expect("write scenario");
     p
-}
-
-/// Exit code 2 and exactly one stderr line containing every `needle`.
-fn assert_bad_input(out: &Output, needles: &[&str]) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    for n in needles {
-        assert!(err.contains(n), "{n:?} missing from: {err}");
-    }
 }
 
 #[test]

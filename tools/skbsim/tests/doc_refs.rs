@@ -15,6 +15,9 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
+mod common;
+use common::repo;
+
 /// Substrings that only ever appear in a reference to something outside the repository.
 /// Split with `concat!` so this file does not match itself.
 const OUTSIDE: &[&str] = &[
@@ -28,13 +31,6 @@ const OUTSIDE: &[&str] = &[
 
 /// Larger files are data, not text anyone cites from.
 const MAX_TEXT: u64 = 8 << 20;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repository root")
-}
 
 /// The repository's text files, relative to the root, sorted.
 fn text_files(root: &Path) -> Vec<(PathBuf, String)> {

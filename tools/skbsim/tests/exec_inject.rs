@@ -8,7 +8,6 @@
 
 use std::fs;
 use std::io::Cursor;
-use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use sim::pcap::{LinkPolicy, PcapReader};
@@ -20,11 +19,7 @@ use skbsim::runner::run_sim;
 use skbsim_exec::{DeviceTun, FarInput, SimTun, Sink};
 
 mod common;
-use common::skbsim;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use common::{repo, skbsim};
 
 fn text(out: &Output) -> String {
     format!(

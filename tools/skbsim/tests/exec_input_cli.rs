@@ -5,17 +5,13 @@
 //! program does not run.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
 mod common;
-use common::skbsim;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use common::{repo, skbsim};
 
 /// tools/skbsim-exec/tests/c/tun_read_n.c built into `dir`.
 fn tun_read_n(dir: &Path) -> String {

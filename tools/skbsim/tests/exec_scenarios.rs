@@ -5,18 +5,14 @@
 //! are the same on every run.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use sim::scenario::Scenario;
 use skbsim::runner::run_sim;
 
 mod common;
-use common::skbsim;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use common::{repo, skbsim};
 
 fn text(out: &Output) -> (String, String) {
     (

@@ -4,14 +4,13 @@
 //! same gso type and size on both arms, and `conform` on the exec/gso-write scenario
 //! compares them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::repo;
 
 /// The `skb` of each write event of gso_write.c run under `skbsim exec --backend
 /// BACKEND --json`.

@@ -7,11 +7,14 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rustix::fs::{mknodat, FileType, Mode, CWD};
+
+mod common;
+use common::{assert_bad_input, repo, scratch, skbsim_deadline};
 
 /// Long enough for a debug build replaying a small capture, short enough to fail a hang.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -19,54 +22,14 @@ const DEADLINE: Duration = Duration::from_secs(60);
 /// A pid above PID_MAX_LIMIT (2^22): never a live process.
 const DEAD_PID: u32 = (1 << 22) + 1;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 /// A capture of the repository's (tun-read replays it through a tap as is).
 fn input_pcap() -> PathBuf {
     repo().join("scenarios/pcaps/gro-tcp-50x1400.pcap")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("files-{name}"));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).expect("scratch dir");
-    d
-}
-
-/// Run skbsim in `cwd`, killing it (and failing) if it outlives [`DEADLINE`].
+/// Run skbsim in `cwd`, failing if it outlives [`DEADLINE`].
 fn skbsim(args: &[&str], cwd: &Path) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_skbsim"))
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn skbsim");
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(DEADLINE) {
-        Ok(out) => out.expect("wait for skbsim"),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("skbsim {args:?} still running after {DEADLINE:?}");
-        }
-    }
-}
-
-/// Exit code 2 and exactly one stderr line containing every `needle`.
-fn assert_bad_input(out: &Output, needles: &[&str]) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{n:?} missing from: {err}");
-    }
+    skbsim_deadline(args, cwd, DEADLINE)
 }
 
 fn assert_ok(out: &Output) {

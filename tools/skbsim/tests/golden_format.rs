@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 
 use skbsim::golden::{snap_body, to_snap, TRACE_FILE};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::repo;
 
 fn traces(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {

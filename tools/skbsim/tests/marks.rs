@@ -7,8 +7,9 @@
 //! trace `skbsim lab conform`.
 
 mod common;
+use common::repo;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use sim::scenario::Scenario;
 use sim::trace::record::Seen;
@@ -17,10 +18,6 @@ use skbsim::conform::compare_observed_outputs;
 use skbsim::golden::Verdict;
 use skbsim::runner::run_sim;
 use skbsim::suite::check_real;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn tap_write(name: &str) -> (Scenario, PathBuf) {
     let s =

@@ -7,14 +7,10 @@
 //! tools/skbsim/src/bench/gro_model.rs).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repository root")
-}
+mod common;
+use common::repo;
 
 /// The `.rs` files under `dir`, relative to the repository root, sorted.
 fn rust_files(root: &Path, dir: &str) -> Vec<(String, String)> {

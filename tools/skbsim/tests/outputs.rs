@@ -5,23 +5,15 @@
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::{assert_bad_input, repo, scratch, skbsim};
 
 /// 50 TCP frames of 1400 bytes (classic pcap, little-endian).
 fn input_pcap() -> Vec<u8> {
     fs::read(repo().join("scenarios/pcaps/gro-tcp-50x1400.pcap")).expect("repo capture")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("outputs-{name}"));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).expect("scratch dir");
-    d
 }
 
 fn run(args: &[&str], cwd: &Path, stdout: Stdio) -> Output {
@@ -33,21 +25,6 @@ fn run(args: &[&str], cwd: &Path, stdout: Stdio) -> Output {
         .stderr(Stdio::piped())
         .output()
         .expect("run skbsim")
-}
-
-fn skbsim(args: &[&str], cwd: &Path) -> Output {
-    run(args, cwd, Stdio::piped())
-}
-
-/// Exit code 2 and exactly one stderr line containing every `needle`.
-fn assert_bad_input(out: &Output, needles: &[&str]) -> String {
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{n:?} missing from: {err}");
-    }
-    err
 }
 
 /// The names in `d`, sorted (hidden temporary files included).

@@ -3,7 +3,7 @@
 //! delivered (each reason naming its kernel function), on every pipeline, also when the
 //! trace goes to a file; with `--json` the same numbers are the last JSON line.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use sim::scenario::Scenario;
@@ -12,16 +12,8 @@ use skbsim::engine::summary::{Reason, Tally, XdpPlace};
 use skbsim::engine::Sinks;
 use skbsim::runner::{replay_into, Backend};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("replay-summary-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("scratch dir");
-    d
-}
+mod common;
+use common::{repo, scratch};
 
 /// Frames a capture of `lo` on Linux holds: an Ethernet header with both MACs zero
 /// (ARPHRD_LOOPBACK's header_ops), then IPv4/UDP 127.0.0.1:4000 -> 127.0.0.1:5000.

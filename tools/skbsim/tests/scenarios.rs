@@ -11,9 +11,8 @@ use sim::scenario::Scenario;
 use skbsim::golden::{golden_dir, PCAP_FILE};
 use skbsim::runner::run_sim;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::repo;
 
 #[rstest]
 fn scenario_matches_golden(

@@ -4,24 +4,16 @@
 //! reader is already gone, or /dev/full.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
+
+mod common;
+use common::{repo, scratch};
 
 /// What `main` exits with when stdout's reader has gone: 128 + SIGPIPE.
 const CLOSED: i32 = 141;
 /// The one line a full disk gets (ENOSPC's words, without "(os error 28)").
 const FULL: &str = "skbsim: stdout: cannot write: No space left on device\n";
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("stdout-{name}"));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).expect("scratch dir");
-    d
-}
 
 /// Where the child's stdout goes.
 enum To {

@@ -14,9 +14,8 @@ use std::process::Command;
 use sim::scenario::Scenario;
 use skbsim::golden::{golden_dir, PCAP_FILE};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::repo;
 
 /// tshark's complaints about the file (stderr without its "running as root" note) and
 /// the frames it calls malformed, each as its length and protocol stack.

@@ -7,9 +7,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::repo;
 
 /// A tap-write scenario in a scratch directory with `device` as its [device] table.
 fn scenario(name: &str, profile: &str, device: &str) -> PathBuf {

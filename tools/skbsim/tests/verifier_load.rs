@@ -3,12 +3,10 @@
 //! and the verifier's reason, exit 2 (issue 20 item 9). Before the load-time check,
 //! scenarios/xdp/rejected/pkt_unchecked.o replayed every frame of xdp-mixed.pcap.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::repo;
 
 #[test]
 fn a_program_the_verifier_refuses_fails_the_run_at_load() {

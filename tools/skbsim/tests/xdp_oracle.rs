@@ -19,7 +19,7 @@
 //! is a failure instead.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rstest::rstest;
 use sim::bpf::{load_elf_file, BasicEnv, Maps, Program, Vm, XdpBuff};
@@ -29,16 +29,15 @@ use sim::scenario::Scenario;
 use skbsim_kernel::bpf::{LoadedXdp, MapEntries};
 use skbsim_kernel::{Errno, Netns};
 
+mod common;
+use common::repo;
+
 /// The namespace's loopback device, the test run's default rx queue.
 const LO_IFINDEX: u32 = 1;
 /// ETH_HLEN: BPF_PROG_TEST_RUN refuses shorter XDP input with EINVAL.
 const MIN_FRAME: usize = 14;
 /// The largest linear test-run packet: PAGE_SIZE - headroom - shared info.
 const MAX_LINEAR: usize = 4096 - 256 - 320;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// One input frame: where it comes from, and its bytes.
 struct InputFrame {

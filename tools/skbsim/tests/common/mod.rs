@@ -1,8 +1,10 @@
 //! Shared by the tests: the `skbsim` command, the privilege gate and the agreement check.
 #![allow(dead_code)]
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use sim::scenario::Scenario;
 use skbsim::conform::{conform_one, Outcome};
@@ -14,6 +16,61 @@ pub fn skbsim(args: &[&str], cwd: &Path) -> Output {
         .current_dir(cwd)
         .output()
         .expect("run skbsim")
+}
+
+/// `skbsim ARGS` in `cwd`, killed (and the test failed) if it outlives `deadline`: for
+/// the checks whose old behaviour was a hang.
+pub fn skbsim_deadline(args: &[&str], cwd: &Path, deadline: Duration) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_skbsim"))
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn skbsim");
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(deadline) {
+        Ok(out) => out.expect("wait for skbsim"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("skbsim {args:?} still running after {deadline:?}");
+        }
+    }
+}
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository's root")
+}
+
+/// An empty directory for the test `name` of this test file (under the target's tmpdir,
+/// named after the test crate so two files' tests never share one).
+pub fn scratch(name: &str) -> PathBuf {
+    let d =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{}-{name}", env!("CARGO_CRATE_NAME")));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+/// Exit code 2, no panic, and exactly one stderr line containing every `needle`; the line.
+pub fn assert_bad_input(out: &Output, needles: &[&str]) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "{n:?} missing from: {err}");
+    }
+    err
 }
 
 /// The scenario's file stem.
