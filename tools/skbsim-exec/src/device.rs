@@ -11,6 +11,7 @@ use std::fmt;
 
 use sim::profile::KernelProfile;
 use sim::skb::SkBuff;
+use sim::trace::gro_delivery::{model_csum, Csum};
 use sim::trace::write::fate_line;
 use sim::tun::device::{TunHost, XmitFate};
 use sim::tun::ioctl::iff_flags::{IFF_NO_PI, IFF_VNET_HDR};
@@ -129,6 +130,13 @@ impl<F: FarSide> DeviceTun<F> {
                 gso_type: Some(skb.gso_type),
                 gso_size: skb.gso_size,
                 gso_segs: Some(skb.gso_segs),
+                csum: Some(match model_csum(&skb) {
+                    Csum::Partial { start, offset } => Csum::Partial {
+                        start: start + mac_pulled,
+                        offset,
+                    },
+                    c => c,
+                }),
             });
             for answer in self.far.receive(&dev, kind, skb) {
                 let len = answer.len();

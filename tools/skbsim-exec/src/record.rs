@@ -13,6 +13,7 @@
 //! timestamps are virtual: 1 s plus 1 µs per event.
 
 use sim::skb::gso;
+use sim::trace::gro_delivery::Csum;
 use sim::trace::record::{Field, Part, Record, Value, HEADER};
 use sim::tun::ioctl::{cmd, BpfFd};
 use sim::tun::DeviceKind;
@@ -35,6 +36,11 @@ pub struct StackSkb {
     pub gso_type: Option<u32>,
     pub gso_size: u16,
     pub gso_segs: Option<u16>,
+    /// skb->ip_summed as the same `virtio_net_hdr` shows it (virtio_net_hdr_from_skb,
+    /// has_data_valid: NEEDS_CSUM with csum_start counted from the frame's first byte
+    /// as the packet socket reads it, and csum_offset; DATA_VALID; or flags 0). None
+    /// where the header was refused.
+    pub csum: Option<Csum>,
 }
 
 /// What a write did beyond the count it returned ([`SimTun::take_write_report`]).
@@ -257,6 +263,17 @@ fn vnet_gso_view(gso_type: Option<u32>) -> String {
     }
 }
 
+/// "CHECKSUM_PARTIAL start 48 offset 16", or what the vnet flags say; `?` where the
+/// header was refused.
+fn csum_part(c: Option<Csum>) -> Part<'static> {
+    let value = c.map_or(Value::Word("?"), |c| {
+        let mut out = String::new();
+        sim::trace::gro_delivery::csum_value(&mut out, c, None);
+        Value::text(out)
+    });
+    Part::named("csum", value)
+}
+
 fn skb_value(s: &StackSkb) -> Value<'static> {
     let unknown = || Value::Word("?");
     Value::Parts(vec![
@@ -281,12 +298,14 @@ fn skb_value(s: &StackSkb) -> Value<'static> {
             s.gso_segs
                 .map_or_else(unknown, |n| Value::Int(u64::from(n))),
         ),
+        csum_part(s.csum),
     ])
 }
 
 /// What both arms see of an skb the stack got: an AF_PACKET socket (ETH_P_ALL, in
 /// __netif_receive_skb_core's ptype_all taps, after GRO) with PACKET_VNET_HDR shows its
-/// protocol, length and the gso type and size a virtio_net_hdr carries, not gso_segs.
+/// protocol, length and the gso type and size and checksum state a virtio_net_hdr
+/// carries, not gso_segs.
 fn skb_seen(s: &StackSkb) -> Value<'static> {
     let mut parts = vec![
         Part::named("protocol", Value::hex(u64::from(s.protocol), 4)),
@@ -295,6 +314,7 @@ fn skb_seen(s: &StackSkb) -> Value<'static> {
     ];
     if vnet_gso_view(s.gso_type) != vnet_gso_view(None) {
         parts.push(Part::named("gso_size", Value::Int(u64::from(s.gso_size))));
+        parts.push(csum_part(s.csum));
     }
     Value::Parts(parts)
 }

@@ -191,7 +191,12 @@ impl TapTun {
 /// skb_shinfo is zeroed, __alloc_skb, and only GSO sets it).
 fn stack_skb(aux: &AuxData) -> StackSkb {
     use sim::skb::gso;
+    use sim::trace::gro_delivery::Csum;
     use sim::wire::virtio_net_hdr as v;
+    let csum = match &aux.vnet {
+        Some(RxVnet::Hdr(h)) => Some(Csum::of_vnet(h)),
+        _ => None,
+    };
     let (gso_type, gso_size) = match aux.vnet {
         Some(RxVnet::Hdr(h)) => {
             let base = match h.gso_type & !v::VIRTIO_NET_HDR_GSO_ECN {
@@ -218,6 +223,7 @@ fn stack_skb(aux: &AuxData) -> StackSkb {
         gso_type,
         gso_size,
         gso_segs: (gso_type == Some(0)).then_some(0),
+        csum,
     }
 }
 

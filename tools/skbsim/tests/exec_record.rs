@@ -138,10 +138,10 @@ fn far_ping_recorded_with_its_frames() {
         "ioctl 1: TUNSETIFF -> 0\n  file: 0\n  cmd: 0x400454ca\n  arg: name fp0 flags 0x1002\n",
         "link 2: fp0 -> 0\n  dev: fp0\n  up: yes\n",
         "write 3: 60 bytes -> 60\n",
-        "  skb: protocol 0x0806 len 60 gso_type 0 gso_size 0 gso_segs 0\n",
+        "  skb: protocol 0x0806 len 60 gso_type 0 gso_size 0 gso_segs 0 csum CHECKSUM_NONE or CHECKSUM_COMPLETE (vnet flags 0)\n",
         "read 4: buffer 1600 -> 42\n",
         "write 5: 58 bytes -> 58\n",
-        "  skb: protocol 0x0800 len 58 gso_type 0 gso_size 0 gso_segs 0\n",
+        "  skb: protocol 0x0800 len 58 gso_type 0 gso_size 0 gso_segs 0 csum CHECKSUM_NONE or CHECKSUM_COMPLETE (vnet flags 0)\n",
         "read 6: buffer 1600 -> 58\n",
         "close 7: file 0\n",
     ] {

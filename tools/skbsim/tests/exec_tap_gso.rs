@@ -1,7 +1,7 @@
 //! `skbsim exec --backend tap` reads the gso fields of the skb the real stack got from
 //! the virtio_net_hdr a PACKET_VNET_HDR packet socket gets (issue 23, docs/exec.md#tap):
 //! tools/skbsim-exec/tests/c/gso_write.c's two TCPV4 GSO writes (gso_size 100) show the
-//! same gso type and size on both arms, and `conform` on the exec/gso-write scenario
+//! same gso type and size and checksum state on both arms, and `conform` on the exec/gso-write scenario
 //! compares them.
 
 use std::path::Path;
@@ -75,6 +75,14 @@ fn a_gso_write_shows_the_same_gso_fields_on_both_arms() {
         assert_eq!(tap[i]["gso_type"], "TCPV4", "tap write {i}");
         assert_eq!(tap[i]["gso_size"], 100, "tap write {i}");
         assert_eq!(tap[i]["gso_segs"], "?", "tap write {i}");
+        // Its NEEDS_CSUM, csum_start 20, csum_offset 16 (skb_partial_csum_set), read
+        // back by the packet socket from a tun's frame, which starts at the IP header.
+        for (arm, skb) in [("sim", &sim[i]), ("tap", &tap[i])] {
+            assert_eq!(
+                skb["csum"], "CHECKSUM_PARTIAL start 20 offset 16",
+                "{arm} write {i}"
+            );
+        }
     }
 }
 
