@@ -249,6 +249,20 @@ impl<F: FarSide> SimTun for DeviceTun<F> {
         Some(self.host.set_hw_addr(dev, family, data))
     }
 
+    fn link_message(&self, dev: &[u8]) -> Option<netlink_packet_route::link::LinkMessage> {
+        let t = self.host.device(dev)?;
+        let qdisc = crate::rtnl_link::default_qdisc();
+        Some(crate::rtnl_link::link_message(
+            t,
+            self.host.mtu(dev)?,
+            &qdisc,
+        ))
+    }
+
+    fn link_names(&self) -> Vec<Vec<u8>> {
+        crate::rtnl_link::names_by_ifindex(self.host.tun_net())
+    }
+
     fn link_name(&self, ifindex: u32) -> Option<Vec<u8>> {
         let net = self.host.tun_net();
         Some(net.dev(net.by_ifindex(ifindex)?)?.name.clone())

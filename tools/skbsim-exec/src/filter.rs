@@ -15,8 +15,9 @@ const AUDIT_ARCH: u32 = 0xc000_00b7;
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
 /// The syscalls the supervisor sees: opens (to find /dev/net/tun), ioctl, the read and
-/// write family on the device's fds, fcntl (O_NONBLOCK), and sendto/sendmsg (rtnetlink
-/// requests naming a simulated device: src/rtnl.rs). Everything else runs untouched.
+/// write family on the device's fds, fcntl (O_NONBLOCK), sendto/sendmsg (rtnetlink
+/// requests naming a simulated device: src/rtnl.rs) and recvfrom/recvmsg (their answers:
+/// src/rtnl_answer.rs). Everything else runs untouched.
 pub fn intercepted() -> Vec<i64> {
     let mut nrs = vec![
         libc::SYS_openat,
@@ -29,6 +30,8 @@ pub fn intercepted() -> Vec<i64> {
         libc::SYS_fcntl,
         libc::SYS_sendto,
         libc::SYS_sendmsg,
+        libc::SYS_recvfrom,
+        libc::SYS_recvmsg,
     ];
     #[cfg(target_arch = "x86_64")]
     nrs.push(libc::SYS_open);

@@ -15,6 +15,9 @@ mod ioctl;
 mod loopback;
 pub mod record;
 mod rtnl;
+mod rtnl_answer;
+mod rtnl_get;
+pub mod rtnl_link;
 mod segment;
 mod spawn;
 mod stack;
@@ -95,6 +98,16 @@ pub trait SimTun {
         _data: &[u8; SA_DATA_LEN],
     ) -> Option<Result<(), Errno>> {
         None
+    }
+    /// The RTM_NEWLINK the kernel writes about the simulated device `dev`
+    /// ([`rtnl_link::link_message`]). None: the kernel answers (a backend whose devices
+    /// are real, or no such device).
+    fn link_message(&self, _dev: &[u8]) -> Option<netlink_packet_route::link::LinkMessage> {
+        None
+    }
+    /// The simulated devices' names, in ifindex order (what a dump adds).
+    fn link_names(&self) -> Vec<Vec<u8>> {
+        Vec::new()
     }
     /// The name of the simulated device with ifindex `ifindex`, if there is one.
     fn link_name(&self, ifindex: u32) -> Option<Vec<u8>>;

@@ -162,6 +162,17 @@ impl SimTun for LoopbackTun {
         Some(self.net.set_hw_addr(d, family, data))
     }
 
+    fn link_message(&self, dev: &[u8]) -> Option<netlink_packet_route::link::LinkMessage> {
+        let t = self.net.dev(self.net.by_name(dev)?)?;
+        let mtu = self.mtu.get(dev).copied().unwrap_or(DEFAULT_MTU);
+        let qdisc = crate::rtnl_link::default_qdisc();
+        Some(crate::rtnl_link::link_message(t, mtu, &qdisc))
+    }
+
+    fn link_names(&self) -> Vec<Vec<u8>> {
+        crate::rtnl_link::names_by_ifindex(&self.net)
+    }
+
     fn link_name(&self, ifindex: u32) -> Option<Vec<u8>> {
         let d = self.net.by_ifindex(ifindex)?;
         Some(self.net.dev(d)?.name.clone())

@@ -576,6 +576,14 @@ impl<T: SimTun> SimTun for Recorder<T> {
         self.inner.link_name(ifindex)
     }
 
+    fn link_message(&self, dev: &[u8]) -> Option<netlink_packet_route::link::LinkMessage> {
+        self.inner.link_message(dev)
+    }
+
+    fn link_names(&self) -> Vec<Vec<u8>> {
+        self.inner.link_names()
+    }
+
     fn delete_link(&mut self, dev: &[u8]) -> Result<(), Errno> {
         let r = self.inner.delete_link(dev);
         self.link_change("dellink", dev, &r, Vec::new());

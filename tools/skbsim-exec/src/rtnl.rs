@@ -10,9 +10,11 @@
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 
-use rustix::net::{send, AddressFamily, SendFlags};
+use rustix::net::AddressFamily;
 
 use crate::devinet::AF_INET;
+use crate::rtnl_answer::{self, Answers};
+use crate::rtnl_get;
 use crate::supervisor::{socket_inode, Reply};
 use crate::sys::{self, Notif};
 use crate::{Errno, Ifa, SimTun};
@@ -27,7 +29,6 @@ const RTM_DELLINK: u16 = 17;
 const RTM_SETLINK: u16 = 19;
 const RTM_NEWADDR: u16 = 20;
 /// include/uapi/linux/netlink.h.
-const NLMSG_NOOP: u16 = 1;
 const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_ACK: u16 = 0x4;
 const NLM_F_REPLACE: u16 = 0x100;
@@ -257,19 +258,6 @@ fn new_addr<T: SimTun>(
     }
 }
 
-/// The message that makes the kernel put a success ack for `req` on the program's own
-/// socket: NLMSG_NOOP with NLM_F_ACK and the request's sequence number (netlink_rcv_skb:
-/// a type below NLMSG_MIN_TYPE goes straight to netlink_ack with error 0). The ack's
-/// echoed header says NLMSG_NOOP where the kernel's would say the request's type.
-pub fn ack_request(req: &Request) -> [u8; NLMSG_HDRLEN] {
-    let mut m = [0u8; NLMSG_HDRLEN];
-    m[0..4].copy_from_slice(&(NLMSG_HDRLEN as u32).to_le_bytes());
-    m[4..6].copy_from_slice(&NLMSG_NOOP.to_le_bytes());
-    m[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_le_bytes());
-    m[8..12].copy_from_slice(&req.seq.to_le_bytes());
-    m
-}
-
 /// A NETLINK_ROUTE socket: AF_NETLINK with protocol 0 (rustix says None for 0).
 fn is_rtnl(sock: &OwnedFd) -> bool {
     rustix::net::sockopt::socket_domain(sock).is_ok_and(|d| d == AddressFamily::NETLINK)
@@ -279,12 +267,14 @@ fn is_rtnl(sock: &OwnedFd) -> bool {
 /// write/sendto/sendmsg of the bytes at `ranges` on task `n.pid`'s fd `fd` (`dest`: the
 /// struct sockaddr_nl pointer, 0 for none): a request naming a simulated device is
 /// applied to it and the send returns its length, as netlink_sendmsg does (the request's
-/// result goes to the ack); with NLM_F_ACK the kernel is made to queue a success ack on
-/// the program's socket ([`ack_request`]). A request the simulated device refuses
+/// result goes to the ack); with NLM_F_ACK the program receives the kernel's success ack
+/// (src/rtnl_answer.rs). A request for data about the device (RTM_GETLINK, RTM_GETADDR
+/// dumps: src/rtnl_get.rs) is answered the same way. A request the simulated device refuses
 /// continues into the kernel, which answers with its own error (the device is not there:
 /// ENODEV, or EPERM without CAP_NET_ADMIN); docs/exec.md.
 pub fn send_request<T: SimTun>(
     tun: &mut T,
+    answers: &mut Answers,
     listener: BorrowedFd<'_>,
     n: &Notif,
     fd: i32,
@@ -313,6 +303,15 @@ pub fn send_request<T: SimTun>(
         Ok(b) if b.len() == total => b,
         _ => return Reply::Continue,
     };
+    let Some(inode) = socket_inode(n.pid, fd) else {
+        return Reply::Continue;
+    };
+    if let Some(get) = rtnl_get::parse(tun, &buf) {
+        if !sys::notif_id_valid(listener, n.id) {
+            return Reply::Answered;
+        }
+        return rtnl_get::answer(tun, answers, &sock, inode, get, total);
+    }
     let Some(req) = parse(tun, &buf) else {
         return Reply::Continue;
     };
@@ -322,7 +321,8 @@ pub fn send_request<T: SimTun>(
     match apply(tun, &req) {
         Ok(()) => {
             if req.ack {
-                let _ = send(&sock, &ack_request(&req), SendFlags::empty());
+                let hdr: [u8; NLMSG_HDRLEN] = buf[..NLMSG_HDRLEN].try_into().unwrap_or_default();
+                answers.answer(&sock, inode, vec![rtnl_answer::ack(&hdr, req.seq)]);
             }
             Reply::Val(total as i64)
         }

@@ -18,6 +18,7 @@ use rustix::net::{
 
 use crate::ioctl::{self, is_sock_ioctl, is_vfs_ioctl, tun_arg, tun_reply, FIONBIO};
 use crate::rtnl;
+use crate::rtnl_answer::{Answers, RecvCall};
 use crate::sys::{self, Notif};
 use crate::{Errno, FileId, SimTun};
 
@@ -72,6 +73,8 @@ pub struct Supervisor<T> {
     listener: OwnedFd,
     files: Vec<Open>,
     pending: Vec<PendingRead>,
+    /// rtnetlink answers about simulated devices waiting for the program's receives.
+    answers: Answers,
 }
 
 impl<T: SimTun> Supervisor<T> {
@@ -81,6 +84,7 @@ impl<T: SimTun> Supervisor<T> {
             listener,
             files: Vec::new(),
             pending: Vec::new(),
+            answers: Answers::default(),
         }
     }
 
@@ -205,7 +209,33 @@ impl<T: SimTun> Supervisor<T> {
             libc::SYS_ioctl => self.ioctl(n, a[0] as i32, a[1] as u32, a[2]),
             libc::SYS_read => match self.ours(n, a[0] as i32) {
                 Some(i) => self.read(n, i, vec![(a[1], a[2] as usize)]),
-                None => Reply::Continue,
+                None => self.answers.recv(&RecvCall {
+                    pid: n.pid,
+                    fd: a[0] as i32,
+                    ranges: vec![(a[1], a[2] as usize)],
+                    flags: 0,
+                    name: None,
+                    msghdr: None,
+                }),
+            },
+            libc::SYS_recvfrom => self.answers.recv(&RecvCall {
+                pid: n.pid,
+                fd: a[0] as i32,
+                ranges: vec![(a[1], a[2] as usize)],
+                flags: a[3] as u32,
+                name: Some((a[4], a[5])),
+                msghdr: None,
+            }),
+            libc::SYS_recvmsg => match rtnl::msghdr(n.pid, a[1]) {
+                Some((name, ranges)) if !self.answers.is_empty() => self.answers.recv(&RecvCall {
+                    pid: n.pid,
+                    fd: a[0] as i32,
+                    ranges,
+                    flags: a[2] as u32,
+                    name: Some((name, a[1] + 8)),
+                    msghdr: Some(a[1]),
+                }),
+                _ => Reply::Continue,
             },
             libc::SYS_write => match self.ours(n, a[0] as i32) {
                 Some(i) => self.write(n, i, &[(a[1], a[2] as usize)]),
@@ -239,7 +269,8 @@ impl<T: SimTun> Supervisor<T> {
     /// A send on a NETLINK_ROUTE socket naming a simulated device (src/rtnl.rs).
     fn rtnl(&mut self, n: &Notif, ranges: &[(u64, usize)], dest: u64) -> Reply {
         let l = self.listener.as_fd();
-        rtnl::send_request(&mut self.tun, l, n, n.args[0] as i32, ranges, dest)
+        let fd = n.args[0] as i32;
+        rtnl::send_request(&mut self.tun, &mut self.answers, l, n, fd, ranges, dest)
     }
 
     /// The simulated file behind the task's fd `fd`, if it is one; it becomes the file's

@@ -230,6 +230,7 @@ impl TunNet {
             },
             carrier: true,
             up: false,
+            activated: false,
             queues: vec![f],
             disabled: Vec::new(),
         };

@@ -216,6 +216,10 @@ pub struct TunIf {
     pub carrier: bool,
     /// IFF_UP (the caller's `ip link set up`: [`TunNet::set_up`]).
     pub up: bool,
+    /// dev_activate has run (the first IFF_UP): the default qdisc stays attached from
+    /// then on, down or up (net/sched/sch_generic.c: dev_activate ->
+    /// attach_default_qdiscs); before it the device shows `noop`.
+    pub activated: bool,
     /// tun->tfiles[0..numqueues].
     pub queues: Vec<FileId>,
     /// tun->disabled.
@@ -298,7 +302,14 @@ impl TunNet {
 
     /// `ip link set NAME up/down`.
     pub fn set_up(&mut self, d: DevId, up: bool) {
-        self.dev_mut(d).up = up;
+        let dev = self.dev_mut(d);
+        dev.up = up;
+        dev.activated |= up;
+    }
+
+    /// The registered tun devices, in the order they were made.
+    pub fn devices(&self) -> impl Iterator<Item = &TunIf> {
+        self.devices.iter().flatten()
     }
 
     /// tun_chr_close -> tun_detach(tfile, true): leave the device; the last queue of a
