@@ -283,6 +283,15 @@ impl<F: FarSide> SimTun for DeviceTun<F> {
         self.ipv4.get(dev).copied()
     }
 
+    fn del_ipv4(&mut self, dev: &[u8]) -> bool {
+        let Some(kind) = self.host.device(dev).map(|d| d.kind) else {
+            return false;
+        };
+        self.ipv4.remove(dev);
+        self.far.address(dev, kind, None);
+        true
+    }
+
     fn set_ipv4(&mut self, dev: &[u8], ifa: Ifa) {
         let Some(kind) = self.host.device(dev).map(|d| d.kind) else {
             return;

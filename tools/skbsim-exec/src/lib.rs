@@ -138,6 +138,11 @@ pub trait SimTun {
     }
     /// The IPv4 address SIOCSIFADDR / SIOCSIFNETMASK gave the device named `dev`.
     fn ipv4(&self, dev: &[u8]) -> Option<Ifa>;
+    /// RTM_DELADDR: the device named `dev` loses its IPv4 address. False where the backend
+    /// does not model it (the kernel answers the request).
+    fn del_ipv4(&mut self, _dev: &[u8]) -> bool {
+        false
+    }
     /// Gives the device named `dev` the IPv4 address `ifa` (devinet_ioctl's rules already
     /// applied: src/devinet.rs).
     fn set_ipv4(&mut self, dev: &[u8], ifa: Ifa);

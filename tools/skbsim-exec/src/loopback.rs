@@ -203,6 +203,10 @@ impl SimTun for LoopbackTun {
         self.ipv4.get(dev).copied()
     }
 
+    fn del_ipv4(&mut self, dev: &[u8]) -> bool {
+        self.ipv4.remove(dev).is_some()
+    }
+
     fn set_ipv4(&mut self, dev: &[u8], ifa: Ifa) {
         self.ipv4.insert(dev.to_vec(), ifa);
     }

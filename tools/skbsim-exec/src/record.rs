@@ -594,6 +594,16 @@ impl<T: SimTun> SimTun for Recorder<T> {
         self.inner.ipv4(dev)
     }
 
+    /// RTM_DELADDR as an `address` event with no address.
+    fn del_ipv4(&mut self, dev: &[u8]) -> bool {
+        let done = self.inner.del_ipv4(dev);
+        if done {
+            let fields = vec![Field::both("address", Value::Word("none"))];
+            self.link_change("address", dev, &Ok(()), fields);
+        }
+        done
+    }
+
     /// SIOCSIFADDR / SIOCSIFNETMASK (devinet_ioctl) as an event: the address and prefix.
     fn set_ipv4(&mut self, dev: &[u8], ifa: Ifa) {
         self.inner.set_ipv4(dev, ifa);

@@ -8,7 +8,7 @@
 //! message types, batches, requests naming a real device, attributes not modelled)
 //! continues into the kernel.
 
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::net::AddressFamily;
 
@@ -28,6 +28,7 @@ const RTM_NEWLINK: u16 = 16;
 const RTM_DELLINK: u16 = 17;
 const RTM_SETLINK: u16 = 19;
 const RTM_NEWADDR: u16 = 20;
+const RTM_DELADDR: u16 = 21;
 /// include/uapi/linux/netlink.h.
 const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_ACK: u16 = 0x4;
@@ -60,6 +61,14 @@ pub enum LinkOp {
     /// RTM_NEWADDR, AF_INET: ifa_local and ifa_prefixlen, and the request's NLM_F_EXCL /
     /// NLM_F_REPLACE.
     NewAddr { ifa: Ifa, excl: bool, replace: bool },
+    /// RTM_DELADDR, AF_INET: what inet_rtm_deladdr matches the address against (IFA_LOCAL,
+    /// IFA_LABEL, IFA_ADDRESS under ifa_prefixlen), each only when given.
+    DelAddr {
+        local: Option<[u8; 4]>,
+        address: Option<[u8; 4]>,
+        prefix: u8,
+        label: Option<Vec<u8>>,
+    },
 }
 
 /// One request naming a simulated device.
@@ -94,6 +103,10 @@ pub fn parse<T: SimTun>(tun: &T, buf: &[u8]) -> Option<Request> {
     if kind == RTM_NEWADDR && flags & NLM_F_REQUEST != 0 && len <= buf.len() && buf.len() - len < 4
     {
         return parse_newaddr(tun, &buf[..len]);
+    }
+    if kind == RTM_DELADDR && flags & NLM_F_REQUEST != 0 && len <= buf.len() && buf.len() - len < 4
+    {
+        return parse_deladdr(tun, &buf[..len]);
     }
     if buf.len() < NLMSG_HDRLEN + IFINFOMSG_LEN {
         return None;
@@ -205,6 +218,51 @@ fn parse_newaddr<T: SimTun>(tun: &T, msg: &[u8]) -> Option<Request> {
     })
 }
 
+/// One RTM_DELADDR (`msg`) for an IPv4 address of a simulated device (ifa_index): the
+/// attributes inet_rtm_deladdr matches with (ifa_ipv4_policy); any other goes to the kernel.
+fn parse_deladdr<T: SimTun>(tun: &T, msg: &[u8]) -> Option<Request> {
+    let len = msg.len();
+    if len < NLMSG_HDRLEN + IFADDRMSG_LEN {
+        return None;
+    }
+    let flags = le16(msg, 6);
+    let ifa = &msg[NLMSG_HDRLEN..];
+    let (family, prefix, index) = (ifa[0], ifa[1], le32(ifa, 4));
+    if u16::from(family) != AF_INET {
+        return None;
+    }
+    let dev = tun.link_name(index)?;
+    let (mut local, mut address, mut label) = (None, None, None);
+    let mut at = NLMSG_HDRLEN + IFADDRMSG_LEN;
+    while at + 4 <= len {
+        let alen = le16(msg, at) as usize;
+        if alen < 4 || at + alen > len {
+            return None;
+        }
+        let data = &msg[at + 4..at + alen];
+        let addr = || <[u8; 4]>::try_from(data).ok();
+        match le16(msg, at + 2) & 0x3fff {
+            IFA_LOCAL => local = Some(addr()?),
+            IFA_ADDRESS => address = Some(addr()?),
+            IFA_LABEL => label = Some(data.split(|&c| c == 0).next().unwrap_or(data).to_vec()),
+            IFA_BROADCAST => {}
+            _ => return None,
+        }
+        at += (alen + 3) & !3;
+    }
+    Some(Request {
+        seq: le32(msg, 8),
+        ack: flags & NLM_F_ACK != 0,
+        dev,
+        op: LinkOp::DelAddr {
+            local,
+            address,
+            prefix,
+            label,
+        },
+    })
+}
+
 /// IFF_UP after do_setlink's dev_change_flags(rtnl_dev_combine_flags): ifi_change 0 means
 /// every bit ("bugwards compatibility"), and nothing changes when both are 0.
 fn up_flag(flags: u32, change: u32) -> Option<bool> {
@@ -224,6 +282,50 @@ pub fn apply<T: SimTun>(tun: &mut T, req: &Request) -> Result<(), Errno> {
         LinkOp::Set { up, mtu } => tun.set_link(&req.dev, up, mtu),
         LinkOp::Exists => Err(Errno::EEXIST),
         LinkOp::NewAddr { ifa, excl, replace } => new_addr(tun, &req.dev, ifa, excl, replace),
+        LinkOp::DelAddr {
+            local,
+            address,
+            prefix,
+            ref label,
+        } => {
+            let Some(ifa) = tun.ipv4(&req.dev) else {
+                return Err(Errno::EADDRNOTAVAIL);
+            };
+            // inet_ifa_match: the same network under the address's own mask.
+            let same_net = |a: [u8; 4]| {
+                let m = u32::from_be_bytes(ifa.mask());
+                (u32::from_be_bytes(a) ^ u32::from_be_bytes(ifa.local)) & m == 0
+            };
+            let matches = local.is_none_or(|l| l == ifa.local)
+                && label.as_ref().is_none_or(|l| *l == req.dev)
+                && address.is_none_or(|a| prefix == ifa.prefix && same_net(a));
+            if !matches {
+                return Err(Errno::EADDRNOTAVAIL);
+            }
+            if tun.del_ipv4(&req.dev) {
+                Ok(())
+            } else {
+                Err(Errno::EOPNOTSUPP)
+            }
+        }
+    }
+}
+
+/// The message the kernel's handler sets for `e` on `req` (NL_SET_ERR_MSG), which an
+/// extended ack carries; None where it sets none.
+fn extack_msg(req: &Request, e: Errno) -> Option<&'static str> {
+    match (&req.op, e) {
+        // net/ipv4/devinet.c: inet_rtm_newaddr, inet_rtm_deladdr.
+        (LinkOp::NewAddr { .. }, Errno::EEXIST) => Some("ipv4: Address already assigned"),
+        (LinkOp::DelAddr { .. }, Errno::EADDRNOTAVAIL) => Some("ipv4: Address not found"),
+        // net/core/dev.c: dev_validate_mtu (tun's min_mtu 68).
+        (LinkOp::Set { mtu: Some(m), .. }, Errno::EINVAL) if *m < 68 => {
+            Some("mtu less than device minimum")
+        }
+        (LinkOp::Set { mtu: Some(_), .. }, Errno::EINVAL) => {
+            Some("mtu greater than device maximum")
+        }
+        _ => None,
     }
 }
 
@@ -326,7 +428,19 @@ pub fn send_request<T: SimTun>(
             }
             Reply::Val(total as i64)
         }
-        Err(_) => Reply::Continue,
+        // Not modelled (a second address, a backend without the operation): the kernel.
+        Err(Errno::EOPNOTSUPP) => Reply::Continue,
+        // netlink_rcv_skb acks an error whether or not NLM_F_ACK was asked.
+        Err(e) => {
+            let len = (le32(&buf, 0) as usize).min(buf.len());
+            let ext_ack = sys::netlink_ext_ack(sock.as_fd());
+            let msg = extack_msg(&req, e);
+            let err = rtnl_answer::error(&buf[..len], req.seq, e.code(), msg, ext_ack);
+            if !answers.answer(&sock, inode, vec![err]) {
+                return Reply::Continue;
+            }
+            Reply::Val(total as i64)
+        }
     }
 }
 

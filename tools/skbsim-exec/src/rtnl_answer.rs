@@ -65,6 +65,38 @@ pub fn ack(req: &[u8; NLMSG_HDRLEN], seq: u32) -> Vec<u8> {
     m
 }
 
+/// include/uapi/linux/netlink.h: NLM_F_ACK_TLVS, NLMSGERR_ATTR_MSG.
+const NLM_F_ACK_TLVS: u16 = 0x200;
+const NLMSGERR_ATTR_MSG: u16 = 1;
+
+/// netlink_ack with `errno` for the request `req` (its whole message: an error echoes it,
+/// the socket not having NETLINK_CAP_ACK), and with `ext_ack` the message the kernel's
+/// handler set (NL_SET_ERR_MSG) as NLMSGERR_ATTR_MSG.
+pub fn error(req: &[u8], seq: u32, errno: i32, msg: Option<&str>, ext_ack: bool) -> Vec<u8> {
+    let mut tlv = Vec::new();
+    if let (Some(m), true) = (msg, ext_ack) {
+        let len = 4 + m.len() + 1;
+        tlv.extend((len as u16).to_ne_bytes());
+        tlv.extend(NLMSGERR_ATTR_MSG.to_ne_bytes());
+        tlv.extend(m.as_bytes());
+        tlv.push(0);
+        tlv.resize((tlv.len() + 3) & !3, 0);
+    }
+    let echo_len = (req.len() + 3) & !3;
+    let flags = if tlv.is_empty() { 0 } else { NLM_F_ACK_TLVS };
+    let mut m = header(
+        NLMSG_HDRLEN + 4 + echo_len + tlv.len(),
+        NLMSG_ERROR,
+        flags,
+        seq,
+    );
+    m.extend((-errno).to_ne_bytes());
+    m.extend(req);
+    m.resize(NLMSG_HDRLEN + 4 + echo_len, 0);
+    m.extend(tlv);
+    m
+}
+
 /// NLMSG_DONE of a dump (netlink_dump_done: the int dump_done_errno, 0) with `flags`.
 pub fn done(seq: u32, flags: u16) -> Vec<u8> {
     let mut m = header(NLMSG_HDRLEN + 4, NLMSG_DONE, flags, seq);

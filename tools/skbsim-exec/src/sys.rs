@@ -16,6 +16,28 @@ pub struct Notif {
     pub args: [u64; 6],
 }
 
+/// Whether the netlink socket `sock` asked for extended acks (getsockopt SOL_NETLINK
+/// NETLINK_EXT_ACK: net/netlink/af_netlink.c: netlink_getsockopt); rustix has no netlink
+/// socket options.
+pub fn netlink_ext_ack(sock: BorrowedFd<'_>) -> bool {
+    const SOL_NETLINK: libc::c_int = 270;
+    const NETLINK_EXT_ACK: libc::c_int = 11;
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `v` and the length into `len`,
+    // both alive for the call.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            SOL_NETLINK,
+            NETLINK_EXT_ACK,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    r == 0 && v != 0
+}
+
 /// `prctl(PR_SET_NO_NEW_PRIVS, 1)` then `seccomp(SECCOMP_SET_MODE_FILTER,
 /// SECCOMP_FILTER_FLAG_NEW_LISTENER, prog)`: the listener fd. Async-signal-safe (no
 /// allocation): it runs between fork and exec.

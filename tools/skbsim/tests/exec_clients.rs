@@ -528,3 +528,40 @@ fn rtnetlink_link_and_address_queries_as_the_real_kernel_answers() {
         ],
     );
 }
+
+/// A request the simulated device refuses is answered with its own error, as the kernel
+/// acks it (netlink_ack: the errno, the request echoed, and for iproute2's NETLINK_EXT_ACK
+/// socket the handler's message), and RTM_DELADDR removes the address inet_rtm_deladdr
+/// matches (src/rtnl.rs): the same lines under exec as nobody as on this host's kernel.
+/// Before: `RTNETLINK answers: Operation not permitted` (the host kernel's answer to
+/// nobody) for each.
+#[test]
+#[ignore = "real kernel: needs root (setpriv to nobody, unshare -n); ci/test.sh runs it as root with --include-ignored"]
+fn rtnetlink_refusals_and_deladdr_as_the_real_kernel_answers() {
+    skbsim_kernel::require_privileges();
+    let dir = temp_dir();
+    let script = "ip tuntap add dev ad0 mode tun\n\
+        ip addr add 10.9.0.1/24 dev ad0; echo add=$?\n\
+        ip addr add 10.9.0.1/24 dev ad0 2>&1; echo add_again=$?\n\
+        ip link set ad0 mtu 40 2>&1; echo mtu40=$?\n\
+        ip link set ad0 mtu 70000 2>&1; echo mtu70000=$?\n\
+        ip addr del 10.9.1.1/24 dev ad0 2>&1; echo del_other=$?\n\
+        ip addr del 10.9.0.1/16 dev ad0 2>&1; echo del_prefix=$?\n\
+        ip addr del 10.9.0.1/24 dev ad0 2>&1; echo del=$?\n\
+        ip addr del 10.9.0.1/24 dev ad0 2>&1; echo del_again=$?\n\
+        ip addr show dev ad0\n";
+    std::fs::write(dir.path().join("script.sh"), script).expect("write script.sh");
+    same_as_the_kernel(
+        dir.path(),
+        "sh script.sh",
+        &[
+            "Error: ipv4: Address already assigned.",
+            "Error: mtu less than device minimum.",
+            "Error: mtu greater than device maximum.",
+            "del_prefix=2",
+            "del=0",
+            "Error: ipv4: Address not found.",
+            "del_again=2",
+        ],
+    );
+}
