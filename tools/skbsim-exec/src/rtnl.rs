@@ -17,7 +17,7 @@ use crate::rtnl_answer::{self, Answers};
 use crate::rtnl_get;
 use crate::supervisor::{socket_inode, Reply};
 use crate::sys::{self, Notif};
-use crate::{Errno, Ifa, SimTun};
+use crate::{Errno, Ifa, SimTun, SA_DATA_LEN};
 
 /// The most bytes of one send read from the program (an rtnetlink link request is a few
 /// hundred).
@@ -38,6 +38,7 @@ const NLMSG_HDRLEN: usize = 16;
 /// sizeof(struct ifinfomsg).
 const IFINFOMSG_LEN: usize = 16;
 /// include/uapi/linux/if_link.h.
+const IFLA_ADDRESS: u16 = 1;
 const IFLA_IFNAME: u16 = 3;
 const IFLA_MTU: u16 = 4;
 const IFF_UP: u32 = 0x1;
@@ -55,7 +56,12 @@ pub enum LinkOp {
     /// RTM_DELLINK.
     Delete,
     /// RTM_NEWLINK (on an existing device) / RTM_SETLINK.
-    Set { up: Option<bool>, mtu: Option<u32> },
+    /// `addr`: IFLA_ADDRESS, the bytes given.
+    Set {
+        up: Option<bool>,
+        mtu: Option<u32>,
+        addr: Option<Vec<u8>>,
+    },
     /// RTM_NEWLINK with NLM_F_EXCL on an existing device: rtnl_newlink's EEXIST.
     Exists,
     /// RTM_NEWADDR, AF_INET: ifa_local and ifa_prefixlen, and the request's NLM_F_EXCL /
@@ -123,6 +129,7 @@ pub fn parse<T: SimTun>(tun: &T, buf: &[u8]) -> Option<Request> {
     let (ifi_flags, ifi_change) = (le32(ifm, 8), le32(ifm, 12));
     let mut name = None;
     let mut mtu = None;
+    let mut addr = None;
     let mut at = NLMSG_HDRLEN + IFINFOMSG_LEN;
     while at + 4 <= len {
         let alen = le16(buf, at) as usize;
@@ -133,6 +140,7 @@ pub fn parse<T: SimTun>(tun: &T, buf: &[u8]) -> Option<Request> {
         match le16(buf, at + 2) & 0x3fff {
             IFLA_IFNAME => name = Some(data.split(|&c| c == 0).next().unwrap_or(data).to_vec()),
             IFLA_MTU if data.len() >= 4 => mtu = Some(le32(data, 0)),
+            IFLA_ADDRESS => addr = Some(data.to_vec()),
             // An attribute not modelled: the kernel answers it.
             _ => return None,
         }
@@ -156,6 +164,7 @@ pub fn parse<T: SimTun>(tun: &T, buf: &[u8]) -> Option<Request> {
         _ => LinkOp::Set {
             up: up_flag(ifi_flags, ifi_change),
             mtu,
+            addr,
         },
     };
     Some(Request {
@@ -279,7 +288,15 @@ fn up_flag(flags: u32, change: u32) -> Option<bool> {
 pub fn apply<T: SimTun>(tun: &mut T, req: &Request) -> Result<(), Errno> {
     match req.op {
         LinkOp::Delete => tun.delete_link(&req.dev),
-        LinkOp::Set { up, mtu } => tun.set_link(&req.dev, up, mtu),
+        LinkOp::Set { up, mtu, ref addr } => {
+            if let Some(a) = addr {
+                set_address(tun, &req.dev, a)?;
+            }
+            if up.is_none() && mtu.is_none() {
+                return Ok(());
+            }
+            tun.set_link(&req.dev, up, mtu)
+        }
         LinkOp::Exists => Err(Errno::EEXIST),
         LinkOp::NewAddr { ifa, excl, replace } => new_addr(tun, &req.dev, ifa, excl, replace),
         LinkOp::DelAddr {
@@ -311,6 +328,36 @@ pub fn apply<T: SimTun>(tun: &mut T, req: &Request) -> Result<(), Errno> {
     }
 }
 
+/// do_setlink's IFLA_ADDRESS, before the MTU and the flags: validate_linkmsg's EINVAL for
+/// fewer bytes than dev->addr_len (6 for a tap, 0 for a tun), then
+/// dev_set_mac_address_user with sa_family dev->type (the model's set_hw_addr: a tun's
+/// EOPNOTSUPP, a multicast or zero address EADDRNOTAVAIL). A backend whose devices are
+/// real: EOPNOTSUPP from [`not_modelled`]'s view, the kernel answers.
+fn set_address<T: SimTun>(tun: &mut T, dev: &[u8], a: &[u8]) -> Result<(), Errno> {
+    let Some((family, _)) = tun.hw_addr(dev) else {
+        return Err(Errno::EOPNOTSUPP);
+    };
+    let tap = family == sim::tun::ioctl::ARPHRD_ETHER;
+    if tap && a.len() < 6 {
+        return Err(Errno::EINVAL);
+    }
+    let mut data = [0u8; SA_DATA_LEN];
+    let n = a.len().min(SA_DATA_LEN);
+    data[..n].copy_from_slice(&a[..n]);
+    match tun.set_hw_addr(dev, family, &data) {
+        Some(r) => r,
+        None => Err(Errno::EOPNOTSUPP),
+    }
+}
+
+/// Whether `e` from [`apply`] means the model does not take `req` (the kernel answers it):
+/// EOPNOTSUPP for an address beyond the one modelled or a backend without the operation;
+/// a tun's own EOPNOTSUPP for IFLA_ADDRESS is the kernel's answer too, given here.
+fn not_modelled<T: SimTun>(tun: &T, req: &Request, e: Errno) -> bool {
+    e == Errno::EOPNOTSUPP
+        && !matches!(req.op, LinkOp::Set { addr: Some(_), .. } if tun.hw_addr(&req.dev).is_some())
+}
+
 /// The message the kernel's handler sets for `e` on `req` (NL_SET_ERR_MSG), which an
 /// extended ack carries; None where it sets none.
 fn extack_msg(req: &Request, e: Errno) -> Option<&'static str> {
@@ -319,12 +366,22 @@ fn extack_msg(req: &Request, e: Errno) -> Option<&'static str> {
         (LinkOp::NewAddr { .. }, Errno::EEXIST) => Some("ipv4: Address already assigned"),
         (LinkOp::DelAddr { .. }, Errno::EADDRNOTAVAIL) => Some("ipv4: Address not found"),
         // net/core/dev.c: dev_validate_mtu (tun's min_mtu 68).
-        (LinkOp::Set { mtu: Some(m), .. }, Errno::EINVAL) if *m < 68 => {
-            Some("mtu less than device minimum")
-        }
-        (LinkOp::Set { mtu: Some(_), .. }, Errno::EINVAL) => {
-            Some("mtu greater than device maximum")
-        }
+        (
+            LinkOp::Set {
+                mtu: Some(m),
+                addr: None,
+                ..
+            },
+            Errno::EINVAL,
+        ) if *m < 68 => Some("mtu less than device minimum"),
+        (
+            LinkOp::Set {
+                mtu: Some(_),
+                addr: None,
+                ..
+            },
+            Errno::EINVAL,
+        ) => Some("mtu greater than device maximum"),
         _ => None,
     }
 }
@@ -429,7 +486,7 @@ pub fn send_request<T: SimTun>(
             Reply::Val(total as i64)
         }
         // Not modelled (a second address, a backend without the operation): the kernel.
-        Err(Errno::EOPNOTSUPP) => Reply::Continue,
+        Err(e) if not_modelled(tun, &req, e) => Reply::Continue,
         // netlink_rcv_skb acks an error whether or not NLM_F_ACK was asked.
         Err(e) => {
             let len = (le32(&buf, 0) as usize).min(buf.len());
@@ -456,200 +513,5 @@ pub fn msghdr(pid: u32, addr: u64) -> Option<(u64, Vec<(u64, usize)>)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::FileId;
-    use crate::LoopbackTun;
-    use sim::profile::KernelProfile;
-    use sim::tun::ioctl::cmd::{TUNSETIFF, TUNSETQUEUE};
-    use sim::tun::ioctl::iff_flags::IFF_DETACH_QUEUE;
-    use sim::tun::ioctl::{Caller, IoctlArg};
-
-    /// A device `name` and the file attached to it.
-    fn tun_file(name: &str) -> (LoopbackTun, FileId) {
-        let profile = KernelProfile::by_name("linux-6.12").expect("profile");
-        let mut tun = LoopbackTun::new(profile, Caller::root());
-        let f = tun.open(false);
-        let mut ifr = [0u8; 16];
-        ifr[..name.len()].copy_from_slice(name.as_bytes());
-        // IFF_TAP.
-        let arg = IoctlArg::Ifreq {
-            name: ifr,
-            flags: 0x02,
-        };
-        tun.ioctl(f, TUNSETIFF, &arg).expect("TUNSETIFF");
-        (tun, f)
-    }
-
-    fn tun_with(name: &str) -> LoopbackTun {
-        tun_file(name).0
-    }
-
-    /// A request as tun.c's tun_delete builds it: IFLA_IFNAME of IFNAMSIZ bytes.
-    fn msg(kind: u16, flags: u16, index: i32, attrs: &[(u16, &[u8])]) -> Vec<u8> {
-        let mut ifm = [0u8; IFINFOMSG_LEN];
-        ifm[4..8].copy_from_slice(&index.to_le_bytes());
-        nlmsg(kind, flags, &ifm, attrs)
-    }
-
-    /// A netlink message: header (sequence 7), `body`, then the attributes, aligned.
-    fn nlmsg(kind: u16, flags: u16, body: &[u8], attrs: &[(u16, &[u8])]) -> Vec<u8> {
-        let mut m = vec![0u8; NLMSG_HDRLEN];
-        m[4..6].copy_from_slice(&kind.to_le_bytes());
-        m[6..8].copy_from_slice(&flags.to_le_bytes());
-        m[8..12].copy_from_slice(&7u32.to_le_bytes());
-        m.extend_from_slice(body);
-        for (t, d) in attrs {
-            m.extend_from_slice(&(4 + d.len() as u16).to_le_bytes());
-            m.extend_from_slice(&t.to_le_bytes());
-            m.extend_from_slice(d);
-            m.resize((m.len() + 3) & !3, 0);
-        }
-        let len = m.len() as u32;
-        m[0..4].copy_from_slice(&len.to_le_bytes());
-        m
-    }
-
-    #[test]
-    fn dellink_by_name_removes_the_device() {
-        let (mut tun, f) = tun_file("tap0");
-        let mut name = [0u8; 16];
-        name[..4].copy_from_slice(b"tap0");
-        let m = msg(RTM_DELLINK, NLM_F_REQUEST, 0, &[(IFLA_IFNAME, &name)]);
-        let req = parse(&tun, &m).expect("names tap0");
-        assert_eq!(req.op, LinkOp::Delete);
-        assert!(!req.ack);
-        apply(&mut tun, &req).expect("deleted");
-        assert!(tun.link(b"tap0").is_none());
-        assert!(parse(&tun, &m).is_none(), "gone: the kernel answers");
-        // tun_detach_all left the file open with no device (the selftest's
-        // delete_detach_close): TUNSETQUEUE is EINVAL, read and write EBADFD.
-        let q = IoctlArg::Ifreq {
-            name,
-            flags: IFF_DETACH_QUEUE,
-        };
-        assert_eq!(tun.ioctl(f, TUNSETQUEUE, &q), Err(Errno::EINVAL));
-        assert_eq!(tun.read(f, 100), Err(Errno::EBADFD));
-        assert_eq!(tun.write(f, &[0; 60]), Err(Errno::EBADFD));
-    }
-
-    #[test]
-    fn setlink_by_index_sets_up_and_mtu() {
-        let mut tun = tun_with("tap0");
-        let ifindex = tun.link(b"tap0").expect("tap0").ifindex as i32;
-        let mut m = msg(
-            RTM_SETLINK,
-            NLM_F_REQUEST | NLM_F_ACK,
-            ifindex,
-            &[(IFLA_MTU, &1400u32.to_le_bytes())],
-        );
-        m[24..28].copy_from_slice(&IFF_UP.to_le_bytes());
-        m[28..32].copy_from_slice(&IFF_UP.to_le_bytes());
-        let req = parse(&tun, &m).expect("names tap0");
-        assert_eq!(
-            req.op,
-            LinkOp::Set {
-                up: Some(true),
-                mtu: Some(1400)
-            }
-        );
-        assert!(req.ack);
-        apply(&mut tun, &req).expect("set");
-        let l = tun.link(b"tap0").expect("tap0");
-        assert_eq!((l.flags & 1, l.mtu), (1, 1400));
-    }
-
-    #[test]
-    fn other_requests_continue() {
-        let tun = tun_with("tap0");
-        let other = msg(RTM_DELLINK, NLM_F_REQUEST, 0, &[(IFLA_IFNAME, b"eth0\0")]);
-        assert!(parse(&tun, &other).is_none());
-        let index = msg(RTM_DELLINK, NLM_F_REQUEST, 1, &[]);
-        assert!(parse(&tun, &index).is_none(), "ifindex 1 is lo");
-        let addr = msg(
-            RTM_SETLINK,
-            NLM_F_REQUEST,
-            0,
-            &[(IFLA_IFNAME, b"tap0\0"), (1, &[0; 6])],
-        );
-        assert!(parse(&tun, &addr).is_none(), "IFLA_ADDRESS is not modelled");
-        let getlink = msg(18, NLM_F_REQUEST, 0, &[(IFLA_IFNAME, b"tap0\0")]);
-        assert!(parse(&tun, &getlink).is_none());
-    }
-
-    #[test]
-    fn newlink_excl_on_an_existing_device_is_eexist() {
-        let mut tun = tun_with("tap0");
-        let m = msg(
-            RTM_NEWLINK,
-            NLM_F_REQUEST | NLM_F_EXCL,
-            0,
-            &[(IFLA_IFNAME, b"tap0\0")],
-        );
-        let req = parse(&tun, &m).expect("names tap0");
-        assert_eq!(apply(&mut tun, &req), Err(Errno::EEXIST));
-    }
-
-    /// An RTM_NEWADDR as iproute2's `ip addr add A/P dev D` builds it.
-    fn newaddr(flags: u16, prefix: u8, index: u32, attrs: &[(u16, &[u8])]) -> Vec<u8> {
-        let mut ifa = [0u8; IFADDRMSG_LEN];
-        ifa[0] = AF_INET as u8;
-        ifa[1] = prefix;
-        ifa[4..8].copy_from_slice(&index.to_le_bytes());
-        nlmsg(RTM_NEWADDR, NLM_F_REQUEST | NLM_F_ACK | flags, &ifa, attrs)
-    }
-
-    #[test]
-    fn newaddr_gives_the_device_its_address_once() {
-        let mut tun = tun_with("ad0");
-        let index = tun.link(b"ad0").expect("device").ifindex;
-        let a = [10, 9, 0, 1];
-        let add = newaddr(NLM_F_EXCL, 24, index, &[(IFA_LOCAL, &a), (IFA_ADDRESS, &a)]);
-        let req = parse(&tun, &add).expect("ours");
-        assert_eq!(apply(&mut tun, &req), Ok(()));
-        assert_eq!(
-            tun.ipv4(b"ad0"),
-            Some(Ifa {
-                local: a,
-                prefix: 24
-            })
-        );
-        // inet_rtm_newaddr: find_matching_ifa, then NLM_F_EXCL or no NLM_F_REPLACE.
-        assert_eq!(apply(&mut tun, &req), Err(Errno::EEXIST));
-        let replace = newaddr(NLM_F_REPLACE, 24, index, &[(IFA_LOCAL, &a)]);
-        let req = parse(&tun, &replace).unwrap();
-        assert_eq!(apply(&mut tun, &req), Ok(()));
-        // A second address is not modelled: the request goes on to the kernel.
-        let other = newaddr(NLM_F_EXCL, 24, index, &[(IFA_LOCAL, &[10, 9, 0, 2])]);
-        let req = parse(&tun, &other).unwrap();
-        assert_eq!(apply(&mut tun, &req), Err(Errno::EOPNOTSUPP));
-    }
-
-    #[test]
-    fn newaddr_the_kernel_answers_is_left_to_it() {
-        let tun = tun_with("ad0");
-        let index = tun.link(b"ad0").expect("device").ifindex;
-        let a: &[u8] = &[10, 9, 0, 1];
-        // rtm_to_ifaddr: no IFA_LOCAL, a prefix over 32 (EINVAL before the device lookup).
-        assert!(parse(&tun, &newaddr(0, 24, index, &[(IFA_ADDRESS, a)])).is_none());
-        assert!(parse(&tun, &newaddr(0, 33, index, &[(IFA_LOCAL, a)])).is_none());
-        // A peer, another label, a real device's index.
-        let peer: &[u8] = &[10, 9, 0, 2];
-        assert!(parse(
-            &tun,
-            &newaddr(0, 24, index, &[(IFA_LOCAL, a), (IFA_ADDRESS, peer)])
-        )
-        .is_none());
-        assert!(parse(
-            &tun,
-            &newaddr(0, 24, index, &[(IFA_LOCAL, a), (IFA_LABEL, b"ad0:1\0")])
-        )
-        .is_none());
-        assert!(parse(&tun, &newaddr(0, 24, 1, &[(IFA_LOCAL, a)])).is_none());
-        assert!(parse(
-            &tun,
-            &newaddr(0, 24, index, &[(IFA_LOCAL, a), (IFA_LABEL, b"ad0\0")])
-        )
-        .is_some());
-    }
-}
+#[path = "rtnl_tests.rs"]
+mod tests;

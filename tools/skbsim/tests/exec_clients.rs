@@ -532,7 +532,8 @@ fn rtnetlink_link_and_address_queries_as_the_real_kernel_answers() {
 /// A request the simulated device refuses is answered with its own error, as the kernel
 /// acks it (netlink_ack: the errno, the request echoed, and for iproute2's NETLINK_EXT_ACK
 /// socket the handler's message), and RTM_DELADDR removes the address inet_rtm_deladdr
-/// matches (src/rtnl.rs): the same lines under exec as nobody as on this host's kernel.
+/// matches, and IFLA_ADDRESS sets a tap's hardware address (src/rtnl.rs): the same lines
+/// under exec as nobody as on this host's kernel.
 /// Before: `RTNETLINK answers: Operation not permitted` (the host kernel's answer to
 /// nobody) for each.
 #[test]
@@ -549,7 +550,15 @@ fn rtnetlink_refusals_and_deladdr_as_the_real_kernel_answers() {
         ip addr del 10.9.0.1/16 dev ad0 2>&1; echo del_prefix=$?\n\
         ip addr del 10.9.0.1/24 dev ad0 2>&1; echo del=$?\n\
         ip addr del 10.9.0.1/24 dev ad0 2>&1; echo del_again=$?\n\
-        ip addr show dev ad0\n";
+        ip addr show dev ad0\n\
+        ip tuntap add dev ad1 mode tap\n\
+        ip link set dev ad1 address 02:11:22:33:44:55; echo mac=$?\n\
+        ip link show dev ad1\n\
+        ip link set dev ad1 address 01:00:5e:00:00:01 2>&1; echo mcast=$?\n\
+        ip link set dev ad1 address 00:00:00:00:00:00 2>&1; echo zero=$?\n\
+        ip link set dev ad0 address 02:11:22:33:44:66 2>&1; echo tun=$?\n\
+        ip link set dev ad1 up; ip link set dev ad1 address 02:11:22:33:44:77; echo up_mac=$?\n\
+        ip link show dev ad1\n";
     std::fs::write(dir.path().join("script.sh"), script).expect("write script.sh");
     same_as_the_kernel(
         dir.path(),
@@ -562,6 +571,13 @@ fn rtnetlink_refusals_and_deladdr_as_the_real_kernel_answers() {
             "del=0",
             "Error: ipv4: Address not found.",
             "del_again=2",
+            // do_setlink's IFLA_ADDRESS: eth_prepare_mac_addr_change's EADDRNOTAVAIL for a
+            // multicast or zero address, a tun's EOPNOTSUPP (no ndo_set_mac_address), a
+            // running tap takes it (IFF_LIVE_ADDR_CHANGE).
+            "    link/ether 02:11:22:33:44:55 brd ff:ff:ff:ff:ff:ff",
+            "mcast=2",
+            "RTNETLINK answers: Operation not supported",
+            "    link/ether 02:11:22:33:44:77 brd ff:ff:ff:ff:ff:ff",
         ],
     );
 }
