@@ -249,7 +249,7 @@ impl<F: FarSide> SimTun for DeviceTun<F> {
         Some(self.host.set_hw_addr(dev, family, data))
     }
 
-    fn link_message(&self, dev: &[u8]) -> Option<netlink_packet_route::link::LinkMessage> {
+    fn link_message(&self, dev: &[u8]) -> Option<crate::LinkMessage> {
         let t = self.host.device(dev)?;
         let qdisc = crate::rtnl_link::default_qdisc();
         Some(crate::rtnl_link::link_message(

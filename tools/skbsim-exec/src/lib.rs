@@ -31,6 +31,7 @@ pub use device::{DeviceTun, FarSide, Sink};
 pub use devinet::Ifa;
 pub use inject::{FarInput, Injected};
 pub use loopback::LoopbackTun;
+pub use netlink_packet_route::link::LinkMessage;
 pub use record::{ExecRecord, Framing, Recorder, StackSkb, WriteReport};
 pub use sim::errno::Errno;
 pub use sim::tun::ioctl::{FileId, IoctlAnswer, IoctlArg, SA_DATA_LEN};
@@ -102,7 +103,7 @@ pub trait SimTun {
     /// The RTM_NEWLINK the kernel writes about the simulated device `dev`
     /// ([`rtnl_link::link_message`]). None: the kernel answers (a backend whose devices
     /// are real, or no such device).
-    fn link_message(&self, _dev: &[u8]) -> Option<netlink_packet_route::link::LinkMessage> {
+    fn link_message(&self, _dev: &[u8]) -> Option<LinkMessage> {
         None
     }
     /// The simulated devices' names, in ifindex order (what a dump adds).

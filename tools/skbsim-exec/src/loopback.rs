@@ -162,7 +162,7 @@ impl SimTun for LoopbackTun {
         Some(self.net.set_hw_addr(d, family, data))
     }
 
-    fn link_message(&self, dev: &[u8]) -> Option<netlink_packet_route::link::LinkMessage> {
+    fn link_message(&self, dev: &[u8]) -> Option<crate::LinkMessage> {
         let t = self.net.dev(self.net.by_name(dev)?)?;
         let mtu = self.mtu.get(dev).copied().unwrap_or(DEFAULT_MTU);
         let qdisc = crate::rtnl_link::default_qdisc();

@@ -576,7 +576,7 @@ impl<T: SimTun> SimTun for Recorder<T> {
         self.inner.link_name(ifindex)
     }
 
-    fn link_message(&self, dev: &[u8]) -> Option<netlink_packet_route::link::LinkMessage> {
+    fn link_message(&self, dev: &[u8]) -> Option<crate::LinkMessage> {
         self.inner.link_message(dev)
     }
 
