@@ -122,19 +122,38 @@ pub fn host_event_record_in<'e>(
 }
 
 /// The packet comment of a host-side event that puts a frame in the capture (a frame
-/// the stack received, a read on A or B), as [`host_event_record`]'s `comment()`
+/// the stack received, a read on A or B), as [`host_event_record`]'s `comment()`,
+/// written into `out` (cleared first: `replay -o` reuses one buffer for every frame)
 /// without building the fields the comment leaves out (a stack frame's summary and
-/// bytes: the comment is all `replay -o` wants of a record, for every frame). `None`
-/// for a write, which puts no frame in the capture.
-pub fn host_event_comment(scenario: &Scenario, e: &WriteEvent) -> Option<String> {
+/// bytes). False, `out` empty, for a write, which puts no frame in the capture.
+pub fn host_event_comment_into(scenario: &Scenario, e: &WriteEvent, out: &mut String) -> bool {
     match e {
-        WriteEvent::Write(_) => None,
-        WriteEvent::Stack { delivery, .. } => {
-            let mut rec = Record::new("stack");
-            stack_meta(&mut rec, delivery);
-            Some(rec.comment())
+        WriteEvent::Write(_) => {
+            out.clear();
+            false
         }
-        WriteEvent::Read { .. } => Some(host_event_record(scenario, e).comment()),
+        WriteEvent::Stack { delivery, .. } => {
+            stack_comment_into(out, delivery);
+            true
+        }
+        WriteEvent::Read { .. } => {
+            host_event_record(scenario, e).comment_into(out);
+            true
+        }
+    }
+}
+
+/// A stack frame's comment, [`stack_meta`]'s fields as words (`protocol 0x0800 vlan
+/// ...`: protocol at place 1, the tag at 2), written straight into `out` (cleared
+/// first): a record, its field list and the tag's own string were most of tap-write
+/// `replay -o`'s comment cost. `stack_comment_matches_the_record` holds the two equal.
+fn stack_comment_into(out: &mut String, delivery: &Delivery) {
+    out.clear();
+    out.push_str("protocol ");
+    crate::text::hex0x(out, u64::from(delivery.protocol), 4);
+    if let Some(v) = delivery.vlan {
+        out.push_str(" vlan ");
+        vlan_tci_into(out, v.proto, v.tci);
     }
 }
 

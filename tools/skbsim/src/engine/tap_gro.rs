@@ -36,6 +36,8 @@ struct GroRender {
     tally: Tally,
     /// Each delivery's record is built in the last one's buffers.
     scratch: Scratch,
+    /// Each delivery's packet comment is written over the last one's.
+    comment: String,
 }
 
 impl GroRender {
@@ -94,11 +96,14 @@ impl Render<GroEvent> for GroRender {
                     sinks.record(rec)?;
                 }
                 if sinks.capture.on() {
-                    let comment = rec.as_ref().filter(|_| comments).map(|r| r.comment());
+                    let comment = rec.as_ref().filter(|_| comments).map(|r| {
+                        r.comment_into(&mut self.comment);
+                        self.comment.as_str()
+                    });
                     let bytes = d.skb.bytes();
                     sinks
                         .capture
-                        .frame(0, d.ts_ns, &bytes, bytes.len(), comment.as_deref())?;
+                        .frame(0, d.ts_ns, &bytes, bytes.len(), comment)?;
                 }
                 if let Some(rec) = rec {
                     self.scratch.recycle(rec);

@@ -6,7 +6,7 @@ use indicatif::ProgressBar;
 use sim::bpf::Maps;
 use sim::pipeline::tap_write::{TapWriteRun, WriteEvent};
 use sim::pipeline::tap_write_trace::{
-    header_record, host_event_comment, host_event_record_in, totals_record,
+    header_record, host_event_comment_into, host_event_record_in, totals_record,
 };
 use sim::pipeline::PipelineError;
 use sim::scenario::Scenario;
@@ -39,6 +39,8 @@ pub struct HostRender<'s> {
     fates_known: bool,
     /// Each event's record is built in the last one's buffers.
     scratch: Scratch,
+    /// Each frame's packet comment is written over the last one's.
+    comment: String,
 }
 
 /// The host's observation points, in the capture's order.
@@ -84,6 +86,7 @@ impl<'s> HostRender<'s> {
             stack_fates: 0,
             fates_known: false,
             scratch: Scratch::default(),
+            comment: String::new(),
         })
     }
 
@@ -156,20 +159,27 @@ impl<'s> HostRender<'s> {
         if let Some(rec) = rec.as_ref() {
             sinks.record(rec)?;
         }
-        // Called only for an event that puts a frame in the capture; with no record
-        // wanted (`replay -o`), only the comment's fields are built.
-        let comment = || match (comments, rec.as_ref()) {
+        // Built only for an event that puts a frame in the capture (below); with no
+        // record wanted (`replay -o`), only the comment's fields are built.
+        let framed = match e {
+            WriteEvent::Stack { .. } => true,
+            WriteEvent::Read { record, .. } => record.result.is_ok(),
+            WriteEvent::Write(_) => false,
+        };
+        let buf = &mut self.comment;
+        let comment = match (framed && comments, rec.as_ref()) {
             (false, _) => None,
-            (true, Some(rec)) => Some(rec.comment()),
-            (true, None) => host_event_comment(self.scenario, e),
+            (true, Some(rec)) => {
+                rec.comment_into(buf);
+                Some(buf.as_str())
+            }
+            (true, None) => host_event_comment_into(self.scenario, e, buf).then_some(buf.as_str()),
         };
         let ts = self.capture_ts.unwrap_or(0);
         match e {
             WriteEvent::Stack { delivery, .. } => {
                 let f = &delivery.frame;
-                sinks
-                    .capture
-                    .frame(0, ts, f, f.len(), comment().as_deref())?;
+                sinks.capture.frame(0, ts, f, f.len(), comment)?;
             }
             WriteEvent::Read {
                 on_redirect,
@@ -182,9 +192,7 @@ impl<'s> HostRender<'s> {
                 let data = record.frame_bytes(dev);
                 let orig = record.model.as_ref().map_or(data.len(), |m| m.frame_len);
                 let point = if *on_redirect { 2 } else { 1 };
-                sinks
-                    .capture
-                    .frame(point, ts, data, orig, comment().as_deref())?;
+                sinks.capture.frame(point, ts, data, orig, comment)?;
             }
             _ => {}
         }

@@ -26,6 +26,8 @@ pub struct TunReadRender<'s> {
     tally: Tally,
     /// Each event's record is built in the last one's buffers.
     scratch: Scratch,
+    /// Each frame's packet comment is written over the last one's.
+    comment: String,
 }
 
 impl<'s> TunReadRender<'s> {
@@ -46,6 +48,7 @@ impl<'s> TunReadRender<'s> {
             counts: TunReadCounts::default(),
             tally: Tally::new(&[("read", "the tun reader")]),
             scratch: Scratch::default(),
+            comment: String::new(),
         })
     }
 
@@ -76,8 +79,11 @@ impl<'s> TunReadRender<'s> {
                 let data = r.frame_bytes(device);
                 // A short read keeps the frame's whole length as orig_len.
                 let orig = r.model.as_ref().map_or(data.len(), |m| m.frame_len);
-                let comment = rec.as_ref().filter(|_| comments).map(|rec| rec.comment());
-                sinks.capture.frame(0, ts, data, orig, comment.as_deref())?;
+                let comment = rec.as_ref().filter(|_| comments).map(|rec| {
+                    rec.comment_into(&mut self.comment);
+                    self.comment.as_str()
+                });
+                sinks.capture.frame(0, ts, data, orig, comment)?;
             }
         }
         if let Some(rec) = rec {
