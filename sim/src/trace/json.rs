@@ -121,9 +121,23 @@ fn int(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
+/// The bytes a JSON string escapes (serde_json's set: the control characters, `"`, `\\`),
+/// looked up once per byte.
+const ESCAPED: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
 /// A JSON string, escaped as serde_json escapes it (by serde_json).
 fn string(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if !s.bytes().any(|b| ESCAPED[usize::from(b)]) {
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
         out.push(b'"');

@@ -169,9 +169,12 @@ pub fn hex_string(data: &[u8]) -> String {
 
 /// [`hex_string`] appended to a byte buffer (the JSON writer's).
 pub fn hex_into(out: &mut Vec<u8>, data: &[u8]) {
-    out.reserve(data.len() * 2);
-    for b in data {
-        out.extend_from_slice(&HEX_PAIRS[usize::from(*b)]);
+    // Grown once and filled in place: a push per byte checked the capacity each time
+    // (a fifth of a `--json` replay's instructions).
+    let start = out.len();
+    out.resize(start + data.len() * 2, 0);
+    for (d, b) in out[start..].chunks_exact_mut(2).zip(data) {
+        d.copy_from_slice(&HEX_PAIRS[usize::from(*b)]);
     }
 }
 
