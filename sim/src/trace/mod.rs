@@ -18,6 +18,7 @@ pub mod gro;
 pub mod gro_cells;
 pub mod gro_delivery;
 pub mod gro_observed;
+mod json;
 pub mod record;
 pub mod record_diff;
 pub(crate) mod render;

@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value as Json};
+use serde_json::Value as Json;
 
 use crate::text;
 
@@ -327,47 +327,12 @@ impl<'a> Record<'a> {
         }
     }
 
-    /// The record as one JSON line: `event` (the kind), `index`, `frame`, `ts_ns`,
-    /// `result`, then every field by name; model-only fields under `model`.
+    /// The record as one JSON line's value (see [`Record::write_json`], the one JSON
+    /// writer, read back).
     pub fn to_json(&self) -> Json {
-        let mut o = Map::new();
-        o.insert("event".into(), json!(self.kind));
-        if let Some(i) = self.index {
-            o.insert("index".into(), json!(i));
-        }
-        match self.at {
-            Some(At::Frame(f, t)) => {
-                o.insert("frame".into(), json!(f));
-                o.insert("ts_ns".into(), json!(t));
-            }
-            Some(At::After(n)) => {
-                o.insert("after".into(), json!(n));
-            }
-            Some(At::Ts(t)) => {
-                o.insert("ts_ns".into(), json!(t));
-            }
-            Some(At::Poll(p, t)) => {
-                o.insert("poll".into(), json!(p));
-                o.insert("ts_ns".into(), json!(t));
-            }
-            None => {}
-        }
-        if let Some(r) = &self.result {
-            o.insert("result".into(), r.to_json());
-        }
-        let mut model = Map::new();
-        for f in &self.fields {
-            let to = if f.seen == Seen::ModelOnly {
-                &mut model
-            } else {
-                &mut o
-            };
-            to.insert(f.name.to_string(), f.value.to_json());
-        }
-        if !model.is_empty() {
-            o.insert("model".into(), Json::Object(model));
-        }
-        Json::Object(o)
+        let mut line = Vec::new();
+        self.write_json(&mut line);
+        serde_json::from_slice(&line).unwrap_or(Json::Null)
     }
 
     /// The packet comment: the fields marked [`Field::meta`] in their places, `name:
@@ -466,20 +431,11 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The value as JSON (see [`Value::write_json`], read back).
     pub fn to_json(&self) -> Json {
-        match self {
-            Value::Int(n) | Value::Hex { n, .. } | Value::Ts(n) => json!(n),
-            Value::Word(w) => json!(w),
-            Value::Text(s) => json!(s),
-            Value::Parts(parts) => Json::Object(
-                parts
-                    .iter()
-                    .filter(|p| !p.name.is_empty())
-                    .map(|p| (p.name.to_string(), p.value.to_json()))
-                    .collect(),
-            ),
-            Value::Bytes(b) => json!(super::render::hex_string(b)),
-        }
+        let mut v = Vec::new();
+        self.write_json(&mut v);
+        serde_json::from_slice(&v).unwrap_or(Json::Null)
     }
 }
 

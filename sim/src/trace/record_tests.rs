@@ -1,6 +1,7 @@
 use super::*;
 use crate::trace::diff::parse_block;
 use crate::trace::record_diff::first_record_divergence;
+use serde_json::json;
 
 fn header(backend: &'static str) -> Record<'static> {
     let mut h = Record::new(HEADER);

@@ -247,6 +247,8 @@ pub struct TraceVerdict {
 #[derive(Debug, Default)]
 pub struct JsonOut {
     dest: Option<Dest>,
+    /// The line being written, reused for every record.
+    buf: Vec<u8>,
 }
 
 impl JsonOut {
@@ -255,7 +257,10 @@ impl JsonOut {
     }
 
     pub fn to(dest: Dest) -> JsonOut {
-        JsonOut { dest: Some(dest) }
+        JsonOut {
+            dest: Some(dest),
+            buf: Vec::new(),
+        }
     }
 
     pub fn on(&self) -> bool {
@@ -269,6 +274,20 @@ impl JsonOut {
                 .map_err(io::Error::from)
                 .and_then(|()| d.write_all(b"\n"));
             if let Err(e) = r {
+                return Err(d.io_err(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// One record's line, written straight into the reused buffer
+    /// ([`Record::write_json`]: no JSON tree per record).
+    pub fn record(&mut self, rec: &Record<'_>) -> Result<(), CliError> {
+        if let Some(d) = self.dest.as_mut() {
+            self.buf.clear();
+            rec.write_json(&mut self.buf);
+            self.buf.push(b'\n');
+            if let Err(e) = d.write_all(&self.buf) {
                 return Err(d.io_err(e));
             }
         }
@@ -348,7 +367,7 @@ impl Sinks {
             self.trace.flush()?;
         }
         if self.json.on() {
-            self.json.line(&rec.to_json())?;
+            self.json.record(rec)?;
         }
         if let Some(kept) = self.records.as_mut() {
             kept.push(rec.clone().into_owned());
