@@ -175,25 +175,35 @@ pub fn parse<T: SimTun>(tun: &T, buf: &[u8]) -> Option<Request> {
     })
 }
 
-/// One RTM_NEWADDR (`msg`, its own length) for an IPv4 address on a simulated device
-/// (ifa_index), as rtm_to_ifaddr reads it: IFA_LOCAL is the address, ifa_prefixlen its
-/// prefix. Left to the kernel (None): another family, a prefix over 32 or no IFA_LOCAL
-/// (rtm_to_ifaddr's EINVAL comes before the device lookup, so the kernel's answer is the
-/// right one), a peer (IFA_ADDRESS other than IFA_LOCAL), a label other than the device's
-/// name, and any attribute beyond those and IFA_BROADCAST (not modelled).
-fn parse_newaddr<T: SimTun>(tun: &T, msg: &[u8]) -> Option<Request> {
+/// An AF_INET ifaddrmsg request on a simulated device (ifa_index), as ifa_ipv4_policy
+/// reads it: the device, ifa_prefixlen, and IFA_LOCAL, IFA_ADDRESS and IFA_LABEL where
+/// given (IFA_BROADCAST ignored). None for another family, an unknown device, a malformed
+/// attribute or one not modelled: the kernel answers those.
+struct IfaddrReq {
+    dev: Vec<u8>,
+    prefix: u8,
+    local: Option<[u8; 4]>,
+    address: Option<[u8; 4]>,
+    label: Option<Vec<u8>>,
+}
+
+fn parse_ifaddr<T: SimTun>(tun: &T, msg: &[u8]) -> Option<IfaddrReq> {
     let len = msg.len();
     if len < NLMSG_HDRLEN + IFADDRMSG_LEN {
         return None;
     }
-    let flags = le16(msg, 6);
     let ifa = &msg[NLMSG_HDRLEN..];
     let (family, prefix, index) = (ifa[0], ifa[1], le32(ifa, 4));
-    if u16::from(family) != AF_INET || prefix > 32 {
+    if u16::from(family) != AF_INET {
         return None;
     }
-    let dev = tun.link_name(index)?;
-    let (mut local, mut address) = (None, None);
+    let mut r = IfaddrReq {
+        dev: tun.link_name(index)?,
+        prefix,
+        local: None,
+        address: None,
+        label: None,
+    };
     let mut at = NLMSG_HDRLEN + IFADDRMSG_LEN;
     while at + 4 <= len {
         let alen = le16(msg, at) as usize;
@@ -203,71 +213,61 @@ fn parse_newaddr<T: SimTun>(tun: &T, msg: &[u8]) -> Option<Request> {
         let data = &msg[at + 4..at + alen];
         let addr = || <[u8; 4]>::try_from(data).ok();
         match le16(msg, at + 2) & 0x3fff {
-            IFA_LOCAL => local = Some(addr()?),
-            IFA_ADDRESS => address = Some(addr()?),
-            IFA_LABEL if data.split(|&c| c == 0).next() == Some(&dev[..]) => {}
+            IFA_LOCAL => r.local = Some(addr()?),
+            IFA_ADDRESS => r.address = Some(addr()?),
+            IFA_LABEL => r.label = Some(data.split(|&c| c == 0).next().unwrap_or(data).to_vec()),
             IFA_BROADCAST => {}
             _ => return None,
         }
         at += (alen + 3) & !3;
     }
-    let local = local?;
-    if address.is_some_and(|a| a != local) {
+    Some(r)
+}
+
+/// One RTM_NEWADDR (`msg`, its own length) for an IPv4 address on a simulated device, as
+/// rtm_to_ifaddr reads it: IFA_LOCAL is the address, ifa_prefixlen its prefix. Left to the
+/// kernel (None): what [`parse_ifaddr`] leaves, a prefix over 32 or no IFA_LOCAL
+/// (rtm_to_ifaddr's EINVAL comes before the device lookup, so the kernel's answer is the
+/// right one), a peer (IFA_ADDRESS other than IFA_LOCAL) and a label other than the
+/// device's name (not modelled).
+fn parse_newaddr<T: SimTun>(tun: &T, msg: &[u8]) -> Option<Request> {
+    let r = parse_ifaddr(tun, msg)?;
+    let local = r.local?;
+    if r.prefix > 32
+        || r.address.is_some_and(|a| a != local)
+        || r.label.as_ref().is_some_and(|l| *l != r.dev)
+    {
         return None;
     }
+    let flags = le16(msg, 6);
     Some(Request {
         seq: le32(msg, 8),
         ack: flags & NLM_F_ACK != 0,
-        dev,
+        dev: r.dev,
         op: LinkOp::NewAddr {
-            ifa: Ifa { local, prefix },
+            ifa: Ifa {
+                local,
+                prefix: r.prefix,
+            },
             excl: flags & NLM_F_EXCL != 0,
             replace: flags & NLM_F_REPLACE != 0,
         },
     })
 }
 
-/// One RTM_DELADDR (`msg`) for an IPv4 address of a simulated device (ifa_index): the
-/// attributes inet_rtm_deladdr matches with (ifa_ipv4_policy); any other goes to the kernel.
+/// One RTM_DELADDR (`msg`) for an IPv4 address of a simulated device: what
+/// inet_rtm_deladdr matches the address against.
 fn parse_deladdr<T: SimTun>(tun: &T, msg: &[u8]) -> Option<Request> {
-    let len = msg.len();
-    if len < NLMSG_HDRLEN + IFADDRMSG_LEN {
-        return None;
-    }
-    let flags = le16(msg, 6);
-    let ifa = &msg[NLMSG_HDRLEN..];
-    let (family, prefix, index) = (ifa[0], ifa[1], le32(ifa, 4));
-    if u16::from(family) != AF_INET {
-        return None;
-    }
-    let dev = tun.link_name(index)?;
-    let (mut local, mut address, mut label) = (None, None, None);
-    let mut at = NLMSG_HDRLEN + IFADDRMSG_LEN;
-    while at + 4 <= len {
-        let alen = le16(msg, at) as usize;
-        if alen < 4 || at + alen > len {
-            return None;
-        }
-        let data = &msg[at + 4..at + alen];
-        let addr = || <[u8; 4]>::try_from(data).ok();
-        match le16(msg, at + 2) & 0x3fff {
-            IFA_LOCAL => local = Some(addr()?),
-            IFA_ADDRESS => address = Some(addr()?),
-            IFA_LABEL => label = Some(data.split(|&c| c == 0).next().unwrap_or(data).to_vec()),
-            IFA_BROADCAST => {}
-            _ => return None,
-        }
-        at += (alen + 3) & !3;
-    }
+    let r = parse_ifaddr(tun, msg)?;
     Some(Request {
         seq: le32(msg, 8),
-        ack: flags & NLM_F_ACK != 0,
-        dev,
+        ack: le16(msg, 6) & NLM_F_ACK != 0,
+        dev: r.dev,
         op: LinkOp::DelAddr {
-            local,
-            address,
-            prefix,
-            label,
+            local: r.local,
+            address: r.address,
+            prefix: r.prefix,
+            label: r.label,
         },
     })
 }
