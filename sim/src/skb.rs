@@ -257,6 +257,9 @@ pub struct SkBuff {
     /// skb->head_frag: the head was built by build_skb over a page frag, so GRO can
     /// attach it to another skb as a frag.
     pub head_frag: bool,
+    /// skb->queue_mapping: on receive, the rx queue plus one (skb_record_rx_queue), 0 when
+    /// none was recorded; netif_get_rxqueue reads it for generic XDP's rxq.
+    pub queue_mapping: u16,
     /// NAPI_GRO_CB(skb), valid while the skb is in GRO.
     pub cb: GroCb,
     /// Model-only bookkeeping (no kernel field).
@@ -313,6 +316,7 @@ impl SkBuff {
             inner_network_header,
             inner_transport_header,
             head_frag,
+            queue_mapping,
             cb,
             model,
             ops,
@@ -340,6 +344,7 @@ impl SkBuff {
             *inner_transport_header,
         ) = (None, None, None);
         *head_frag = false;
+        *queue_mapping = 0;
         *cb = GroCb::default();
         *model = GroModel::default();
         // The op counters are kept (see reset).

@@ -116,9 +116,9 @@ fn bad_queue_tables_name_the_key() {
         &format!("[queues]\ncount = 2\n{}{}", ev(3, 0), ev(1, 1)),
     );
     assert!(e.contains("event[1].before_frame"), "{e}");
-    let e = parse_err("tap-write", "[queues]\ncount = 2\n");
+    let e = parse_err("tap-gro", "[queues]\ncount = 2\n");
     assert!(
-        e.contains("[queues] is not used by pipeline tap-write"),
+        e.contains("[queues] is not used by pipeline tap-gro"),
         "{e}"
     );
 }

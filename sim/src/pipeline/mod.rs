@@ -15,6 +15,7 @@
 
 pub mod drive;
 pub mod frame_meta;
+mod mq_tap;
 pub mod schedule;
 pub mod tap_gro;
 pub mod tap_gro_record;

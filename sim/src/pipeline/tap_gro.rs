@@ -182,7 +182,10 @@ impl TapGro {
         let out = self.net.tun_write(
             IFINDEX_DUT,
             &bytes,
-            WriteOpts { nonblocking },
+            WriteOpts {
+                nonblocking,
+                rx_queue: 0,
+            },
             &p.tun_write,
             &p.tun_read,
         );

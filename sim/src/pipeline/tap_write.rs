@@ -14,7 +14,7 @@ use crate::gro::plan::GroPlan;
 use crate::net::{Delivery, Net};
 use crate::pcap::linktype::{to_l3, LINKTYPE_ETHERNET};
 use crate::profile::KernelProfile;
-use crate::scenario::{Scenario, XdpSpec};
+use crate::scenario::{QueueOp, Scenario, XdpSpec};
 use crate::tun::napi::TunNapi;
 use crate::tun::write::{ModelError, WriteOpts, WriteOutcome};
 use crate::tun::{DeviceKind, TunDevice, TunStats};
@@ -22,6 +22,7 @@ use crate::wire::virtio_net_hdr::{VirtioNetHdr, VnetHdrLayout};
 use crate::wire::TunPiRepr;
 use crate::xdp::XdpAttachment;
 
+use super::mq_tap::MqTap;
 use super::tun_read::{header_len, ReadRecord};
 use super::{Input, Pipeline, PipelineError};
 
@@ -130,6 +131,13 @@ pub enum WriteEvent {
         on_redirect: bool,
         record: ReadRecord,
     },
+    /// `[queues]`: TUNSETQUEUE on one of A's files before a frame.
+    Queue {
+        before_frame: u64,
+        file: usize,
+        op: QueueOp,
+        stats: TunStats,
+    },
 }
 
 /// One write() by userspace.
@@ -141,6 +149,8 @@ pub struct WriteRecord {
     /// Bytes passed to write().
     pub len: usize,
     pub nonblocking: bool,
+    /// `[queues]`: the file written on, by opening order.
+    pub file: Option<usize>,
     pub result: Result<usize, Errno>,
     pub stats: TunStats,
     pub redirect_stats: Option<TunStats>,
@@ -213,26 +223,33 @@ pub fn compose_write_into(w: &mut Vec<u8>, scenario: &Scenario, index: u64, fram
 /// A run of the pipeline.
 #[derive(Debug)]
 pub struct TapWriteRun<'s> {
-    scenario: &'s Scenario,
+    pub(super) scenario: &'s Scenario,
     pub net: Net,
-    writes: usize,
-    reads_a: usize,
+    /// `[queues]`: A as a multiqueue tap (`tap_write_mq`), which then stands for A in
+    /// `net`.
+    pub(super) mq: Option<MqTap>,
+    pub(super) writes: usize,
+    pub(super) reads_a: usize,
     reads_b: usize,
-    buf: Vec<u8>,
+    pub(super) buf: Vec<u8>,
     /// The bytes of the current write, reused.
-    wbuf: Vec<u8>,
+    pub(super) wbuf: Vec<u8>,
     /// The last input frame written (index, timestamp): the frame a read is after.
-    last: (u64, u64),
+    pub(super) last: (u64, u64),
 }
 
 impl<'s> TapWriteRun<'s> {
     /// Build the devices and attach the program. `base` resolves nothing: paths in the
     /// scenario are already resolved against its directory.
     pub fn new(scenario: &'s Scenario) -> Result<TapWriteRun<'s>, ModelError> {
-        let net = scenario_net(scenario)?;
+        let (net, mq) = match &scenario.queues {
+            Some(plan) => (Net::new(), Some(mq::mq_tap(scenario, plan)?)),
+            None => (scenario_net(scenario)?, None),
+        };
         Ok(TapWriteRun {
             scenario,
             net,
+            mq,
             writes: 0,
             reads_a: 0,
             reads_b: 0,
@@ -251,13 +268,19 @@ impl<'s> TapWriteRun<'s> {
         frame: &[u8],
         sink: &mut impl FnMut(WriteEvent),
     ) -> Result<(), ModelError> {
+        if self.mq.is_some() {
+            return self.frame_mq(index, ts_ns, frame, sink);
+        }
         let mut bytes = std::mem::take(&mut self.wbuf);
         let nonblocking = compose_write_into(&mut bytes, self.scenario, index, frame);
         let p = &self.scenario.profile;
         let out = self.net.tun_write(
             IFINDEX_DUT,
             &bytes,
-            WriteOpts { nonblocking },
+            WriteOpts {
+                nonblocking,
+                rx_queue: 0,
+            },
             &p.tun_write,
             &p.tun_read,
         )?;
@@ -271,6 +294,7 @@ impl<'s> TapWriteRun<'s> {
             ts_ns,
             len,
             nonblocking,
+            file: None,
             result: out.result,
             stats: self.stats(IFINDEX_DUT),
             redirect_stats: self.net.dev(IFINDEX_REDIRECT).map(|d| d.stats),
@@ -294,6 +318,9 @@ impl<'s> TapWriteRun<'s> {
 
     /// The readers of A and B drained, after input frame `frame` (at `ts_ns`).
     pub(crate) fn read(&mut self, frame: u64, ts_ns: u64, sink: &mut impl FnMut(WriteEvent)) {
+        if self.mq.is_some() {
+            return self.read_mq(frame, ts_ns, sink);
+        }
         self.drain(false, frame, ts_ns, sink);
         if self.net.dev(IFINDEX_REDIRECT).is_some() {
             self.drain(true, frame, ts_ns, sink);
@@ -363,6 +390,9 @@ impl<'s> TapWriteRun<'s> {
 
     /// The program's maps after the run (per-verdict counters and the like).
     pub fn maps(&self) -> Option<&Maps> {
+        if let Some(tap) = &self.mq {
+            return tap.host.xdp_maps(super::mq_tap::DEV);
+        }
         self.net
             .dev(IFINDEX_DUT)
             .and_then(|d| d.xdp.as_ref())
@@ -411,3 +441,6 @@ impl Pipeline for TapWriteRun<'_> {
         self.net.recycle_frame(frame);
     }
 }
+
+#[path = "tap_write_mq.rs"]
+mod mq;

@@ -16,7 +16,7 @@ use crate::tun::{DeviceKind, TunStats};
 use crate::wire::summary::{describe_into, describe_l3_into, vlan_tci_into};
 
 use super::tap_write::{WriteEvent, WriteRecord};
-use super::tun_read_trace::{read_record_in, result_value};
+use super::tun_read_trace::{queue_record, read_record_in, result_value};
 
 /// The header of a tap-write or vhost-tx trace: B's device and the XDP program after A's.
 pub fn header_record<'h>(header: &'h TraceHeader, scenario: &Scenario) -> Record<'h> {
@@ -47,6 +47,9 @@ fn write_record<'w>(w: &'w WriteRecord, s: &mut Scratch) -> Record<'w> {
         Part::word("->"),
         Part::bare("result", result_value(w.result.map(|n| n as u64))),
     ]));
+    if let Some(file) = w.file {
+        rec.push(Field::both("queue", Value::text(format!("file {file}"))));
+    }
     if let Some(m) = &w.model {
         if let Some(p) = m.path {
             rec.push(Field::model("path", Value::Word(p.name())));
@@ -118,6 +121,12 @@ pub fn host_event_record_in<'e>(
                 read_record_in("read A", record, &scenario.device, s)
             }
         }
+        WriteEvent::Queue {
+            before_frame,
+            file,
+            op,
+            stats,
+        } => queue_record(*before_frame, *file, op.name(), &[], None, stats),
     }
 }
 
@@ -128,7 +137,7 @@ pub fn host_event_record_in<'e>(
 /// bytes). False, `out` empty, for a write, which puts no frame in the capture.
 pub fn host_event_comment_into(scenario: &Scenario, e: &WriteEvent, out: &mut String) -> bool {
     match e {
-        WriteEvent::Write(_) => {
+        WriteEvent::Write(_) | WriteEvent::Queue { .. } => {
             out.clear();
             false
         }

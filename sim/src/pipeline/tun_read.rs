@@ -337,8 +337,7 @@ impl<'s> TunReadRun<'s> {
     }
 }
 
-#[path = "tun_read_mq.rs"]
-mod mq;
+use super::mq_tap as mq;
 #[path = "tun_read_mq_run.rs"]
 mod mq_run;
 

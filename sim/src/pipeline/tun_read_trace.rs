@@ -277,7 +277,7 @@ pub fn read_record_in<'r>(
 
 /// `queue: detach file 0 before frame 2`, and the frames the detach purged from the
 /// file's ring (__tun_detach -> tun_queue_purge).
-fn queue_record(
+pub(super) fn queue_record(
     before_frame: u64,
     file: usize,
     op: &str,

@@ -82,8 +82,45 @@ fn tables_read(f: &ScenarioFile) -> Result<(), String> {
     if f.vhost.is_none() && f.pipeline == Pipeline::VhostTx {
         return Err("pipeline vhost-tx needs a [vhost] table".into());
     }
+    if let Some(q) = &f.queues {
+        queues_for_pipeline(f, &q.0)?;
+    }
     if f.exec.is_none() && f.pipeline == Pipeline::Exec {
         return Err("pipeline exec needs an [exec] table (the program to run)".into());
+    }
+    Ok(())
+}
+
+/// `[queues]` as each pipeline takes it: tun-read transmits, so it writes only through
+/// `op = "write"` events; tap-write writes every frame on a file (`write_on`) and leaves
+/// out what its multiqueue model does not have (docs/tap-write.md#multiqueue).
+fn queues_for_pipeline(f: &ScenarioFile, q: &super::QueuePlan) -> Result<(), String> {
+    use super::QueueOp;
+    match f.pipeline {
+        Pipeline::TapWrite => {
+            if let Some(i) = q.events.iter().position(|e| e.op == QueueOp::Write) {
+                return Err(format!(
+                    "queues.event[{i}]: op = \"write\" is tun-read's; tap-write writes every frame on a file (write_on)"
+                ));
+            }
+            let dev = f.device.as_ref();
+            if dev.is_some_and(|d| d.config.napi || d.config.napi_frags) {
+                return Err("queues: IFF_NAPI on a multiqueue tap (one NAPI instance per file) is not modelled by tap-write".into());
+            }
+            if f.redirect.is_some() {
+                return Err(
+                    "queues: [redirect] beside a multiqueue tap is not modelled by tap-write"
+                        .into(),
+                );
+            }
+        }
+        _ if !q.write_on.is_empty() => {
+            return Err(format!(
+                "queues.write_on: only tap-write writes frames on files, not {}",
+                f.pipeline.name()
+            ));
+        }
+        _ => {}
     }
     Ok(())
 }

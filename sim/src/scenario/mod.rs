@@ -48,8 +48,9 @@
 //! index = 2
 //! checksum = "partial"
 //!
-//! [queues]                # tun-read: an IFF_MULTI_QUEUE tap with `count` files (see
-//! count = 2               # the `queues` module; docs/tun-read.md#multiqueue)
+//! [queues]                # tun-read, tap-write: an IFF_MULTI_QUEUE tap with `count` files
+//! count = 2               # (the `queues` module; docs/tun-read.md#multiqueue,
+//! write_on = [0, 1]       # docs/tap-write.md#multiqueue); tap-write: each frame's file
 //! steering = "prog.o"     # TUNSETSTEERINGEBPF / TUNSETFILTEREBPF socket filters
 //! filter = "prog.o"       # (section "socket")
 //! [[queues.event]]        # TUNSETQUEUE or a write(2) before a frame
@@ -145,7 +146,7 @@ impl Pipeline {
     pub fn tables(self) -> &'static [&'static str] {
         match self {
             Pipeline::TunRead => &["device", "reader", "skb", "queues"],
-            Pipeline::TapWrite => &["device", "reader", "writer", "xdp", "redirect"],
+            Pipeline::TapWrite => &["device", "reader", "writer", "xdp", "redirect", "queues"],
             Pipeline::TapGro => &["device", "writer", "xdp", "redirect", "gro"],
             Pipeline::VhostTx => &["device", "reader", "xdp", "redirect", "vhost", "gro"],
             Pipeline::Exec => &["exec"],
@@ -308,7 +309,7 @@ pub struct Scenario {
     pub gro: crate::gro::plan::GroPlan,
     /// The guest (vhost-tx).
     pub guest: Option<GuestPlan>,
-    /// `[queues]` (tun-read): an IFF_MULTI_QUEUE tap with several files.
+    /// `[queues]` (tun-read, tap-write): an IFF_MULTI_QUEUE tap with several files.
     pub queues: Option<QueuePlan>,
     /// The MACs put in front of a non-Ethernet capture's frames (`[link]`; every
     /// pipeline reads it).

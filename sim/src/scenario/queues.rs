@@ -1,6 +1,8 @@
-//! `[queues]` (tun-read): the tap under test is an IFF_MULTI_QUEUE device with several
-//! files, and queues are detached and attached again between frames (TUNSETQUEUE).
-//! docs/tun-read.md#multiqueue.
+//! `[queues]` (tun-read, tap-write): the tap under test is an IFF_MULTI_QUEUE device with
+//! several files, and queues are detached and attached again between frames
+//! (TUNSETQUEUE). tun-read reads the files (docs/tun-read.md#multiqueue); tap-write
+//! writes each frame on the file `write_on` names and reads every file
+//! (docs/tap-write.md#multiqueue).
 //!
 //! ```toml
 //! [queues]
@@ -8,6 +10,8 @@
 //!                         # (file N starts at queue index N); 1 ..= MAX_TAP_QUEUES (256)
 //! steering = "../sockfilter/sock_steer_l4.o"  # optional: TUNSETSTEERINGEBPF, section "socket"
 //! filter = "../sockfilter/sock_filter_udp.o"  # optional: TUNSETFILTEREBPF, section "socket"
+//! write_on = [0, 1]       # tap-write: frame i is written on file write_on[i % len]
+//!                         # (default [0]); a detached file's write still goes through
 //! [[queues.event]]        # before frame `before_frame` is transmitted
 //! before_frame = 2
 //! file = 0
@@ -45,6 +49,10 @@ pub struct QueuePlan {
     /// TUNSETFILTEREBPF's program (tun_net_xmit: run_ebpf_filter).
     #[serde(default)]
     pub filter: Option<PathBuf>,
+    /// tap-write: the file each input frame is written on, by input index modulo the
+    /// length (empty: file 0).
+    #[serde(default)]
+    pub write_on: Vec<usize>,
 }
 
 /// The ELF section the steering and filter programs are read from.
@@ -96,6 +104,14 @@ impl QueueOp {
 }
 
 impl QueuePlan {
+    /// tap-write: the file input frame `index` is written on.
+    pub fn write_file(&self, index: u64) -> usize {
+        match self.write_on.len() {
+            0 => 0,
+            n => self.write_on[(index % n as u64) as usize],
+        }
+    }
+
     /// The calls that come before frame `index`, in the order listed.
     pub fn before(&self, index: u64) -> impl Iterator<Item = &QueueEvent> {
         self.events.iter().filter(move |e| e.before_frame == index)
@@ -112,6 +128,17 @@ impl Check for QueuePlan {
             (1, MAX_TAP_QUEUES as u64),
             "tun_set_iff/tun_attach refuse more than MAX_TAP_QUEUES files with E2BIG",
         )?;
+        if let Some((i, f)) = self
+            .write_on
+            .iter()
+            .enumerate()
+            .find(|(_, &f)| f >= self.count)
+        {
+            return Err(format!(
+                "write_on[{i}]: {f} is not one of the {} files (0 ..{})",
+                self.count, self.count
+            ));
+        }
         let mut last = 0;
         for (i, e) in self.events.iter().enumerate() {
             if e.file >= self.count {

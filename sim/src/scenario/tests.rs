@@ -349,3 +349,46 @@ fn tables_a_pipeline_does_not_read_are_errors() {
     let msg = parse_as("vhost-tx", "").unwrap_err();
     assert!(msg.contains("needs a [vhost] table"), "{msg}");
 }
+
+/// `[queues]` in tap-write: each frame's file from `write_on`; what the multiqueue write
+/// model leaves out is refused with the reason (docs/tap-write.md#multiqueue).
+#[test]
+fn tap_write_queues_take_write_on_and_refuse_what_is_not_modelled() {
+    let s = parse_as("tap-write", "[queues]\ncount = 3\nwrite_on = [2, 0]\n").unwrap();
+    let plan = s.queues.unwrap();
+    let files: Vec<usize> = (0..5).map(|i| plan.write_file(i)).collect();
+    assert_eq!(files, [2, 0, 2, 0, 2]);
+    let s = parse_as("tap-write", "[queues]\ncount = 2\n").unwrap();
+    assert_eq!(s.queues.unwrap().write_file(7), 0);
+    let cases = [
+        (
+            "tap-write",
+            "[queues]\ncount = 2\nwrite_on = [2]\n",
+            "write_on[0]: 2 is not one of the 2 files (0 ..2)",
+        ),
+        (
+            "tap-write",
+            "[device]\nnapi = true\n[queues]\ncount = 2\n",
+            "IFF_NAPI on a multiqueue tap",
+        ),
+        (
+            "tap-write",
+            "[redirect]\n[queues]\ncount = 2\n",
+            "[redirect] beside a multiqueue tap",
+        ),
+        (
+            "tap-write",
+            "[queues]\ncount = 2\n[[queues.event]]\nbefore_frame = 0\nfile = 1\nop = \"write\"\ndata = \"00\"\n",
+            "op = \"write\" is tun-read's",
+        ),
+        (
+            "tun-read",
+            "[queues]\ncount = 2\nwrite_on = [1]\n",
+            "queues.write_on: only tap-write writes frames on files, not tun-read",
+        ),
+    ];
+    for (pipeline, tables, want) in cases {
+        let err = parse_as(pipeline, tables).unwrap_err();
+        assert!(err.contains(want), "{tables}: {err}");
+    }
+}

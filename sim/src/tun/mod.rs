@@ -170,12 +170,17 @@ pub enum RingEntry {
 }
 
 /// A tun/tap device with one queue.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TunDevice {
     pub config: TunConfig,
     pub stats: TunStats,
     /// The attached XDP program, if any.
     pub xdp: Option<crate::xdp::XdpAttachment>,
+    /// tun->numqueues: the attached queues (1 for the pipelines' single-queue taps; a
+    /// [`device::TunHost`] keeps it). tun_xdp_xmit has no file to queue on at 0, and
+    /// dev->real_num_rx_queues is it but never below 1 (tun_set_real_num_queues:
+    /// netif_set_real_num_rx_queues refuses 0), which bounds generic XDP's rxq.
+    pub numqueues: u16,
     tx_ring: VecDeque<RingEntry>,
     /// Freed skbs kept for reuse, so a replay does not hit the allocator per packet
     /// (the cost model still counts one allocation per skb). Boxed so that recycling
@@ -184,12 +189,19 @@ pub struct TunDevice {
     spare: Vec<Box<SkBuff>>,
 }
 
+impl Default for TunDevice {
+    fn default() -> TunDevice {
+        TunDevice::new(TunConfig::default())
+    }
+}
+
 impl TunDevice {
     pub fn new(config: TunConfig) -> TunDevice {
         TunDevice {
             config,
             stats: TunStats::default(),
             xdp: None,
+            numqueues: 1,
             tx_ring: VecDeque::new(),
             spare: Vec::new(),
         }

@@ -53,7 +53,10 @@ fn write(net: &mut Net, i: u64, bytes: &[u8], nonblocking: bool) {
         .tun_write(
             TAP,
             bytes,
-            WriteOpts { nonblocking },
+            WriteOpts {
+                nonblocking,
+                rx_queue: 0,
+            },
             &p.tun_write,
             &p.tun_read,
         )
@@ -235,7 +238,10 @@ fn a_napi_frags_write_skips_tun_build_skb_so_a_native_program_runs_generic() {
         .tun_write(
             TAP,
             f,
-            WriteOpts { nonblocking: true },
+            WriteOpts {
+                nonblocking: true,
+                rx_queue: 0,
+            },
             &p.tun_write,
             &p.tun_read,
         )

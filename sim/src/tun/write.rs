@@ -33,6 +33,11 @@ use crate::consts::TUN_PI_LEN;
 pub struct WriteOpts {
     /// O_NONBLOCK (or MSG_DONTWAIT): the only way to get build_skb and native XDP.
     pub nonblocking: bool,
+    /// tfile->queue_index of the file written: the XDP rxq's queue_index (tun_build_skb:
+    /// xdp_init_buff with &tfile->xdp_rxq) and the rx queue tun_get_user records
+    /// (skb_record_rx_queue). A TUNSETQUEUE-detached file keeps the index it had
+    /// (__tun_detach renumbers only the file moved into its slot). 0 for one queue.
+    pub rx_queue: u16,
 }
 
 /// Which allocation path tun_get_user took (docs/tap-write.md#path-choice).
@@ -290,7 +295,7 @@ impl Net {
         let mut tun_generic = rules.xdp && prog_mode == Some(XdpMode::Native);
         if build && tun_generic && parsed.gso.gso_type == VIRTIO_NET_HDR_GSO_NONE {
             tun_generic = false;
-            if self.tun_build_skb_xdp(skb, ifindex, frame, rules, &mut out)? {
+            if self.tun_build_skb_xdp(skb, ifindex, frame, opts.rx_queue, rules, &mut out)? {
                 return Ok(out);
             }
         } else {
@@ -301,6 +306,8 @@ impl Net {
             };
             skb.reuse_from_frame(frame, TUN_RX_PAD, linear);
         }
+        // tun_get_user: skb_record_rx_queue(skb, tfile->queue_index).
+        skb.queue_mapping = opts.rx_queue.saturating_add(1);
 
         // virtio_net_hdr_to_skb (docs/tap-write.md#delivery), through
         // virtio_net_hdr_tnl_to_skb from 6.17 (docs/tap-write.md#vnet-tunnel): failure is
@@ -358,10 +365,11 @@ impl Net {
         skb: &mut SkBuff,
         ifindex: u32,
         frame: &[u8],
+        rx_queue: u16,
         rules: &TunWriteRules,
         out: &mut WriteOutcome,
     ) -> Result<bool, ModelError> {
-        match tun_build_skb_native(self, ifindex, frame, rules)? {
+        match tun_build_skb_native(self, ifindex, frame, rx_queue, rules)? {
             NativeResult::Consumed(report, fate) => {
                 out.xdp.push(report);
                 out.fate = fate;

@@ -48,7 +48,10 @@ fn write(net: &mut Net, bytes: &[u8], nonblocking: bool) -> WriteOutcome {
     net.tun_write(
         A,
         bytes,
-        WriteOpts { nonblocking },
+        WriteOpts {
+            nonblocking,
+            rx_queue: 0,
+        },
         &LINUX_6_18.tun_write,
         &LINUX_6_18.tun_read,
     )
@@ -202,7 +205,10 @@ fn xdp_tx_before_4_17_comes_back_as_an_skb_with_pi_and_no_rx() {
         .tun_write(
             A,
             &w,
-            WriteOpts { nonblocking: true },
+            WriteOpts {
+                nonblocking: true,
+                rx_queue: 0,
+            },
             &LINUX_4_16.tun_write,
             &LINUX_4_16.tun_read,
         )

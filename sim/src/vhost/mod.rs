@@ -329,7 +329,10 @@ impl VhostNetTx {
         let out = net.tun_write(
             self.ifindex,
             &desc.bytes,
-            WriteOpts { nonblocking: true },
+            WriteOpts {
+                nonblocking: true,
+                rx_queue: 0,
+            },
             &profile.tun_write,
             &profile.tun_read,
         )?;

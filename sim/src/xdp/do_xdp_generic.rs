@@ -22,11 +22,15 @@ impl Net {
         skb: &mut SkBuff,
         place: XdpWhere,
     ) -> Result<(XdpReport, Option<Fate>), ModelError> {
-        let att = self
+        let dev = self
             .dev_mut(ifindex)
-            .and_then(|d| d.xdp.as_mut())
+            .ok_or_else(|| ModelError("generic XDP without a device".into()))?;
+        let numqueues = dev.numqueues;
+        let att = dev
+            .xdp
+            .as_mut()
             .ok_or_else(|| ModelError("generic XDP without a program".into()))?;
-        let g = netif_receive_generic_xdp(att, skb, ifindex)
+        let g = netif_receive_generic_xdp(att, skb, ifindex, numqueues)
             .map_err(|e| ModelError(format!("XDP program: {e}")))?;
         let report = XdpReport {
             place,

@@ -27,12 +27,14 @@ pub(crate) fn netif_receive_generic_xdp(
     att: &mut XdpAttachment,
     skb: &mut SkBuff,
     ifindex: u32,
+    numqueues: u16,
 ) -> Result<GenericRun, BpfError> {
     let frame = skb.to_vec();
     let data_area = skb_data_align(XDP_PACKET_HEADROOM + frame.len());
     let frame_sz = data_area + SKB_SHARED_INFO_ALIGNED;
     let mut buff = XdpBuff::with_layout(&frame, XDP_PACKET_HEADROOM, frame_sz)?;
     buff.ingress_ifindex = ifindex;
+    buff.rx_queue_index = u32::from(rxqueue_index(skb, numqueues));
     let run = att.run(&mut buff)?;
     let head_delta = buff.data as isize - XDP_PACKET_HEADROOM as isize;
     let after = buff.data();
@@ -43,6 +45,18 @@ pub(crate) fn netif_receive_generic_xdp(
         len_before: frame.len(),
         len_after: after.len(),
     })
+}
+
+/// netif_get_rxqueue (net/core/dev.c): the rx queue recorded on the skb, or queue 0 when
+/// none was recorded or the recorded one is not below dev->real_num_rx_queues (the
+/// kernel then WARN_ONCEs "received on queue N, but number of RX queues is M"; a tun
+/// file detached by TUNSETQUEUE keeps an index that can be past the queues left).
+fn rxqueue_index(skb: &SkBuff, numqueues: u16) -> u16 {
+    // dev->real_num_rx_queues: numqueues, never below 1.
+    match skb.queue_mapping.checked_sub(1) {
+        Some(index) if index < numqueues.max(1) => index,
+        _ => 0,
+    }
 }
 
 /// The skb after a generic run (bpf_prog_run_generic_xdp): the frame as the program left

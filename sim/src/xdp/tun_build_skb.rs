@@ -35,6 +35,7 @@ pub(crate) fn tun_build_skb_native(
     net: &mut Net,
     ifindex: u32,
     frame: &[u8],
+    rx_queue: u16,
     rules: &TunWriteRules,
 ) -> Result<NativeResult, ModelError> {
     let pad = TUN_RX_PAD + XDP_PACKET_HEADROOM;
@@ -42,6 +43,7 @@ pub(crate) fn tun_build_skb_native(
     let mut buff = XdpBuff::with_layout(frame, pad, buflen)
         .map_err(|e| ModelError(format!("xdp_buff: {e}")))?;
     buff.ingress_ifindex = ifindex;
+    buff.rx_queue_index = u32::from(rx_queue);
     if !rules.xdp_meta {
         buff.set_meta_unsupported();
     }

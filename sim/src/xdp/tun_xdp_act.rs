@@ -28,6 +28,9 @@ pub(crate) fn tun_xdp_act(
         // tun_xdp_tx -> tun_xdp_xmit(dev, 1, &frame, XDP_XMIT_FLUSH). A full ring sends 0
         // frames: the frame is freed, tx_dropped counted, and tun_xdp_act still takes it
         // as success (docs/tap-write.md#xdp-act's quirk).
+        // tun_xdp_xmit with no queue attached (numqueues 0: every file TUNSETQUEUE-
+        // detached, the write on a detached one) answers -ENXIO.
+        XDP_TX if net.dev(ifindex).is_some_and(|d| d.numqueues == 0) => Err(Errno::ENXIO),
         XDP_TX => match (xdp_convert_buff_to_frame(buff), net.dev_mut(ifindex)) {
             (Some(f), Some(dev)) => {
                 dev.xdp_xmit(f);

@@ -20,19 +20,23 @@ mod queue;
 mod rw;
 #[cfg(test)]
 mod tests;
+mod xdp;
+#[cfg(test)]
+mod xdp_tests;
 
 use std::collections::BTreeMap;
 
 pub use flow_hash::{dissect, flow_hash_from_keys, siphash, FlowAddrs, FlowKeys, HASHRND};
 use queue::{DevState, FileQueue};
 pub use queue::{SkbProg, SkbProgFn, MAX_TAP_FLOWS, TUN_FLT_ALLMULTI};
+pub use xdp::XDP_XMIT_CPU;
 
 use super::ioctl::{cmd, Caller, FileId, IoctlAnswer, IoctlArg, TunIf, TunNet, SA_DATA_LEN};
 use super::napi::TunNapi;
 use super::{DeviceKind, TunConfig, TunDevice, TunStats, VnetEndian, XmitDrop};
 use crate::errno::Errno;
 use crate::gro::plan::GroPlan;
-use crate::net::Net;
+use crate::net::{Delivery, Net};
 use crate::profile::KernelProfile;
 use crate::skb::SkBuff;
 
@@ -104,6 +108,10 @@ pub struct TunHost {
     files: BTreeMap<FileId, FileQueue>,
     devs: BTreeMap<u32, DevState>,
     received: Vec<(Vec<u8>, SkBuff)>,
+    /// Keep what the stack's packet taps saw ([`TunHost::take_deliveries`]).
+    keep_deliveries: bool,
+    deliveries: Vec<Delivery>,
+    fault: Option<String>,
     hashrnd: [u64; 2],
 }
 
@@ -121,6 +129,9 @@ impl TunHost {
             files: BTreeMap::new(),
             devs: BTreeMap::new(),
             received: Vec::new(),
+            keep_deliveries: false,
+            deliveries: Vec::new(),
+            fault: None,
             hashrnd: HASHRND,
         }
     }
@@ -170,6 +181,17 @@ impl TunHost {
     pub fn queue_index(&self, f: FileId) -> Option<usize> {
         let tif = self.net.device_of(f)?;
         tif.queues.iter().position(|&q| q == f)
+    }
+
+    /// tfile->queue_index of `f` as a write uses it (the XDP rxq, skb_record_rx_queue):
+    /// its slot while attached, the slot it left while TUNSETQUEUE-detached.
+    pub fn rx_queue(&self, f: FileId) -> u16 {
+        let index = match self.queue_index(f) {
+            Some(i) => i,
+            None if self.net.device_of(f).is_some() => self.net.file(f).detached_index,
+            None => 0,
+        };
+        index as u16
     }
 
     /// The file at queue index `index` of `dev_name` (tun->tfiles[index]).
@@ -392,6 +414,17 @@ impl TunHost {
         Ok(self.devs.get_mut(&ifindex).expect("registered"))
     }
 
+    /// From now on keep each frame the stack's packet taps saw (AF_PACKET's view, in
+    /// order) for [`TunHost::take_deliveries`].
+    pub fn keep_deliveries(&mut self) {
+        self.keep_deliveries = true;
+    }
+
+    /// The frames the stack received since the last call (with [`TunHost::keep_deliveries`]).
+    pub fn take_deliveries(&mut self) -> Vec<Delivery> {
+        std::mem::take(&mut self.deliveries)
+    }
+
     /// The skbs writes handed to the stack (netif_receive_skb, after GRO for IFF_NAPI),
     /// with the name of the device they came in on, in order; taken, not copied.
     pub fn take_received(&mut self) -> Vec<(Vec<u8>, SkBuff)> {
@@ -425,5 +458,6 @@ impl TunHost {
         c.napi = tif.features & IFF_NAPI != 0;
         c.napi_frags = tif.features & IFF_NAPI_FRAGS != 0;
         c.sndbuf_set = sndbuf_set;
+        dev.numqueues = tif.queues.len() as u16;
     }
 }

@@ -84,6 +84,7 @@ impl TunHost {
         self.sync_config(f, ifindex);
         let opts = WriteOpts {
             nonblocking: self.files.get(&f).is_some_and(|q| q.nonblock),
+            rx_queue: self.rx_queue(f),
         };
         let out = self
             .stack
@@ -104,9 +105,13 @@ impl TunHost {
         for (_, skb) in self.stack.delivered_skbs.drain(..) {
             self.received.push((name.clone(), skb));
         }
+        if self.keep_deliveries {
+            self.deliveries.append(&mut self.stack.stack);
+        }
         for d in self.stack.stack.drain(..) {
             self.stack.spare_frames.give(d.frame);
         }
+        self.place_transmitted();
         // GRO's own record of what it completed (the stack copies are above).
         if let Some(n) = self.stack.napi_mut(ifindex) {
             n.after_gro.clear();

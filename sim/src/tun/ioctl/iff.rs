@@ -268,9 +268,11 @@ impl TunNet {
             }
             // __tun_detach(tfile, false): even the last queue may go.
             let dev = self.dev_mut(d);
+            let index = dev.queues.iter().position(|&q| q == f).unwrap_or(0);
             super::remove_queue(&mut dev.queues, f);
             dev.disabled.push(f);
             self.files[f.0].detached = true;
+            self.files[f.0].detached_index = index;
             Ok(IoctlAnswer::Done)
         } else {
             Err(Errno::EINVAL)

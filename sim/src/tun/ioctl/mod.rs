@@ -176,6 +176,10 @@ pub struct TunFile {
     pub tun: Option<DevId>,
     /// tfile->detached: detached by TUNSETQUEUE IFF_DETACH_QUEUE.
     pub detached: bool,
+    /// While detached: the tfile->queue_index the file had when TUNSETQUEUE detached it
+    /// (__tun_detach renumbers only the file moved into its slot; tun_attach sets a new
+    /// one). Its XDP rxq keeps that index too.
+    pub detached_index: usize,
     /// sk->sk_filter is set (TUNATTACHFILTER or the re-attach in tun_attach).
     pub sk_filter: bool,
     /// sk->sk_sndbuf.
@@ -265,6 +269,7 @@ impl TunNet {
         self.files.push(TunFile {
             tun: None,
             detached: false,
+            detached_index: 0,
             sk_filter: false,
             sndbuf: SNDBUF_DEFAULT,
             ifindex: 0,

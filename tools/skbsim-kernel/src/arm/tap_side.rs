@@ -119,6 +119,9 @@ pub fn open_device_mq(
     Ok(t)
 }
 
+#[path = "tap_write_mq.rs"]
+mod mq;
+
 /// One frame from the AF_PACKET socket, if one is queued within `timeout`. A socket
 /// bound to a device that is down reports `ENETDOWN` once (`packet_do_bind` sets
 /// `sk_err`); that is not a frame and not a failure.
@@ -140,6 +143,8 @@ fn recv_packet(
 pub(crate) struct TapSide<'s> {
     pub(crate) scenario: &'s Scenario,
     pub(crate) a: Tap,
+    /// `[queues]`: A's files after the first (`a` is file 0), in opening order.
+    pub(crate) queues: Vec<Tap>,
     pub(crate) b: Option<Tap>,
     pub(crate) packet: PacketSocket,
     pub(crate) events: Vec<WriteEvent>,
@@ -160,7 +165,13 @@ impl<'s> TapSide<'s> {
         prog: Option<&(Program, XdpMode)>,
         a_nonblocking: bool,
     ) -> Result<(TapSide<'s>, Option<LoadedXdp>), ArmError> {
-        let a = open_device(ns, WRITE_NAME, &scenario.device, a_nonblocking)?;
+        let (a, queues) = match &scenario.queues {
+            Some(plan) => mq::open_queues(ns, scenario, plan, a_nonblocking)?,
+            None => (
+                open_device(ns, WRITE_NAME, &scenario.device, a_nonblocking)?,
+                Vec::new(),
+            ),
+        };
         let b = match &scenario.redirect {
             Some(cfg) => Some(open_device(ns, REDIRECT_NAME, cfg, true)?),
             None => None,
@@ -196,7 +207,7 @@ impl<'s> TapSide<'s> {
         while recv_packet(&mut packet, Duration::ZERO)?.is_some() {
             stray += 1;
         }
-        for t in std::iter::once(&a).chain(b.as_ref()) {
+        for t in std::iter::once(&a).chain(&queues).chain(b.as_ref()) {
             t.set_nonblocking(true)?;
             stray += t
                 .drain()
@@ -210,6 +221,7 @@ impl<'s> TapSide<'s> {
         let side = TapSide {
             scenario,
             a,
+            queues,
             b,
             packet,
             events: Vec::new(),
@@ -261,9 +273,15 @@ impl<'s> TapSide<'s> {
         ts: u64,
     ) -> Result<(), ArmError> {
         self.stack(write)?;
-        self.drain(ns, false, frame, ts)?;
+        if self.queues.is_empty() {
+            self.drain(ns, None, frame, ts)?;
+        } else {
+            for file in 0..=self.queues.len() {
+                self.drain(ns, Some(file), frame, ts)?;
+            }
+        }
         if self.b.is_some() {
-            self.drain(ns, true, frame, ts)?;
+            self.drain_redirect(ns, frame, ts)?;
         }
         Ok(())
     }
@@ -304,11 +322,36 @@ impl<'s> TapSide<'s> {
         Ok(n)
     }
 
-    /// Read A's (or B's) fd until `EAGAIN`, one `Read` event per read.
+    /// Read B's fd until `EAGAIN`.
+    fn drain_redirect(&mut self, ns: &mut Netns, frame: u64, ts: u64) -> Result<usize, ArmError> {
+        self.drain_fd(ns, true, None, frame, ts)
+    }
+
+    /// Read A's fd (with `[queues]`: A's file `queue`) until `EAGAIN`.
     fn drain(
         &mut self,
         ns: &mut Netns,
+        queue: Option<usize>,
+        frame: u64,
+        ts: u64,
+    ) -> Result<usize, ArmError> {
+        self.drain_fd(ns, false, queue, frame, ts)
+    }
+
+    /// A's file 0 and, with `[queues]`, its others.
+    pub(crate) fn file(&self, file: usize) -> &Tap {
+        match file {
+            0 => &self.a,
+            n => &self.queues[n - 1],
+        }
+    }
+
+    /// Read A's (or B's) fd until `EAGAIN`, one `Read` event per read.
+    fn drain_fd(
+        &mut self,
+        ns: &mut Netns,
         on_redirect: bool,
+        queue: Option<usize>,
         frame: u64,
         ts: u64,
     ) -> Result<usize, ArmError> {
@@ -318,7 +361,11 @@ impl<'s> TapSide<'s> {
                 _ => return Ok(0),
             }
         } else {
-            (&self.a, &self.scenario.device)
+            let tap = match queue.unwrap_or(0) {
+                0 => &self.a,
+                n => &self.queues[n - 1],
+            };
+            (tap, &self.scenario.device)
         };
         tap.set_nonblocking(true)?;
         let plan = &self.scenario.reader;
@@ -360,7 +407,7 @@ impl<'s> TapSide<'s> {
             self.events.push(WriteEvent::Read {
                 on_redirect,
                 record: ReadRecord {
-                    queue: None,
+                    queue,
                     read: n,
                     frame: Some((frame, ts)),
                     buffer_len: size,
@@ -399,7 +446,10 @@ impl<'s> TapSide<'s> {
                     late.push(format!("AF_PACKET on {WRITE_NAME}: {} bytes", f.len()));
                 }
             }
-            for t in std::iter::once(&self.a).chain(self.b.as_ref()) {
+            for t in std::iter::once(&self.a)
+                .chain(&self.queues)
+                .chain(self.b.as_ref())
+            {
                 if t.wait_readable(Duration::ZERO)
                     .map_err(|e| kerr(format!("poll on {}", t.name()), e))?
                 {

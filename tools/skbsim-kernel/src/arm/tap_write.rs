@@ -114,9 +114,16 @@ fn replay(
     while let Some(frame) = reader.next_frame() {
         let frame = frame.map_err(|e| ArmError::Input(e.to_string()))?;
         let (index, ts) = (frame.index, frame.ts_ns);
+        if let Some(plan) = &scenario.queues {
+            for e in plan.before(index) {
+                run.queue_event(ns, e)?;
+            }
+        }
+        let file = scenario.queues.as_ref().map(|p| p.write_file(index));
         let (bytes, nonblocking) = compose_write(scenario, index, frame.data);
-        run.a.set_nonblocking(nonblocking)?;
-        let result = match run.a.write(&bytes) {
+        let tap = run.file(file.unwrap_or(0));
+        tap.set_nonblocking(nonblocking)?;
+        let result = match tap.write(&bytes) {
             Ok(n) => Ok(n),
             Err(e) => Err(SimErrno::from_code(e.code()).ok_or_else(|| {
                 kerr(
@@ -140,6 +147,7 @@ fn replay(
             ts_ns: ts,
             len: bytes.len(),
             nonblocking,
+            file,
             result,
             stats,
             redirect_stats,

@@ -121,6 +121,7 @@ impl<'s> HostRender<'s> {
                 }
             },
             WriteEvent::Stack { .. } => self.tally.skb(STACK),
+            WriteEvent::Queue { .. } => {}
             WriteEvent::Read {
                 on_redirect,
                 record,
@@ -148,6 +149,7 @@ impl<'s> HostRender<'s> {
                 record,
             } => self.last_b = Some(record.stats),
             WriteEvent::Read { record, .. } => self.last_a = record.stats,
+            WriteEvent::Queue { stats, .. } => self.last_a = *stats,
             WriteEvent::Stack { .. } => {}
         }
         self.count(e);
@@ -164,7 +166,7 @@ impl<'s> HostRender<'s> {
         let framed = match e {
             WriteEvent::Stack { .. } => true,
             WriteEvent::Read { record, .. } => record.result.is_ok(),
-            WriteEvent::Write(_) => false,
+            WriteEvent::Write(_) | WriteEvent::Queue { .. } => false,
         };
         let buf = &mut self.comment;
         let comment = match (framed && comments, rec.as_ref()) {

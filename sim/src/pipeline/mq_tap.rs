@@ -1,4 +1,4 @@
-//! The tun-read pipeline's tap with `[queues]`: an IFF_MULTI_QUEUE device in a
+//! The tap of a scenario with `[queues]` (tun-read, tap-write): an IFF_MULTI_QUEUE device in a
 //! [`TunHost`], which holds the queue model (drivers/net/tun.c: tun_attach, __tun_detach,
 //! tun_select_queue, tun_net_xmit; docs/tun-device.md#queues). This side keeps which input
 //! frame waits on which file, so each read names the frame it got. Reads go file by file
@@ -22,7 +22,7 @@ use crate::tun::read::ReadOutcome;
 use crate::tun::{DeviceKind, TunConfig, TunStats, VnetEndian, XmitDrop, DEFAULT_VNET_HDR_SZ};
 
 /// The device's name in the model (the real arm's is its own).
-const DEV: &[u8] = b"skbdut";
+pub(super) const DEV: &[u8] = b"skbdut";
 
 /// What a `[queues]` event did: the frames a detach purged, a write's answer.
 pub(super) struct QueueDone {
@@ -40,8 +40,8 @@ pub(super) enum MqXmit {
 /// The multiqueue tap and the frames on each file's ring.
 #[derive(Debug)]
 pub(super) struct MqTap {
-    host: TunHost,
-    files: Vec<FileId>,
+    pub(super) host: TunHost,
+    pub(super) files: Vec<FileId>,
     /// (input index, timestamp) of the frames on each file's ring, in ring order.
     queued: Vec<VecDeque<(u64, u64)>>,
 }
@@ -96,6 +96,15 @@ impl MqTap {
         }
         if dev.vnet_endian == VnetEndian::Big {
             set(cmd::TUNSETVNETBE, IoctlArg::Int(1), "TUNSETVNETBE")?;
+        }
+        if dev.sndbuf_set {
+            // Any value but the default turns build_skb (and so native XDP) off; the real
+            // arm's is INT_MAX - 1 (tun_set_sndbuf: every attached queue's socket).
+            set(
+                cmd::TUNSETSNDBUF,
+                IoctlArg::Int(i32::MAX - 1),
+                "TUNSETSNDBUF",
+            )?;
         }
         let bits = dev.offloads.tun_f_bits();
         if bits != 0 {
