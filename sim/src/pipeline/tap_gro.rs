@@ -185,6 +185,7 @@ impl TapGro {
             WriteOpts {
                 nonblocking,
                 rx_queue: 0,
+                detached: false,
             },
             &p.tun_write,
             &p.tun_read,

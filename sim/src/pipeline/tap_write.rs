@@ -280,6 +280,7 @@ impl<'s> TapWriteRun<'s> {
             WriteOpts {
                 nonblocking,
                 rx_queue: 0,
+                detached: false,
             },
             &p.tun_write,
             &p.tun_read,

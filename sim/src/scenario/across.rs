@@ -103,10 +103,6 @@ fn queues_for_pipeline(f: &ScenarioFile, q: &super::QueuePlan) -> Result<(), Str
                     "queues.event[{i}]: op = \"write\" is tun-read's; tap-write writes every frame on a file (write_on)"
                 ));
             }
-            let dev = f.device.as_ref();
-            if dev.is_some_and(|d| d.config.napi || d.config.napi_frags) {
-                return Err("queues: IFF_NAPI on a multiqueue tap (one NAPI instance per file) is not modelled by tap-write".into());
-            }
             if f.redirect.is_some() {
                 return Err(
                     "queues: [redirect] beside a multiqueue tap is not modelled by tap-write"

@@ -368,11 +368,6 @@ fn tap_write_queues_take_write_on_and_refuse_what_is_not_modelled() {
         ),
         (
             "tap-write",
-            "[device]\nnapi = true\n[queues]\ncount = 2\n",
-            "IFF_NAPI on a multiqueue tap",
-        ),
-        (
-            "tap-write",
             "[redirect]\n[queues]\ncount = 2\n",
             "[redirect] beside a multiqueue tap",
         ),

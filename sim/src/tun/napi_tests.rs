@@ -56,6 +56,7 @@ fn write(net: &mut Net, i: u64, bytes: &[u8], nonblocking: bool) {
             WriteOpts {
                 nonblocking,
                 rx_queue: 0,
+                detached: false,
             },
             &p.tun_write,
             &p.tun_read,
@@ -241,6 +242,7 @@ fn a_napi_frags_write_skips_tun_build_skb_so_a_native_program_runs_generic() {
             WriteOpts {
                 nonblocking: true,
                 rx_queue: 0,
+                detached: false,
             },
             &p.tun_write,
             &p.tun_read,

@@ -38,6 +38,9 @@ pub struct WriteOpts {
     /// (skb_record_rx_queue). A TUNSETQUEUE-detached file keeps the index it had
     /// (__tun_detach renumbers only the file moved into its slot). 0 for one queue.
     pub rx_queue: u16,
+    /// The file was detached by TUNSETQUEUE (tfile->detached): tun_get_user still takes
+    /// the write, but an IFF_NAPI file's NAPI is disabled.
+    pub detached: bool,
 }
 
 /// Which allocation path tun_get_user took (docs/tap-write.md#path-choice).
@@ -342,6 +345,14 @@ impl Net {
         if !cfg.up {
             self.stats_mut(ifindex).rx_dropped += 1;
             return Ok(out.dropped(Errno::EIO, "device down"));
+        }
+
+        // tun_get_user on a TUNSETQUEUE-detached IFF_NAPI file (__tun_detach ->
+        // tun_napi_disable): the frags branch finds napi_schedule_prep false, the NAPI
+        // branch checks tfile->detached; both answer -EBUSY, counting nothing
+        // (docs/tap-write.md#multiqueue).
+        if opts.detached && (cfg.napi || cfg.napi_frags) {
+            return Ok(out.dropped(Errno::EBUSY, "IFF_NAPI file detached: NAPI disabled"));
         }
 
         // Hand off (tun/napi.rs): IFF_NAPI queues for GRO; otherwise netif_receive_skb,

@@ -51,6 +51,7 @@ fn write(net: &mut Net, bytes: &[u8], nonblocking: bool) -> WriteOutcome {
         WriteOpts {
             nonblocking,
             rx_queue: 0,
+            detached: false,
         },
         &LINUX_6_18.tun_write,
         &LINUX_6_18.tun_read,
@@ -208,6 +209,7 @@ fn xdp_tx_before_4_17_comes_back_as_an_skb_with_pi_and_no_rx() {
             WriteOpts {
                 nonblocking: true,
                 rx_queue: 0,
+                detached: false,
             },
             &LINUX_4_16.tun_write,
             &LINUX_4_16.tun_read,

@@ -332,6 +332,7 @@ impl VhostNetTx {
             WriteOpts {
                 nonblocking: true,
                 rx_queue: 0,
+                detached: false,
             },
             &profile.tun_write,
             &profile.tun_read,

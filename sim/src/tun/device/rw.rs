@@ -85,6 +85,7 @@ impl TunHost {
         let opts = WriteOpts {
             nonblocking: self.files.get(&f).is_some_and(|q| q.nonblock),
             rx_queue: self.rx_queue(f),
+            detached: self.net.file(f).detached,
         };
         let out = self
             .stack

@@ -425,3 +425,28 @@ fn an_iff_napi_write_goes_through_gro() {
         ]
     );
 }
+
+#[test]
+fn a_detached_iff_napi_file_answers_ebusy_and_counts_nothing() {
+    // tun_get_user: an IFF_NAPI file's NAPI branch checks tfile->detached (-EBUSY, goto
+    // free_skb: no rx_dropped); __tun_detach disabled its NAPI (tun_napi_disable), and
+    // tun_attach enables it again.
+    let mut h = host();
+    let f0 = attach(&mut h, "mq0", MQ_TAP | IFF_NAPI);
+    let f1 = attach(&mut h, "mq0", MQ_TAP | IFF_NAPI);
+    h.set_link(b"mq0", Some(true), None).unwrap();
+    let frame = udp(1, 2, 5000, 5001);
+    let queue = |flags| IoctlArg::Ifreq {
+        name: [0; 16],
+        flags,
+    };
+    h.ioctl(f1, cmd::TUNSETQUEUE, &queue(IFF_DETACH_QUEUE))
+        .unwrap();
+    let before = h.stats(b"mq0").unwrap();
+    assert_eq!(h.write(f1, &frame), Err(Errno::EBUSY));
+    assert_eq!(h.stats(b"mq0").unwrap(), before);
+    assert_eq!(h.write(f0, &frame), Ok(frame.len()));
+    h.ioctl(f1, cmd::TUNSETQUEUE, &queue(IFF_ATTACH_QUEUE))
+        .unwrap();
+    assert_eq!(h.write(f1, &frame), Ok(frame.len()));
+}
