@@ -92,7 +92,10 @@ fn vhost_tx_sends_nothing_before_the_kick() {
     assert!(
         matches!(
             events.first(),
-            Some(VhostTxEvent::Worker(VhostEvent::Kick { available: 3 }))
+            Some(VhostTxEvent::Worker(VhostEvent::Kick {
+                available: 3,
+                queue: None
+            }))
         ),
         "{events:?}"
     );

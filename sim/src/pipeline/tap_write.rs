@@ -309,6 +309,12 @@ impl<'s> TapWriteRun<'s> {
     /// After a write (or a vhost kick, `write` then being the kick's number): what the
     /// stack received since the last call.
     pub(crate) fn stack(&mut self, write: usize, sink: &mut impl FnMut(WriteEvent)) {
+        if let Some(tap) = self.mq.as_mut() {
+            for delivery in tap.host.take_deliveries() {
+                sink(WriteEvent::Stack { write, delivery });
+            }
+            return;
+        }
         // Handed on and forgotten: a long replay holds no delivered frames.
         let mut stack = std::mem::take(&mut self.net.stack);
         for delivery in stack.drain(..) {
@@ -387,6 +393,15 @@ impl<'s> TapWriteRun<'s> {
                 record,
             });
         }
+    }
+
+    /// A's and B's counters now (A the multiqueue tap with `[queues]`).
+    pub fn dut_stats(&self) -> (TunStats, Option<TunStats>) {
+        let a = match &self.mq {
+            Some(tap) => tap.stats(),
+            None => self.stats(IFINDEX_DUT),
+        };
+        (a, self.net.dev(IFINDEX_REDIRECT).map(|d| d.stats))
     }
 
     /// The program's maps after the run (per-verdict counters and the like).

@@ -52,16 +52,8 @@ impl TapWriteRun<'_> {
     ) -> Result<(), ModelError> {
         let scenario = self.scenario;
         let plan = scenario.queues.as_ref().expect("frame_mq: [queues]");
+        self.queue_events(index, sink)?;
         let tap = self.mq.as_mut().expect("frame_mq: the multiqueue tap");
-        for e in plan.before(index) {
-            tap.queue_event(e).map_err(ModelError)?;
-            sink(WriteEvent::Queue {
-                before_frame: e.before_frame,
-                file: e.file,
-                op: e.op,
-                stats: tap.stats(),
-            });
-        }
         let mut bytes = std::mem::take(&mut self.wbuf);
         let nonblocking = compose_write_into(&mut bytes, scenario, index, frame);
         let file = plan.write_file(index);
@@ -87,11 +79,57 @@ impl TapWriteRun<'_> {
             model: Some(out),
         }));
         self.wbuf = bytes;
-        for delivery in tap.host.take_deliveries() {
-            sink(WriteEvent::Stack { write, delivery });
-        }
+        self.stack(write, sink);
         self.last = (index, ts_ns);
         Ok(())
+    }
+
+    /// The `[queues]` events before input frame `index`: TUNSETQUEUE on their files.
+    pub(crate) fn queue_events(
+        &mut self,
+        index: u64,
+        sink: &mut impl FnMut(WriteEvent),
+    ) -> Result<(), ModelError> {
+        let (Some(plan), Some(tap)) = (self.scenario.queues.as_ref(), self.mq.as_mut()) else {
+            return Ok(());
+        };
+        for e in plan.before(index) {
+            tap.queue_event(e).map_err(ModelError)?;
+            sink(WriteEvent::Queue {
+                before_frame: e.before_frame,
+                file: e.file,
+                op: e.op,
+                stats: tap.stats(),
+            });
+        }
+        Ok(())
+    }
+
+    /// vhost_net's worker for file `file` of the multiqueue tap: `kick` runs on the shared
+    /// datapath with that file's side of each sendmsg ([`TunHost::with_file`]).
+    ///
+    /// [`TunHost::with_file`]: crate::tun::device::TunHost::with_file
+    pub(crate) fn with_file<R>(
+        &mut self,
+        file: usize,
+        kick: impl FnOnce(&mut crate::net::Net, crate::tun::write::WriteOpts) -> R,
+    ) -> Result<R, ModelError> {
+        let tap = self.mq.as_mut().expect("with_file: the multiqueue tap");
+        let f = tap.files[file];
+        let r = tap
+            .host
+            .with_file(f, kick)
+            .ok_or_else(|| ModelError(format!("[queues]: file {file} has no device")))?;
+        match tap.host.take_fault() {
+            Some(why) => Err(ModelError(why)),
+            None => Ok(r),
+        }
+    }
+
+    /// The multiqueue tap's ifindex (the model's TunHost numbers its own devices).
+    pub(crate) fn mq_ifindex(&self) -> Option<u32> {
+        let tap = self.mq.as_ref()?;
+        Some(tap.host.device(DEV)?.ifindex)
     }
 
     /// Every file read until its ring is empty, in opening order.

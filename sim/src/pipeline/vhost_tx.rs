@@ -70,8 +70,11 @@ pub enum VhostTxEvent {
 pub struct VhostTxRun<'s> {
     scenario: &'s Scenario,
     host: TapWriteRun<'s>,
-    worker: VhostNetTx,
-    pending: Vec<TxDesc>,
+    /// One vhost-net device per queue: with `[queues]`, worker K has the tap's file K as
+    /// its backend (a VMM's queue pairs); else the one worker.
+    workers: Vec<VhostNetTx>,
+    /// The descriptors each worker's guest queue holds, not yet kicked.
+    pending: Vec<Vec<TxDesc>>,
     kicks: usize,
     next_head: u16,
     /// The last input frame queued (index, timestamp): the frame a kick is after.
@@ -84,26 +87,50 @@ impl<'s> VhostTxRun<'s> {
             .guest
             .as_ref()
             .ok_or_else(|| ModelError("vhost-tx without [vhost]".into()))?;
+        let host = TapWriteRun::new(scenario)?;
+        let queues = scenario.queues.as_ref().map(|q| q.count);
+        let ifindex = host.mq_ifindex().unwrap_or(IFINDEX_DUT);
+        let workers: Vec<VhostNetTx> = (0..queues.unwrap_or(1))
+            .map(|q| {
+                let mut w = VhostNetTx::new(ifindex, guest.hdr_len);
+                w.queue = queues.map(|_| q);
+                w
+            })
+            .collect();
         Ok(VhostTxRun {
             scenario,
-            host: TapWriteRun::new(scenario)?,
-            worker: VhostNetTx::new(IFINDEX_DUT, guest.hdr_len),
-            pending: Vec::new(),
+            host,
+            pending: vec![Vec::new(); workers.len()],
+            workers,
             kicks: 0,
             next_head: 0,
             last: (0, 0),
         })
     }
 
-    /// The guest queues input frame `index` (header + frame) on its TX ring; the kick
-    /// is an [`Input::Kick`].
-    fn frame(&mut self, index: u64, ts_ns: u64, frame: &[u8]) -> Result<(), ModelError> {
+    /// The guest queues input frame `index` (header + frame) on the TX ring of its queue
+    /// (`[queues] write_on`), after the TUNSETQUEUE calls the VMM makes before it; the
+    /// kick is an [`Input::Kick`].
+    fn frame(
+        &mut self,
+        index: u64,
+        ts_ns: u64,
+        frame: &[u8],
+        sink: &mut impl FnMut(VhostTxEvent),
+    ) -> Result<(), ModelError> {
         let Some(guest) = self.scenario.guest.as_ref() else {
             return Err(ModelError("vhost-tx without [vhost]".into()));
         };
-        let mut bytes = self.worker.spare_chain();
+        self.host
+            .queue_events(index, &mut |e| sink(VhostTxEvent::Host(e)))?;
+        let q = self
+            .scenario
+            .queues
+            .as_ref()
+            .map_or(0, |p| p.write_file(index));
+        let mut bytes = self.workers[q].spare_chain();
         guest_packet_into(&mut bytes, guest, self.scenario.device.kind, index, frame);
-        self.pending.push(TxDesc {
+        self.pending[q].push(TxDesc {
             head: self.next_head,
             packet: index,
             ts_ns,
@@ -114,17 +141,35 @@ impl<'s> VhostTxRun<'s> {
         Ok(())
     }
 
-    /// vhost_net's worker runs handle_tx over what the guest queued; then what the
-    /// host's stack received.
+    /// The guest kicks: each queue with descriptors to send, in order, its vhost_net
+    /// worker running handle_tx over them; after each, what the host's stack received.
     fn kick(&mut self, sink: &mut impl FnMut(VhostTxEvent)) -> Result<(), ModelError> {
-        self.worker.add_avail(std::mem::take(&mut self.pending));
         let profile = self.scenario.profile;
-        self.worker.kick(&mut self.host.net, &profile, &mut |e| {
-            sink(VhostTxEvent::Worker(e))
-        })?;
-        let k = self.kicks;
-        self.kicks += 1;
-        self.host.stack(k, &mut |e| sink(VhostTxEvent::Host(e)));
+        let mq = self.scenario.queues.is_some();
+        for q in 0..self.workers.len() {
+            let worker = &mut self.workers[q];
+            if mq && self.pending[q].is_empty() && worker.avail_len() == 0 {
+                continue;
+            }
+            worker.add_avail(std::mem::take(&mut self.pending[q]));
+            let mut events = |e| sink(VhostTxEvent::Worker(e));
+            if mq {
+                self.host.with_file(q, |net, file| {
+                    worker.file = file;
+                    worker.kick(net, &profile, &mut events)
+                })??;
+            } else {
+                worker.kick(&mut self.host.net, &profile, &mut events)?;
+            }
+            let k = self.kicks;
+            self.kicks += 1;
+            self.host.stack(k, &mut |e| sink(VhostTxEvent::Host(e)));
+            // Each queue's kick is followed by the host's reads (the [`Input::Read`]
+            // after the kicks then finds the files drained).
+            if mq {
+                self.read(sink);
+            }
+        }
         Ok(())
     }
 
@@ -135,8 +180,13 @@ impl<'s> VhostTxRun<'s> {
             .read(frame, ts_ns, &mut |e| sink(VhostTxEvent::Host(e)));
     }
 
+    /// The workers' op counts, summed.
     pub fn ops(&self) -> VhostOps {
-        self.worker.ops
+        let mut ops = VhostOps::default();
+        for w in &self.workers {
+            ops.add(&w.ops);
+        }
+        ops
     }
 
     /// Give a delivered frame's buffer back to the host's stack.
@@ -164,7 +214,9 @@ impl Pipeline for VhostTxRun<'_> {
                 index,
                 ts_ns,
                 bytes,
-            } => self.frame(index, ts_ns, bytes).map_err(model(Some(index))),
+            } => self
+                .frame(index, ts_ns, bytes, events)
+                .map_err(model(Some(index))),
             Input::Kick => self.kick(events).map_err(model(Some(self.last.0))),
             Input::Read => {
                 self.read(events);
@@ -172,7 +224,7 @@ impl Pipeline for VhostTxRun<'_> {
             }
             // The guest's last kick, for whatever it still holds, then the readers.
             Input::End => {
-                if !self.pending.is_empty() {
+                if self.pending.iter().any(|p| !p.is_empty()) {
                     self.kick(events).map_err(model(None))?;
                     self.read(events);
                 }

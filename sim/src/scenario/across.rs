@@ -92,27 +92,32 @@ fn tables_read(f: &ScenarioFile) -> Result<(), String> {
 }
 
 /// `[queues]` as each pipeline takes it: tun-read transmits, so it writes only through
-/// `op = "write"` events; tap-write writes every frame on a file (`write_on`) and leaves
-/// out what its multiqueue model does not have (docs/tap-write.md#multiqueue).
+/// `op = "write"` events; tap-write and vhost-tx send every frame on a file (`write_on`)
+/// and leave out what their multiqueue model does not have (docs/tap-write.md#multiqueue,
+/// docs/vhost-tx.md#multiqueue).
 fn queues_for_pipeline(f: &ScenarioFile, q: &super::QueuePlan) -> Result<(), String> {
     use super::QueueOp;
     match f.pipeline {
-        Pipeline::TapWrite => {
+        Pipeline::TapWrite | Pipeline::VhostTx => {
+            let name = f.pipeline.name();
             if let Some(i) = q.events.iter().position(|e| e.op == QueueOp::Write) {
                 return Err(format!(
-                    "queues.event[{i}]: op = \"write\" is tun-read's; tap-write writes every frame on a file (write_on)"
+                    "queues.event[{i}]: op = \"write\" is tun-read's; {name} sends every frame on a file (write_on)"
                 ));
             }
             if f.redirect.is_some() {
-                return Err(
-                    "queues: [redirect] beside a multiqueue tap is not modelled by tap-write"
-                        .into(),
-                );
+                return Err(format!(
+                    "queues: [redirect] beside a multiqueue tap is not modelled by {name}"
+                ));
+            }
+            let generic = f.xdp.as_ref().is_some_and(|x| x.mode == XdpMode::Generic);
+            if f.pipeline == Pipeline::VhostTx && generic {
+                return Err("queues: a generic XDP program with vhost-tx [queues]: its XDP_TX takes automq's queue, and the flow table's learning from vhost's packets (tun_xdp_one -> tun_flow_update) is not modelled".into());
             }
         }
         _ if !q.write_on.is_empty() => {
             return Err(format!(
-                "queues.write_on: only tap-write writes frames on files, not {}",
+                "queues.write_on: only tap-write and vhost-tx send frames on files, not {}",
                 f.pipeline.name()
             ));
         }

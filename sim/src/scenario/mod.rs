@@ -148,7 +148,9 @@ impl Pipeline {
             Pipeline::TunRead => &["device", "reader", "skb", "queues"],
             Pipeline::TapWrite => &["device", "reader", "writer", "xdp", "redirect", "queues"],
             Pipeline::TapGro => &["device", "writer", "xdp", "redirect", "gro"],
-            Pipeline::VhostTx => &["device", "reader", "xdp", "redirect", "vhost", "gro"],
+            Pipeline::VhostTx => &[
+                "device", "reader", "xdp", "redirect", "vhost", "gro", "queues",
+            ],
             Pipeline::Exec => &["exec"],
         }
     }

@@ -379,7 +379,7 @@ fn tap_write_queues_take_write_on_and_refuse_what_is_not_modelled() {
         (
             "tun-read",
             "[queues]\ncount = 2\nwrite_on = [1]\n",
-            "queues.write_on: only tap-write writes frames on files, not tun-read",
+            "queues.write_on: only tap-write and vhost-tx send frames on files, not tun-read",
         ),
     ];
     for (pipeline, tables, want) in cases {

@@ -13,12 +13,15 @@ use super::write::{action_line, fate_line};
 /// handle_tx_copy, vhost_tx_batch, vhost_net_tx_get_vq_desc).
 pub fn worker_record(e: &VhostEvent) -> Record<'static> {
     match e {
-        VhostEvent::Kick { available } => {
+        VhostEvent::Kick { available, queue } => {
             let mut rec = Record::new("kick");
             rec.result = Some(Value::Parts(vec![
                 Part::bare("available", Value::Int(*available as u64)),
                 Part::word("descriptors available"),
             ]));
+            if let Some(q) = queue {
+                rec.push(Field::both("queue", Value::text(format!("file {q}"))));
+            }
             rec
         }
         VhostEvent::Batch {
@@ -168,7 +171,10 @@ mod tests {
         use crate::vhost::{FlushReason, Via};
         let sim = records(
             &[
-                VhostEvent::Kick { available: 3 },
+                VhostEvent::Kick {
+                    available: 3,
+                    queue: None,
+                },
                 VhostEvent::Batch {
                     batch: 0,
                     packets: vec![0, 1],
@@ -187,7 +193,10 @@ mod tests {
         let real = |heads: usize| {
             records(
                 &[
-                    VhostEvent::Kick { available: 3 },
+                    VhostEvent::Kick {
+                        available: 3,
+                        queue: None,
+                    },
                     VhostEvent::Used { heads },
                 ],
                 0,
@@ -212,7 +221,10 @@ mod tests {
         // A kick with nothing returned has no used record on either side.
         let stalled = records(
             &[
-                VhostEvent::Kick { available: 1 },
+                VhostEvent::Kick {
+                    available: 1,
+                    queue: None,
+                },
                 VhostEvent::Stall {
                     packet: 0,
                     errno: crate::errno::Errno::EAGAIN,
@@ -220,7 +232,13 @@ mod tests {
             ],
             0,
         );
-        let real = records(&[VhostEvent::Kick { available: 1 }], 0);
+        let real = records(
+            &[VhostEvent::Kick {
+                available: 1,
+                queue: None,
+            }],
+            0,
+        );
         assert_eq!(first_record_divergence(&stalled, &real), None);
     }
 

@@ -175,7 +175,7 @@ fn a_vhost_batch_meets_gro_from_v5_18() {
             })
             .collect();
         let out = net
-            .tun_sendmsg_batch(TAP, &mut batch, rules)
+            .tun_sendmsg_batch(TAP, WriteOpts::default(), &mut batch, rules)
             .expect("model");
         assert_eq!(out.per_buffer.len(), 10);
         stack_lens(&net)

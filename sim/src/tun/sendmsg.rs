@@ -12,7 +12,7 @@ use crate::wire::virtio_net_hdr::VirtioNetHdrRepr;
 use crate::xdp::tun_xdp_one::XdpOneProg;
 use crate::xdp::XdpMode;
 
-use super::write::{eth_type_trans, Fate, ModelError, XdpReport, XdpWhere};
+use super::write::{eth_type_trans, Fate, ModelError, WriteOpts, XdpReport, XdpWhere};
 use super::DeviceKind;
 
 /// One buffer of a TUN_MSG_PTR batch: the xdp_buff vhost built and the vnet header it
@@ -48,6 +48,7 @@ impl Net {
     pub fn tun_sendmsg_batch(
         &mut self,
         ifindex: u32,
+        file: WriteOpts,
         batch: &mut [BatchBuff],
         rules: &TunWriteRules,
     ) -> Result<BatchOutcome, ModelError> {
@@ -55,7 +56,7 @@ impl Net {
         out.per_buffer.reserve(batch.len());
         let mut flush = false;
         for b in batch {
-            let o = self.tun_xdp_one(ifindex, b, rules)?;
+            let o = self.tun_xdp_one(ifindex, file, b, rules)?;
             if matches!(o.fate, Fate::XdpRedirected { .. }) {
                 flush = true;
             }
@@ -77,6 +78,7 @@ impl Net {
     fn tun_xdp_one(
         &mut self,
         ifindex: u32,
+        file: WriteOpts,
         b: &mut BatchBuff,
         rules: &TunWriteRules,
     ) -> Result<XdpOneOutcome, ModelError> {
@@ -95,6 +97,8 @@ impl Net {
         let native = dev.xdp.as_ref().is_some_and(|a| a.mode == XdpMode::Native);
         let mut report = None;
         let mut skb_xdp = false;
+        // xdp_init_buff(xdp, buflen, &tfile->xdp_rxq): the program sees the file's queue.
+        b.xdp.rx_queue_index = u32::from(file.rx_queue);
         if native {
             // The program block (xdp/tun_xdp_one.rs).
             match self.tun_xdp_one_prog(ifindex, b, rules)? {
@@ -133,6 +137,8 @@ impl Net {
             skb.pull(ETH_HLEN)
                 .map_err(|e| ModelError(format!("tun_xdp_one: {e}")))?;
         }
+        // skb_record_rx_queue(skb, tfile->queue_index).
+        skb.queue_mapping = file.rx_queue.saturating_add(1);
         let mut fate = Fate::Stack;
         if skb_xdp {
             let (r, f) = self.generic_xdp(ifindex, &mut skb, XdpWhere::TunGeneric)?;
@@ -145,6 +151,19 @@ impl Net {
                     page_held: false,
                 });
             }
+        }
+        // A TUNSETQUEUE-detached IFF_NAPI file: tun_xdp_one's NAPI branch checks
+        // tfile->detached and frees the skb, -EBUSY before any counter (v5.18+, when
+        // tun_xdp_one queues for NAPI at all).
+        let napi = self.dev(ifindex).is_some_and(|d| d.config.napi);
+        if file.detached && napi && rules.xdp_one_napi {
+            self.spare_skbs.give(skb);
+            return Ok(XdpOneOutcome {
+                result: Err(Errno::EBUSY),
+                xdp: report,
+                fate: Fate::Dropped("IFF_NAPI file detached: NAPI disabled"),
+                page_held: false,
+            });
         }
         // Hand off (tun/napi.rs): queued for NAPI (v5.18) or netif_receive_skb.
         let rx = self.tun_rx(ifindex, &mut skb, super::napi::RxFrom::XdpOne, true, rules)?;

@@ -149,7 +149,7 @@ fn tun_xdp_one_takes_the_ip_header_as_ethernet_on_a_tun() {
         gso: VirtioNetHdrRepr::default(),
     }];
     let out = net
-        .tun_sendmsg_batch(A, &mut buffs, &LINUX_6_18.tun_write)
+        .tun_sendmsg_batch(A, WriteOpts::default(), &mut buffs, &LINUX_6_18.tun_write)
         .unwrap();
     assert_eq!(out.per_buffer[0].result, Ok(()));
     assert_eq!(net.stack.len(), 1);

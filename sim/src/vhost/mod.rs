@@ -87,8 +87,12 @@ pub enum Via {
 /// What the worker did, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VhostEvent {
-    /// The guest made descriptors available and kicked.
-    Kick { available: usize },
+    /// The guest made descriptors available and kicked (with `[queues]`: the virtqueue
+    /// whose vhost device has file `queue` of the tap as its backend).
+    Kick {
+        available: usize,
+        queue: Option<usize>,
+    },
     /// One TUN_MSG_PTR sendmsg: its batch number, its packets and why it was sent.
     Batch {
         batch: u32,
@@ -123,6 +127,32 @@ pub struct VhostOps {
     pub page_puts: u64,
 }
 
+impl VhostOps {
+    /// Another worker's counts added to these (a multiqueue device's workers, summed).
+    pub fn add(&mut self, o: &VhostOps) {
+        let VhostOps {
+            sendmsg_batched,
+            sendmsg_single,
+            xdp_flushes,
+            used_updates,
+            signals,
+            requeues,
+            handle_tx_runs,
+            bytes_copied,
+            page_puts,
+        } = *o;
+        self.sendmsg_batched += sendmsg_batched;
+        self.sendmsg_single += sendmsg_single;
+        self.xdp_flushes += xdp_flushes;
+        self.used_updates += used_updates;
+        self.signals += signals;
+        self.requeues += requeues;
+        self.handle_tx_runs += handle_tx_runs;
+        self.bytes_copied += bytes_copied;
+        self.page_puts += page_puts;
+    }
+}
+
 /// The vhost-net TX worker of one virtqueue with a tap backend at `ifindex`.
 #[derive(Debug, Clone)]
 pub struct VhostNetTx {
@@ -130,6 +160,11 @@ pub struct VhostNetTx {
     /// The virtio_net_hdr size the socket receives (sock_hlen = vhost_hlen's complement:
     /// without VHOST_NET_F_VIRTIO_NET_HDR the tap gets the header).
     pub sock_hlen: usize,
+    /// The backend file's side of each sendmsg (tfile->queue_index, detached); vhost's
+    /// sendmsg is always MSG_DONTWAIT.
+    pub file: WriteOpts,
+    /// `[queues]`: which of the tap's files is the backend (for the trace).
+    pub queue: Option<usize>,
     avail: VecDeque<TxDesc>,
     /// The batched descriptors and the XDP buffers built from them, index for index.
     batched: Vec<TxDesc>,
@@ -168,6 +203,12 @@ impl VhostNetTx {
         VhostNetTx {
             ifindex,
             sock_hlen,
+            file: WriteOpts {
+                nonblocking: true,
+                rx_queue: 0,
+                detached: false,
+            },
+            queue: None,
             avail: VecDeque::new(),
             batched: Vec::new(),
             buffs: Vec::new(),
@@ -206,6 +247,7 @@ impl VhostNetTx {
     ) -> Result<(), ModelError> {
         sink(VhostEvent::Kick {
             available: self.avail.len(),
+            queue: self.queue,
         });
         while !self.avail.is_empty() {
             if !self.handle_tx_copy(net, profile, sink)? {
@@ -329,11 +371,7 @@ impl VhostNetTx {
         let out = net.tun_write(
             self.ifindex,
             &desc.bytes,
-            WriteOpts {
-                nonblocking: true,
-                rx_queue: 0,
-                detached: false,
-            },
+            self.file,
             &profile.tun_write,
             &profile.tun_read,
         )?;
@@ -394,7 +432,12 @@ impl VhostNetTx {
             let mut descs = std::mem::take(&mut self.batched);
             let packets: Vec<u64> = descs.iter().map(|d| d.packet).collect();
             self.ops.sendmsg_batched += 1;
-            let out = net.tun_sendmsg_batch(self.ifindex, &mut self.buffs, &profile.tun_write)?;
+            let out = net.tun_sendmsg_batch(
+                self.ifindex,
+                self.file,
+                &mut self.buffs,
+                &profile.tun_write,
+            )?;
             for b in self.buffs.drain(..) {
                 self.spare_xdp.give(b.xdp.buf);
             }

@@ -103,24 +103,7 @@ impl TunHost {
                 xdp: Vec::new(),
                 fate: Fate::Dropped("model error"),
             });
-        for (_, skb) in self.stack.delivered_skbs.drain(..) {
-            self.received.push((name.clone(), skb));
-        }
-        if self.keep_deliveries {
-            self.deliveries.append(&mut self.stack.stack);
-        }
-        for d in self.stack.stack.drain(..) {
-            self.stack.spare_frames.give(d.frame);
-        }
-        self.place_transmitted();
-        // GRO's own record of what it completed (the stack copies are above).
-        if let Some(n) = self.stack.napi_mut(ifindex) {
-            n.after_gro.clear();
-            let done: Vec<_> = n.rx.drain(..).collect();
-            for d in done {
-                n.recycle(d);
-            }
-        }
+        self.after_send(ifindex, &name);
         // "if (rxhash) tun_flow_update(tun, rxhash, tfile)": only a write that reached
         // the hand-off to the stack.
         if hashed && out.result.is_ok() && out.fate == Fate::Stack {
@@ -138,6 +121,54 @@ impl TunHost {
             }
         }
         out
+    }
+
+    /// What a write or sendmsg leaves behind, taken off the shared model: the skbs the
+    /// stack got (`received`, and the packet taps' view with keep_deliveries), GRO's own
+    /// record, and the frames it transmitted placed on their files.
+    fn after_send(&mut self, ifindex: u32, name: &[u8]) {
+        for (_, skb) in self.stack.delivered_skbs.drain(..) {
+            self.received.push((name.to_vec(), skb));
+        }
+        if self.keep_deliveries {
+            self.deliveries.append(&mut self.stack.stack);
+        }
+        for d in self.stack.stack.drain(..) {
+            self.stack.spare_frames.give(d.frame);
+        }
+        self.place_transmitted();
+        // GRO's own record of what it completed (the stack copies are above).
+        if let Some(n) = self.stack.napi_mut(ifindex) {
+            n.after_gro.clear();
+            let done: Vec<_> = n.rx.drain(..).collect();
+            for d in done {
+                n.recycle(d);
+            }
+        }
+    }
+
+    /// vhost_net's side of the file `f`: `send` runs the sendmsg calls of one worker run
+    /// on the shared datapath with the file's [`WriteOpts`] (its queue index, whether
+    /// TUNSETQUEUE detached it; MSG_DONTWAIT), then what they left behind is handled as
+    /// after a write. None: the file has no device (tun_sendmsg: -EBADFD). The automq
+    /// flow table does not learn from these packets (tun_xdp_one's tun_flow_update is not
+    /// modelled; docs/vhost-tx.md#multiqueue).
+    pub fn with_file<R>(
+        &mut self,
+        f: FileId,
+        send: impl FnOnce(&mut crate::net::Net, WriteOpts) -> R,
+    ) -> Option<R> {
+        let tif = self.net.device_of(f)?;
+        let (ifindex, name) = (tif.ifindex, tif.name.clone());
+        self.sync_config(f, ifindex);
+        let opts = WriteOpts {
+            nonblocking: true,
+            rx_queue: self.rx_queue(f),
+            detached: self.net.file(f).detached,
+        };
+        let r = send(&mut self.stack, opts);
+        self.after_send(ifindex, &name);
+        Some(r)
     }
 }
 

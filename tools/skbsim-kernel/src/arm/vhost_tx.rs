@@ -102,25 +102,52 @@ fn replay(
         0
     };
     let num = frames.len().max(1).next_power_of_two().max(256);
-    let mut vhost = VhostNet::open(&side.a, num, data, features)?;
+    // One vhost-net device per queue: with `[queues]`, device K has A's file K as its
+    // backend (VHOST_NET_SET_BACKEND), as a VMM sets up its queue pairs.
+    let queues = scenario.queues.as_ref().map_or(1, |q| q.count);
+    let mut vhosts = Vec::with_capacity(queues);
+    for q in 0..queues {
+        vhosts.push(VhostNet::open(side.file(q), num, data, features)?);
+    }
     let mut events = Vec::new();
-    let mut pending = 0usize;
+    let mut pending = vec![0usize; queues];
     let mut kicks = 0usize;
     let mut last = (0u64, 0u64);
     for (k, ((index, ts, _), bytes)) in frames.iter().zip(&packets).enumerate() {
-        vhost.add(k as u16, bytes)?;
-        pending += 1;
+        if let Some(plan) = &scenario.queues {
+            for e in plan.before(*index) {
+                side.queue_event(ns, e)?;
+            }
+            events.extend(side.events.drain(..).map(VhostTxEvent::Host));
+        }
+        let q = scenario.queues.as_ref().map_or(0, |p| p.write_file(*index));
+        vhosts[q].add(k as u16, bytes)?;
+        pending[q] += 1;
         last = (*index, *ts);
-        if kicks_now(guest, pending) {
-            kick(ns, &mut vhost, &mut side, &mut events, kicks, last)?;
-            kicks += 1;
-            pending = 0;
+        if kicks_now(guest, pending.iter().sum()) {
+            kick_queues(
+                ns,
+                &mut vhosts,
+                &mut pending,
+                &mut side,
+                &mut events,
+                &mut kicks,
+                last,
+            )?;
         }
     }
-    if pending > 0 {
-        kick(ns, &mut vhost, &mut side, &mut events, kicks, last)?;
+    if pending.iter().any(|&p| p > 0) {
+        kick_queues(
+            ns,
+            &mut vhosts,
+            &mut pending,
+            &mut side,
+            &mut events,
+            &mut kicks,
+            last,
+        )?;
     }
-    let left = vhost.outstanding();
+    let left: u16 = vhosts.iter().map(VhostNet::outstanding).sum();
     if left > 0 {
         side.notes.push(format!(
             "{left} descriptor(s) still in the avail ring at the end"
@@ -139,7 +166,7 @@ fn replay(
             None => None,
         },
     );
-    drop(vhost);
+    drop(vhosts);
     Ok(RealVhostTx {
         events,
         maps,
@@ -149,10 +176,34 @@ fn replay(
     })
 }
 
+/// The guest kicks every queue holding descriptors, in order (a single-queue guest its
+/// one queue), as the model's pipeline does.
+fn kick_queues(
+    ns: &mut Netns,
+    vhosts: &mut [VhostNet],
+    pending: &mut [usize],
+    side: &mut TapSide<'_>,
+    events: &mut Vec<VhostTxEvent>,
+    kicks: &mut usize,
+    last: (u64, u64),
+) -> Result<(), ArmError> {
+    let mq = side.scenario.queues.is_some();
+    for (q, vhost) in vhosts.iter_mut().enumerate() {
+        if mq && pending[q] == 0 && vhost.outstanding() == 0 {
+            continue;
+        }
+        pending[q] = 0;
+        kick(ns, vhost, mq.then_some(q), side, events, *kicks, last)?;
+        *kicks += 1;
+    }
+    Ok(())
+}
+
 /// Publish, kick, wait for the used ring, then the host's view.
 fn kick(
     ns: &mut Netns,
     vhost: &mut VhostNet,
+    queue: Option<usize>,
     side: &mut TapSide<'_>,
     events: &mut Vec<VhostTxEvent>,
     k: usize,
@@ -162,6 +213,7 @@ fn kick(
     // returned), so these are this kick's and any stalled earlier descriptors.
     events.push(VhostTxEvent::Worker(VhostEvent::Kick {
         available: usize::from(vhost.outstanding()),
+        queue,
     }));
     vhost.kick()?;
     let used = vhost.wait_used(USED_WAIT);

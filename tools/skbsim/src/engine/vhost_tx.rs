@@ -3,7 +3,6 @@
 
 use indicatif::ProgressBar;
 use sim::pcap::EthernetInput;
-use sim::pipeline::tap_write::{IFINDEX_DUT, IFINDEX_REDIRECT};
 use sim::pipeline::vhost_tx::{VhostTxEvent, VhostTxRun};
 use sim::scenario::Scenario;
 use sim::trace::vhost::{guest_field, ops_fields, worker_record};
@@ -100,11 +99,7 @@ pub fn run_sim(
         progress,
         model_error(scenario),
     )?;
-    let net = &run.host().net;
-    let stats = (
-        net.dev(IFINDEX_DUT).map(|d| d.stats).unwrap_or_default(),
-        net.dev(IFINDEX_REDIRECT).map(|d| d.stats),
-    );
+    let stats = run.host().dut_stats();
     let ops = run.ops();
     let tally = render
         .host
