@@ -6,42 +6,14 @@
 //! kernel by `skbsim conform scenarios/tun-read/mq-learned-*.toml` and
 //! tools/skbsim-kernel/tests/tun_automq.rs.
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use sim::errno::Errno;
-use sim::pcap::EthernetInput;
-use sim::pipeline::drive::{drive, DriveError, Frames};
 use sim::pipeline::tun_read::{Event, TunReadRun};
-use sim::pipeline::{Input, Schedule};
 use sim::scenario::Scenario;
 
-fn scenarios() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
-}
-
 fn events(s: &Scenario) -> Vec<Event> {
-    let mut run = TunReadRun::new(s);
-    let mut input = EthernetInput::open(&s.input, s.link).expect("the pcap opens");
-    let mut frames = Vec::new();
-    while let Some(f) = input.next_frame() {
-        let f = f.expect("a frame");
-        frames.push((f.index, f.ts_ns, f.data.to_vec()));
-    }
-    let inputs = frames.iter().map(|(index, ts_ns, bytes)| Input::Frame {
-        index: *index,
-        ts_ns: *ts_ns,
-        bytes,
-    });
-    let mut out = Vec::new();
-    drive(
-        &mut run,
-        Schedule::for_scenario(s),
-        &mut Frames::new(inputs),
-        &mut out,
-    )
-    .map_err(DriveError::pipeline)
-    .expect("the scenario runs");
-    out
+    common::drive_events(s, &mut TunReadRun::new(s))
 }
 
 /// (frame, file) of every read.
@@ -69,7 +41,7 @@ fn writes(ev: &[Event]) -> Vec<(usize, Result<usize, Errno>)> {
 }
 
 fn load(rel: &str) -> Scenario {
-    Scenario::load(&scenarios().join(rel)).expect("the scenario loads")
+    Scenario::load(&common::path(rel)).expect("the scenario loads")
 }
 
 #[test]
@@ -114,7 +86,7 @@ fn a_detach_keeps_the_entries_and_a_detached_files_write_teaches_nothing() {
 fn load_err(name: &str, events: &str) -> String {
     let dir = std::env::temp_dir().join(format!("skbsim-automq-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let pcap = scenarios().join("pcaps/mq-flows.pcap");
+    let pcap = common::path("pcaps/mq-flows.pcap");
     let text = format!(
         "description = \"t\"\ninput = {:?}\npipeline = \"tun-read\"\n[device]\nno_pi = true\n[queues]\ncount = 2\n{events}",
         pcap.display().to_string()

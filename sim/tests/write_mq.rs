@@ -5,39 +5,18 @@
 
 mod common;
 
-use common::{frames, path};
-use sim::pipeline::drive::{drive, DriveError, Frames};
+use common::{drive_events, path};
 use sim::pipeline::tap_write::{TapWriteRun, WriteEvent};
 use sim::pipeline::vhost_tx::{VhostTxEvent, VhostTxRun};
-use sim::pipeline::{Input, Pipeline, Schedule};
 use sim::scenario::Scenario;
 use sim::tun::write::Fate;
 use sim::vhost::VhostEvent;
-
-fn events<P: Pipeline>(s: &Scenario, run: &mut P) -> Vec<P::Event> {
-    let frames = frames(s);
-    let inputs = frames.iter().map(|(index, ts_ns, bytes)| Input::Frame {
-        index: *index,
-        ts_ns: *ts_ns,
-        bytes,
-    });
-    let mut out = Vec::new();
-    drive(
-        run,
-        Schedule::for_scenario(s),
-        &mut Frames::new(inputs),
-        &mut out,
-    )
-    .map_err(DriveError::pipeline)
-    .expect("the scenario runs");
-    out
-}
 
 /// One short line per write result, queue event and read of a tap-write run.
 fn tap_write_shape(rel: &str) -> Vec<String> {
     let s = Scenario::load(&path(rel)).expect("the scenario loads");
     let mut run = TapWriteRun::new(&s).expect("the run starts");
-    events(&s, &mut run)
+    drive_events(&s, &mut run)
         .iter()
         .filter_map(|e| match e {
             WriteEvent::Write(w) => {
@@ -88,7 +67,7 @@ fn vhost_queues_kick_in_order_and_a_detached_napi_queue_loses_packets() {
     let mut run = VhostTxRun::new(&s).expect("the run starts");
     let mut kicks = Vec::new();
     let mut lost = Vec::new();
-    for e in events(&s, &mut run) {
+    for e in drive_events(&s, &mut run) {
         match e {
             VhostTxEvent::Worker(VhostEvent::Kick { queue, .. }) => kicks.push(queue),
             VhostTxEvent::Worker(VhostEvent::Packet(p)) if p.fate != Fate::Stack => {

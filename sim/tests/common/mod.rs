@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use sim::pcap::EthernetInput;
 use sim::pipeline::drive::{drive, DriveError, Frames};
 use sim::pipeline::tun_read::{Event, TunReadRun};
-use sim::pipeline::{Input, Schedule};
+use sim::pipeline::{Input, Pipeline, Schedule};
 use sim::scenario::Scenario;
 
 /// `rel` under scenarios/.
@@ -29,24 +29,30 @@ pub fn frames(s: &Scenario) -> Vec<(u64, u64, Vec<u8>)> {
     out
 }
 
-/// The scenario at `rel` and every event of its tun-read run.
-pub fn run(rel: &str) -> (Scenario, Vec<Event>) {
-    let s = Scenario::load(&path(rel)).expect("the scenario loads");
-    let frames = frames(&s);
-    let mut run = TunReadRun::new(&s);
-    let mut events = Vec::new();
+/// Every event of `run` over the scenario's input, with the scenario's schedule.
+pub fn drive_events<P: Pipeline>(s: &Scenario, run: &mut P) -> Vec<P::Event> {
+    let frames = frames(s);
     let inputs = frames.iter().map(|(index, ts_ns, bytes)| Input::Frame {
         index: *index,
         ts_ns: *ts_ns,
         bytes,
     });
+    let mut out = Vec::new();
     drive(
-        &mut run,
-        Schedule::for_scenario(&s),
+        run,
+        Schedule::for_scenario(s),
         &mut Frames::new(inputs),
-        &mut events,
+        &mut out,
     )
     .map_err(DriveError::pipeline)
     .expect("the scenario runs");
+    out
+}
+
+/// The scenario at `rel` and every event of its tun-read run.
+pub fn run(rel: &str) -> (Scenario, Vec<Event>) {
+    let s = Scenario::load(&path(rel)).expect("the scenario loads");
+    let mut run = TunReadRun::new(&s);
+    let events = drive_events(&s, &mut run);
     (s, events)
 }

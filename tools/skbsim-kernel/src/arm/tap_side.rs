@@ -122,6 +122,45 @@ pub fn open_device_mq(
 #[path = "tap_write_mq.rs"]
 mod mq;
 
+/// An IFF_MULTI_QUEUE device from `dev`, left down: file 0 (`nonblocking` as asked) and
+/// `plan.count - 1` more non-blocking files (TUNSETIFF on each attaches it as the next
+/// queue: tun_set_iff -> tun_attach), then `[queues]`' steering and filter programs. The
+/// caller brings it up.
+pub(crate) fn open_queues_down(
+    ns: &mut Netns,
+    name: &str,
+    dev: &TunConfig,
+    plan: &sim::scenario::QueuePlan,
+    nonblocking: bool,
+) -> Result<(Tap, Vec<Tap>), KernelError> {
+    use std::os::fd::AsRawFd;
+    let down = TunConfig {
+        up: false,
+        ..dev.clone()
+    };
+    let dut = open_device_mq(ns, name, &down, nonblocking, true)?;
+    let mut queues = Vec::new();
+    for _ in 1..plan.count {
+        queues.push(dut.open_queue(true)?);
+    }
+    // The same instructions the model's VM runs, as BPF_PROG_TYPE_SOCKET_FILTER; the
+    // device keeps its reference after the fd closes.
+    for (path, steering) in [(&plan.steering, true), (&plan.filter, false)] {
+        let Some(path) = path else { continue };
+        let prog = sim::bpf::load_socket_filter(path, sim::scenario::SOCKET_FILTER_SECTION)
+            .map_err(|e| {
+                KernelError::new(format!("load {}", path.display()), Cause::Protocol(e))
+            })?;
+        let fd = crate::bpf::load_socket_filter(&prog)?;
+        if steering {
+            dut.set_steering_ebpf(fd.as_raw_fd())?;
+        } else {
+            dut.set_filter_ebpf(fd.as_raw_fd())?;
+        }
+    }
+    Ok((dut, queues))
+}
+
 /// One frame from the AF_PACKET socket, if one is queued within `timeout`. A socket
 /// bound to a device that is down reports `ENETDOWN` once (`packet_do_bind` sets
 /// `sk_err`); that is not a frame and not a failure.

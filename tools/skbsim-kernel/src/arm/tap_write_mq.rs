@@ -8,15 +8,12 @@
 //! comes back on `tfiles[smp_processor_id() % numqueues]` (tun_xdp_xmit), the same file
 //! the model puts it on.
 
-use std::os::fd::AsRawFd;
-
-use sim::scenario::{QueueEvent, QueueOp, QueuePlan, Scenario, SOCKET_FILTER_SECTION};
+use sim::scenario::{QueueEvent, QueueOp, QueuePlan, Scenario};
 use sim::tun::device::XDP_XMIT_CPU;
-use sim::tun::TunConfig;
 
-use super::{open_device_mq, TapSide, WRITE_NAME};
+use super::{TapSide, WRITE_NAME};
 use crate::arm::{tun_stats, ArmError};
-use crate::error::{Cause, KernelError};
+use crate::error::KernelError;
 use crate::netns::Netns;
 use crate::tap::Tap;
 use sim::pipeline::tap_write::WriteEvent;
@@ -29,29 +26,7 @@ pub(super) fn open_queues(
     plan: &QueuePlan,
     nonblocking: bool,
 ) -> Result<(Tap, Vec<Tap>), KernelError> {
-    let down = TunConfig {
-        up: false,
-        ..scenario.device.clone()
-    };
-    let a = open_device_mq(ns, WRITE_NAME, &down, nonblocking, true)?;
-    let mut queues = Vec::new();
-    for _ in 1..plan.count {
-        queues.push(a.open_queue(true)?);
-    }
-    // The same instructions the model's VM runs, as BPF_PROG_TYPE_SOCKET_FILTER; the
-    // device keeps its reference after the fd closes.
-    for (path, steering) in [(&plan.steering, true), (&plan.filter, false)] {
-        let Some(path) = path else { continue };
-        let prog = sim::bpf::load_socket_filter(path, SOCKET_FILTER_SECTION).map_err(|e| {
-            KernelError::new(format!("load {}", path.display()), Cause::Protocol(e))
-        })?;
-        let fd = crate::bpf::load_socket_filter(&prog)?;
-        if steering {
-            a.set_steering_ebpf(fd.as_raw_fd())?;
-        } else {
-            a.set_filter_ebpf(fd.as_raw_fd())?;
-        }
-    }
+    let (a, queues) = super::open_queues_down(ns, WRITE_NAME, &scenario.device, plan, nonblocking)?;
     if scenario.device.up {
         ns.rtnl().set_up(a.ifindex(), true)?;
     }

@@ -18,11 +18,10 @@
 //! each ring holds (a ring's frames are the ones seen landing on it and not read). From
 //! those, [`seen_drop_reason`] names the one reason tun_net_xmit can have had, or none.
 
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use sim::errno::Errno as SimErrno;
-use sim::scenario::{QueueOp, Scenario, SOCKET_FILTER_SECTION};
+use sim::scenario::{QueueOp, Scenario};
 use sim::tun::XmitDrop;
 
 use super::{open_dut, Event, Replay, DUT_NAME};
@@ -42,30 +41,7 @@ pub(super) fn open_dut_queues(
     let Some(plan) = &scenario.queues else {
         return Ok((open_dut(ns, &scenario.device)?, Vec::new()));
     };
-    let down = sim::tun::TunConfig {
-        up: false,
-        ..scenario.device.clone()
-    };
-    let dut = tap_side::open_device_mq(ns, DUT_NAME, &down, true, true)?;
-    let mut queues = Vec::new();
-    for _ in 1..plan.count {
-        queues.push(dut.open_queue(true)?);
-    }
-    // The same instructions the model's VM runs, as BPF_PROG_TYPE_SOCKET_FILTER; the
-    // device keeps its reference after the fd closes.
-    for (path, steering) in [(&plan.steering, true), (&plan.filter, false)] {
-        let Some(path) = path else { continue };
-        let prog = sim::bpf::load_socket_filter(path, SOCKET_FILTER_SECTION).map_err(|e| {
-            KernelError::new(format!("load {}", path.display()), Cause::Protocol(e))
-        })?;
-        let fd = crate::bpf::load_socket_filter(&prog)?;
-        if steering {
-            dut.set_steering_ebpf(fd.as_raw_fd())?;
-        } else {
-            dut.set_filter_ebpf(fd.as_raw_fd())?;
-        }
-    }
-    Ok((dut, queues))
+    tap_side::open_queues_down(ns, DUT_NAME, &scenario.device, plan, true)
 }
 
 /// Which SKB_DROP_REASON drivers/net/tun.c: tun_net_xmit had for a drop whose

@@ -105,14 +105,18 @@ fn replay(
     // One vhost-net device per queue: with `[queues]`, device K has A's file K as its
     // backend (VHOST_NET_SET_BACKEND), as a VMM sets up its queue pairs.
     let queues = scenario.queues.as_ref().map_or(1, |q| q.count);
-    let mut vhosts = Vec::with_capacity(queues);
+    let mut guest_side = Guest {
+        vhosts: Vec::with_capacity(queues),
+        pending: vec![0; queues],
+        kicks: 0,
+        last: (0, 0),
+    };
     for q in 0..queues {
-        vhosts.push(VhostNet::open(side.file(q), num, data, features)?);
+        guest_side
+            .vhosts
+            .push(VhostNet::open(side.file(q), num, data, features)?);
     }
     let mut events = Vec::new();
-    let mut pending = vec![0usize; queues];
-    let mut kicks = 0usize;
-    let mut last = (0u64, 0u64);
     for (k, ((index, ts, _), bytes)) in frames.iter().zip(&packets).enumerate() {
         if let Some(plan) = &scenario.queues {
             for e in plan.before(*index) {
@@ -121,32 +125,17 @@ fn replay(
             events.extend(side.events.drain(..).map(VhostTxEvent::Host));
         }
         let q = scenario.queues.as_ref().map_or(0, |p| p.write_file(*index));
-        vhosts[q].add(k as u16, bytes)?;
-        pending[q] += 1;
-        last = (*index, *ts);
-        if kicks_now(guest, pending.iter().sum()) {
-            kick_queues(
-                ns,
-                &mut vhosts,
-                &mut pending,
-                &mut side,
-                &mut events,
-                &mut kicks,
-                last,
-            )?;
+        guest_side.vhosts[q].add(k as u16, bytes)?;
+        guest_side.pending[q] += 1;
+        guest_side.last = (*index, *ts);
+        if kicks_now(guest, guest_side.pending.iter().sum()) {
+            guest_side.kick_queues(ns, &mut side, &mut events)?;
         }
     }
-    if pending.iter().any(|&p| p > 0) {
-        kick_queues(
-            ns,
-            &mut vhosts,
-            &mut pending,
-            &mut side,
-            &mut events,
-            &mut kicks,
-            last,
-        )?;
+    if guest_side.pending.iter().any(|&p| p > 0) {
+        guest_side.kick_queues(ns, &mut side, &mut events)?;
     }
+    let vhosts = guest_side.vhosts;
     let left: u16 = vhosts.iter().map(VhostNet::outstanding).sum();
     if left > 0 {
         side.notes.push(format!(
@@ -176,27 +165,43 @@ fn replay(
     })
 }
 
-/// The guest kicks every queue holding descriptors, in order (a single-queue guest its
-/// one queue), as the model's pipeline does.
-fn kick_queues(
-    ns: &mut Netns,
-    vhosts: &mut [VhostNet],
-    pending: &mut [usize],
-    side: &mut TapSide<'_>,
-    events: &mut Vec<VhostTxEvent>,
-    kicks: &mut usize,
+/// The guest's side: one vhost-net device per queue, the descriptors each holds not yet
+/// kicked, the kicks so far and the last packet queued.
+struct Guest {
+    vhosts: Vec<VhostNet>,
+    pending: Vec<usize>,
+    kicks: usize,
     last: (u64, u64),
-) -> Result<(), ArmError> {
-    let mq = side.scenario.queues.is_some();
-    for (q, vhost) in vhosts.iter_mut().enumerate() {
-        if mq && pending[q] == 0 && vhost.outstanding() == 0 {
-            continue;
+}
+
+impl Guest {
+    /// Kick every queue holding descriptors, in order (a single-queue guest its one
+    /// queue), as the model's pipeline does.
+    fn kick_queues(
+        &mut self,
+        ns: &mut Netns,
+        side: &mut TapSide<'_>,
+        events: &mut Vec<VhostTxEvent>,
+    ) -> Result<(), ArmError> {
+        let mq = side.scenario.queues.is_some();
+        for (q, vhost) in self.vhosts.iter_mut().enumerate() {
+            if mq && self.pending[q] == 0 && vhost.outstanding() == 0 {
+                continue;
+            }
+            self.pending[q] = 0;
+            kick(
+                ns,
+                vhost,
+                mq.then_some(q),
+                side,
+                events,
+                self.kicks,
+                self.last,
+            )?;
+            self.kicks += 1;
         }
-        pending[q] = 0;
-        kick(ns, vhost, mq.then_some(q), side, events, *kicks, last)?;
-        *kicks += 1;
+        Ok(())
     }
-    Ok(())
 }
 
 /// Publish, kick, wait for the used ring, then the host's view.
