@@ -8,11 +8,14 @@ use crate::consts::ETH_HLEN;
 use crate::errno::Errno;
 use crate::net::Net;
 use crate::profile::TunWriteRules;
+use crate::skb::SkBuff;
 use crate::wire::virtio_net_hdr::VirtioNetHdrRepr;
 use crate::xdp::tun_xdp_one::XdpOneProg;
 use crate::xdp::XdpMode;
 
-use super::write::{eth_type_trans, Fate, ModelError, WriteOpts, XdpReport, XdpWhere};
+use super::write::{
+    eth_type_trans, napi_detached, Fate, ModelError, WriteOpts, XdpReport, XdpWhere, NAPI_DETACHED,
+};
 use super::DeviceKind;
 
 /// One buffer of a TUN_MSG_PTR batch: the xdp_buff vhost built and the vnet header it
@@ -32,6 +35,18 @@ pub struct XdpOneOutcome {
     pub fate: Fate,
     /// The page reference is kept for the bulk release at the end of the batch.
     pub page_held: bool,
+}
+
+impl XdpOneOutcome {
+    /// tun_xdp_one refused the buffer with `e` after the program (`xdp`), for `why`.
+    fn dropped(e: Errno, xdp: Option<XdpReport>, why: &'static str) -> XdpOneOutcome {
+        XdpOneOutcome {
+            result: Err(e),
+            xdp,
+            fate: Fate::Dropped(why),
+            page_held: false,
+        }
+    }
 }
 
 /// What one batched sendmsg did.
@@ -115,28 +130,9 @@ impl Net {
             .is_some_and(|d| d.config.kind == DeviceKind::Tap);
         if let Err(why) = super::write::vnet_hdr_to_skb(&mut skb, &b.gso, rules, is_tap) {
             self.stats_mut(ifindex).rx_frame_errors += 1;
-            return Ok(XdpOneOutcome {
-                result: Err(Errno::EINVAL),
-                xdp: report,
-                fate: Fate::Dropped(why),
-                page_held: false,
-            });
+            return Ok(XdpOneOutcome::dropped(Errno::EINVAL, report, why));
         }
-        // eth_type_trans whatever the device: tun_xdp_one has no IFF_TUN branch, so on a
-        // tun device the first 14 bytes of the IP packet are taken as an Ethernet header,
-        // skb->protocol comes from its bytes 12-13 and the stack gets the packet from
-        // byte 14 on (drivers/net/tun.c: tun_xdp_one, 6.1 and 6.12;
-        // docs/vhost-tx.md#tun-device).
-        eth_type_trans(&mut skb);
-        if self
-            .dev(ifindex)
-            .is_some_and(|d| d.config.kind == DeviceKind::Tun)
-        {
-            // The model's eth_type_trans leaves data at the MAC header; the kernel's
-            // pulls it (datasize >= ETH_HLEN was checked above).
-            skb.pull(ETH_HLEN)
-                .map_err(|e| ModelError(format!("tun_xdp_one: {e}")))?;
-        }
+        self.xdp_one_eth_type_trans(ifindex, &mut skb)?;
         // skb_record_rx_queue(skb, tfile->queue_index).
         skb.queue_mapping = file.rx_queue.saturating_add(1);
         let mut fate = Fate::Stack;
@@ -152,18 +148,10 @@ impl Net {
                 });
             }
         }
-        // A TUNSETQUEUE-detached IFF_NAPI file: tun_xdp_one's NAPI branch checks
-        // tfile->detached and frees the skb, -EBUSY before any counter (v5.18+, when
-        // tun_xdp_one queues for NAPI at all).
-        let napi = self.dev(ifindex).is_some_and(|d| d.config.napi);
-        if file.detached && napi && rules.xdp_one_napi {
+        let napi = self.dev(ifindex).is_some_and(|d| d.config.napi) && rules.xdp_one_napi;
+        if napi_detached(file, napi) {
             self.spare_skbs.give(skb);
-            return Ok(XdpOneOutcome {
-                result: Err(Errno::EBUSY),
-                xdp: report,
-                fate: Fate::Dropped("IFF_NAPI file detached: NAPI disabled"),
-                page_held: false,
-            });
+            return Ok(XdpOneOutcome::dropped(Errno::EBUSY, report, NAPI_DETACHED));
         }
         // Hand off (tun/napi.rs): queued for NAPI (v5.18) or netif_receive_skb.
         let rx = self.tun_rx(ifindex, &mut skb, super::napi::RxFrom::XdpOne, true, rules)?;
@@ -184,5 +172,23 @@ impl Net {
             fate,
             page_held: false,
         })
+    }
+
+    /// tun_xdp_one's eth_type_trans, whatever the device: it has no IFF_TUN branch, so on a
+    /// tun device the first 14 bytes of the IP packet are taken as an Ethernet header,
+    /// skb->protocol comes from its bytes 12-13 and the stack gets the packet from byte 14
+    /// on (drivers/net/tun.c: tun_xdp_one, 6.1 and 6.12; docs/vhost-tx.md#tun-device).
+    fn xdp_one_eth_type_trans(&mut self, ifindex: u32, skb: &mut SkBuff) -> Result<(), ModelError> {
+        eth_type_trans(skb);
+        if self
+            .dev(ifindex)
+            .is_some_and(|d| d.config.kind == DeviceKind::Tun)
+        {
+            // The model's eth_type_trans leaves data at the MAC header; the kernel's
+            // pulls it (datasize >= ETH_HLEN was checked before).
+            skb.pull(ETH_HLEN)
+                .map_err(|e| ModelError(format!("tun_xdp_one: {e}")))?;
+        }
+        Ok(())
     }
 }

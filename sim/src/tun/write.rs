@@ -141,6 +141,36 @@ impl WriteOutcome {
     }
 }
 
+/// virtio_net_hdr_to_skb (docs/tap-write.md#delivery), through
+/// virtio_net_hdr_tnl_to_skb from 6.17 (docs/tap-write.md#vnet-tunnel) when the profile
+/// has it; `tnl`: the 24-byte header was negotiated.
+fn vnet_to_skb(
+    skb: &mut SkBuff,
+    gso: &VirtioNetHdrRepr,
+    kind: DeviceKind,
+    rules: &TunWriteRules,
+    tnl: bool,
+) -> Result<(), &'static str> {
+    let is_tap = kind == DeviceKind::Tap;
+    if rules.vnet_udp_tunnel {
+        vnet_hdr_tnl_to_skb(skb, gso, rules, is_tap, tnl)
+    } else {
+        vnet_hdr_to_skb(skb, gso, rules, is_tap)
+    }
+}
+
+/// What a write's fate says when [`napi_detached`] refused it.
+pub(crate) const NAPI_DETACHED: &str = "IFF_NAPI file detached: NAPI disabled";
+
+/// A TUNSETQUEUE-detached file whose NAPI hand-off would take the skb (`napi`): __tun_detach
+/// disabled the file's NAPI (tun_napi_disable), and tun's hand-offs answer -EBUSY before
+/// any counter: tun_get_user's NAPI branch checks tfile->detached, its IFF_NAPI_FRAGS
+/// branch finds napi_schedule_prep false, tun_xdp_one's NAPI branch (v5.18+) checks
+/// tfile->detached (docs/tap-write.md#multiqueue, docs/vhost-tx.md#multiqueue).
+pub(crate) fn napi_detached(file: WriteOpts, napi: bool) -> bool {
+    file.detached && napi
+}
+
 /// An error of the scenario, not of the kernel: a program the VM could not run (the
 /// verifier would have refused it), or a device that does not exist.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -315,13 +345,7 @@ impl Net {
         // virtio_net_hdr_to_skb (docs/tap-write.md#delivery), through
         // virtio_net_hdr_tnl_to_skb from 6.17 (docs/tap-write.md#vnet-tunnel): failure is
         // rx_frame_errors.
-        let is_tap = cfg.kind == DeviceKind::Tap;
-        let to_skb = if rules.vnet_udp_tunnel {
-            vnet_hdr_tnl_to_skb(skb, &parsed.gso, rules, is_tap, tnl)
-        } else {
-            vnet_hdr_to_skb(skb, &parsed.gso, rules, is_tap)
-        };
-        if let Err(why) = to_skb {
+        if let Err(why) = vnet_to_skb(skb, &parsed.gso, cfg.kind, rules, tnl) {
             self.stats_mut(ifindex).rx_frame_errors += 1;
             return Ok(out.dropped(Errno::EINVAL, why));
         }
@@ -347,12 +371,8 @@ impl Net {
             return Ok(out.dropped(Errno::EIO, "device down"));
         }
 
-        // tun_get_user on a TUNSETQUEUE-detached IFF_NAPI file (__tun_detach ->
-        // tun_napi_disable): the frags branch finds napi_schedule_prep false, the NAPI
-        // branch checks tfile->detached; both answer -EBUSY, counting nothing
-        // (docs/tap-write.md#multiqueue).
-        if opts.detached && (cfg.napi || cfg.napi_frags) {
-            return Ok(out.dropped(Errno::EBUSY, "IFF_NAPI file detached: NAPI disabled"));
+        if napi_detached(opts, cfg.napi || cfg.napi_frags) {
+            return Ok(out.dropped(Errno::EBUSY, NAPI_DETACHED));
         }
 
         // Hand off (tun/napi.rs): IFF_NAPI queues for GRO; otherwise netif_receive_skb,
