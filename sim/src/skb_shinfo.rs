@@ -206,16 +206,16 @@ impl SkBuff {
 
     /// Give every buffer this skb owns (head, frag pages, frag_list skbs') to `pool`:
     /// a replay loop recycles them instead of allocating per frame.
-    pub fn release_buffers(self, pool: &mut Vec<Vec<u8>>) {
-        let SkBuff {
-            buf,
-            frags,
-            frag_list,
-            ..
-        } = self;
-        pool.push(buf);
-        pool.extend(frags.into_iter().map(SkbFrag::into_page));
-        for skb in frag_list {
+    pub fn release_buffers(mut self, pool: &mut Vec<Vec<u8>>) {
+        self.take_buffers(pool);
+    }
+
+    /// [`SkBuff::release_buffers`] keeping the skb itself (its head, frags and frag_list
+    /// taken, the rest left as it was) for a caller that reuses its allocation.
+    pub fn take_buffers(&mut self, pool: &mut Vec<Vec<u8>>) {
+        pool.push(std::mem::take(&mut self.buf));
+        pool.extend(self.frags.drain(..).map(SkbFrag::into_page));
+        for skb in self.frag_list.drain(..) {
             skb.release_buffers(pool);
         }
     }

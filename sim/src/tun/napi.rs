@@ -89,6 +89,11 @@ pub struct TunNapi {
     pub stack_copies: bool,
     /// Buffers of finished skbs ([`TunNapi::recycle`]) for the next [`gro_skb`].
     spare: Vec<Vec<u8>>,
+    /// The finished skbs' own allocations, for the next [`gro_skb_in`]: a Box made and
+    /// freed per frame was a malloc and a free a frame of tap-gro. Boxed: GRO's skbs are
+    /// `Box<SkBuff>`, and the box is the allocation kept.
+    #[allow(clippy::vec_box)]
+    spare_skbs: Vec<Box<SkBuff>>,
 }
 
 /// Finished skbs' buffers kept for reuse: a NAPI poll's worth.
@@ -107,6 +112,7 @@ impl TunNapi {
             after_gro: Vec::new(),
             stack_copies: true,
             spare: Vec::new(),
+            spare_skbs: Vec::new(),
         }
     }
 
@@ -115,15 +121,33 @@ impl TunNapi {
     /// dropped (the same ones as pushing each while there is room): a vector of them
     /// made and freed per delivery was a malloc and a free a frame of tap-gro.
     pub fn recycle(&mut self, d: Delivered) {
-        d.skb.release_buffers(&mut self.spare);
+        let mut skb = d.skb;
+        skb.take_buffers(&mut self.spare);
         self.spare.truncate(SPARE_BUFFERS);
+        if self.spare_skbs.len() < SPARE_BUFFERS {
+            self.spare_skbs.push(skb);
+        }
+    }
+
+    /// A spare buffer and a spare skb for the next [`gro_skb_in`].
+    fn spares(&mut self) -> (Vec<u8>, Box<SkBuff>) {
+        (
+            self.spare.pop().unwrap_or_default(),
+            self.spare_skbs.pop().unwrap_or_default(),
+        )
     }
 }
 
 /// The skb tun built, as GRO's skb: the whole frame from the MAC header, protocol,
 /// checksum state, GSO fields, and a page-frag head when tun_build_skb built it
 /// (`head_frag`). `buf` is a spare buffer to fill (its contents are replaced).
-pub fn gro_skb(
+pub fn gro_skb(skb: &SkBuff, frame: u64, ts_ns: u64, head_frag: bool, buf: Vec<u8>) -> Box<SkBuff> {
+    gro_skb_in(Box::default(), skb, frame, ts_ns, head_frag, buf)
+}
+
+/// [`gro_skb`] in the allocation `g` (a finished skb's, whatever it held is replaced).
+pub fn gro_skb_in(
+    mut g: Box<SkBuff>,
     skb: &SkBuff,
     frame: u64,
     ts_ns: u64,
@@ -132,7 +156,7 @@ pub fn gro_skb(
 ) -> Box<SkBuff> {
     buf.clear();
     skb.append_to(&mut buf);
-    let mut g = Box::new(SkBuff::for_gro(frame, ts_ns, buf));
+    *g = SkBuff::for_gro(frame, ts_ns, buf);
     g.protocol = skb.protocol;
     if skb.ip_summed == IpSummed::Partial {
         // for_gro's data is its head: an offset from data is one from head.
@@ -202,10 +226,10 @@ impl Net {
             if let Some(n) = self.napi.get(&ifindex) {
                 let cfg = self.gro_config(ifindex, n.cfg.clone(), rules);
                 if let Some(n) = self.napi.get_mut(&ifindex) {
-                    let buf = n.spare.pop().unwrap_or_default();
+                    let (buf, into) = n.spares();
                     // tun_napi_alloc_frags grows napi_get_frags' GRO_MAX_HEAD skb to the
                     // write: a kmalloc'ed head, not a page frag.
-                    let g = gro_skb(skb, n.frame, n.now_ns, false, buf);
+                    let g = gro_skb_in(into, skb, n.frame, n.now_ns, false, buf);
                     let now = n.now_ns;
                     n.pending = 0;
                     n.napi.gro_frags(&cfg, g, now);
@@ -215,8 +239,8 @@ impl Net {
             }
         }
         if let (true, Some(n)) = (napi_enabled, self.napi.get_mut(&ifindex)) {
-            let buf = n.spare.pop().unwrap_or_default();
-            let g = gro_skb(skb, n.frame, n.now_ns, head_frag, buf);
+            let (buf, into) = n.spares();
+            let g = gro_skb_in(into, skb, n.frame, n.now_ns, head_frag, buf);
             n.napi.queue.push_back(g);
             if from == RxFrom::GetUser {
                 n.pending += 1;
@@ -341,10 +365,19 @@ impl Net {
         let Some(n) = self.napi.get_mut(&ifindex) else {
             return Ok(());
         };
-        let done: Vec<Delivered> = n.napi.rx.drain(..).collect();
         let stack_copies = n.stack_copies;
         let core_generic = self.core_generic_xdp(ifindex, rules);
-        for mut d in done {
+        let Some(n) = self.napi.get_mut(&ifindex) else {
+            return Ok(());
+        };
+        if !core_generic && !stack_copies {
+            // Nothing to run or copy: GRO's list is the delivered one.
+            n.rx.append(&mut n.napi.rx);
+            return Ok(());
+        }
+        // Taken and given back empty, so its allocation serves the next poll.
+        let mut done = std::mem::take(&mut n.napi.rx);
+        for mut d in done.drain(..) {
             if !core_generic && !stack_copies {
                 if let Some(n) = self.napi.get_mut(&ifindex) {
                     n.rx.push(d);
@@ -387,6 +420,11 @@ impl Net {
             }
             if let Some(n) = self.napi.get_mut(&ifindex) {
                 n.rx.push(d);
+            }
+        }
+        if let Some(n) = self.napi.get_mut(&ifindex) {
+            if n.napi.rx.is_empty() {
+                n.napi.rx = done;
             }
         }
         Ok(())
