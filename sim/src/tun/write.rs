@@ -439,8 +439,7 @@ impl Net {
             self.delivered_skbs.push((ifindex, skb.clone()));
         }
         // A recycled buffer: a long replay allocates none per frame.
-        let mut frame = self.spare_frames.take();
-        frame.clear();
+        let mut frame = self.spare_frames.take_buf(skb.len());
         skb.append_to(&mut frame);
         self.stack.push(Delivery {
             ifindex,

@@ -234,7 +234,7 @@ impl VhostNetTx {
     /// A buffer for the guest to write its next descriptor's bytes into: one of a sent
     /// descriptor's, or a new one (any contents).
     pub fn spare_chain(&mut self) -> Vec<u8> {
-        self.spare_chains.take()
+        self.spare_chains.take_buf(0)
     }
 
     /// The guest kicks: the worker runs handle_tx until the ring is empty, requeueing
