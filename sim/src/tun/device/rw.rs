@@ -9,7 +9,7 @@ use crate::skb::ETH_HLEN;
 use crate::tun::ioctl::iff_flags::{IFF_NO_PI, IFF_VNET_HDR};
 use crate::tun::ioctl::FileId;
 use crate::tun::read::ReadOutcome;
-use crate::tun::write::{Fate, WriteOpts, WriteOutcome};
+use crate::tun::write::{Fate, WriteOpts, WriteOutcome, XdpWhere};
 use crate::tun::{DeviceKind, TUN_PI_LEN};
 
 impl TunHost {
@@ -104,9 +104,16 @@ impl TunHost {
                 fate: Fate::Dropped("model error"),
             });
         self.after_send(ifindex, &name);
-        // "if (rxhash) tun_flow_update(tun, rxhash, tfile)": only a write that reached
-        // the hand-off to the stack.
-        if hashed && out.result.is_ok() && out.fate == Fate::Stack {
+        // "if (rxhash) tun_flow_update(tun, rxhash, tfile)": every write that reached the
+        // hand-off to the stack, whatever the core's xdpgeneric program then did with it
+        // (tun_get_user learns after netif_receive_skb returns); a verdict of tun's own
+        // (native, or its generic run) ends the write before.
+        let handed_off = out.fate == Fate::Stack
+            || out
+                .xdp
+                .last()
+                .is_some_and(|x| x.place == XdpWhere::CoreGeneric);
+        if hashed && out.result.is_ok() && handed_off {
             let mut start = 0;
             if features & IFF_NO_PI == 0 {
                 start += TUN_PI_LEN;

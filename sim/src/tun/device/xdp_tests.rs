@@ -121,3 +121,41 @@ fn native_xdp_tx_with_no_queue_attached_is_enxio_and_rx_dropped() {
     assert_eq!(after.rx_dropped, before.rx_dropped + 1);
     assert_eq!(after.rx_packets, before.rx_packets);
 }
+
+#[test]
+fn a_write_the_core_xdpgeneric_program_sends_back_still_teaches_automq_its_flow() {
+    // tun_get_user: rxhash = __skb_get_hash_symmetric(skb) (more than one queue, no
+    // steering program, the file attached), the skb goes to netif_receive_skb, whose
+    // do_xdp_generic sends it back (generic_xdp_tx -> tun_select_queue), and only then
+    // "if (rxhash) tun_flow_update(tun, rxhash, tfile)": the flow is learned for the
+    // writer's queue all the same. So the next XDP_TX of that flow, written on the other
+    // file, goes to the first writer's queue: tun_automq_select_queue finds the entry.
+    const TX_ALL: &str = "r0 = 3\nexit\n";
+    let mut h = TunHost::new(&LINUX_6_18, Caller::root());
+    let mut name = [0u8; 16];
+    name[..DEV.len()].copy_from_slice(DEV);
+    let arg = IoctlArg::Ifreq {
+        name,
+        flags: IFF_TAP | IFF_NO_PI | IFF_MULTI_QUEUE,
+    };
+    let f0 = h.open(true);
+    h.ioctl(f0, cmd::TUNSETIFF, &arg).unwrap();
+    let f1 = h.open(true);
+    h.ioctl(f1, cmd::TUNSETIFF, &arg).unwrap();
+    h.set_link(DEV, Some(true), None).unwrap();
+    let mut prog = assemble("tx_all", TX_ALL).unwrap();
+    let mut maps = Maps::new();
+    prog.bind_maps(&mut maps).unwrap();
+    let att = XdpAttachment::new(prog, XdpMode::Generic, BasicEnv::new(maps));
+    h.attach_xdp(DEV, att).unwrap();
+    let ifindex = h.device(DEV).unwrap().ifindex;
+    assert_eq!(h.write_outcome(f1, &frame()).fate, Fate::XdpTx);
+    assert_eq!(
+        h.devs[&ifindex].flows.values().copied().collect::<Vec<_>>(),
+        [1],
+        "the flow is learned for file 1's queue"
+    );
+    let before = (h.queued(f0), h.queued(f1));
+    assert_eq!(h.write_outcome(f0, &frame()).fate, Fate::XdpTx);
+    assert_eq!((h.queued(f0), h.queued(f1)), (before.0, before.1 + 1));
+}
