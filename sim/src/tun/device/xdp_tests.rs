@@ -23,8 +23,13 @@ r0 = 3
 exit
 ";
 
-/// A multiqueue tap with two files (queues 0 and 1), up, the program attached.
+/// A multiqueue tap with two files (queues 0 and 1), up, [`TX_ON_QUEUE_1`] attached.
 fn mq_tap(mode: XdpMode) -> (TunHost, FileId, FileId) {
+    mq_tap_with(mode, TX_ON_QUEUE_1)
+}
+
+/// A multiqueue tap with two files (queues 0 and 1), up, the program `asm` attached.
+fn mq_tap_with(mode: XdpMode, asm: &str) -> (TunHost, FileId, FileId) {
     let mut h = TunHost::new(&LINUX_6_18, Caller::root());
     let mut name = [0u8; 16];
     name[..DEV.len()].copy_from_slice(DEV);
@@ -37,7 +42,7 @@ fn mq_tap(mode: XdpMode) -> (TunHost, FileId, FileId) {
     let f1 = h.open(true);
     h.ioctl(f1, cmd::TUNSETIFF, &arg).unwrap();
     h.set_link(DEV, Some(true), None).unwrap();
-    let mut prog = assemble("tx_on_queue_1", TX_ON_QUEUE_1).unwrap();
+    let mut prog = assemble("prog", asm).unwrap();
     let mut maps = Maps::new();
     prog.bind_maps(&mut maps).unwrap();
     h.attach_xdp(DEV, XdpAttachment::new(prog, mode, BasicEnv::new(maps)))
@@ -130,24 +135,7 @@ fn a_write_the_core_xdpgeneric_program_sends_back_still_teaches_automq_its_flow(
     // "if (rxhash) tun_flow_update(tun, rxhash, tfile)": the flow is learned for the
     // writer's queue all the same. So the next XDP_TX of that flow, written on the other
     // file, goes to the first writer's queue: tun_automq_select_queue finds the entry.
-    const TX_ALL: &str = "r0 = 3\nexit\n";
-    let mut h = TunHost::new(&LINUX_6_18, Caller::root());
-    let mut name = [0u8; 16];
-    name[..DEV.len()].copy_from_slice(DEV);
-    let arg = IoctlArg::Ifreq {
-        name,
-        flags: IFF_TAP | IFF_NO_PI | IFF_MULTI_QUEUE,
-    };
-    let f0 = h.open(true);
-    h.ioctl(f0, cmd::TUNSETIFF, &arg).unwrap();
-    let f1 = h.open(true);
-    h.ioctl(f1, cmd::TUNSETIFF, &arg).unwrap();
-    h.set_link(DEV, Some(true), None).unwrap();
-    let mut prog = assemble("tx_all", TX_ALL).unwrap();
-    let mut maps = Maps::new();
-    prog.bind_maps(&mut maps).unwrap();
-    let att = XdpAttachment::new(prog, XdpMode::Generic, BasicEnv::new(maps));
-    h.attach_xdp(DEV, att).unwrap();
+    let (mut h, f0, f1) = mq_tap_with(XdpMode::Generic, "r0 = 3\nexit\n");
     let ifindex = h.device(DEV).unwrap().ifindex;
     assert_eq!(h.write_outcome(f1, &frame()).fate, Fate::XdpTx);
     assert_eq!(
